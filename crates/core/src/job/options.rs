@@ -1,0 +1,1203 @@
+//! The one option table. Command-line parsing, job-file parsing, `--help` and
+//! the option reference in the docs are all generated from [`OPTIONS`].
+//!
+//! Adding an option means adding one [`OptDef`] here: its name, aliases, the
+//! kind of value it takes, a line of help, an example, and how it sets the
+//! [`JobSpec`] (or the [`GlobalSettings`]).
+
+use super::spec::{
+    BlockSizes, EngineKind, GlobalSettings, JobSpec, OutputFormat, RandomDist, RwMode,
+};
+use super::units::*;
+
+/// What kind of value an option takes; decides how a bare flag is treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A boolean that may appear bare (`thread`, `time_based`).
+    Flag,
+    Int,
+    Size,
+    Time,
+    Str,
+    Choice(&'static [&'static str]),
+}
+
+/// Where an option applies.
+pub enum Apply {
+    Job(fn(&mut JobSpec, &str) -> Result<(), UnitError>),
+    Global(fn(&mut GlobalSettings, &str) -> Result<(), UnitError>),
+}
+
+pub struct OptDef {
+    pub name: &'static str,
+    pub aliases: &'static [&'static str],
+    pub kind: Kind,
+    pub help: &'static str,
+    /// A valid value, shown in errors and help.
+    pub example: &'static str,
+    pub apply: Apply,
+}
+
+fn bs_dirs(
+    v: &str,
+    f: impl Fn(&str) -> Result<BlockSizes, UnitError>,
+) -> Result<[BlockSizes; 2], UnitError> {
+    let parts: Vec<&str> = v.split(',').collect();
+    let r = f(parts[0])?;
+    let w = match parts.get(1) {
+        Some(p) if !p.trim().is_empty() => f(p)?,
+        _ => r.clone(),
+    };
+    Ok([r, w])
+}
+
+fn fixed_bs(s: &str) -> Result<BlockSizes, UnitError> {
+    let b = parse_size(s)?;
+    if b == 0 {
+        return Err("a block size of 0".into());
+    }
+    Ok(BlockSizes::Fixed(b))
+}
+
+fn range_bs(s: &str) -> Result<BlockSizes, UnitError> {
+    let (lo, hi) = parse_range(s)?;
+    if lo == 0 {
+        return Err("a block size of 0".into());
+    }
+    Ok(if lo == hi {
+        BlockSizes::Fixed(lo)
+    } else {
+        BlockSizes::Range(lo, hi)
+    })
+}
+
+fn split_bs(s: &str) -> Result<BlockSizes, UnitError> {
+    let mut v = Vec::new();
+    let mut unassigned = Vec::new();
+    for part in s.split(':').filter(|p| !p.trim().is_empty()) {
+        let (sz, pct) = match part.split_once('/') {
+            Some((a, b)) => (parse_size(a)?, Some(parse_int(b)? as u32)),
+            None => (parse_size(part)?, None),
+        };
+        if sz == 0 {
+            return Err("a block size of 0".into());
+        }
+        match pct {
+            Some(p) => v.push((sz, p)),
+            None => unassigned.push(sz),
+        }
+    }
+    let used: u32 = v.iter().map(|x| x.1).sum();
+    if used > 100 {
+        return Err(format!("percentages add up to {used}, more than 100"));
+    }
+    if !unassigned.is_empty() {
+        let share = (100 - used) / unassigned.len() as u32;
+        v.extend(unassigned.into_iter().map(|s| (s, share)));
+    }
+    if v.is_empty() {
+        return Err("no block sizes".into());
+    }
+    Ok(BlockSizes::Split(v))
+}
+
+fn u32v(v: &str) -> Result<u32, UnitError> {
+    let n = parse_int(v)?;
+    u32::try_from(n).map_err(|_| format!("'{v}' is too large"))
+}
+
+fn pos_u32(v: &str) -> Result<u32, UnitError> {
+    let n = u32v(v)?;
+    if n == 0 {
+        return Err("it must be at least 1".into());
+    }
+    Ok(n)
+}
+
+fn pct(v: &str) -> Result<u32, UnitError> {
+    let n = u32v(v)?;
+    if n > 100 {
+        return Err(format!("'{v}' is more than 100"));
+    }
+    Ok(n)
+}
+
+fn opt_str(v: &str) -> Option<String> {
+    let v = v.trim();
+    (!v.is_empty()).then(|| v.to_string())
+}
+
+fn log_name(j: &JobSpec, v: &str) -> Option<String> {
+    // fio: a bare flag or "1" logs under the job's name.
+    match v.trim() {
+        "" | "1" => Some(j.name.clone()),
+        "0" => None,
+        s => Some(s.to_string()),
+    }
+}
+
+macro_rules! job {
+    ($f:expr) => {
+        Apply::Job($f)
+    };
+}
+
+/// Every option dioscope understands.
+pub static OPTIONS: &[OptDef] = &[
+    OptDef {
+        name: "name",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "randread-test",
+        help: "Job name; on the command line each --name starts a new job",
+        apply: job!(|j, v| {
+            j.name = v.trim().to_string();
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "filename",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "/dev/nvme0n1:/data/f2",
+        help: "Target file(s) or block device(s), ':'-separated",
+        apply: job!(|j, v| {
+            // fio escapes a literal ':' as '\:'.
+            let mut out = Vec::new();
+            let mut cur = String::new();
+            let mut chars = v.trim().chars().peekable();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' if chars.peek() == Some(&':') => {
+                        cur.push(':');
+                        chars.next();
+                    }
+                    ':' => {
+                        if !cur.is_empty() {
+                            out.push(std::mem::take(&mut cur));
+                        }
+                    }
+                    c => cur.push(c),
+                }
+            }
+            if !cur.is_empty() {
+                out.push(cur);
+            }
+            if out.is_empty() {
+                return Err("an empty filename".into());
+            }
+            j.filenames = out;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "directory",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "/mnt/test",
+        help: "Directory for files named after the job",
+        apply: job!(|j, v| {
+            j.directory = opt_str(v);
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "size",
+        aliases: &[],
+        kind: Kind::Size,
+        example: "1g",
+        help: "Total bytes of I/O per job (or % of the target)",
+        apply: job!(|j, v| {
+            j.size = Some(parse_size_or_pct(v)?);
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "filesize",
+        aliases: &[],
+        kind: Kind::Size,
+        example: "256m",
+        help: "Size of each file (a range gives a random size per file)",
+        apply: job!(|j, v| {
+            j.filesize = Some(if v.contains('-') || v.contains(':') {
+                parse_range(v)?
+            } else {
+                let s = parse_size(v)?;
+                (s, s)
+            });
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "offset",
+        aliases: &[],
+        kind: Kind::Size,
+        example: "1m",
+        help: "Start I/O at this offset in the target (or % of it)",
+        apply: job!(|j, v| {
+            j.offset = parse_size_or_pct(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "offset_increment",
+        aliases: &[],
+        kind: Kind::Size,
+        example: "1g",
+        help: "Each clone of a job (numjobs) starts this much further in",
+        apply: job!(|j, v| {
+            j.offset_increment = parse_size(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "bs",
+        aliases: &["blocksize"],
+        kind: Kind::Size,
+        example: "4k",
+        help: "Block size; 'R,W' sets reads and writes separately",
+        apply: job!(|j, v| {
+            j.bs = bs_dirs(v, fixed_bs)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "bsrange",
+        aliases: &["blocksize_range"],
+        kind: Kind::Str,
+        example: "4k-64k",
+        help: "Random block sizes in a range; 'R,W' per direction",
+        apply: job!(|j, v| {
+            j.bs = bs_dirs(v, range_bs)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "bssplit",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "4k/50:64k/50",
+        help: "Weighted mix of block sizes; 'R,W' per direction",
+        apply: job!(|j, v| {
+            j.bs = bs_dirs(v, split_bs)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "rw",
+        aliases: &["readwrite"],
+        kind: Kind::Choice(RwMode::NAMES),
+        example: "randread",
+        help: "I/O pattern: read, write, randread, randwrite, rw, randrw",
+        apply: job!(|j, v| {
+            // fio allows "randread:8" (sequence modifiers); we do not.
+            j.rw = RwMode::parse(v.trim())
+                .ok_or_else(|| format!("'{}' is not an I/O pattern", v.trim()))?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "rwmixread",
+        aliases: &[],
+        kind: Kind::Int,
+        example: "70",
+        help: "Percentage of reads in mixed workloads",
+        apply: job!(|j, v| {
+            j.rwmixread = pct(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "rwmixwrite",
+        aliases: &[],
+        kind: Kind::Int,
+        example: "30",
+        help: "Percentage of writes in mixed workloads",
+        apply: job!(|j, v| {
+            j.rwmixread = 100 - pct(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "ioengine",
+        aliases: &[],
+        kind: Kind::Choice(EngineKind::NAMES),
+        example: "io_uring",
+        help: "I/O engine: psync, pvsync2, libaio, io_uring, null",
+        apply: job!(|j, v| {
+            j.ioengine = EngineKind::parse(v.trim())
+                .ok_or_else(|| format!("'{}' is not an engine dioscope has", v.trim()))?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "iodepth",
+        aliases: &[],
+        kind: Kind::Int,
+        example: "32",
+        help: "I/Os kept in flight per job",
+        apply: job!(|j, v| {
+            j.iodepth = pos_u32(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "iodepth_batch_submit",
+        aliases: &["iodepth_batch"],
+        kind: Kind::Int,
+        example: "8",
+        help: "I/Os submitted at once (0 = 1)",
+        apply: job!(|j, v| {
+            j.iodepth_batch_submit = u32v(v)?.max(1);
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "iodepth_batch_complete_min",
+        aliases: &["iodepth_batch_complete"],
+        kind: Kind::Int,
+        example: "8",
+        help: "Completions to wait for at least per reap",
+        apply: job!(|j, v| {
+            j.iodepth_batch_complete_min = u32v(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "iodepth_batch_complete_max",
+        aliases: &[],
+        kind: Kind::Int,
+        example: "32",
+        help: "Completions to reap at most at once (0 = iodepth)",
+        apply: job!(|j, v| {
+            j.iodepth_batch_complete_max = u32v(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "numjobs",
+        aliases: &[],
+        kind: Kind::Int,
+        example: "4",
+        help: "Clones of this job, each a thread of its own",
+        apply: job!(|j, v| {
+            j.numjobs = pos_u32(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "thread",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Accepted for fio compatibility: dioscope always uses threads",
+        apply: job!(|_, v| {
+            parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "runtime",
+        aliases: &["timeout"],
+        kind: Kind::Time,
+        example: "30s",
+        help: "Stop after this long (seconds by default)",
+        apply: job!(|j, v| {
+            j.runtime_us = parse_time_us(v, 1_000_000)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "time_based",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Keep going until runtime, repeating the workload",
+        apply: job!(|j, v| {
+            j.time_based = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "ramp_time",
+        aliases: &[],
+        kind: Kind::Time,
+        example: "2s",
+        help: "Run this long before measuring (repeated per trial)",
+        apply: job!(|j, v| {
+            j.ramp_time_us = parse_time_us(v, 1_000_000)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "loops",
+        aliases: &[],
+        kind: Kind::Int,
+        example: "3",
+        help: "Repeat the workload this many times",
+        apply: job!(|j, v| {
+            j.loops = pos_u32(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "startdelay",
+        aliases: &[],
+        kind: Kind::Time,
+        example: "1s",
+        help: "Wait this long before starting the job",
+        apply: job!(|j, v| {
+            j.startdelay_us = parse_time_us(v, 1_000_000)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "direct",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Use O_DIRECT (bypass the page cache)",
+        apply: job!(|j, v| {
+            j.direct = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "buffered",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "0",
+        help: "The opposite of direct",
+        apply: job!(|j, v| {
+            j.direct = !parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "invalidate",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Drop the target's cached pages before each trial",
+        apply: job!(|j, v| {
+            j.invalidate = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "fsync",
+        aliases: &[],
+        kind: Kind::Int,
+        example: "32",
+        help: "fsync after this many writes (0 = never)",
+        apply: job!(|j, v| {
+            j.fsync = u32v(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "fdatasync",
+        aliases: &[],
+        kind: Kind::Int,
+        example: "32",
+        help: "fdatasync after this many writes (0 = never)",
+        apply: job!(|j, v| {
+            j.fdatasync = u32v(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "end_fsync",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "fsync the target when the job ends",
+        apply: job!(|j, v| {
+            j.end_fsync = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "norandommap",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Random offsets may repeat within a pass",
+        apply: job!(|j, v| {
+            j.norandommap = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "randrepeat",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Same random sequence every run",
+        apply: job!(|j, v| {
+            j.randrepeat = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "randseed",
+        aliases: &[],
+        kind: Kind::Int,
+        example: "1234",
+        help: "Seed of the random offsets",
+        apply: job!(|j, v| {
+            j.randseed = parse_int(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "random_distribution",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "zipf:1.2",
+        help: "random, zipf:THETA, pareto:H, normal:PCT",
+        apply: job!(|j, v| {
+            let v = v.trim();
+            let (kind, arg) = v.split_once(':').unwrap_or((v, ""));
+            let num = |d: f64| {
+                if arg.is_empty() {
+                    Ok(d)
+                } else {
+                    parse_float(arg)
+                }
+            };
+            j.random_distribution = match kind {
+                "random" => RandomDist::Uniform,
+                "zipf" => {
+                    let t = num(1.2)?;
+                    if t <= 0.0 || t == 1.0 {
+                        return Err("zipf's theta must be > 0 and not 1".into());
+                    }
+                    RandomDist::Zipf(t)
+                }
+                "pareto" => {
+                    let h = num(0.2)?;
+                    if !(0.0..1.0).contains(&h) || h == 0.0 {
+                        return Err("pareto's h must be between 0 and 1".into());
+                    }
+                    RandomDist::Pareto(h)
+                }
+                "normal" => {
+                    let p = num(10.0)?;
+                    if p <= 0.0 || p > 100.0 {
+                        return Err("normal's deviation must be a percentage".into());
+                    }
+                    RandomDist::Normal(p)
+                }
+                other => return Err(format!("'{other}' is not a distribution")),
+            };
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "group_reporting",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Report the jobs of a group (and their clones) together",
+        apply: job!(|j, v| {
+            j.group_reporting = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "stonewall",
+        aliases: &["wait_for_previous"],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Wait for the jobs before this one to finish; starts a new group",
+        apply: job!(|j, v| {
+            j.stonewall = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "new_group",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Start a new reporting group",
+        apply: job!(|j, v| {
+            j.new_group = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "cpus_allowed",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "0-1",
+        help: "Pin the job's threads to these CPUs",
+        apply: job!(|j, v| {
+            j.cpus_allowed = Some(parse_cpu_list(v)?);
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "percentile_list",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "50:99:99.9",
+        help: "Latency percentiles to report, ':'-separated",
+        apply: job!(|j, v| {
+            let mut l = Vec::new();
+            for p in v.split(':').filter(|p| !p.trim().is_empty()) {
+                let x = parse_float(p)?;
+                if !(0.0..=100.0).contains(&x) {
+                    return Err(format!("percentile {x} is not between 0 and 100"));
+                }
+                l.push(x);
+            }
+            if l.is_empty() {
+                return Err("an empty percentile list".into());
+            }
+            j.percentile_list = l;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "clat_percentiles",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Report completion-latency percentiles",
+        apply: job!(|j, v| {
+            j.clat_percentiles = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "lat_percentiles",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Report total-latency percentiles",
+        apply: job!(|j, v| {
+            j.lat_percentiles = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "unlink",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Remove the files this job created when it ends",
+        apply: job!(|j, v| {
+            j.unlink = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "rate_iops",
+        aliases: &[],
+        kind: Kind::Int,
+        example: "10000",
+        help: "Cap this job at this many I/Os per second",
+        apply: job!(|j, v| {
+            j.rate_iops = parse_int(v.split(',').next().unwrap_or(""))?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "fixedbufs",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "io_uring: register buffers (dioscope's default: on)",
+        apply: job!(|j, v| {
+            j.fixedbufs = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "registerfiles",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "io_uring: register the file (dioscope's default: on)",
+        apply: job!(|j, v| {
+            j.registerfiles = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "sqthread_poll",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "io_uring: a kernel thread polls the submission queue",
+        apply: job!(|j, v| {
+            j.sqthread_poll = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "hipri",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Polled completions (needs poll queues on the device)",
+        apply: job!(|j, v| {
+            j.hipri = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "nowait",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "pvsync2/io_uring: RWF_NOWAIT",
+        apply: job!(|j, v| {
+            j.nowait = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "create_on_open",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Accepted: files are created when first opened",
+        apply: job!(|j, v| {
+            j.create_on_open = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "allow_mounted_write",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Allow writes to a mounted or in-use block device (destroys data)",
+        apply: job!(|j, v| {
+            j.allow_mounted_write = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "continue_on_error",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "all",
+        help: "Keep going after I/O errors (none, all, io, read, write)",
+        apply: job!(|j, v| {
+            j.continue_on_error = match v.trim() {
+                "none" | "0" => false,
+                "" | "all" | "1" | "io" | "read" | "write" | "verify" => true,
+                o => {
+                    return Err(format!(
+                        "'{o}' is not one of none, all, io, read, write, verify"
+                    ))
+                }
+            };
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "write_bw_log",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "mylog",
+        help: "Write a bandwidth log PREFIX_bw.N.log",
+        apply: job!(|j, v| {
+            j.write_bw_log = log_name(j, v);
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "write_iops_log",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "mylog",
+        help: "Write an IOPS log PREFIX_iops.N.log",
+        apply: job!(|j, v| {
+            j.write_iops_log = log_name(j, v);
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "write_lat_log",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "mylog",
+        help: "Write latency logs PREFIX_{slat,clat,lat}.N.log",
+        apply: job!(|j, v| {
+            j.write_lat_log = log_name(j, v);
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "log_avg_msec",
+        aliases: &[],
+        kind: Kind::Int,
+        example: "1000",
+        help: "Average log samples over this many ms",
+        apply: job!(|j, v| {
+            j.log_avg_msec = parse_int(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "verify",
+        aliases: &[],
+        kind: Kind::Choice(&["0", "crc32c", "xxhash", "sha256", "pattern"]),
+        example: "crc32c",
+        help: "Write verifiable blocks and check them on read-back",
+        apply: job!(|j, v| {
+            j.verify = match v.trim() {
+                "0" | "" | "none" => None,
+                a @ ("crc32c" | "crc32c-intel" | "xxhash" | "sha256" | "pattern" | "md5"
+                | "crc32") => Some(a.replace("-intel", "")),
+                o => {
+                    return Err(format!(
+                        "'{o}' is not a verify method (crc32c, xxhash, sha256, pattern)"
+                    ))
+                }
+            };
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "do_verify",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Run the verify phase after writing",
+        apply: job!(|j, v| {
+            j.do_verify = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "verify_fatal",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Stop at the first bad block",
+        apply: job!(|j, v| {
+            j.verify_fatal = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "verify_only",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Only read back and check earlier verify writes",
+        apply: job!(|j, v| {
+            j.verify_only = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "verify_interval",
+        aliases: &[],
+        kind: Kind::Size,
+        example: "512",
+        help: "Verify header every this many bytes (default: block size)",
+        apply: job!(|j, v| {
+            j.verify_interval = parse_size(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "trials",
+        aliases: &[],
+        kind: Kind::Int,
+        example: "5",
+        help: "Repeat the job this many times and report statistics over trials",
+        apply: job!(|j, v| {
+            j.trials = pos_u32(v)?;
+            Ok(())
+        }),
+    },
+    // Invocation-wide settings.
+    OptDef {
+        name: "output-format",
+        aliases: &["output_format"],
+        kind: Kind::Choice(&["normal", "json", "json+"]),
+        example: "json",
+        help: "normal, json or json+ (json with latency bins)",
+        apply: Apply::Global(|g, v| {
+            g.output_format = match v.trim() {
+                "normal" | "terse" => OutputFormat::Normal,
+                "json" => OutputFormat::Json,
+                "json+" => OutputFormat::JsonPlus,
+                o => return Err(format!("'{o}' is not an output format")),
+            };
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "output",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "result.json",
+        help: "Write the result to this file (atomically) instead of stdout",
+        apply: Apply::Global(|g, v| {
+            g.output = opt_str(v);
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "destroy-data-on",
+        aliases: &["destroy_data_on"],
+        kind: Kind::Str,
+        example: "/dev/sdX",
+        help: "Allow writing to this block device even if it holds data",
+        apply: Apply::Global(|g, v| {
+            g.destroy_data_on.push(v.trim().to_string());
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "eta",
+        aliases: &["progress"],
+        kind: Kind::Choice(&["auto", "always", "never"]),
+        example: "never",
+        help: "Live progress on stderr: auto (when a terminal), never",
+        apply: Apply::Global(|g, v| {
+            g.no_progress = v.trim() == "never";
+            Ok(())
+        }),
+    },
+];
+
+/// fio options that exist but dioscope does not implement: a clear error
+/// rather than "unknown option".
+pub static FIO_UNIMPLEMENTED: &[&str] = &[
+    "zonemode",
+    "zonesize",
+    "zonerange",
+    "zoneskip",
+    "cgroup",
+    "nice",
+    "prio",
+    "prioclass",
+    "rate",
+    "rate_min",
+    "ratemin",
+    "rate_process",
+    "thinktime",
+    "thinktime_blocks",
+    "exitall",
+    "lockmem",
+    "gtod_reduce",
+    "disable_lat",
+    "disable_clat",
+    "disable_slat",
+    "disable_bw_measurement",
+    "mem",
+    "iomem",
+    "iomem_align",
+    "buffer_pattern",
+    "refill_buffers",
+    "scramble_buffers",
+    "buffer_compress_percentage",
+    "dedupe_percentage",
+    "file_service_type",
+    "openfiles",
+    "fallocate",
+    "pre_read",
+    "lockfile",
+    "nrfiles",
+    "filename_format",
+    "opendir",
+    "trim_percentage",
+    "trim_verify_zero",
+    "ioscheduler",
+    "cpumask",
+    "numa_cpu_nodes",
+    "numa_mem_policy",
+    "uid",
+    "gid",
+    "flow",
+    "flow_id",
+    "exec_prerun",
+    "exec_postrun",
+    "steadystate",
+    "ss",
+    "kb_base",
+    "unit_base",
+    "serialize_overlap",
+    "io_size",
+    "io_limit",
+    "number_ios",
+    "rw_sequencer",
+    "percentage_random",
+    "random_generator",
+    "allrandrepeat",
+    "fadvise_hint",
+    "sync",
+    "overwrite",
+    "experimental_verify",
+    "verify_pattern",
+    "verify_offset",
+    "verify_backlog",
+    "verify_async",
+    "verify_state_save",
+    "log_offset",
+    "log_compression",
+    "log_hist_msec",
+    "write_hist_log",
+    "per_job_logs",
+    "clocksource",
+    "gtod_cpu",
+    "replay_no_stall",
+    "read_iolog",
+    "write_iolog",
+    "ioengine_opts",
+    "cmdprio_percentage",
+    "uncached",
+    "atomic",
+    "userspace_reap",
+    "bwavgtime",
+    "iopsavgtime",
+];
+
+/// Find an option by its name or an alias.
+pub fn lookup(name: &str) -> Option<&'static OptDef> {
+    OPTIONS
+        .iter()
+        .find(|o| o.name == name || o.aliases.contains(&name))
+}
+
+fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, &cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The known option (name or alias) closest to `name`, with the option it belongs to.
+pub fn closest(name: &str) -> Option<(&'static str, &'static OptDef)> {
+    OPTIONS
+        .iter()
+        .flat_map(|o| {
+            std::iter::once(o.name)
+                .chain(o.aliases.iter().copied())
+                .map(move |n| (n, o))
+        })
+        .map(|(n, o)| (levenshtein(name, n), n, o))
+        .filter(|(d, n, _)| *d <= (n.len().max(name.len()) / 2).max(2))
+        .min_by_key(|(d, _, _)| *d)
+        .map(|(_, n, o)| (n, o))
+}
+
+/// `--help` text, generated from the table.
+pub fn help_text() -> String {
+    let mut s = String::new();
+    for o in OPTIONS {
+        let names = std::iter::once(o.name)
+            .chain(o.aliases.iter().copied())
+            .collect::<Vec<_>>()
+            .join(", ");
+        s.push_str(&format!(
+            "  --{:<34} {}\n",
+            format!("{names}={}", o.example),
+            o.help
+        ));
+    }
+    s
+}
+
+/// The option reference as a Markdown table (docs/OPTIONS.md is generated from it).
+pub fn markdown_table() -> String {
+    let mut s =
+        String::from("| option | aliases | example | meaning |\n| --- | --- | --- | --- |\n");
+    for o in OPTIONS {
+        s.push_str(&format!(
+            "| `{}` | {} | `{}` | {} |\n",
+            o.name,
+            o.aliases
+                .iter()
+                .map(|a| format!("`{a}`"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            o.example,
+            o.help
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique() {
+        let mut all: Vec<&str> = OPTIONS
+            .iter()
+            .flat_map(|o| std::iter::once(o.name).chain(o.aliases.iter().copied()))
+            .collect();
+        let n = all.len();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), n, "an option name or alias appears twice");
+        for u in FIO_UNIMPLEMENTED {
+            assert!(
+                lookup(u).is_none(),
+                "{u} is both implemented and listed unimplemented"
+            );
+        }
+    }
+
+    #[test]
+    fn examples_are_valid() {
+        for o in OPTIONS {
+            match &o.apply {
+                Apply::Job(f) => f(&mut JobSpec::default(), o.example)
+                    .unwrap_or_else(|e| panic!("{}: {e}", o.name)),
+                Apply::Global(f) => f(&mut GlobalSettings::default(), o.example)
+                    .unwrap_or_else(|e| panic!("{}: {e}", o.name)),
+            }
+        }
+    }
+
+    #[test]
+    fn closest_names_blocksize() {
+        let (n, o) = closest("blocksiz").unwrap();
+        assert_eq!(n, "blocksize");
+        assert_eq!(o.name, "bs");
+        assert_eq!(closest("iodepht").unwrap().0, "iodepth");
+        assert!(closest("zzzzzzzzzzzz").is_none());
+    }
+
+    #[test]
+    fn block_sizes() {
+        let mut j = JobSpec::default();
+        (lookup("bs").unwrap().apply_job())(&mut j, "4k,64k").unwrap();
+        assert_eq!(j.bs, [BlockSizes::Fixed(4096), BlockSizes::Fixed(65536)]);
+        (lookup("bssplit").unwrap().apply_job())(&mut j, "4k/50:64k").unwrap();
+        assert_eq!(j.bs[0], BlockSizes::Split(vec![(4096, 50), (65536, 50)]));
+        (lookup("bsrange").unwrap().apply_job())(&mut j, "4k-16k").unwrap();
+        assert_eq!(j.bs[1], BlockSizes::Range(4096, 16384));
+        assert!((lookup("bs").unwrap().apply_job())(&mut j, "banana").is_err());
+    }
+
+    impl OptDef {
+        fn apply_job(&self) -> fn(&mut JobSpec, &str) -> Result<(), UnitError> {
+            match self.apply {
+                Apply::Job(f) => f,
+                Apply::Global(_) => panic!("global option"),
+            }
+        }
+    }
+}

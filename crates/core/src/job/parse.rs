@@ -1,0 +1,642 @@
+//! Job files and command lines into a [`Plan`].
+//!
+//! Parsing happens in two stages, as ripgrep does: first every token is
+//! collected with where it came from, then the option table applies them in
+//! order (`[global]` defaults, then each job's own lines). Nothing touches the
+//! system here beyond reading job files.
+
+use super::options::{closest, lookup, Apply, Kind, OptDef, FIO_UNIMPLEMENTED};
+use super::spec::{BlockSizes, EngineKind, JobSpec, Plan, RwMode};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Where an option came from, for error messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    CommandLine,
+    File { path: String, line: usize },
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::CommandLine => write!(f, "on the command line"),
+            Origin::File { path, line } => write!(f, "at {path}:{line}"),
+        }
+    }
+}
+
+/// A parse error. Every variant names the option and says how to fix it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ParseError {
+    #[error("unknown option '{name}' {origin}{}", suggestion.as_ref().map(|s| format!("; did you mean '{s}'?")).unwrap_or_else(|| "; see 'dioscope --help' for the options".into()))]
+    UnknownOption {
+        name: String,
+        origin: Origin,
+        suggestion: Option<String>,
+    },
+    #[error("option '{name}' {origin} is a fio option that dioscope does not implement; remove it from the job")]
+    Unimplemented { name: String, origin: Origin },
+    #[error("invalid value '{value}' for option '{name}' {origin}: {reason}; a valid example: {name}={example}")]
+    BadValue {
+        name: String,
+        value: String,
+        origin: Origin,
+        reason: String,
+        example: String,
+    },
+    #[error("option '{name}' {origin} needs a value, for example {name}={example}")]
+    MissingValue {
+        name: String,
+        origin: Origin,
+        example: String,
+    },
+    #[error("{origin}: {message}")]
+    Syntax { origin: Origin, message: String },
+    #[error("cannot read job file '{path}': {message}")]
+    Read { path: String, message: String },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// One `key[=value]` with its origin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawOpt {
+    pub key: String,
+    /// `None` for a bare flag.
+    pub value: Option<String>,
+    pub origin: Origin,
+}
+
+/// A job section as read: its name and lines (globals in force included).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawJob {
+    pub name: String,
+    pub opts: Vec<RawOpt>,
+    /// First job of a later job file: starts a new group.
+    pub file_boundary: bool,
+}
+
+/// Replace `${VAR}` from the environment and fio's built-in `$pagesize`,
+/// `$ncpus`, `$mb_memory`.
+pub fn substitute(line: &str, env: &dyn Fn(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        if let Some(inner) = after.strip_prefix('{') {
+            if let Some(end) = inner.find('}') {
+                out.push_str(&env(&inner[..end]).unwrap_or_default());
+                rest = &inner[end + 1..];
+                continue;
+            }
+        }
+        let word: String = after
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        let builtin = match word.as_str() {
+            "pagesize" => Some(dioscope_sys::buf::page_size().to_string()),
+            "ncpus" => Some(dioscope_sys::proc::ncpus().to_string()),
+            "mb_memory" => Some(mb_memory().to_string()),
+            _ => None,
+        };
+        match builtin {
+            Some(v) => {
+                out.push_str(&v);
+                rest = &after[word.len()..];
+            }
+            None => {
+                out.push('$');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn mb_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| {
+                    l.split_whitespace()
+                        .nth(1)
+                        .and_then(|v| v.parse::<u64>().ok())
+                })
+        })
+        .map(|kb| kb / 1024)
+        .unwrap_or(0)
+}
+
+fn env_lookup(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// Read a job file, following `include` lines, into (key, value) lines per section.
+fn read_lines(
+    path: &Path,
+    depth: usize,
+    out: &mut Vec<(String, Origin)>,
+) -> Result<(), ParseError> {
+    if depth > 16 {
+        return Err(ParseError::Read {
+            path: path.display().to_string(),
+            message: "includes nest more than 16 deep (an include loop?)".into(),
+        });
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| ParseError::Read {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    for (i, line) in text.lines().enumerate() {
+        let origin = Origin::File {
+            path: path.display().to_string(),
+            line: i + 1,
+        };
+        let t = line.trim();
+        if let Some(inc) = t
+            .strip_prefix("include ")
+            .or_else(|| t.strip_prefix("include\t"))
+        {
+            let inc = substitute(inc.trim(), &env_lookup);
+            let p = Path::new(&inc);
+            let full: PathBuf = if p.is_absolute() {
+                p.into()
+            } else {
+                path.parent().unwrap_or(Path::new(".")).join(p)
+            };
+            read_lines(&full, depth + 1, out)?;
+            continue;
+        }
+        out.push((line.to_string(), origin));
+    }
+    Ok(())
+}
+
+/// Parse job-file text (already with includes resolved) into jobs.
+fn parse_ini(
+    lines: &[(String, Origin)],
+    cli_defaults: &[RawOpt],
+    file_boundary: bool,
+) -> Result<Vec<RawJob>, ParseError> {
+    let mut globals: Vec<RawOpt> = cli_defaults.to_vec();
+    let mut jobs: Vec<RawJob> = Vec::new();
+    // None: in [global] (or before any section); Some(i): in jobs[i].
+    let mut current: Option<usize> = None;
+    for (line, origin) in lines {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with(';') || t.starts_with('#') {
+            continue;
+        }
+        if let Some(sec) = t.strip_prefix('[') {
+            let name = sec.strip_suffix(']').ok_or_else(|| ParseError::Syntax {
+                origin: origin.clone(),
+                message: format!("section header '{t}' has no closing ']'"),
+            })?;
+            let name = name.trim();
+            if name.is_empty() {
+                return Err(ParseError::Syntax {
+                    origin: origin.clone(),
+                    message: "empty section name '[]'".into(),
+                });
+            }
+            if name == "global" {
+                current = None;
+            } else {
+                jobs.push(RawJob {
+                    name: name.to_string(),
+                    opts: globals.clone(),
+                    file_boundary: file_boundary && jobs.is_empty(),
+                });
+                current = Some(jobs.len() - 1);
+            }
+            continue;
+        }
+        let t = substitute(t, &env_lookup);
+        // Trailing comments after a value: fio allows ';' comments at line end.
+        let t = match t
+            .find(" ;")
+            .or_else(|| t.find("\t;"))
+            .or_else(|| t.find(" #"))
+        {
+            Some(i) => t[..i].trim_end().to_string(),
+            None => t,
+        };
+        let (key, value) = match t.split_once('=') {
+            Some((k, v)) => (k.trim().to_string(), Some(v.trim().to_string())),
+            None => (t.trim().to_string(), None),
+        };
+        let opt = RawOpt {
+            key,
+            value,
+            origin: origin.clone(),
+        };
+        match current {
+            None => globals.push(opt),
+            Some(i) => jobs[i].opts.push(opt),
+        }
+    }
+    Ok(jobs)
+}
+
+/// Parse one job file.
+pub fn parse_job_file(
+    path: &Path,
+    cli_defaults: &[RawOpt],
+    file_boundary: bool,
+) -> Result<Vec<RawJob>, ParseError> {
+    let mut lines = Vec::new();
+    read_lines(path, 0, &mut lines)?;
+    parse_ini(&lines, cli_defaults, file_boundary)
+}
+
+/// Parse job-file text given as a string (tests, fuzzing).
+pub fn parse_job_text(text: &str) -> Result<Plan, ParseError> {
+    let lines: Vec<(String, Origin)> = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            (
+                l.to_string(),
+                Origin::File {
+                    path: "<text>".into(),
+                    line: i + 1,
+                },
+            )
+        })
+        .collect();
+    let jobs = parse_ini(&lines, &[], false)?;
+    let mut plan = Plan::default();
+    for rj in jobs {
+        plan.jobs.push(build_job(&rj, &mut plan.global, false)?);
+    }
+    Ok(plan)
+}
+
+fn check_kind(def: &OptDef, raw: &RawOpt) -> Result<String, ParseError> {
+    match (&raw.value, def.kind) {
+        (Some(v), _) => Ok(v.clone()),
+        (None, Kind::Flag) => Ok(String::new()),
+        (None, _) => Err(ParseError::MissingValue {
+            name: raw.key.clone(),
+            origin: raw.origin.clone(),
+            example: def.example.to_string(),
+        }),
+    }
+}
+
+fn resolve_def(raw: &RawOpt) -> Result<&'static OptDef, ParseError> {
+    if let Some(d) = lookup(&raw.key) {
+        return Ok(d);
+    }
+    if FIO_UNIMPLEMENTED.contains(&raw.key.as_str()) {
+        return Err(ParseError::Unimplemented {
+            name: raw.key.clone(),
+            origin: raw.origin.clone(),
+        });
+    }
+    let suggestion = closest(&raw.key).map(|(n, o)| {
+        if n == o.name {
+            n.to_string()
+        } else {
+            format!("{n}' (same as '{}", o.name)
+        }
+    });
+    Err(ParseError::UnknownOption {
+        name: raw.key.clone(),
+        origin: raw.origin.clone(),
+        suggestion,
+    })
+}
+
+/// Apply one raw option to a job or the globals.
+pub fn apply(
+    raw: &RawOpt,
+    job: &mut JobSpec,
+    global: &mut super::spec::GlobalSettings,
+) -> Result<(), ParseError> {
+    let def = resolve_def(raw)?;
+    let value = check_kind(def, raw)?;
+    let bad = |reason: String| ParseError::BadValue {
+        name: raw.key.clone(),
+        value: value.clone(),
+        origin: raw.origin.clone(),
+        reason,
+        example: def.example.to_string(),
+    };
+    match &def.apply {
+        Apply::Job(f) => {
+            f(job, &value).map_err(bad)?;
+            if def.name != "name" {
+                // "job options" in the JSON: last one wins, as in fio.
+                job.given.retain(|(k, _)| k != def.name);
+                job.given.push((def.name.to_string(), value.clone()));
+            }
+        }
+        Apply::Global(f) => f(global, &value).map_err(bad)?,
+    }
+    Ok(())
+}
+
+/// Build a [`JobSpec`] from a raw job: fio defaults, then each option in order.
+fn build_job(
+    raw: &RawJob,
+    global: &mut super::spec::GlobalSettings,
+    cli_default_template: bool,
+) -> Result<JobSpec, ParseError> {
+    let mut j = if cli_default_template {
+        default_job()
+    } else {
+        JobSpec::default()
+    };
+    j.name = raw.name.clone();
+    for o in &raw.opts {
+        apply(o, &mut j, global)?;
+    }
+    if raw.file_boundary {
+        j.stonewall = true;
+    }
+    validate(&j)?;
+    Ok(j)
+}
+
+/// Checks that need only the job itself (the target is checked later).
+pub fn validate(j: &JobSpec) -> Result<(), ParseError> {
+    let invalid = |m: String| Err(ParseError::Invalid(format!("job '{}': {m}", j.name)));
+    if j.name.is_empty() {
+        return invalid("a job needs a name (--name=NAME or a [NAME] section)".into());
+    }
+    if j.iodepth_batch_complete_min > j.iodepth {
+        return invalid(format!(
+            "iodepth_batch_complete_min={} is larger than iodepth={}; lower it to at most {}",
+            j.iodepth_batch_complete_min, j.iodepth, j.iodepth
+        ));
+    }
+    if j.time_based && j.runtime_us == 0 {
+        return invalid("time_based needs a runtime, for example runtime=10s".into());
+    }
+    if j.verify_only && j.verify.is_none() {
+        return invalid("verify_only needs a verify method, for example verify=crc32c".into());
+    }
+    for bs in [&j.bs[0], &j.bs[1]] {
+        if let BlockSizes::Split(v) = bs {
+            if v.iter().map(|x| x.1).sum::<u32>() != 100 {
+                return invalid(
+                    "bssplit percentages must add up to 100, for example bssplit=4k/50:64k/50"
+                        .into(),
+                );
+            }
+        }
+    }
+    if j.hipri && !matches!(j.ioengine, EngineKind::IoUring | EngineKind::Pvsync2) {
+        return invalid(format!(
+            "hipri works with io_uring or pvsync2, not {}",
+            j.ioengine.as_str()
+        ));
+    }
+    if j.sqthread_poll && j.ioengine != EngineKind::IoUring {
+        return invalid("sqthread_poll needs ioengine=io_uring".into());
+    }
+    Ok(())
+}
+
+/// SPEC.md's default job: 4 KiB random reads, io_uring, QD 32, O_DIRECT, a
+/// 1 GiB scratch file, a short ramp, three trials.
+pub fn default_job() -> JobSpec {
+    JobSpec {
+        name: "default".into(),
+        rw: RwMode::RandRead,
+        ioengine: EngineKind::IoUring,
+        iodepth: 32,
+        iodepth_batch_submit: 8,
+        iodepth_batch_complete_min: 1,
+        direct: true,
+        size: Some(super::units::SizeOrPct::Bytes(1 << 30)),
+        runtime_us: 8_000_000,
+        time_based: true,
+        ramp_time_us: 2_000_000,
+        trials: 3,
+        ..JobSpec::default()
+    }
+}
+
+/// Parse the arguments after `dioscope` / `dioscope run` into a plan.
+pub fn parse_args<S: AsRef<str>>(args: &[S]) -> Result<Plan, ParseError> {
+    let mut plan = Plan::default();
+    let mut cli_defaults: Vec<RawOpt> = Vec::new();
+    let mut cli_jobs: Vec<RawJob> = Vec::new();
+    let mut files: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_ref();
+        i += 1;
+        let Some(opt) = a.strip_prefix("--") else {
+            if a.starts_with('-') && a.len() > 1 {
+                return Err(ParseError::Syntax {
+                    origin: Origin::CommandLine,
+                    message: format!("'{a}' is not an option; options are written --name=value"),
+                });
+            }
+            files.push(a.to_string());
+            continue;
+        };
+        let (key, mut value) = match opt.split_once('=') {
+            Some((k, v)) => (k.to_string(), Some(v.to_string())),
+            None => (opt.to_string(), None),
+        };
+        // `--output res.json`: a value in the next word, for options that need one.
+        if value.is_none() {
+            if let Some(def) = lookup(&key) {
+                if def.kind != Kind::Flag && i < args.len() && !args[i].as_ref().starts_with("--") {
+                    value = Some(args[i].as_ref().to_string());
+                    i += 1;
+                }
+            }
+        }
+        let raw = RawOpt {
+            key: key.clone(),
+            value,
+            origin: Origin::CommandLine,
+        };
+        // Invocation-wide options apply at once; unknown ones fail here.
+        let def = resolve_def(&raw)?;
+        if let Apply::Global(_) = def.apply {
+            apply(&raw, &mut JobSpec::default(), &mut plan.global)?;
+            continue;
+        }
+        if def.name == "trials" {
+            let mut scratch = JobSpec::default();
+            apply(&raw, &mut scratch, &mut plan.global)?;
+            plan.global.trials = Some(scratch.trials);
+            continue;
+        }
+        if def.name == "name" {
+            let v = check_kind(def, &raw)?;
+            cli_jobs.push(RawJob {
+                name: v.trim().to_string(),
+                opts: cli_defaults.clone(),
+                file_boundary: false,
+            });
+            continue;
+        }
+        match cli_jobs.last_mut() {
+            Some(j) => j.opts.push(raw),
+            None => cli_defaults.push(raw),
+        }
+    }
+    let mut raw_jobs = Vec::new();
+    for (n, f) in files.iter().enumerate() {
+        raw_jobs.extend(parse_job_file(Path::new(f), &cli_defaults, n > 0)?);
+    }
+    if !files.is_empty() && raw_jobs.is_empty() {
+        return Err(ParseError::Invalid(format!(
+            "no jobs in {}: add a job section such as [job1] after [global]",
+            files.join(", ")
+        )));
+    }
+    raw_jobs.extend(cli_jobs);
+    if raw_jobs.is_empty() {
+        // No job: SPEC's default job, with any options given applied on top.
+        plan.is_default_job = true;
+        let raw = RawJob {
+            name: "default".into(),
+            opts: cli_defaults,
+            file_boundary: false,
+        };
+        plan.jobs.push(build_job(&raw, &mut plan.global, true)?);
+    } else {
+        for rj in &raw_jobs {
+            plan.jobs.push(build_job(rj, &mut plan.global, false)?);
+        }
+    }
+    if let Some(t) = plan.global.trials {
+        for j in &mut plan.jobs {
+            j.trials = t;
+        }
+    }
+    Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::spec::OutputFormat;
+
+    #[test]
+    fn fio_style_job_text() {
+        let plan = parse_job_text(
+            "; a comment\n# another\n[global]\nioengine=libaio\ndirect=1\nbs=4k\nthread\n\n[reader]\nrw=randread\niodepth=16\n\n[writer]\nrw=write\nbs=64k\n",
+        )
+        .unwrap();
+        assert_eq!(plan.jobs.len(), 2);
+        let r = &plan.jobs[0];
+        assert_eq!(r.name, "reader");
+        assert_eq!(r.ioengine, EngineKind::Libaio);
+        assert!(r.direct);
+        assert_eq!(r.iodepth, 16);
+        assert_eq!(r.rw, RwMode::RandRead);
+        let w = &plan.jobs[1];
+        assert_eq!(w.bs[1], BlockSizes::Fixed(65536));
+        assert_eq!(w.iodepth, 1);
+        assert_eq!(w.rw, RwMode::Write);
+    }
+
+    #[test]
+    fn later_global_applies_only_below() {
+        let plan = parse_job_text("[a]\nrw=read\n[global]\nbs=8k\n[b]\n").unwrap();
+        assert_eq!(plan.jobs[0].bs[0], BlockSizes::Fixed(4096));
+        assert_eq!(plan.jobs[1].bs[0], BlockSizes::Fixed(8192));
+    }
+
+    #[test]
+    fn env_and_builtins() {
+        std::env::set_var("DIOSCOPE_TEST_BS", "16k");
+        let plan =
+            parse_job_text("[a]\nbs=${DIOSCOPE_TEST_BS}\nsize=(1024*4)\nnumjobs=$ncpus\n").unwrap();
+        assert_eq!(plan.jobs[0].bs[0], BlockSizes::Fixed(16384));
+        assert_eq!(
+            plan.jobs[0].size,
+            Some(crate::job::units::SizeOrPct::Bytes(4096))
+        );
+        assert_eq!(plan.jobs[0].numjobs as usize, dioscope_sys::proc::ncpus());
+        assert_eq!(
+            substitute("x=${DIOSCOPE_NOPE_NOT_SET}y", &env_lookup),
+            "x=y"
+        );
+    }
+
+    #[test]
+    fn errors_name_the_problem() {
+        let e = parse_args(&["--blocksiz=4k"]).unwrap_err().to_string();
+        assert!(
+            e.contains("blocksiz") && e.contains("blocksize") && e.contains("bs"),
+            "{e}"
+        );
+        let e = parse_args(&["--bs=banana"]).unwrap_err().to_string();
+        assert!(e.contains("banana") && e.contains("bs=4k"), "{e}");
+        let e = parse_job_text("[a]\niodepth\n").unwrap_err().to_string();
+        assert!(e.contains("needs a value") && e.contains(":2"), "{e}");
+        let e = parse_job_text("[a]\ngtod_reduce=1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("does not implement"), "{e}");
+        let e = parse_job_text("[a\n").unwrap_err().to_string();
+        assert!(e.contains("closing"), "{e}");
+    }
+
+    #[test]
+    fn command_line_jobs() {
+        let p = parse_args(&[
+            "--output-format=json",
+            "--ioengine=null",
+            "--name=a",
+            "--rw=randread",
+            "--name=b",
+            "--rw=write",
+            "--bs",
+            "8k",
+        ])
+        .unwrap();
+        assert_eq!(p.global.output_format, OutputFormat::Json);
+        assert_eq!(p.jobs.len(), 2);
+        assert_eq!(p.jobs[0].ioengine, EngineKind::Null);
+        assert_eq!(p.jobs[1].ioengine, EngineKind::Null);
+        assert_eq!(p.jobs[1].bs[0], BlockSizes::Fixed(8192));
+        assert!(!p.is_default_job);
+    }
+
+    #[test]
+    fn default_job_with_overrides() {
+        let p = parse_args::<&str>(&[]).unwrap();
+        assert!(p.is_default_job);
+        assert_eq!(p.jobs[0].iodepth, 32);
+        assert_eq!(p.jobs[0].trials, 3);
+        let p = parse_args(&["--runtime=2", "--trials=1"]).unwrap();
+        assert_eq!(p.jobs[0].runtime_us, 2_000_000);
+        assert_eq!(p.jobs[0].trials, 1);
+    }
+
+    #[test]
+    fn include_and_files_are_groups() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("common.inc"), "bs=16k\nioengine=null\n").unwrap();
+        std::fs::write(
+            d.path().join("a.fio"),
+            "[global]\ninclude common.inc\n[x]\nrw=read\n",
+        )
+        .unwrap();
+        std::fs::write(d.path().join("b.fio"), "[y]\nrw=write\n").unwrap();
+        let a = d.path().join("a.fio");
+        let b = d.path().join("b.fio");
+        let p = parse_args(&[a.to_str().unwrap(), b.to_str().unwrap()]).unwrap();
+        assert_eq!(p.jobs[0].bs[0], BlockSizes::Fixed(16384));
+        assert_eq!(p.jobs[0].ioengine, EngineKind::Null);
+        assert!(!p.jobs[0].stonewall);
+        assert!(p.jobs[1].stonewall, "a second job file starts a new group");
+    }
+}

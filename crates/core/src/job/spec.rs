@@ -1,0 +1,322 @@
+//! The resolved description of one job, with fio's defaults.
+
+use super::units::SizeOrPct;
+
+/// Data direction pattern (`rw=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RwMode {
+    Read,
+    Write,
+    RandRead,
+    RandWrite,
+    /// Sequential mixed reads and writes (`rw`/`readwrite`).
+    ReadWrite,
+    RandRw,
+}
+
+impl RwMode {
+    pub const NAMES: &'static [&'static str] = &[
+        "read",
+        "write",
+        "randread",
+        "randwrite",
+        "rw",
+        "readwrite",
+        "randrw",
+    ];
+
+    pub fn parse(s: &str) -> Option<RwMode> {
+        Some(match s {
+            "read" => RwMode::Read,
+            "write" => RwMode::Write,
+            "randread" => RwMode::RandRead,
+            "randwrite" => RwMode::RandWrite,
+            "rw" | "readwrite" => RwMode::ReadWrite,
+            "randrw" => RwMode::RandRw,
+            _ => return None,
+        })
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RwMode::Read => "read",
+            RwMode::Write => "write",
+            RwMode::RandRead => "randread",
+            RwMode::RandWrite => "randwrite",
+            RwMode::ReadWrite => "rw",
+            RwMode::RandRw => "randrw",
+        }
+    }
+    pub fn is_random(self) -> bool {
+        matches!(self, RwMode::RandRead | RwMode::RandWrite | RwMode::RandRw)
+    }
+    pub fn reads(self) -> bool {
+        !matches!(self, RwMode::Write | RwMode::RandWrite)
+    }
+    pub fn writes(self) -> bool {
+        !matches!(self, RwMode::Read | RwMode::RandRead)
+    }
+}
+
+/// I/O engine (`ioengine=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineKind {
+    Psync,
+    Pvsync2,
+    Libaio,
+    IoUring,
+    Null,
+}
+
+impl EngineKind {
+    pub const NAMES: &'static [&'static str] = &["psync", "pvsync2", "libaio", "io_uring", "null"];
+
+    pub fn parse(s: &str) -> Option<EngineKind> {
+        Some(match s {
+            "psync" | "sync" => EngineKind::Psync,
+            "pvsync2" => EngineKind::Pvsync2,
+            "libaio" => EngineKind::Libaio,
+            "io_uring" => EngineKind::IoUring,
+            "null" => EngineKind::Null,
+            _ => return None,
+        })
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineKind::Psync => "psync",
+            EngineKind::Pvsync2 => "pvsync2",
+            EngineKind::Libaio => "libaio",
+            EngineKind::IoUring => "io_uring",
+            EngineKind::Null => "null",
+        }
+    }
+}
+
+/// Block-size distribution for one direction.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BlockSizes {
+    Fixed(u64),
+    /// Uniform over multiples of the minimum in `[min, max]`.
+    Range(u64, u64),
+    /// `bssplit`: (size, percent) pairs.
+    Split(Vec<(u64, u32)>),
+}
+
+impl BlockSizes {
+    pub fn max(&self) -> u64 {
+        match self {
+            BlockSizes::Fixed(b) => *b,
+            BlockSizes::Range(_, hi) => *hi,
+            BlockSizes::Split(v) => v.iter().map(|x| x.0).max().unwrap_or(0),
+        }
+    }
+    pub fn min(&self) -> u64 {
+        match self {
+            BlockSizes::Fixed(b) => *b,
+            BlockSizes::Range(lo, _) => *lo,
+            BlockSizes::Split(v) => v.iter().map(|x| x.0).min().unwrap_or(0),
+        }
+    }
+    /// Every size this distribution can produce (for alignment checks).
+    pub fn all(&self) -> Vec<u64> {
+        match self {
+            BlockSizes::Fixed(b) => vec![*b],
+            BlockSizes::Range(lo, hi) => vec![*lo, *hi],
+            BlockSizes::Split(v) => v.iter().map(|x| x.0).collect(),
+        }
+    }
+}
+
+/// Random offset distribution (`random_distribution=`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RandomDist {
+    Uniform,
+    Zipf(f64),
+    Pareto(f64),
+    Normal(f64),
+}
+
+/// One job, every option resolved to fio's default where not given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobSpec {
+    pub name: String,
+    /// Targets; empty means "derive from name and directory".
+    pub filenames: Vec<String>,
+    pub directory: Option<String>,
+    pub size: Option<SizeOrPct>,
+    pub filesize: Option<(u64, u64)>,
+    pub offset: SizeOrPct,
+    pub offset_increment: u64,
+    /// Per direction: [read, write].
+    pub bs: [BlockSizes; 2],
+    pub rw: RwMode,
+    /// Percentage of reads in mixed workloads.
+    pub rwmixread: u32,
+    pub ioengine: EngineKind,
+    pub iodepth: u32,
+    pub iodepth_batch_submit: u32,
+    pub iodepth_batch_complete_min: u32,
+    pub iodepth_batch_complete_max: u32,
+    pub numjobs: u32,
+    pub runtime_us: u64,
+    pub time_based: bool,
+    pub ramp_time_us: u64,
+    pub loops: u32,
+    pub startdelay_us: u64,
+    pub direct: bool,
+    pub invalidate: bool,
+    pub fsync: u32,
+    pub fdatasync: u32,
+    pub end_fsync: bool,
+    pub norandommap: bool,
+    pub randrepeat: bool,
+    pub randseed: u64,
+    pub random_distribution: RandomDist,
+    pub group_reporting: bool,
+    pub stonewall: bool,
+    pub new_group: bool,
+    pub cpus_allowed: Option<Vec<usize>>,
+    pub percentile_list: Vec<f64>,
+    pub clat_percentiles: bool,
+    pub lat_percentiles: bool,
+    pub unlink: bool,
+    pub rate_iops: u64,
+    pub fixedbufs: bool,
+    pub registerfiles: bool,
+    pub sqthread_poll: bool,
+    pub hipri: bool,
+    pub nowait: bool,
+    pub create_on_open: bool,
+    pub allow_mounted_write: bool,
+    pub continue_on_error: bool,
+    pub write_bw_log: Option<String>,
+    pub write_iops_log: Option<String>,
+    pub write_lat_log: Option<String>,
+    pub log_avg_msec: u64,
+    /// Verification: algorithm name (`None` = off).
+    pub verify: Option<String>,
+    pub do_verify: bool,
+    pub verify_fatal: bool,
+    pub verify_only: bool,
+    pub verify_interval: u64,
+    /// Repetitions of the whole job (dioscope's own option).
+    pub trials: u32,
+    /// The options exactly as given, for `"job options"` in the JSON.
+    pub given: Vec<(String, String)>,
+}
+
+/// fio's default clat percentile list.
+pub const DEFAULT_PERCENTILES: &[f64] = &[
+    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
+    99.99,
+];
+
+impl Default for JobSpec {
+    fn default() -> Self {
+        JobSpec {
+            name: String::new(),
+            filenames: Vec::new(),
+            directory: None,
+            size: None,
+            filesize: None,
+            offset: SizeOrPct::Bytes(0),
+            offset_increment: 0,
+            bs: [BlockSizes::Fixed(4096), BlockSizes::Fixed(4096)],
+            rw: RwMode::Read,
+            rwmixread: 50,
+            ioengine: EngineKind::Psync,
+            iodepth: 1,
+            iodepth_batch_submit: 1,
+            iodepth_batch_complete_min: 1,
+            iodepth_batch_complete_max: 0,
+            numjobs: 1,
+            runtime_us: 0,
+            time_based: false,
+            ramp_time_us: 0,
+            loops: 1,
+            startdelay_us: 0,
+            direct: false,
+            invalidate: true,
+            fsync: 0,
+            fdatasync: 0,
+            end_fsync: false,
+            norandommap: false,
+            randrepeat: true,
+            randseed: 0x89,
+            random_distribution: RandomDist::Uniform,
+            group_reporting: false,
+            stonewall: false,
+            new_group: false,
+            cpus_allowed: None,
+            percentile_list: DEFAULT_PERCENTILES.to_vec(),
+            clat_percentiles: true,
+            lat_percentiles: false,
+            unlink: false,
+            rate_iops: 0,
+            fixedbufs: true,
+            registerfiles: true,
+            sqthread_poll: false,
+            hipri: false,
+            nowait: false,
+            create_on_open: false,
+            allow_mounted_write: false,
+            continue_on_error: false,
+            write_bw_log: None,
+            write_iops_log: None,
+            write_lat_log: None,
+            log_avg_msec: 0,
+            verify: None,
+            do_verify: true,
+            verify_fatal: false,
+            verify_only: false,
+            verify_interval: 0,
+            trials: 1,
+            given: Vec::new(),
+        }
+    }
+}
+
+impl JobSpec {
+    /// Largest block size over both directions.
+    pub fn max_bs(&self) -> u64 {
+        self.bs[0].max().max(self.bs[1].max())
+    }
+    /// The job's effective fraction of reads, in percent.
+    pub fn read_pct(&self) -> u32 {
+        match self.rw {
+            RwMode::Read | RwMode::RandRead => 100,
+            RwMode::Write | RwMode::RandWrite => 0,
+            RwMode::ReadWrite | RwMode::RandRw => self.rwmixread,
+        }
+    }
+}
+
+/// Settings for the whole invocation rather than a job.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct GlobalSettings {
+    pub output_format: OutputFormat,
+    pub output: Option<String>,
+    /// `--trials` from the command line (overrides every job).
+    pub trials: Option<u32>,
+    /// `--destroy-data-on=DEV`: devices the user allows us to overwrite.
+    pub destroy_data_on: Vec<String>,
+    /// `--progress=never` / `--eta=never`.
+    pub no_progress: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputFormat {
+    #[default]
+    Normal,
+    Json,
+    JsonPlus,
+}
+
+/// A whole invocation: global settings and the jobs in order, each with its
+/// reporting group.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Plan {
+    pub global: GlobalSettings,
+    pub jobs: Vec<JobSpec>,
+    /// `true` when no job was given and the default job was filled in.
+    pub is_default_job: bool,
+}

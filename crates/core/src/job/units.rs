@@ -1,0 +1,395 @@
+//! fio's value syntax: sizes, times, booleans, ranges, arithmetic.
+//!
+//! Sizes follow fio's default `kb_base=1024`: `4k` = `4kb` = 4096, `1m` = 1 MiB,
+//! suffixes case-insensitive; the `Ki`/`Mi`/... forms are the 1000-based ones
+//! (fio's compatibility mode, which is backwards but is what job files mean).
+//! A parenthesised arithmetic expression such as `(1024*4)` may stand for the
+//! number. Times default to seconds unless the option says otherwise.
+
+/// Why a value did not parse; the caller adds the option name and an example.
+pub type UnitError = String;
+
+fn split_number(s: &str) -> (&str, &str) {
+    let idx = s
+        .char_indices()
+        .find(|&(i, c)| !(c.is_ascii_digit() || c == '.' || (i == 0 && (c == '-' || c == '+'))))
+        .map(|(i, _)| i)
+        .unwrap_or(s.len());
+    (&s[..idx], &s[idx..])
+}
+
+/// Evaluate a leading parenthesised arithmetic expression, returning the value
+/// and the rest of the string (e.g. a unit suffix).
+fn leading_expr(s: &str) -> Result<(f64, &str), UnitError> {
+    let mut depth = 0i32;
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    let v = eval(&s[1..i])?;
+                    return Ok((v, &s[i + 1..]));
+                }
+            }
+            _ => {}
+        }
+    }
+    Err(format!("unbalanced parentheses in '{s}'"))
+}
+
+/// A tiny recursive-descent evaluator for + - * / % ^ and parentheses.
+pub fn eval(expr: &str) -> Result<f64, UnitError> {
+    struct P<'a> {
+        b: &'a [u8],
+        i: usize,
+    }
+    impl P<'_> {
+        fn ws(&mut self) {
+            while self.i < self.b.len() && self.b[self.i].is_ascii_whitespace() {
+                self.i += 1;
+            }
+        }
+        fn peek(&mut self) -> Option<u8> {
+            self.ws();
+            self.b.get(self.i).copied()
+        }
+        fn sum(&mut self) -> Result<f64, UnitError> {
+            let mut v = self.product()?;
+            while let Some(c @ (b'+' | b'-')) = self.peek() {
+                self.i += 1;
+                let r = self.product()?;
+                v = if c == b'+' { v + r } else { v - r };
+            }
+            Ok(v)
+        }
+        fn product(&mut self) -> Result<f64, UnitError> {
+            let mut v = self.power()?;
+            while let Some(c @ (b'*' | b'/' | b'%')) = self.peek() {
+                self.i += 1;
+                let r = self.power()?;
+                v = match c {
+                    b'*' => v * r,
+                    b'/' if r == 0.0 => return Err("division by zero".into()),
+                    b'/' => v / r,
+                    _ if r == 0.0 => return Err("modulo by zero".into()),
+                    _ => v % r,
+                };
+            }
+            Ok(v)
+        }
+        fn power(&mut self) -> Result<f64, UnitError> {
+            let b = self.atom()?;
+            if self.peek() == Some(b'^') {
+                self.i += 1;
+                let e = self.power()?;
+                return Ok(b.powf(e));
+            }
+            Ok(b)
+        }
+        fn atom(&mut self) -> Result<f64, UnitError> {
+            match self.peek() {
+                Some(b'(') => {
+                    self.i += 1;
+                    let v = self.sum()?;
+                    if self.peek() != Some(b')') {
+                        return Err("missing ')'".into());
+                    }
+                    self.i += 1;
+                    Ok(v)
+                }
+                Some(b'-') => {
+                    self.i += 1;
+                    Ok(-self.atom()?)
+                }
+                Some(c) if c.is_ascii_digit() || c == b'.' => {
+                    let st = self.i;
+                    while self.i < self.b.len()
+                        && (self.b[self.i].is_ascii_alphanumeric() || self.b[self.i] == b'.')
+                    {
+                        self.i += 1;
+                    }
+                    let tok = std::str::from_utf8(&self.b[st..self.i]).unwrap();
+                    parse_size(tok).map(|v| v as f64).or_else(|_| {
+                        tok.parse::<f64>()
+                            .map_err(|_| format!("'{tok}' is not a number"))
+                    })
+                }
+                _ => Err(format!(
+                    "unexpected '{}' in expression",
+                    std::str::from_utf8(&self.b[self.i..]).unwrap_or("?")
+                )),
+            }
+        }
+    }
+    let mut p = P {
+        b: expr.as_bytes(),
+        i: 0,
+    };
+    let v = p.sum()?;
+    if p.peek().is_some() {
+        return Err(format!("trailing text in expression '{expr}'"));
+    }
+    Ok(v)
+}
+
+fn size_multiplier(suffix: &str) -> Option<u64> {
+    let s = suffix.trim();
+    if s.is_empty() {
+        return Some(1);
+    }
+    let lower = s.to_ascii_lowercase();
+    // "Ki", "KiB", "Mi", ...: 1000-based in fio's default compatibility mode.
+    let (unit, decimal) = if lower.len() >= 2 && lower.as_bytes()[1] == b'i' {
+        let rest = &lower[2..];
+        if !(rest.is_empty() || rest == "b") {
+            return None;
+        }
+        (&lower[..1], true)
+    } else {
+        let rest = &lower[1..];
+        if !(rest.is_empty() || rest == "b") {
+            return None;
+        }
+        (&lower[..1], false)
+    };
+    let base: u64 = if decimal { 1000 } else { 1024 };
+    let exp = match unit {
+        "b" if lower == "b" => 0,
+        "k" => 1,
+        "m" => 2,
+        "g" => 3,
+        "t" => 4,
+        "p" => 5,
+        _ => return None,
+    };
+    Some(base.pow(exp))
+}
+
+/// Parse a size in bytes: `4096`, `4k`, `1.5m`, `0x1000`, `(1024*4)k`.
+pub fn parse_size(s: &str) -> Result<u64, UnitError> {
+    let s = s.trim();
+    if s.is_empty() {
+        return Err("empty size".into());
+    }
+    if let Some(hex) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        return u64::from_str_radix(hex, 16).map_err(|_| format!("'{s}' is not a hex number"));
+    }
+    let (num, suffix) = if s.starts_with('(') {
+        leading_expr(s)?
+    } else {
+        let (n, suf) = split_number(s);
+        if n.is_empty() || n == "-" || n == "+" {
+            return Err(format!("'{s}' is not a size"));
+        }
+        (
+            n.parse::<f64>()
+                .map_err(|_| format!("'{s}' is not a size"))?,
+            suf,
+        )
+    };
+    if num < 0.0 {
+        return Err(format!("'{s}' is negative"));
+    }
+    let mult =
+        size_multiplier(suffix).ok_or_else(|| format!("'{s}' has an unknown unit '{suffix}'"))?;
+    let v = num * mult as f64;
+    if !v.is_finite() || v > u64::MAX as f64 {
+        return Err(format!("'{s}' is too large"));
+    }
+    Ok(v.round() as u64)
+}
+
+/// A size that may be given as a percentage of the target (`size=50%`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SizeOrPct {
+    Bytes(u64),
+    Percent(f64),
+}
+
+impl SizeOrPct {
+    /// Resolve against a target size.
+    pub fn resolve(&self, whole: u64) -> u64 {
+        match *self {
+            SizeOrPct::Bytes(b) => b,
+            SizeOrPct::Percent(p) => (whole as f64 * p / 100.0) as u64,
+        }
+    }
+}
+
+pub fn parse_size_or_pct(s: &str) -> Result<SizeOrPct, UnitError> {
+    let s = s.trim();
+    if let Some(p) = s.strip_suffix('%') {
+        let v: f64 = p
+            .trim()
+            .parse()
+            .map_err(|_| format!("'{s}' is not a percentage"))?;
+        if !(0.0..=100.0).contains(&v) {
+            return Err(format!("'{s}' is not between 0% and 100%"));
+        }
+        return Ok(SizeOrPct::Percent(v));
+    }
+    parse_size(s).map(SizeOrPct::Bytes)
+}
+
+/// Parse a time into microseconds. `default_unit_us` is what a bare number
+/// means (1_000_000 for runtime/ramp_time/startdelay).
+pub fn parse_time_us(s: &str, default_unit_us: u64) -> Result<u64, UnitError> {
+    let s = s.trim();
+    let (num, suffix) = if s.starts_with('(') {
+        leading_expr(s)?
+    } else {
+        let (n, suf) = split_number(s);
+        if n.is_empty() {
+            return Err(format!("'{s}' is not a time"));
+        }
+        (
+            n.parse::<f64>()
+                .map_err(|_| format!("'{s}' is not a time"))?,
+            suf,
+        )
+    };
+    if num < 0.0 {
+        return Err(format!("'{s}' is negative"));
+    }
+    let mult = match suffix.trim().to_ascii_lowercase().as_str() {
+        "" => default_unit_us,
+        "us" | "usec" => 1,
+        "ms" | "msec" => 1_000,
+        "s" | "sec" => 1_000_000,
+        "m" | "min" => 60_000_000,
+        "h" => 3_600_000_000,
+        "d" => 86_400_000_000,
+        other => return Err(format!("'{s}' has an unknown time unit '{other}'")),
+    };
+    Ok((num * mult as f64).round() as u64)
+}
+
+/// fio booleans: 1/0, true/false, yes/no, on/off; an empty value (bare flag) is true.
+pub fn parse_bool(s: &str) -> Result<bool, UnitError> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "" | "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(format!("'{s}' is not a boolean")),
+    }
+}
+
+/// A non-negative integer, with size suffixes and arithmetic allowed (`iodepth=(16*2)`).
+pub fn parse_int(s: &str) -> Result<u64, UnitError> {
+    parse_size(s).map_err(|_| format!("'{}' is not a whole number", s.trim()))
+}
+
+/// A float such as a percentile.
+pub fn parse_float(s: &str) -> Result<f64, UnitError> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite())
+        .ok_or_else(|| format!("'{}' is not a number", s.trim()))
+}
+
+/// A size range `1k-4k` or `1k:4k`.
+pub fn parse_range(s: &str) -> Result<(u64, u64), UnitError> {
+    let s = s.trim();
+    let (a, b) = s
+        .split_once('-')
+        .or_else(|| s.split_once(':'))
+        .ok_or_else(|| format!("'{s}' is not a range"))?;
+    let (lo, hi) = (parse_size(a)?, parse_size(b)?);
+    if lo > hi {
+        return Err(format!("'{s}' has its low end above its high end"));
+    }
+    Ok((lo, hi))
+}
+
+/// A CPU list `0-3,6,8-9`.
+pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, UnitError> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        if let Some((a, b)) = part.split_once('-') {
+            let a: usize = a
+                .trim()
+                .parse()
+                .map_err(|_| format!("'{part}' is not a CPU range"))?;
+            let b: usize = b
+                .trim()
+                .parse()
+                .map_err(|_| format!("'{part}' is not a CPU range"))?;
+            if a > b {
+                return Err(format!("'{part}' is not a CPU range"));
+            }
+            out.extend(a..=b);
+        } else {
+            out.push(
+                part.parse()
+                    .map_err(|_| format!("'{part}' is not a CPU number"))?,
+            );
+        }
+    }
+    if out.is_empty() {
+        return Err("empty CPU list".into());
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("4k").unwrap(), 4096);
+        assert_eq!(parse_size("4K").unwrap(), 4096);
+        assert_eq!(parse_size("4kb").unwrap(), 4096);
+        assert_eq!(parse_size("4KB").unwrap(), 4096);
+        assert_eq!(parse_size("1m").unwrap(), 1 << 20);
+        assert_eq!(parse_size("1g").unwrap(), 1 << 30);
+        assert_eq!(parse_size("2t").unwrap(), 2 << 40);
+        assert_eq!(parse_size("1.5m").unwrap(), 3 << 19);
+        assert_eq!(parse_size("0x1000").unwrap(), 4096);
+        assert_eq!(parse_size("4Ki").unwrap(), 4000);
+        assert_eq!(parse_size("1MiB").unwrap(), 1_000_000);
+        assert_eq!(parse_size("512b").unwrap(), 512);
+        assert_eq!(parse_size("(1024*4)").unwrap(), 4096);
+        assert_eq!(parse_size("(2+2)k").unwrap(), 4096);
+        assert!(parse_size("banana").is_err());
+        assert!(parse_size("4q").is_err());
+        assert!(parse_size("").is_err());
+        assert!(parse_size("-4k").is_err());
+    }
+
+    #[test]
+    fn percent() {
+        assert_eq!(parse_size_or_pct("50%").unwrap(), SizeOrPct::Percent(50.0));
+        assert_eq!(SizeOrPct::Percent(50.0).resolve(1000), 500);
+        assert!(parse_size_or_pct("150%").is_err());
+    }
+
+    #[test]
+    fn times() {
+        assert_eq!(parse_time_us("10", 1_000_000).unwrap(), 10_000_000);
+        assert_eq!(parse_time_us("10s", 1_000_000).unwrap(), 10_000_000);
+        assert_eq!(parse_time_us("250ms", 1_000_000).unwrap(), 250_000);
+        assert_eq!(parse_time_us("250msec", 1_000_000).unwrap(), 250_000);
+        assert_eq!(parse_time_us("5us", 1_000_000).unwrap(), 5);
+        assert_eq!(parse_time_us("2m", 1_000_000).unwrap(), 120_000_000);
+        assert_eq!(parse_time_us("1h", 1_000_000).unwrap(), 3_600_000_000);
+        assert_eq!(parse_time_us("1d", 1_000_000).unwrap(), 86_400_000_000);
+        assert!(parse_time_us("1y", 1_000_000).is_err());
+    }
+
+    #[test]
+    fn bools_ranges_cpus() {
+        assert!(parse_bool("").unwrap());
+        assert!(!parse_bool("0").unwrap());
+        assert!(parse_bool("yes").unwrap());
+        assert!(parse_bool("maybe").is_err());
+        assert_eq!(parse_range("1k-4k").unwrap(), (1024, 4096));
+        assert_eq!(parse_range("1k:4k").unwrap(), (1024, 4096));
+        assert!(parse_range("4k-1k").is_err());
+        assert_eq!(parse_cpu_list("0-2,5").unwrap(), vec![0, 1, 2, 5]);
+        assert_eq!(eval("(2+3)*4").unwrap(), 20.0);
+        assert_eq!(eval("2^10").unwrap(), 1024.0);
+    }
+}

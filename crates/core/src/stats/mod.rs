@@ -1,0 +1,9 @@
+//! Statistics: latency histograms, per-direction counters, CPU accounting and
+//! summaries over trials.
+
+pub mod cpu;
+pub mod histogram;
+pub mod summary;
+
+pub use histogram::Histogram;
+pub use summary::Summary;

@@ -1,0 +1,107 @@
+//! Statistics over trials: mean ± σ, median, range, 95 % confidence interval
+//! and coefficient of variation of one metric.
+
+use serde::Serialize;
+
+/// Summary of a small sample (one value per trial).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct Summary {
+    pub n: usize,
+    pub mean: f64,
+    /// Sample standard deviation (n-1).
+    pub stddev: f64,
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    /// 95 % confidence interval of the mean (Student's t), as (low, high).
+    pub ci95: (f64, f64),
+    /// σ / mean (0 when the mean is 0).
+    pub cv: f64,
+}
+
+/// Two-sided 97.5 % quantile of Student's t with `df` degrees of freedom.
+pub fn t975(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => f64::INFINITY,
+        1..=30 => T[df - 1],
+        31..=60 => 2.042 - (df - 30) as f64 * (2.042 - 2.000) / 30.0,
+        61..=120 => 2.000 - (df - 60) as f64 * (2.000 - 1.980) / 60.0,
+        _ => 1.960,
+    }
+}
+
+pub fn median(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return 0.0;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+impl Summary {
+    pub fn of(xs: &[f64]) -> Summary {
+        let n = xs.len();
+        if n == 0 {
+            return Summary::default();
+        }
+        let mean = xs.iter().sum::<f64>() / n as f64;
+        let stddev = if n > 1 {
+            (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+        } else {
+            0.0
+        };
+        let half = if n > 1 {
+            t975(n - 1) * stddev / (n as f64).sqrt()
+        } else {
+            0.0
+        };
+        Summary {
+            n,
+            mean,
+            stddev,
+            median: median(xs),
+            min: xs.iter().copied().fold(f64::INFINITY, f64::min),
+            max: xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            ci95: (mean - half, mean + half),
+            cv: if mean != 0.0 {
+                stddev / mean.abs()
+            } else {
+                0.0
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_sample() {
+        let s = Summary::of(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]);
+        assert_eq!(s.mean, 5.0);
+        assert!((s.stddev - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
+        assert_eq!(s.median, 4.5);
+        assert_eq!((s.min, s.max), (2.0, 9.0));
+        let half = 2.365 * s.stddev / 8f64.sqrt();
+        assert!((s.ci95.1 - 5.0 - half).abs() < 1e-9);
+        assert!((s.cv - s.stddev / 5.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn single_value() {
+        let s = Summary::of(&[3.0]);
+        assert_eq!((s.mean, s.stddev, s.ci95), (3.0, 0.0, (3.0, 3.0)));
+    }
+}

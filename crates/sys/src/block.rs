@@ -1,0 +1,44 @@
+//! Block-device ioctls: size, sector sizes and buffer flush.
+
+use crate::cvt;
+use std::io;
+use std::os::fd::RawFd;
+
+// _IOR(0x12, 114, size_t)
+const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
+// _IO(0x12, 104)
+const BLKSSZGET: libc::c_ulong = 0x1268;
+// _IO(0x12, 123)
+const BLKPBSZGET: libc::c_ulong = 0x127b;
+// _IO(0x12, 97)
+const BLKFLSBUF: libc::c_ulong = 0x1261;
+
+/// Size of a block device in bytes. Works on a read-only descriptor.
+pub fn size_bytes(fd: RawFd) -> io::Result<u64> {
+    let mut n: u64 = 0;
+    // SAFETY: BLKGETSIZE64 writes one u64 through the pointer.
+    cvt(unsafe { libc::ioctl(fd, BLKGETSIZE64 as _, &mut n) })?;
+    Ok(n)
+}
+
+/// Logical block size (the smallest direct-I/O unit).
+pub fn logical_block_size(fd: RawFd) -> io::Result<u32> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: BLKSSZGET writes one int.
+    cvt(unsafe { libc::ioctl(fd, BLKSSZGET as _, &mut n) })?;
+    Ok(n as u32)
+}
+
+/// Physical block size.
+pub fn physical_block_size(fd: RawFd) -> io::Result<u32> {
+    let mut n: libc::c_uint = 0;
+    // SAFETY: BLKPBSZGET writes one unsigned int.
+    cvt(unsafe { libc::ioctl(fd, BLKPBSZGET as _, &mut n) })?;
+    Ok(n)
+}
+
+/// Drop the device's page cache (`BLKFLSBUF`; needs CAP_SYS_ADMIN).
+pub fn flush_buffers(fd: RawFd) -> io::Result<()> {
+    // SAFETY: BLKFLSBUF takes no argument.
+    cvt(unsafe { libc::ioctl(fd, BLKFLSBUF as _, 0) }).map(drop)
+}
