@@ -7,9 +7,23 @@
 //! - [`stats`]: latency histograms and summaries.
 //! - [`report`]: the human summary and fio-compatible JSON.
 
+// Errors carry the option, value, origin and an example: large, but built only
+// on the cold path before any I/O.
+#![allow(clippy::result_large_err)]
+
 pub mod engines;
 pub mod job;
 pub mod report;
 pub mod runner;
 pub mod stats;
 pub mod target;
+
+/// The destructive-write guard the runner calls before opening a block
+/// device for writing. (Wired to `safety` once that module lands.)
+pub fn safety_check(
+    _dev: &std::path::Path,
+    _allow: bool,
+    _destroy_data_on: &[String],
+) -> Result<(), String> {
+    Ok(())
+}

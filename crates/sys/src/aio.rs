@@ -150,3 +150,129 @@ mod tests {
         f
     }
 }
+
+use crate::queue::{Completion, IoDesc, SlotArena};
+
+/// A libaio queue owning its slot arena, so every buffer handed to the kernel
+/// outlives its I/O. Batches io_submit; io_getevents waits for `min`.
+pub struct AioQueue {
+    ctx: AioContext,
+    iocbs: Box<[Iocb]>,
+    pending: Box<[*mut Iocb]>,
+    npending: usize,
+    events: Box<[IoEvent]>,
+    nready: usize,
+    fds: Box<[RawFdU32]>,
+    arena: SlotArena,
+    rw_flags: RwfFlags,
+    inflight: usize,
+}
+
+type RawFdU32 = u32;
+
+// The raw pointers point into our own boxed slices; the queue moves as a whole.
+unsafe impl Send for AioQueue {}
+
+impl AioQueue {
+    pub fn new(
+        arena: SlotArena,
+        fds: &[std::os::fd::RawFd],
+        rw_flags: RwfFlags,
+    ) -> io::Result<AioQueue> {
+        let n = arena.nslots() as usize;
+        let ctx = AioContext::new(n as u32)?;
+        let iocbs = vec![Iocb::default(); n].into_boxed_slice();
+        Ok(AioQueue {
+            ctx,
+            iocbs,
+            pending: vec![std::ptr::null_mut(); n].into_boxed_slice(),
+            npending: 0,
+            events: vec![IoEvent::default(); n].into_boxed_slice(),
+            nready: 0,
+            fds: fds.iter().map(|&f| f as u32).collect(),
+            arena,
+            rw_flags,
+            inflight: 0,
+        })
+    }
+
+    #[inline]
+    pub fn stage(&mut self, d: IoDesc) {
+        let cb = &mut self.iocbs[d.slot as usize];
+        *cb = Iocb {
+            aio_data: d.slot as u64,
+            aio_rw_flags: self.rw_flags,
+            aio_lio_opcode: if d.write {
+                IOCB_CMD_PWRITE
+            } else {
+                IOCB_CMD_PREAD
+            },
+            aio_fildes: self.fds[d.file as usize],
+            aio_buf: self.arena.slot_ptr(d.slot) as u64,
+            aio_nbytes: d.len as u64,
+            aio_offset: d.offset as i64,
+            ..Default::default()
+        };
+        self.pending[self.npending] = cb as *mut Iocb;
+        self.npending += 1;
+    }
+
+    /// Submit staged I/Os, then wait for at least `min` completions.
+    #[inline]
+    pub fn commit(&mut self, min: u32) -> io::Result<u32> {
+        let mut submitted = 0;
+        if self.npending > 0 {
+            // SAFETY: every pending pointer targets an iocb in self.iocbs whose
+            // buffer is in self.arena; both live as long as the context, and a
+            // slot is staged only when idle.
+            match unsafe { self.ctx.submit(&mut self.pending[..self.npending]) } {
+                Ok(n) => {
+                    submitted = n;
+                    self.pending.copy_within(n..self.npending, 0);
+                    self.npending -= n;
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {}
+                Err(e) => return Err(e),
+            }
+            self.inflight += submitted;
+        }
+        let want = (min as usize).min(self.inflight);
+        if self.nready == 0 && (want > 0 || self.inflight > 0) {
+            let n = self.ctx.getevents(want, &mut self.events)?;
+            self.nready = n;
+            self.inflight -= n;
+        }
+        Ok(submitted as u32)
+    }
+
+    #[inline]
+    pub fn reap(&mut self, out: &mut [Completion]) -> usize {
+        let n = self.nready.min(out.len());
+        for (o, e) in out.iter_mut().zip(&self.events[..n]) {
+            *o = Completion {
+                slot: e.data as u32,
+                res: e.res as i32,
+            };
+        }
+        self.events.copy_within(n..self.nready, 0);
+        self.nready -= n;
+        n
+    }
+
+    pub fn arena(&mut self) -> &mut SlotArena {
+        &mut self.arena
+    }
+}
+
+impl Drop for AioQueue {
+    fn drop(&mut self) {
+        // Wait for in-flight I/O before the arena is unmapped.
+        while self.inflight > 0 {
+            let mut ev = [IoEvent::default(); 16];
+            match self.ctx.getevents(1, &mut ev) {
+                Ok(n) => self.inflight = self.inflight.saturating_sub(n),
+                Err(_) => break,
+            }
+        }
+    }
+}

@@ -12,7 +12,9 @@ pub mod clock;
 pub mod fs;
 pub mod io;
 pub mod proc;
+pub mod queue;
 pub mod signal;
+pub mod uring;
 
 /// Turn a libc return value into an `std::io::Result`, reading `errno` on -1.
 #[inline]

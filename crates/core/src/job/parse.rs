@@ -29,7 +29,7 @@ impl fmt::Display for Origin {
 /// A parse error. Every variant names the option and says how to fix it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ParseError {
-    #[error("unknown option '{name}' {origin}{}", suggestion.as_ref().map(|s| format!("; did you mean '{s}'?")).unwrap_or_else(|| "; see 'dioscope --help' for the options".into()))]
+    #[error("unknown option '{name}' {origin}{}", suggestion.as_ref().map(|s| format!("; did you mean {s}?")).unwrap_or_else(|| "; see 'dioscope --help' for the options".into()))]
     UnknownOption {
         name: String,
         origin: Origin,

@@ -1,1 +1,692 @@
-//! (under construction)
+//! The runner: from a [`Plan`] to a [`RunResult`].
+//!
+//! Stage one resolves every job against its targets (paths, sizes, regions,
+//! alignment) without doing any I/O; any error there exits before a byte is
+//! written. Stage two runs the groups in order (a `stonewall` or `new_group`
+//! starts a group); the jobs of a group run concurrently, each clone on its
+//! own thread with its own engine, slots and statistics. A group is repeated
+//! for its trials. Workers merge nothing while running: the runner merges
+//! their results when they end.
+
+pub mod offsets;
+pub mod worker;
+
+use crate::engines::{caps, null::NullEngine, sync::SyncEngine, SlotArena};
+use crate::job::{EngineKind, JobSpec, Plan};
+use crate::stats::cpu::SysCpu;
+use crate::target::{check_aligned, sysfs_block_attr, TargetKind, TargetNeed, TargetTable};
+use dioscope_sys::clock::now_ns;
+use dioscope_sys::proc::{usage_self, Usage};
+use offsets::{BsPicker, OffsetGen};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+pub use worker::{merge_ticks, DirStats, IoErrorInfo, Progress, Tick, WorkerPlan, WorkerResult};
+
+/// Errors before any I/O: bad job/target combinations. Exit code 2.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error(transparent)]
+    Target(#[from] crate::target::TargetError),
+    #[error("job '{job}': {msg}")]
+    Job { job: String, msg: String },
+}
+
+/// Run-wide knobs that are not job options.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    pub progress: bool,
+    pub destroy_data_on: Vec<String>,
+}
+
+/// One file of one job, resolved.
+#[derive(Debug, Clone)]
+pub struct FileUse {
+    pub path: PathBuf,
+    pub target_idx: usize,
+    pub region: (u64, u64),
+}
+
+/// A job with its targets resolved: one entry per clone (numjobs).
+#[derive(Debug, Clone)]
+pub struct ResolvedJob {
+    pub spec: JobSpec,
+    pub group: u32,
+    pub clones: Vec<Vec<FileUse>>,
+}
+
+/// One job's result in one trial (all its clones merged).
+#[derive(Debug, Clone, Default)]
+pub struct TrialJob {
+    pub dirs: [DirStats; 2],
+    pub sync: DirStats,
+    pub runtime_ns: u64,
+    pub thread_cpu: Usage,
+    pub ticks: Vec<Tick>,
+    pub first_error: Option<(IoErrorInfo, String)>,
+    pub interrupted: bool,
+    /// Busiest worker's CPU share of its wall time (1.0 = a full CPU).
+    pub max_worker_cpu: f64,
+    pub workers: u32,
+    pub depth_level: [u64; 7],
+    pub submit_batches: [u64; 7],
+    pub complete_batches: [u64; 7],
+}
+
+/// Whole-process and system-wide measurements of one group trial.
+#[derive(Debug, Clone, Default)]
+pub struct TrialEnv {
+    pub wall_ns: u64,
+    pub process: Usage,
+    pub system: SysCpu,
+    pub ios: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct JobRun {
+    pub resolved: ResolvedJob,
+    pub trials: Vec<TrialJob>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct GroupRun {
+    pub id: u32,
+    pub trials: Vec<TrialEnv>,
+}
+
+/// Facts about an open target, for the report.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TargetInfo {
+    pub path: String,
+    pub kind: TargetKind,
+    pub size: u64,
+    pub offset_align: u32,
+    pub mem_align: u32,
+    pub align_source: &'static str,
+    pub direct: bool,
+    pub writable: bool,
+    pub created: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    pub jobs: Vec<JobRun>,
+    pub groups: Vec<GroupRun>,
+    pub targets: Vec<TargetInfo>,
+    pub interrupted: bool,
+    pub signal: i32,
+    pub start_ms: u64,
+    pub notes: Vec<String>,
+}
+
+impl RunResult {
+    pub fn io_errors(&self) -> u64 {
+        self.jobs
+            .iter()
+            .flat_map(|j| &j.trials)
+            .map(|t| t.dirs[0].errors + t.dirs[1].errors)
+            .sum()
+    }
+}
+
+/// The scratch file of the default job, in the current directory.
+pub fn default_scratch_path() -> PathBuf {
+    PathBuf::from(format!("dioscope-scratch.{}.dat", std::process::id()))
+}
+
+fn job_err(j: &JobSpec, msg: impl Into<String>) -> SetupError {
+    SetupError::Job {
+        job: j.name.clone(),
+        msg: msg.into(),
+    }
+}
+
+/// The paths one clone of a job uses.
+fn job_paths(j: &JobSpec, clone: u32, default_job: bool) -> Vec<PathBuf> {
+    let dir = j.directory.as_deref().map(PathBuf::from);
+    let with_dir = |p: &str| match (&dir, Path::new(p).is_absolute()) {
+        (Some(d), false) => d.join(p),
+        _ => PathBuf::from(p),
+    };
+    if !j.filenames.is_empty() {
+        return j.filenames.iter().map(|f| with_dir(f)).collect();
+    }
+    if default_job {
+        let p = default_scratch_path();
+        return vec![with_dir(p.to_str().unwrap_or("dioscope-scratch.dat"))];
+    }
+    // fio's naming: jobname.clone.file
+    vec![with_dir(&format!("{}.{}.0", j.name, clone))]
+}
+
+/// Stage one: resolve and open everything, check alignment. No I/O yet.
+pub fn prepare(
+    plan: &Plan,
+    check_write: &dyn Fn(&Path) -> Result<(), String>,
+) -> Result<(Vec<ResolvedJob>, TargetTable), SetupError> {
+    let mut needs = Vec::new();
+    let mut group = 0u32;
+    let mut groups = Vec::new();
+    for (i, j) in plan.jobs.iter().enumerate() {
+        if i > 0 && (j.stonewall || j.new_group) {
+            group += 1;
+        }
+        groups.push(group);
+        if !caps(j.ioengine).real_io {
+            continue;
+        }
+        for c in 0..j.numjobs {
+            let paths = job_paths(j, c, plan.is_default_job);
+            let n = paths.len() as u64;
+            for p in paths {
+                let min_size = match (j.filesize, j.size) {
+                    (Some((_, hi)), _) => hi,
+                    (None, Some(crate::job::units::SizeOrPct::Bytes(b))) => {
+                        let off = match j.offset {
+                            crate::job::units::SizeOrPct::Bytes(o) => o,
+                            _ => 0,
+                        };
+                        b / n + off + j.offset_increment * c as u64
+                    }
+                    _ => 0,
+                };
+                needs.push(TargetNeed {
+                    path: p,
+                    direct: j.direct,
+                    write: j.rw.writes() || j.verify.is_some() && !j.verify_only,
+                    min_size,
+                });
+            }
+        }
+    }
+    let table = TargetTable::open_all(&needs, check_write)?;
+    let mut out = Vec::new();
+    for (i, j) in plan.jobs.iter().enumerate() {
+        let mut clones = Vec::new();
+        for c in 0..j.numjobs {
+            let mut files = Vec::new();
+            if caps(j.ioengine).real_io {
+                let paths = job_paths(j, c, plan.is_default_job);
+                let n = paths.len() as u64;
+                for p in paths {
+                    let (ti, t) = table
+                        .targets
+                        .iter()
+                        .enumerate()
+                        .find(|(_, t)| t.path == p && t.direct == j.direct)
+                        .expect("every path was opened");
+                    let off = j.offset.resolve(t.size) + j.offset_increment * c as u64;
+                    let len = match j.size {
+                        Some(s) => s.resolve(t.size) / n,
+                        None => t.size.saturating_sub(off),
+                    };
+                    let len = match j.filesize {
+                        Some((_, hi)) if j.size.is_none() => hi.min(t.size).saturating_sub(off),
+                        _ => len,
+                    };
+                    if off + len > t.size || len == 0 {
+                        return Err(crate::target::TargetError::TooSmall {
+                            path: p.display().to_string(),
+                            have: t.size,
+                            need: off + len.max(1),
+                            offset: off,
+                            size: len,
+                        }
+                        .into());
+                    }
+                    if j.direct {
+                        for bs in j.bs[0].all().into_iter().chain(j.bs[1].all()) {
+                            check_aligned(t, "bs", bs)?;
+                        }
+                        check_aligned(t, "offset", off)?;
+                        check_aligned(t, "offset_increment", j.offset_increment)?;
+                    }
+                    if len < j.max_bs() {
+                        return Err(job_err(j, format!("the region of {} is {len} bytes, smaller than bs={}; raise size= or lower bs=", p.display(), j.max_bs())));
+                    }
+                    if j.hipri && t.kind == TargetKind::BlockDevice {
+                        let rdev = dioscope_sys::fs::statx_path(&p)
+                            .map(|s| s.rdev)
+                            .unwrap_or((0, 0));
+                        if sysfs_block_attr(rdev, "queue/io_poll").as_deref() == Some("0") {
+                            return Err(job_err(j, format!("hipri needs polling queues, but {} has queue/io_poll = 0; drop hipri, or load the driver with poll queues (e.g. nvme.poll_queues=N)", p.display())));
+                        }
+                    }
+                    files.push(FileUse {
+                        path: p,
+                        target_idx: ti,
+                        region: (off, len),
+                    });
+                }
+            }
+            clones.push(files);
+        }
+        out.push(ResolvedJob {
+            spec: j.clone(),
+            group: groups[i],
+            clones,
+        });
+    }
+    Ok((out, table))
+}
+
+fn worker_plan(
+    j: &JobSpec,
+    files: &[FileUse],
+    table: &TargetTable,
+    clone: u32,
+    trial: u32,
+) -> WorkerPlan {
+    let c = caps(j.ioengine);
+    let depth = if c.sync { 1 } else { j.iodepth.max(1) };
+    let unit = j.bs[0].min().min(j.bs[1].min()).max(1);
+    let unit = if j.direct {
+        let a = files
+            .iter()
+            .map(|f| table.targets[f.target_idx].offset_align as u64)
+            .max()
+            .unwrap_or(1);
+        unit.max(a)
+    } else {
+        unit
+    };
+    let regions: Vec<(u64, u64)> = if files.is_empty() {
+        // null engine: a virtual region of `size` (default 1 GiB).
+        vec![(0, j.size.map(|s| s.resolve(1 << 30)).unwrap_or(1 << 30))]
+    } else {
+        files.iter().map(|f| f.region).collect()
+    };
+    let seed = if j.randrepeat {
+        j.randseed
+    } else {
+        dioscope_sys::clock::now_ns()
+    };
+    let seed = seed ^ (clone as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (trial as u64) << 48;
+    let offsets = OffsetGen::new(
+        &regions,
+        unit,
+        j.rw.is_random(),
+        !j.norandommap,
+        j.random_distribution,
+        seed,
+    );
+    let pass = offsets.pass_bytes();
+    let io_limit = if j.time_based {
+        0
+    } else {
+        pass.saturating_mul(j.loops as u64)
+    };
+    WorkerPlan {
+        depth,
+        batch_submit: if c.sync { 1 } else { j.iodepth_batch_submit },
+        complete_min: j.iodepth_batch_complete_min.max(1),
+        read_pct: j.read_pct(),
+        bs: [BsPicker::new(&j.bs[0], unit), BsPicker::new(&j.bs[1], unit)],
+        offsets,
+        ramp_ns: j.ramp_time_us * 1000,
+        runtime_ns: j.runtime_us * 1000,
+        io_limit,
+        fsync_every: j.fsync,
+        fdatasync_every: j.fdatasync,
+        rate_iops: j.rate_iops,
+        continue_on_error: j.continue_on_error,
+        fds: files
+            .iter()
+            .map(|f| table.targets[f.target_idx].fd())
+            .collect(),
+        tick_ns: 1_000_000_000,
+    }
+}
+
+/// Build the job's engine on this thread and run the worker.
+fn run_worker(
+    j: &JobSpec,
+    plan: WorkerPlan,
+    barrier: &Barrier,
+    stop: &AtomicBool,
+    prog: &Progress,
+) -> WorkerResult {
+    if let Some(cpus) = &j.cpus_allowed {
+        let _ = dioscope_sys::proc::set_affinity(cpus);
+    }
+    let fail = |msg: String| {
+        barrier.wait();
+        prog.done.store(true, Ordering::Relaxed);
+        WorkerResult {
+            first_error: Some(IoErrorInfo {
+                file: 0,
+                offset: 0,
+                len: 0,
+                write: false,
+                errno: libc::EINVAL,
+            }),
+            setup_note: Some(msg),
+            ..Default::default()
+        }
+    };
+    let mut arena = match SlotArena::new(plan.depth, j.max_bs() as usize) {
+        Ok(a) => a,
+        Err(e) => {
+            return fail(format!(
+                "cannot allocate {} buffers of {} bytes: {e}",
+                plan.depth,
+                j.max_bs()
+            ))
+        }
+    };
+    if j.rw.writes() {
+        arena.fill_random(j.randseed ^ 0xD10);
+    }
+    let fds = plan.fds.clone();
+    let mut rwf = 0;
+    if j.hipri {
+        rwf |= dioscope_sys::io::RWF_HIPRI;
+    }
+    if j.nowait {
+        rwf |= dioscope_sys::io::RWF_NOWAIT;
+    }
+    let startdelay = j.startdelay_us;
+    let start = |barrier: &Barrier| {
+        barrier.wait();
+        if startdelay > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(startdelay));
+        }
+        now_ns()
+    };
+    match j.ioengine {
+        EngineKind::Null => {
+            let mut e = NullEngine::new(arena);
+            let t = start(barrier);
+            worker::run(&mut e, plan, t, stop, prog)
+        }
+        EngineKind::Psync | EngineKind::Pvsync2 => {
+            let v2 = (j.ioengine == EngineKind::Pvsync2).then_some(rwf);
+            let mut e = SyncEngine::new(arena, &fds, v2);
+            let t = start(barrier);
+            worker::run(&mut e, plan, t, stop, prog)
+        }
+        EngineKind::Libaio => match dioscope_sys::aio::AioQueue::new(arena, &fds, rwf) {
+            Ok(mut e) => {
+                let t = start(barrier);
+                worker::run(&mut e, plan, t, stop, prog)
+            }
+            Err(e) => fail(format!(
+                "io_setup failed: {e}; raise /proc/sys/fs/aio-max-nr or lower iodepth"
+            )),
+        },
+        EngineKind::IoUring => {
+            let opts = dioscope_sys::uring::UringOpts {
+                entries: plan.depth,
+                fixed_bufs: j.fixedbufs,
+                register_files: j.registerfiles,
+                sqpoll: j.sqthread_poll,
+                iopoll: j.hipri,
+                nowait: j.nowait,
+            };
+            let mut plan = Some(plan);
+            let r = dioscope_sys::uring::with_queue(&opts, &fds, &mut arena, |q| {
+                let feats = q.features();
+                let t = start(barrier);
+                let mut r = worker::run(q, plan.take().expect("once"), t, stop, prog);
+                r.setup_note = Some(format!(
+                    "io_uring: single_issuer={} defer_taskrun={} coop_taskrun={} fixed_bufs={} registered_files={} registered_ring={} sqpoll={} iopoll={}",
+                    feats.single_issuer, feats.defer_taskrun, feats.coop_taskrun, feats.fixed_bufs, feats.registered_files, feats.registered_ring, feats.sqpoll, feats.iopoll
+                ));
+                r
+            });
+            match r {
+                Ok(r) => r,
+                Err(e) => fail(format!("io_uring setup failed: {e}; try ioengine=libaio")),
+            }
+        }
+    }
+}
+
+/// Sleep until `deadline` (monotonic ns), waking early on a stop signal.
+fn sleep_until(deadline: u64, done: &dyn Fn() -> bool) {
+    loop {
+        let now = now_ns();
+        if now >= deadline || done() || dioscope_sys::signal::stop_count() > 0 {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_nanos(
+            (deadline - now).min(50_000_000),
+        ));
+    }
+}
+
+/// Hook called around each trial (hygiene, device accounting). The runner
+/// passes the group's jobs and the open targets.
+pub trait TrialHooks {
+    fn before_trial(
+        &mut self,
+        _group: u32,
+        _trial: u32,
+        _jobs: &[&ResolvedJob],
+        _table: &TargetTable,
+    ) {
+    }
+    fn measure_start(&mut self, _group: u32, _trial: u32) {}
+    fn measure_end(&mut self, _group: u32, _trial: u32, _ios: u64) {}
+    fn after_trial(
+        &mut self,
+        _group: u32,
+        _trial: u32,
+        _jobs: &[&ResolvedJob],
+        _table: &TargetTable,
+    ) {
+    }
+}
+
+/// No hooks.
+pub struct NoHooks;
+impl TrialHooks for NoHooks {}
+
+/// Stage two: run every group and trial.
+pub fn execute(
+    resolved: Vec<ResolvedJob>,
+    table: &TargetTable,
+    opts: &RunOptions,
+    hooks: &mut dyn TrialHooks,
+) -> RunResult {
+    let start_ms = dioscope_sys::clock::wall_ms();
+    let mut jobs: Vec<JobRun> = resolved
+        .into_iter()
+        .map(|r| JobRun {
+            resolved: r,
+            trials: Vec::new(),
+        })
+        .collect();
+    let ngroups = jobs
+        .iter()
+        .map(|j| j.resolved.group)
+        .max()
+        .map(|g| g + 1)
+        .unwrap_or(0);
+    let mut groups = Vec::new();
+    let mut notes = Vec::new();
+    let mut interrupted = false;
+    'groups: for g in 0..ngroups {
+        let idx: Vec<usize> = (0..jobs.len())
+            .filter(|&i| jobs[i].resolved.group == g)
+            .collect();
+        let trials = idx
+            .iter()
+            .map(|&i| jobs[i].resolved.spec.trials)
+            .max()
+            .unwrap_or(1);
+        let mut grun = GroupRun {
+            id: g,
+            trials: Vec::new(),
+        };
+        for trial in 0..trials {
+            let gjobs: Vec<&ResolvedJob> = idx.iter().map(|&i| &jobs[i].resolved).collect();
+            hooks.before_trial(g, trial, &gjobs, table);
+            let nworkers: usize = gjobs.iter().map(|j| j.clones.len()).sum();
+            let barrier = Arc::new(Barrier::new(nworkers + 1));
+            let stop = Arc::new(AtomicBool::new(false));
+            let progs: Vec<Arc<Progress>> = (0..nworkers)
+                .map(|_| Arc::new(Progress::default()))
+                .collect();
+            let mut handles = Vec::new();
+            let mut k = 0;
+            for &i in &idx {
+                let rj = &jobs[i].resolved;
+                for (c, files) in rj.clones.iter().enumerate() {
+                    let plan = worker_plan(&rj.spec, files, table, c as u32, trial);
+                    let spec = rj.spec.clone();
+                    let (b, s, p) = (barrier.clone(), stop.clone(), progs[k].clone());
+                    k += 1;
+                    let h = std::thread::Builder::new()
+                        .name(format!("{}.{}", spec.name, c))
+                        .spawn(move || run_worker(&spec, plan, &b, &s, &p))
+                        .expect("spawn worker thread");
+                    handles.push((i, h));
+                }
+            }
+            barrier.wait();
+            let t0 = now_ns();
+            let ramp = gjobs
+                .iter()
+                .map(|j| j.spec.ramp_time_us * 1000)
+                .max()
+                .unwrap_or(0);
+            let runtime = gjobs
+                .iter()
+                .map(|j| j.spec.runtime_us * 1000)
+                .max()
+                .unwrap_or(0);
+            let all_done = || progs.iter().all(|p| p.done.load(Ordering::Relaxed));
+            sleep_until(t0 + ramp, &all_done);
+            let (u0, s0, m0) = (usage_self(), SysCpu::read(), now_ns());
+            hooks.measure_start(g, trial);
+            let mut last = (now_ns(), 0u64, 0u64);
+            while !all_done() {
+                sleep_until(now_ns() + 1_000_000_000, &all_done);
+                if dioscope_sys::signal::stop_count() > 0 {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                if opts.progress {
+                    let ios: u64 = progs.iter().map(|p| p.ios.load(Ordering::Relaxed)).sum();
+                    let bytes: u64 = progs.iter().map(|p| p.bytes.load(Ordering::Relaxed)).sum();
+                    let now = now_ns();
+                    let dt = (now - last.0).max(1) as f64 / 1e9;
+                    let el = (now - t0) as f64 / 1e9;
+                    let total = (ramp + runtime) as f64 / 1e9;
+                    let remain = if runtime > 0 {
+                        format!(" remaining {:.0}s", (total - el).max(0.0))
+                    } else {
+                        String::new()
+                    };
+                    eprint!(
+                        "\r\x1b[K[group {g} trial {}/{trials}] elapsed {:.0}s{remain}  IOPS {}  BW {}/s",
+                        trial + 1,
+                        el,
+                        crate::report::human_count((ios.saturating_sub(last.1)) as f64 / dt),
+                        crate::report::human_bytes((bytes.saturating_sub(last.2)) as f64 / dt)
+                    );
+                    last = (now, ios, bytes);
+                }
+            }
+            if opts.progress {
+                eprint!("\r\x1b[K");
+            }
+            let (u1, s1, m1) = (usage_self(), SysCpu::read(), now_ns());
+            let mut per_job: Vec<TrialJob> = idx.iter().map(|_| TrialJob::default()).collect();
+            for (i, h) in handles {
+                let r = h.join().unwrap_or_default();
+                let pos = idx.iter().position(|&x| x == i).expect("job index");
+                let tj = &mut per_job[pos];
+                for (a, b) in tj.dirs.iter_mut().zip(&r.dirs) {
+                    a.merge(b);
+                }
+                tj.sync.merge(&r.sync);
+                tj.runtime_ns = tj.runtime_ns.max(r.runtime_ns);
+                tj.thread_cpu.user_us += r.thread_cpu.user_us;
+                tj.thread_cpu.sys_us += r.thread_cpu.sys_us;
+                tj.thread_cpu.vol_ctx += r.thread_cpu.vol_ctx;
+                tj.thread_cpu.invol_ctx += r.thread_cpu.invol_ctx;
+                tj.thread_cpu.minflt += r.thread_cpu.minflt;
+                tj.thread_cpu.majflt += r.thread_cpu.majflt;
+                tj.max_worker_cpu = tj.max_worker_cpu.max(r.cpu_busy);
+                tj.interrupted |= r.interrupted;
+                tj.workers += 1;
+                for b in 0..7 {
+                    tj.depth_level[b] += r.depth_level[b];
+                    tj.submit_batches[b] += r.submit_batches[b];
+                    tj.complete_batches[b] += r.complete_batches[b];
+                }
+                merge_ticks(&mut tj.ticks, &r.ticks);
+                if let Some(n) = r.setup_note {
+                    if !notes.contains(&n) {
+                        notes.push(n);
+                    }
+                }
+                if tj.first_error.is_none() {
+                    if let Some(e) = r.first_error {
+                        let path = jobs[i]
+                            .resolved
+                            .clones
+                            .first()
+                            .and_then(|f| f.get(e.file as usize))
+                            .map(|f| f.path.display().to_string())
+                            .unwrap_or_default();
+                        tj.first_error = Some((e, path));
+                    }
+                }
+            }
+            let ios: u64 = per_job.iter().map(|t| t.dirs[0].ios + t.dirs[1].ios).sum();
+            hooks.measure_end(g, trial, ios);
+            grun.trials.push(TrialEnv {
+                wall_ns: m1 - m0,
+                process: u1.since(&u0),
+                system: s1.since(&s0),
+                ios,
+            });
+            let gjobs: Vec<&ResolvedJob> = idx.iter().map(|&i| &jobs[i].resolved).collect();
+            hooks.after_trial(g, trial, &gjobs, table);
+            let mut stop_now = false;
+            for (pos, tj) in per_job.into_iter().enumerate() {
+                interrupted |= tj.interrupted;
+                let fatal =
+                    tj.first_error.is_some() && !jobs[idx[pos]].resolved.spec.continue_on_error;
+                stop_now |= fatal;
+                jobs[idx[pos]].trials.push(tj);
+            }
+            if interrupted || dioscope_sys::signal::stop_count() > 0 {
+                interrupted = true;
+                groups.push(grun);
+                break 'groups;
+            }
+            if stop_now {
+                groups.push(grun);
+                break 'groups;
+            }
+        }
+        groups.push(grun);
+    }
+    let targets = table
+        .targets
+        .iter()
+        .map(|t| TargetInfo {
+            path: t.path.display().to_string(),
+            kind: t.kind,
+            size: t.size,
+            offset_align: t.offset_align,
+            mem_align: t.mem_align,
+            align_source: t.align_source,
+            direct: t.direct,
+            writable: t.writable,
+            created: t.created,
+        })
+        .collect();
+    RunResult {
+        jobs,
+        groups,
+        targets,
+        interrupted,
+        signal: dioscope_sys::signal::last_signal(),
+        start_ms,
+        notes,
+    }
+}

@@ -113,6 +113,12 @@ impl Histogram {
         self.sum_sq = 0;
     }
 
+    /// Sum of all recorded values (ns), saturating.
+    #[inline]
+    pub fn sum_ns(&self) -> u64 {
+        self.sum.min(u64::MAX as u128) as u64
+    }
+
     pub fn count(&self) -> u64 {
         self.n
     }

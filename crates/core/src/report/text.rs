@@ -1,0 +1,189 @@
+//! The human summary: per job IOPS, bandwidth, latency percentiles, CPU per
+//! I/O, and the trial statistics; then a context line.
+
+use super::{human_bytes, human_count, human_ns, JobSummary};
+use crate::runner::RunResult;
+use std::fmt::Write;
+
+/// `Fri Nov 20 22:34:21 2026` (UTC) from seconds since the epoch.
+pub fn ctime(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    const MON: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    const WD: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    format!(
+        "{} {} {:2} {:02}:{:02}:{:02} {}",
+        WD[days.rem_euclid(7) as usize],
+        MON[(m - 1) as usize],
+        d,
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        y
+    )
+}
+
+fn dir_block(out: &mut String, s: &JobSummary, d: usize) {
+    let st = &s.dirs[d];
+    let name = if d == 0 { "read" } else { "write" };
+    let spec = &s.runs[0].resolved.spec;
+    let _ = writeln!(
+        out,
+        "  {name}: IOPS={}, BW={}/s ({} in {:.1}s)",
+        human_count(s.iops(d)),
+        human_bytes(s.bw_bytes(d)),
+        human_bytes(st.bytes as f64),
+        s.runtime_ms / 1000.0
+    );
+    let l = &st.lat;
+    let _ = writeln!(
+        out,
+        "    lat: min={} mean={} σ={} max={}   (slat mean={}, clat mean={})",
+        human_ns(l.min() as f64),
+        human_ns(l.mean()),
+        human_ns(l.stddev()),
+        human_ns(l.max() as f64),
+        human_ns(st.slat.mean()),
+        human_ns(st.clat.mean())
+    );
+    if spec.clat_percentiles && st.clat.count() > 0 {
+        let ps: Vec<String> = spec
+            .percentile_list
+            .iter()
+            .filter(|p| {
+                [1.0, 50.0, 90.0, 99.0, 99.9, 99.99].contains(*p) || spec.percentile_list.len() <= 8
+            })
+            .map(|&p| format!("p{p}={}", human_ns(st.clat.percentile(p) as f64)))
+            .collect();
+        let _ = writeln!(out, "    clat percentiles: {}", ps.join(" "));
+    }
+    if st.errors > 0 || st.short_ios > 0 {
+        let _ = writeln!(out, "    errors={} short={}", st.errors, st.short_ios);
+    }
+}
+
+/// Render the whole summary. `context` is the environment line; `findings`
+/// are already-rendered finding lines.
+pub fn render(r: &RunResult, context: &str, findings: &[String]) -> String {
+    let mut out = String::new();
+    for s in super::summarize(r) {
+        let spec = &s.runs[0].resolved.spec;
+        let _ = writeln!(
+            out,
+            "{}: (g={}) rw={} bs={} ioengine={} iodepth={} direct={} jobs={}{}",
+            s.name,
+            s.group,
+            spec.rw.as_str(),
+            human_bytes(spec.bs[0].max() as f64),
+            spec.ioengine.as_str(),
+            spec.iodepth,
+            spec.direct as u8,
+            s.runs.iter().map(|j| j.resolved.spec.numjobs).sum::<u32>(),
+            if s.trials.len() > 1 {
+                format!(", {} trials", s.trials.len())
+            } else {
+                String::new()
+            }
+        );
+        if spec.rw.reads() {
+            dir_block(&mut out, &s, 0);
+        }
+        if spec.rw.writes() {
+            dir_block(&mut out, &s, 1);
+        }
+        if s.sync.ios > 0 {
+            let _ = writeln!(
+                out,
+                "  sync: {} calls, mean {}",
+                s.sync.ios,
+                human_ns(s.sync.lat.mean())
+            );
+        }
+        if s.trials.len() > 1 {
+            let st = &s.stats.iops;
+            let _ = writeln!(
+                out,
+                "  trials: IOPS {} ± {} (median {}, range {}…{}, 95% CI {}…{}, CV {:.1}%)",
+                human_count(st.mean),
+                human_count(st.stddev),
+                human_count(st.median),
+                human_count(st.min),
+                human_count(st.max),
+                human_count(st.ci95.0),
+                human_count(st.ci95.1),
+                100.0 * st.cv
+            );
+            let per: Vec<String> = s.trials.iter().map(|t| human_count(t.iops)).collect();
+            let _ = writeln!(out, "          per trial: {}", per.join(", "));
+        }
+        let ios = s.total_ios().max(1) as f64;
+        let _ = writeln!(
+            out,
+            "  cpu: {:.2} µs/IO process (usr {:.2}, sys {:.2}), {:.2} µs/IO system-wide; ctx {:.3}/IO; system usr={:.1}% sys={:.1}% irq={:.1}% softirq={:.1}% iowait={:.1}%",
+            s.cpu_us_per_io(),
+            s.process_cpu.user_us as f64 / ios,
+            s.process_cpu.sys_us as f64 / ios,
+            s.sys_cpu_us_per_io(),
+            (s.process_cpu.vol_ctx + s.process_cpu.invol_ctx) as f64 / ios,
+            s.system_pct.user,
+            s.system_pct.system,
+            s.system_pct.irq,
+            s.system_pct.softirq,
+            s.system_pct.iowait
+        );
+        if let Some((e, path)) = &s.first_error {
+            let _ = writeln!(
+                out,
+                "  first error: {} of {} bytes at offset {} of {}: {} (errno {})",
+                if e.write { "write" } else { "read" },
+                e.len,
+                e.offset,
+                if path.is_empty() { "?" } else { path },
+                std::io::Error::from_raw_os_error(e.errno),
+                e.errno
+            );
+        }
+    }
+    if !context.is_empty() {
+        let _ = writeln!(out, "\ncontext: {context}");
+    }
+    for n in &r.notes {
+        let _ = writeln!(out, "  {n}");
+    }
+    if !findings.is_empty() {
+        let _ = writeln!(out, "\nfindings:");
+        for f in findings {
+            let _ = writeln!(out, "  {f}");
+        }
+    }
+    if r.interrupted {
+        let _ = writeln!(
+            out,
+            "\nINTERRUPTED (signal {}): the results above are partial.",
+            r.signal
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ctime_known_dates() {
+        assert_eq!(super::ctime(0), "Thu Jan  1 00:00:00 1970");
+        assert_eq!(super::ctime(1_795_732_461), "Thu Nov 26 22:34:21 2026");
+    }
+}
