@@ -594,7 +594,11 @@ pub fn execute(
             let (u1, s1, m1) = (usage_self(), SysCpu::read(), now_ns());
             let mut per_job: Vec<TrialJob> = idx.iter().map(|_| TrialJob::default()).collect();
             for (i, h) in handles {
-                let r = h.join().unwrap_or_default();
+                let r = h.join().unwrap_or_else(|_| WorkerResult {
+                    first_error: Some(IoErrorInfo { file: 0, offset: 0, len: 0, write: false, errno: libc::EIO }),
+                    setup_note: Some("a worker thread panicked; this is a dioscope bug, please report it".into()),
+                    ..Default::default()
+                });
                 let pos = idx.iter().position(|&x| x == i).expect("job index");
                 let tj = &mut per_job[pos];
                 for (a, b) in tj.dirs.iter_mut().zip(&r.dirs) {

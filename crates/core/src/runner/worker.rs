@@ -382,13 +382,17 @@ pub fn run<E: Engine>(
                 }
             }
             if m.write {
-                last_write_fd = p.fds[m.file as usize];
+                if let Some(&fd) = p.fds.get(m.file as usize) {
+                    last_write_fd = fd;
+                }
                 writes_since_sync += 1;
             }
             free.push(c.slot);
         }
         inflight -= n;
-        if p.fsync_every > 0 && writes_since_sync >= p.fsync_every {
+        if last_write_fd < 0 {
+            // null engine: nothing to sync.
+        } else if p.fsync_every > 0 && writes_since_sync >= p.fsync_every {
             do_sync(last_write_fd, false, &mut res.sync);
             writes_since_sync = 0;
         } else if p.fdatasync_every > 0 && writes_since_sync >= p.fdatasync_every {

@@ -1,0 +1,509 @@
+//! Targets: each file or block device is opened once per run and shared by
+//! the jobs that use it (seed 004: a second open-and-close of a block device
+//! makes udev run blkid, which fills the page cache). Files are created and
+//! laid out with incompressible data when missing or short; alignment is
+//! taken from the kernel (statx STATX_DIOALIGN, the logical block size) and
+//! checked before any I/O.
+
+use dioscope_sys::fs::{statx_fd, statx_path};
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetKind {
+    File,
+    BlockDevice,
+}
+
+/// An open target.
+#[derive(Debug)]
+pub struct Target {
+    pub path: PathBuf,
+    pub file: File,
+    pub kind: TargetKind,
+    /// Bytes usable: the file's size after layout, or the device's size.
+    pub size: u64,
+    /// Direct-I/O alignment of offsets and lengths (bytes).
+    pub offset_align: u32,
+    /// Direct-I/O alignment of memory (bytes).
+    pub mem_align: u32,
+    /// Where the alignment came from, for error messages.
+    pub align_source: &'static str,
+    pub direct: bool,
+    pub writable: bool,
+    /// dioscope created this file in this run.
+    pub created: bool,
+}
+
+impl Target {
+    pub fn fd(&self) -> RawFd {
+        self.file.as_raw_fd()
+    }
+}
+
+/// Why a target could not be used. Each message names the path and a fix.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    #[error("{path}: no such file or device; check the path, or give size= so dioscope can create the file")]
+    NotFound { path: String },
+    #[error("{path}: permission denied opening it {mode}; run as a user who may, or choose another target")]
+    Permission { path: String, mode: &'static str },
+    #[error(
+        "{path}: the file does not exist and no size was given; add size=, for example size=1g"
+    )]
+    NeedSize { path: String },
+    #[error("{what}={value} is not a multiple of the direct-I/O alignment {align} of {path} (from {from}); use {what}={lower} or {what}={upper}")]
+    Misaligned {
+        what: &'static str,
+        value: u64,
+        align: u32,
+        path: String,
+        from: &'static str,
+        lower: u64,
+        upper: u64,
+    },
+    #[error("{path} holds {have} bytes but the job needs {need} (offset {offset} + size {size}); lower size= or offset=, or use a larger target")]
+    TooSmall {
+        path: String,
+        have: u64,
+        need: u64,
+        offset: u64,
+        size: u64,
+    },
+    #[error("{path}: out of space laying out the file at offset {offset} of {need} bytes; free space on that filesystem or lower size=")]
+    NoSpace {
+        path: String,
+        offset: u64,
+        need: u64,
+    },
+    #[error("{path}: the filesystem does not support direct I/O on this file (statx reports no DIO alignment); use direct=0 or a filesystem that supports O_DIRECT")]
+    DirectUnsupported { path: String },
+    #[error("{path}: {op} failed: {err}")]
+    Io {
+        path: String,
+        op: &'static str,
+        err: io::Error,
+    },
+    #[error("{0}")]
+    Refused(String),
+}
+
+fn io_err(path: &Path, op: &'static str, err: io::Error) -> TargetError {
+    let p = path.display().to_string();
+    match err.raw_os_error() {
+        Some(libc::ENOENT) => TargetError::NotFound { path: p },
+        Some(libc::EACCES) | Some(libc::EPERM) => TargetError::Permission { path: p, mode: op },
+        Some(libc::ENOSPC) => TargetError::NoSpace {
+            path: p,
+            offset: 0,
+            need: 0,
+        },
+        _ => TargetError::Io { path: p, op, err },
+    }
+}
+
+/// What a run needs of one target path.
+#[derive(Debug, Clone)]
+pub struct TargetNeed {
+    pub path: PathBuf,
+    pub direct: bool,
+    pub write: bool,
+    /// Bytes the file must hold (layout size); 0 for "whatever it has".
+    pub min_size: u64,
+}
+
+/// The set of open targets of a run.
+#[derive(Debug, Default)]
+pub struct TargetTable {
+    pub targets: Vec<Target>,
+    index: HashMap<(PathBuf, bool), usize>,
+}
+
+impl TargetTable {
+    pub fn get(&self, path: &Path, direct: bool) -> Option<&Target> {
+        self.index
+            .get(&(path.to_path_buf(), direct))
+            .map(|&i| &self.targets[i])
+    }
+
+    /// Files created by this run.
+    pub fn created_files(&self) -> Vec<PathBuf> {
+        self.targets
+            .iter()
+            .filter(|t| t.created)
+            .map(|t| t.path.clone())
+            .collect()
+    }
+
+    /// Open every target once. `check_write` is called for a block device
+    /// that will be written, before it is opened for writing.
+    pub fn open_all(
+        needs: &[TargetNeed],
+        check_write: &dyn Fn(&Path) -> Result<(), String>,
+    ) -> Result<TargetTable, TargetError> {
+        // Merge needs per (path, direct).
+        let mut merged: Vec<TargetNeed> = Vec::new();
+        for n in needs {
+            match merged
+                .iter_mut()
+                .find(|m| m.path == n.path && m.direct == n.direct)
+            {
+                Some(m) => {
+                    m.write |= n.write;
+                    m.min_size = m.min_size.max(n.min_size);
+                }
+                None => merged.push(n.clone()),
+            }
+        }
+        let mut table = TargetTable::default();
+        for n in &merged {
+            let t = open_one(n, check_write)?;
+            table
+                .index
+                .insert((n.path.clone(), n.direct), table.targets.len());
+            table.targets.push(t);
+        }
+        Ok(table)
+    }
+}
+
+/// Block device queue values from sysfs by device number (no open needed).
+pub fn sysfs_block_attr(rdev: (u32, u32), attr: &str) -> Option<String> {
+    let base = format!("/sys/dev/block/{}:{}", rdev.0, rdev.1);
+    std::fs::read_to_string(format!("{base}/{attr}"))
+        .or_else(|_| std::fs::read_to_string(format!("{base}/../{attr}")))
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+fn open_one(
+    n: &TargetNeed,
+    check_write: &dyn Fn(&Path) -> Result<(), String>,
+) -> Result<Target, TargetError> {
+    let existing = statx_path(&n.path).ok();
+    if let Some(st) = existing.filter(|s| s.is_block_device()) {
+        if n.write {
+            check_write(&n.path).map_err(TargetError::Refused)?;
+        }
+        let mut oo = OpenOptions::new();
+        oo.read(true).write(n.write);
+        if n.direct {
+            oo.custom_flags(libc::O_DIRECT);
+        }
+        let file = oo
+            .open(&n.path)
+            .map_err(|e| io_err(&n.path, if n.write { "read-write" } else { "read-only" }, e))?;
+        let size = dioscope_sys::block::size_bytes(file.as_raw_fd())
+            .map_err(|e| io_err(&n.path, "BLKGETSIZE64", e))?;
+        let lbs = dioscope_sys::block::logical_block_size(file.as_raw_fd())
+            .ok()
+            .or_else(|| {
+                sysfs_block_attr(st.rdev, "queue/logical_block_size").and_then(|s| s.parse().ok())
+            })
+            .unwrap_or(512);
+        return Ok(Target {
+            path: n.path.clone(),
+            file,
+            kind: TargetKind::BlockDevice,
+            size,
+            offset_align: lbs,
+            mem_align: lbs,
+            align_source: "the device's logical block size",
+            direct: n.direct,
+            writable: n.write,
+            created: false,
+        });
+    }
+    if let Some(st) = existing {
+        if !st.is_regular() {
+            return Err(TargetError::Refused(format!(
+                "{} is neither a regular file nor a block device; point filename= at a file or a block device",
+                n.path.display()
+            )));
+        }
+    }
+    let created = existing.is_none();
+    let have = existing.map(|s| s.size).unwrap_or(0);
+    if created && n.min_size == 0 {
+        return Err(TargetError::NeedSize {
+            path: n.path.display().to_string(),
+        });
+    }
+    if have < n.min_size {
+        layout(&n.path, have, n.min_size, created)?;
+    }
+    let mut oo = OpenOptions::new();
+    // Opened read-write only when a job writes; layout above used its own handle.
+    oo.read(true).write(n.write);
+    if n.direct {
+        oo.custom_flags(libc::O_DIRECT);
+    }
+    let file = match oo.open(&n.path) {
+        Ok(f) => f,
+        Err(e) if n.direct && e.raw_os_error() == Some(libc::EINVAL) => {
+            return Err(TargetError::DirectUnsupported {
+                path: n.path.display().to_string(),
+            })
+        }
+        Err(e) => {
+            return Err(io_err(
+                &n.path,
+                if n.write { "read-write" } else { "read-only" },
+                e,
+            ))
+        }
+    };
+    let st = statx_fd(file.as_raw_fd()).map_err(|e| io_err(&n.path, "statx", e))?;
+    let (mem_align, offset_align, src) = match st.dio_align {
+        Some((0, 0)) if n.direct => {
+            return Err(TargetError::DirectUnsupported {
+                path: n.path.display().to_string(),
+            })
+        }
+        Some((m, o)) if o > 0 => (m.max(1), o, "statx STATX_DIOALIGN"),
+        _ => {
+            // Kernel or filesystem does not say: the underlying device's logical block size.
+            let lbs = sysfs_block_attr(st.dev, "queue/logical_block_size")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(512);
+            (lbs, lbs, "the filesystem device's logical block size")
+        }
+    };
+    Ok(Target {
+        path: n.path.clone(),
+        file,
+        kind: TargetKind::File,
+        size: st.size,
+        offset_align,
+        mem_align,
+        align_source: src,
+        direct: n.direct,
+        writable: n.write,
+        created,
+    })
+}
+
+/// Create or extend a file to `need` bytes of incompressible data. Writes
+/// with O_DIRECT where the filesystem allows (no page-cache pollution), in
+/// 1 MiB chunks. Space is reserved first so a full disk fails early.
+fn layout(path: &Path, have: u64, need: u64, create: bool) -> Result<(), TargetError> {
+    let open = |direct: bool| {
+        let mut oo = OpenOptions::new();
+        oo.write(true);
+        if create {
+            oo.create(true);
+        }
+        if direct {
+            oo.custom_flags(libc::O_DIRECT);
+        }
+        oo.open(path)
+    };
+    let (f, direct) = match open(true) {
+        Ok(f) => (f, true),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            (open(false).map_err(|e| io_err(path, "create", e))?, false)
+        }
+        Err(e) => return Err(io_err(path, "create", e)),
+    };
+    if create {
+        dioscope_sys::signal::register_scratch(path);
+    }
+    let cleanup = |e: TargetError| {
+        if create {
+            let _ = std::fs::remove_file(path);
+            dioscope_sys::signal::unregister_scratch(path);
+        }
+        e
+    };
+    let fd = f.as_raw_fd();
+    match dioscope_sys::fs::fallocate(fd, have, need - have) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => {
+            return Err(cleanup(TargetError::NoSpace {
+                path: path.display().to_string(),
+                offset: have,
+                need,
+            }))
+        }
+        // Not supported (e.g. some filesystems): write it out instead.
+        Err(_) => {}
+    }
+    const CHUNK: usize = 1 << 20;
+    let mut arena = dioscope_sys::queue::SlotArena::new(1, CHUNK)
+        .map_err(|e| cleanup(io_err(path, "allocate buffer", e)))?;
+    // Start on an aligned boundary so O_DIRECT writes stay aligned.
+    let mut off = have / 4096 * 4096;
+    let mut seed = 0x5eed_u64 ^ need;
+    while off < need {
+        if dioscope_sys::signal::stop_count() > 0 {
+            return Err(cleanup(TargetError::Refused(format!(
+                "{}: interrupted while laying out the file",
+                path.display()
+            ))));
+        }
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        arena.fill_random(seed);
+        let len = ((need - off) as usize).min(CHUNK);
+        // O_DIRECT needs an aligned length: round the tail up, then trim.
+        let wlen = if direct {
+            len.div_ceil(4096) * 4096
+        } else {
+            len
+        };
+        let buf = &arena.slot_mut(0)[..wlen];
+        match dioscope_sys::io::pwrite(fd, buf, off) {
+            Ok(0) => {
+                return Err(cleanup(TargetError::NoSpace {
+                    path: path.display().to_string(),
+                    offset: off,
+                    need,
+                }))
+            }
+            Ok(n) => off += n as u64,
+            Err(e)
+                if e.raw_os_error() == Some(libc::ENOSPC)
+                    || e.raw_os_error() == Some(libc::EDQUOT) =>
+            {
+                return Err(cleanup(TargetError::NoSpace {
+                    path: path.display().to_string(),
+                    offset: off,
+                    need,
+                }))
+            }
+            Err(e) => return Err(cleanup(io_err(path, "write (layout)", e))),
+        }
+    }
+    if off > need {
+        dioscope_sys::fs::ftruncate(fd, need).map_err(|e| cleanup(io_err(path, "truncate", e)))?;
+    }
+    dioscope_sys::io::fsync(fd).map_err(|e| cleanup(io_err(path, "fsync", e)))?;
+    let _ = dioscope_sys::fs::fadvise_dontneed(fd);
+    Ok(())
+}
+
+/// Check that `value` is a multiple of the target's alignment.
+pub fn check_aligned(t: &Target, what: &'static str, value: u64) -> Result<(), TargetError> {
+    let a = t.offset_align.max(1) as u64;
+    if value.is_multiple_of(a) {
+        return Ok(());
+    }
+    let lower = (value / a * a).max(a);
+    let upper = value.div_ceil(a) * a;
+    let upper = if upper == lower { lower + a } else { upper };
+    Err(TargetError::Misaligned {
+        what,
+        value,
+        align: t.offset_align,
+        path: t.path.display().to_string(),
+        from: t.align_source,
+        lower,
+        upper,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn creates_lays_out_and_reopens_once() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("t.dat");
+        let needs = vec![
+            TargetNeed {
+                path: p.clone(),
+                direct: false,
+                write: false,
+                min_size: 3 << 20,
+            },
+            TargetNeed {
+                path: p.clone(),
+                direct: false,
+                write: true,
+                min_size: 1 << 20,
+            },
+        ];
+        let t = TargetTable::open_all(&needs, &|_| Ok(())).unwrap();
+        assert_eq!(t.targets.len(), 1, "one open per path");
+        let tg = &t.targets[0];
+        assert!(tg.created && tg.writable);
+        assert_eq!(tg.size, 3 << 20);
+        // Incompressible: no long runs of one byte, no holes.
+        let data = std::fs::read(&p).unwrap();
+        assert_eq!(data.len(), 3 << 20);
+        let zeros = data.iter().filter(|&&b| b == 0).count();
+        assert!(zeros < data.len() / 100, "{zeros} zero bytes");
+    }
+
+    #[test]
+    fn missing_file_without_size_is_an_error() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("nope");
+        let e = TargetTable::open_all(
+            &[TargetNeed {
+                path: p,
+                direct: false,
+                write: false,
+                min_size: 0,
+            }],
+            &|_| Ok(()),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("size="), "{e}");
+    }
+
+    #[test]
+    fn misalignment_names_nearest_values() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a");
+        std::fs::write(&p, vec![1u8; 8192]).unwrap();
+        let t = TargetTable::open_all(
+            &[TargetNeed {
+                path: p,
+                direct: false,
+                write: false,
+                min_size: 0,
+            }],
+            &|_| Ok(()),
+        )
+        .unwrap();
+        let mut tg = TargetTable::default();
+        drop(tg.targets.drain(..));
+        let t0 = &t.targets[0];
+        let fake = Target {
+            offset_align: 512,
+            ..clone_target(t0)
+        };
+        let e = check_aligned(&fake, "bs", 1000).unwrap_err().to_string();
+        assert!(
+            e.contains("bs=1000")
+                && e.contains("bs=512")
+                && e.contains("bs=1024")
+                && e.contains("512"),
+            "{e}"
+        );
+        assert!(check_aligned(&fake, "bs", 4096).is_ok());
+    }
+
+    fn clone_target(t: &Target) -> Target {
+        Target {
+            path: t.path.clone(),
+            file: t.file.try_clone().unwrap(),
+            kind: t.kind,
+            size: t.size,
+            offset_align: t.offset_align,
+            mem_align: t.mem_align,
+            align_source: t.align_source,
+            direct: t.direct,
+            writable: t.writable,
+            created: t.created,
+        }
+    }
+}

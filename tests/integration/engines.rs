@@ -1,0 +1,85 @@
+//! Every engine, every direction, on a temporary file.
+
+use crate::common::*;
+
+#[test]
+fn every_engine_and_direction_on_a_file() {
+    let d = tempfile::tempdir().unwrap();
+    for engine in ["psync", "pvsync2", "libaio", "io_uring", "null"] {
+        for rw in ["read", "write", "randread", "randwrite", "rw", "randrw"] {
+            let o = run_in(
+                d.path(),
+                &[
+                    "--name=e",
+                    "--filename=t.dat",
+                    "--size=4m",
+                    &format!("--ioengine={engine}"),
+                    &format!("--rw={rw}"),
+                    "--bs=4k",
+                    "--iodepth=4",
+                    "--direct=1",
+                    "--output-format=json",
+                ],
+            );
+            assert_eq!(o.status.code(), Some(0), "{engine} {rw}: {}", stderr(&o));
+            let j = json(&o);
+            let job = &j["jobs"][0];
+            let r = job["read"]["io_bytes"].as_u64().unwrap();
+            let w = job["write"]["io_bytes"].as_u64().unwrap();
+            // size=4m means one pass of 4 MiB, split by direction.
+            assert_eq!(r + w, 4 << 20, "{engine} {rw}: read {r} + write {w}");
+            let reads = rw.contains("read") || rw == "rw" || rw == "randrw";
+            let writes = rw.contains("write") || rw == "rw" || rw == "randrw";
+            assert_eq!(r > 0, reads, "{engine} {rw}");
+            assert_eq!(w > 0, writes, "{engine} {rw}");
+            if r > 0 {
+                assert!(job["read"]["clat_ns"]["N"].as_u64().unwrap() > 0);
+                assert!(job["read"]["clat_ns"]["percentile"]["99.000000"].as_u64().unwrap() > 0 || engine == "null");
+            }
+        }
+    }
+    assert_eq!(entries(d.path()), vec!["t.dat"], "a named file is kept");
+}
+
+#[test]
+fn random_reads_cover_each_block_once_per_pass() {
+    // 256 blocks, one pass: with the random map every block is read once,
+    // so bytes equal the region exactly and no block is visited twice.
+    let d = tempfile::tempdir().unwrap();
+    let o = run_in(d.path(), &["--name=r", "--ioengine=null", "--rw=randread", "--size=1m", "--output-format=json"]);
+    let j = json(&o);
+    assert_eq!(j["jobs"][0]["read"]["total_ios"], 256);
+}
+
+#[test]
+fn time_based_runs_for_runtime_and_reports_series() {
+    let d = tempfile::tempdir().unwrap();
+    let o = run_in(d.path(), &["--name=t", "--ioengine=null", "--rw=randread", "--size=1g", "--time_based", "--runtime=2", "--output-format=json"]);
+    let j = json(&o);
+    let rt = j["jobs"][0]["read"]["runtime"].as_u64().unwrap();
+    assert!((1900..=2600).contains(&rt), "runtime {rt} ms");
+    assert!(j["jobs"][0]["read"]["iops_samples"].as_u64().unwrap() >= 1);
+    let trials = &j["dioscope"]["jobs"][0]["trials"];
+    assert_eq!(trials.as_array().unwrap().len(), 1);
+    assert!(trials[0]["iops"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn numjobs_and_group_reporting() {
+    let d = tempfile::tempdir().unwrap();
+    let o = run_in(d.path(), &["--name=n", "--ioengine=null", "--size=1m", "--numjobs=3", "--group_reporting", "--output-format=json"]);
+    let j = json(&o);
+    assert_eq!(j["jobs"].as_array().unwrap().len(), 1);
+    assert_eq!(j["jobs"][0]["read"]["total_ios"], 3 * 256);
+}
+
+#[test]
+fn trials_are_repeated_with_statistics() {
+    let d = tempfile::tempdir().unwrap();
+    let o = run_in(d.path(), &["--name=n", "--ioengine=null", "--size=1m", "--trials=4", "--output-format=json"]);
+    let j = json(&o);
+    let dj = &j["dioscope"]["jobs"][0];
+    assert_eq!(dj["trials"].as_array().unwrap().len(), 4);
+    assert_eq!(dj["summary"]["iops"]["n"], 4);
+    assert_eq!(j["jobs"][0]["read"]["total_ios"], 4 * 256);
+}

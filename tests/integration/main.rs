@@ -1,0 +1,10 @@
+//! One integration-test binary driving the `dioscope` executable, split by topic.
+
+mod common;
+
+mod blockdev;
+mod cli;
+mod engines;
+mod jobfile;
+mod json;
+mod signals;
