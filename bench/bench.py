@@ -401,6 +401,7 @@ def run_comparison(cid, args, target, tools):
         "dioscope": [tools["dioscope"]] + opts + tools["dioscope_extras"],
     }
     n = args.b6_trials if cid == "B6" else args.rounds
+    word = "trial" if cid == "B6" else "round"
     timeout = args.seconds + 60
     runs = {"fio": [], "dioscope": []}
     for r in range(n):
@@ -410,10 +411,10 @@ def run_comparison(cid, args, target, tools):
             rec["round"] = r
             runs[tool].append(rec)
             if rec["ok"]:
-                log(f"{cid} round {r + 1}/{n} {tool:8s} {rec['iops']:12.0f} IOPS "
+                log(f"{cid} {word} {r + 1}/{n} {tool:8s} {rec['iops']:12.0f} IOPS "
                     f"{rec['cpu_us_per_io']:7.3f} µs CPU/IO")
             else:
-                log(f"{cid} round {r + 1}/{n} {tool:8s} FAILED: {rec['error'][:300]}")
+                log(f"{cid} {word} {r + 1}/{n} {tool:8s} FAILED: {rec['error'][:300]}")
     return runs, {t: shlex.join(c) for t, c in cmd.items()}
 
 
@@ -462,10 +463,12 @@ def render(report):
     L.append(f"- kernel: {m['kernel']}")
     L.append(f"- fio: `{report['tools']['fio']}` ({report['tools']['fio_version']})")
     L.append(f"- dioscope: `{report['tools']['dioscope']}` "
-             f"({report['tools']['dioscope_version']}), repo at {report['git_rev']}")
+             f"({report['tools']['dioscope_version']}), repo at {report['git_rev'] or 'unknown'}")
     L.append(f"- target: {report['target_note']}")
+    b6 = (f" (B6: {report['b6_trials']} trials each)"
+          if "B6" in report["comparisons"] else "")
     L.append(f"- rounds: {report['rounds']} × {report['seconds']} s per tool, "
-             f"interleaved (B6: {report['b6_trials']} trials each); "
+             f"interleaved{b6}; "
              f"load average at start {report['loadavg_start']}, "
              f"end {report.get('loadavg_end', '–')}")
     L.append(f"- reproduce: `{report['command']}`")
@@ -620,9 +623,8 @@ def main(argv):
 
         for cid in [c for c in ALL_IDS if c in args.only]:
             target = data_file if cid == "B5" else dev_target
-            log(f"{cid}: " + (f"{args.b6_trials} trials" if cid == "B6" else f"{args.rounds} rounds")
-                + f" "
-                f"× {args.seconds} s per tool")
+            n = f"{args.b6_trials} trials" if cid == "B6" else f"{args.rounds} rounds"
+            log(f"{cid}: {n} × {args.seconds} s per tool")
             runs, commands = run_comparison(cid, args, target, tools)
             dev_name = os.path.basename(dev_target) if dev_target else ""
             report["comparisons"][cid] = {
