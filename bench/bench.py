@@ -182,6 +182,9 @@ def run_tool(argv, timeout):
         rec["iops"] = float(rd["iops"])
         rec["total_ios"] = int(rd["total_ios"])
         rec["job_error"] = job.get("error", 0)
+        # The tool's own view of its job's CPU, kept for cross-checking only.
+        for k in ("job_runtime", "usr_cpu", "sys_cpu"):
+            rec["json_" + k] = job.get(k)
         rec["tool_version"] = doc.get("fio version")
     except (ValueError, KeyError, IndexError, TypeError) as e:
         rec["error"] = (f"cannot read JSON ({type(e).__name__}: {e}): "
