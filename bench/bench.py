@@ -1,0 +1,667 @@
+#!/usr/bin/env python3
+"""dioscope vs fio: the comparisons B1-B6 of /work/shared/BENCHMARKS.md.
+
+Both tools get the same fio-style command line, run interleaved (round r runs
+fio then dioscope, the next round the other way round), and the report gives
+ratios of medians. CPU per I/O is the whole process tree's user+sys time (from
+os.wait4) divided by the I/Os it reports. Standard library only.
+
+Exit status: 0 all runs done, 2 some tool runs failed (the report says which),
+1 setup failure (build, fio install, zram, test file), 130 interrupted.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shlex
+import shutil
+import signal
+import stat
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MiB = 1 << 20
+GiB = 1 << 30
+FILE_SIZE = 1 * GiB          # B5 (and B2-B4, B6 when not root)
+DATA_FILE = "dioscope-bench.dat"
+ALL_IDS = ["B1", "B2", "B3", "B4", "B5", "B6"]
+
+# Options fio 3.33 accepts on its command line that tune its io_uring engine (B3).
+FIO_TUNING = ["--fixedbufs", "--registerfiles",
+              "--iodepth_batch_submit=8", "--iodepth_batch_complete_min=8"]
+
+
+class SetupError(Exception):
+    pass
+
+
+class Interrupted(Exception):
+    pass
+
+
+def log(msg):
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- comparisons
+
+def job_options(cid, target, seconds):
+    """The fio-style options shared by both tools for comparison `cid`."""
+    timed = ["--time_based", f"--runtime={seconds}", "--output-format=json"]
+    if cid == "B1":
+        return (["--name=b1", "--ioengine=null", "--rw=randread", "--bs=4k",
+                 "--size=100g"] + timed)
+    if cid in ("B2", "B3", "B4", "B6"):
+        engine = "libaio" if cid == "B4" else "io_uring"
+        return ([f"--name={cid.lower()}", f"--filename={target}", "--direct=1",
+                 "--rw=randread", "--bs=4k", f"--ioengine={engine}", "--iodepth=32"]
+                + timed)
+    if cid == "B5":
+        return (["--name=b5", f"--filename={target}", "--direct=1", "--rw=randread",
+                 "--bs=4k", "--ioengine=psync", "--iodepth=1"] + timed)
+    raise ValueError(cid)
+
+
+JOB_TEXT = {
+    "B1": "tool overhead: ioengine=null randread 4k, latency stats on",
+    "B2": "defaults: {dev} direct randread 4k io_uring qd32",
+    "B3": "tuned peer: B2, fio + fixedbufs registerfiles batch 8/8",
+    "B4": "libaio: {dev} direct randread 4k libaio qd32",
+    "B5": "sync: 1 GiB file in cwd, direct randread 4k psync qd1",
+    "B6": "consistency: B2's job, {trials} trials each",
+}
+
+GOAL_TEXT = {
+    "B1": "IOPS ≥ 3×",
+    "B2": "IOPS ≥ 1.5×; CPU/IO ≤ 0.6×",
+    "B3": "IOPS ≥ 1.0×; CPU/IO ≤ 1.0×",
+    "B4": "IOPS ≥ 1.2×",
+    "B5": "IOPS within ±5 %",
+    "B6": "CV of IOPS ≤ fio's",
+}
+
+
+def goal_met(cid, iops_ratio, cpu_ratio, cv_fio=None, cv_dio=None):
+    """True/False, or None when a needed number is missing."""
+    r, c = iops_ratio, cpu_ratio
+    if cid == "B1":
+        return None if r is None else r >= 3.0
+    if cid == "B2":
+        return None if r is None or c is None else (r >= 1.5 and c <= 0.6)
+    if cid == "B3":
+        return None if r is None or c is None else (r >= 1.0 and c <= 1.0)
+    if cid == "B4":
+        return None if r is None else r >= 1.2
+    if cid == "B5":
+        return None if r is None else 0.95 <= r <= 1.05
+    if cid == "B6":
+        return None if cv_fio is None or cv_dio is None else cv_dio <= cv_fio
+    raise ValueError(cid)
+
+
+# ---------------------------------------------------------------- running one tool
+
+_current_child = None   # pid of the running tool, killed on interrupt
+
+
+def kill_child():
+    pid = _current_child
+    if pid is None:
+        return
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+
+
+def run_tool(argv, timeout):
+    """Run one tool; return a dict with IOPS, I/Os, CPU seconds, or an error."""
+    global _current_child
+    rec = {"argv": argv, "ok": False}
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.monotonic()
+        try:
+            proc = subprocess.Popen(argv, stdout=out, stderr=err,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        except OSError as e:
+            rec["error"] = f"cannot start: {e}"
+            return rec
+        _current_child = proc.pid
+        timed_out = threading.Event()
+
+        def on_timeout():
+            timed_out.set()
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+        timer = threading.Timer(timeout, on_timeout)
+        timer.start()
+        try:
+            # wait4 gives the rusage of this child and every descendant it reaped
+            # (fio's job processes, io_uring workers), i.e. the whole process.
+            _, status, ru = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        _current_child = None
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        rec["wall_s"] = round(time.monotonic() - t0, 3)
+        rec["exit"] = proc.returncode
+        rec["cpu_user_s"] = ru.ru_utime
+        rec["cpu_sys_s"] = ru.ru_stime
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read().decode("utf-8", "replace")
+        stderr = err.read().decode("utf-8", "replace")
+
+    if stderr.strip():
+        rec["stderr_tail"] = stderr.strip()[-2000:]
+    if timed_out.is_set():
+        rec["error"] = f"timed out after {timeout} s (killed)"
+        return rec
+    if proc.returncode != 0:
+        rec["error"] = f"exit status {proc.returncode}: " + _tail(stderr or stdout)
+        return rec
+    try:
+        start = stdout.index("{")
+        doc, _ = json.JSONDecoder().raw_decode(stdout[start:])
+        job = doc["jobs"][0]
+        rd = job["read"]
+        rec["iops"] = float(rd["iops"])
+        rec["total_ios"] = int(rd["total_ios"])
+        rec["job_error"] = job.get("error", 0)
+        # The tool's own view of its job's CPU, kept for cross-checking only.
+        for k in ("job_runtime", "usr_cpu", "sys_cpu"):
+            rec["json_" + k] = job.get(k)
+        rec["tool_version"] = doc.get("fio version")
+    except (ValueError, KeyError, IndexError, TypeError) as e:
+        rec["error"] = (f"cannot read JSON ({type(e).__name__}: {e}): "
+                        + _tail(stdout or stderr))
+        return rec
+    if rec["job_error"]:
+        rec["error"] = f"job error {rec['job_error']}: " + _tail(stderr)
+        return rec
+    if rec["total_ios"] <= 0:
+        rec["error"] = "no I/O done (total_ios = 0)"
+        return rec
+    cpu = rec["cpu_user_s"] + rec["cpu_sys_s"]
+    rec["cpu_us_per_io"] = cpu * 1e6 / rec["total_ios"]
+    rec["ok"] = True
+    return rec
+
+
+def _tail(text, n=400):
+    text = " ".join(text.strip().split())
+    return text[-n:] if text else "(no output)"
+
+
+# ---------------------------------------------------------------- setup
+
+def sh(argv, what, cwd=None):
+    log(f"{what}: {shlex.join(argv)}")
+    r = subprocess.run(argv, stdin=subprocess.DEVNULL, cwd=cwd)
+    if r.returncode != 0:
+        raise SetupError(f"{what} failed (exit {r.returncode}): {shlex.join(argv)}")
+
+
+def build_dioscope():
+    sh(["cargo", "build", "--release", "--bin", "dioscope"], "building dioscope", cwd=REPO)
+    path = os.path.join(REPO, "target", "release", "dioscope")
+    if not os.access(path, os.X_OK):
+        raise SetupError(f"build produced no binary at {path}")
+    return path
+
+
+def ensure_fio(fio):
+    if shutil.which(fio):
+        return shutil.which(fio)
+    if os.geteuid() != 0:
+        raise SetupError(f"{fio} not found and not root to apt-get install it")
+    sh(["apt-get", "update"], "installing fio")
+    env_apt = ["env", "DEBIAN_FRONTEND=noninteractive"]
+    sh(env_apt + ["apt-get", "install", "-y", "fio"], "installing fio")
+    path = shutil.which(fio) or shutil.which("fio")
+    if not path:
+        raise SetupError("fio still not found after apt-get install")
+    return path
+
+
+def tool_version(path):
+    try:
+        r = subprocess.run([path, "--version"], capture_output=True, text=True,
+                           timeout=10, stdin=subprocess.DEVNULL)
+        return (r.stdout.strip() or r.stderr.strip()).splitlines()[0][:200]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return "unknown"
+
+
+def write_sys(path, value):
+    with open(path, "w") as f:
+        f.write(str(value))
+
+
+def read_sys(path):
+    with open(path) as f:
+        return f.read().strip()
+
+
+class Zram:
+    """A zram device filled with random data; `remove()` undoes everything."""
+
+    CONTROL = "/sys/class/zram-control"
+
+    def __init__(self, size):
+        self.size = size
+        self.num = None
+        self.added = False
+        self.dev = None
+        self.made_node = False
+
+    def setup(self):
+        if os.path.exists(f"{self.CONTROL}/hot_add"):
+            try:
+                self.num = int(read_sys(f"{self.CONTROL}/hot_add"))
+                self.added = True
+            except (OSError, ValueError) as e:
+                log(f"zram hot_add failed ({e}); trying zram0")
+        if self.num is None:
+            if not os.path.exists("/sys/block/zram0"):
+                raise SetupError("no zram: neither zram-control/hot_add nor zram0")
+            if read_sys("/sys/block/zram0/disksize") != "0":
+                raise SetupError("zram0 is in use (disksize != 0) and hot_add failed")
+            self.num = 0
+        sysd = f"/sys/block/zram{self.num}"
+        self.dev = f"/dev/zram{self.num}"
+        log(f"zram: using {self.dev} ({'hot-added' if self.added else 'reused'})")
+        try:
+            write_sys(f"{sysd}/reset", 1)
+            write_sys(f"{sysd}/disksize", self.size)
+        except OSError as e:
+            raise SetupError(f"zram{self.num}: reset/disksize failed: {e}")
+        self._ensure_node(sysd)
+        self._fill()
+        # mm_stat: orig_data_size compr_data_size mem_used_total mem_limit
+        #          mem_used_max same_pages pages_compacted huge_pages ...
+        mm = read_sys(f"{sysd}/mm_stat").split()
+        orig, compr, same = int(mm[0]), int(mm[1]), int(mm[5])
+        self.stats = {"orig_data_size": orig, "compr_data_size": compr,
+                      "same_pages": same}
+        log(f"zram filled: orig {orig >> 20} MiB, compressed {compr >> 20} MiB, "
+            f"same-filled pages {same}")
+        if orig < self.size * 0.99 or same > 256:
+            raise SetupError(f"zram{self.num} not filled with random data: {self.stats}")
+
+    def _ensure_node(self, sysd):
+        for _ in range(50):                      # udev may be creating it
+            if os.path.exists(self.dev):
+                return
+            time.sleep(0.1)
+        major, minor = map(int, read_sys(f"{sysd}/dev").split(":"))
+        os.mknod(self.dev, 0o600 | stat.S_IFBLK, os.makedev(major, minor))
+        self.made_node = True
+
+    def _fill(self):
+        count = self.size // MiB
+        log(f"zram: filling {self.dev} with {count} MiB of /dev/urandom")
+        r = subprocess.run(["dd", "if=/dev/urandom", f"of={self.dev}", "bs=1M",
+                            f"count={count}", "oflag=direct", "status=none"],
+                           stdin=subprocess.DEVNULL)
+        if r.returncode != 0:
+            raise SetupError(f"filling {self.dev} failed (dd exit {r.returncode})")
+
+    def remove(self):
+        if self.num is None:
+            return
+        sysd = f"/sys/block/zram{self.num}"
+        for attempt in range(20):                # EBUSY while a killed tool exits
+            try:
+                write_sys(f"{sysd}/reset", 1)
+                break
+            except OSError as e:
+                if attempt == 19:
+                    log(f"zram{self.num}: reset failed: {e}")
+                time.sleep(0.25)
+        if self.made_node:
+            try:
+                os.unlink(self.dev)
+            except OSError:
+                pass
+        if self.added:
+            try:
+                write_sys(f"{self.CONTROL}/hot_remove", self.num)
+            except OSError as e:
+                log(f"zram{self.num}: hot_remove failed: {e}")
+        log(f"zram{self.num}: removed")
+        self.num = None
+
+
+def make_random_file(path, size):
+    log(f"creating {path} ({size >> 20} MiB of random data)")
+    try:
+        with open(path, "wb") as f:
+            for _ in range(size // MiB):
+                f.write(os.urandom(MiB))
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as e:
+        raise SetupError(f"cannot create {path}: {e}")
+
+
+# ---------------------------------------------------------------- measuring
+
+def median_or_none(xs):
+    return statistics.median(xs) if xs else None
+
+
+def cv(xs):
+    if len(xs) < 2:
+        return None
+    return statistics.stdev(xs) / statistics.mean(xs)
+
+
+def summarize(cid, runs):
+    s = {}
+    for tool in ("fio", "dioscope"):
+        ok = [r for r in runs[tool] if r["ok"]]
+        s[tool] = {
+            "runs": len(runs[tool]),
+            "ok": len(ok),
+            "iops_median": median_or_none([r["iops"] for r in ok]),
+            "cpu_us_per_io_median": median_or_none([r["cpu_us_per_io"] for r in ok]),
+            "iops_cv": cv([r["iops"] for r in ok]),
+            "errors": sorted({r["error"] for r in runs[tool] if not r["ok"]}),
+        }
+    f, d = s["fio"], s["dioscope"]
+
+    def ratio(a, b):
+        return b / a if a and b is not None else None
+
+    s["iops_ratio"] = ratio(f["iops_median"], d["iops_median"])
+    s["cpu_ratio"] = ratio(f["cpu_us_per_io_median"], d["cpu_us_per_io_median"])
+    complete = f["ok"] == f["runs"] and d["ok"] == d["runs"]
+    s["complete"] = complete
+    s["met"] = goal_met(cid, s["iops_ratio"], s["cpu_ratio"], f["iops_cv"], d["iops_cv"])
+    return s
+
+
+def run_comparison(cid, args, target, tools):
+    """Interleaved runs of both tools; returns (runs, command lines)."""
+    opts = job_options(cid, target, args.seconds)
+    cmd = {
+        "fio": [tools["fio"]] + opts + (FIO_TUNING if cid == "B3" else []),
+        "dioscope": [tools["dioscope"]] + opts + tools["dioscope_extras"],
+    }
+    n = args.b6_trials if cid == "B6" else args.rounds
+    word = "trial" if cid == "B6" else "round"
+    timeout = args.seconds + 60
+    runs = {"fio": [], "dioscope": []}
+    for r in range(n):
+        order = ("fio", "dioscope") if r % 2 == 0 else ("dioscope", "fio")
+        for tool in order:
+            rec = run_tool(cmd[tool], timeout)
+            rec["round"] = r
+            runs[tool].append(rec)
+            if rec["ok"]:
+                log(f"{cid} {word} {r + 1}/{n} {tool:8s} {rec['iops']:12.0f} IOPS "
+                    f"{rec['cpu_us_per_io']:7.3f} µs CPU/IO")
+            else:
+                log(f"{cid} {word} {r + 1}/{n} {tool:8s} FAILED: {rec['error'][:300]}")
+    return runs, {t: shlex.join(c) for t, c in cmd.items()}
+
+
+# ---------------------------------------------------------------- report
+
+def machine_info():
+    model = "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        with open("/proc/meminfo") as f:
+            mem = int(f.readline().split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        mem = None
+    return {"cpu_model": model, "cores": os.cpu_count(), "mem_bytes": mem,
+            "kernel": platform.release(), "os": platform.platform()}
+
+
+def git_rev():
+    try:
+        r = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
+                           capture_output=True, text=True, timeout=10)
+        return r.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def fmt(x, spec):
+    return "–" if x is None else format(x, spec)
+
+
+def render(report):
+    L = []
+    m = report["machine"]
+    L.append("# dioscope vs fio")
+    L.append("")
+    L.append(f"- date: {report['date']}")
+    L.append(f"- machine: {m['cpu_model']}, {m['cores']} cores"
+             + (f", {m['mem_bytes'] / GiB:.0f} GiB RAM" if m["mem_bytes"] else ""))
+    L.append(f"- kernel: {m['kernel']}")
+    L.append(f"- fio: `{report['tools']['fio']}` ({report['tools']['fio_version']})")
+    L.append(f"- dioscope: `{report['tools']['dioscope']}` "
+             f"({report['tools']['dioscope_version']}), repo at {report['git_rev'] or 'unknown'}")
+    L.append(f"- target: {report['target_note']}")
+    b6 = (f" (B6: {report['b6_trials']} trials each)"
+          if "B6" in report["comparisons"] else "")
+    L.append(f"- rounds: {report['rounds']} × {report['seconds']} s per tool, "
+             f"interleaved{b6}; "
+             f"load average at start {report['loadavg_start']}, "
+             f"end {report.get('loadavg_end', '–')}")
+    L.append(f"- reproduce: `{report['command']}`")
+    L.append("")
+    L.append("Ratios are dioscope ÷ fio of the medians. CPU is user+sys of the whole "
+             "process per I/O. IOPS ratio > 1 and CPU ratio < 1 favour dioscope.")
+    L.append("")
+    L.append("| id | job | fio IOPS | dioscope IOPS | ratio | fio CPU µs/IO | "
+             "dioscope CPU µs/IO | ratio | goal | result |")
+    L.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")
+    for cid, c in report["comparisons"].items():
+        s = c["summary"]
+        f, d = s["fio"], s["dioscope"]
+        met = {True: "met", False: "not met", None: "no result"}[s["met"]]
+        if cid == "B6":
+            met += (f" (CV fio {fmt(pct(f['iops_cv']), '.2f')} %, "
+                    f"dioscope {fmt(pct(d['iops_cv']), '.2f')} %)")
+        if not s["complete"]:
+            failed = (f["runs"] - f["ok"]) + (d["runs"] - d["ok"])
+            met += f" ⚠ {failed} run(s) failed"
+        L.append(f"| {cid} | {c['job']} | {fmt(f['iops_median'], ',.0f')} | "
+                 f"{fmt(d['iops_median'], ',.0f')} | {fmt(s['iops_ratio'], '.2f')} | "
+                 f"{fmt(f['cpu_us_per_io_median'], '.3f')} | "
+                 f"{fmt(d['cpu_us_per_io_median'], '.3f')} | "
+                 f"{fmt(s['cpu_ratio'], '.2f')} | {GOAL_TEXT[cid]} | {met} |")
+    L.append("")
+    L.append("## Command lines")
+    L.append("")
+    for cid, c in report["comparisons"].items():
+        for tool in ("fio", "dioscope"):
+            L.append(f"- {cid} {tool}: `{c['commands'][tool]}`")
+    errs = [(cid, tool, e) for cid, c in report["comparisons"].items()
+            for tool in ("fio", "dioscope") for e in c["summary"][tool]["errors"]]
+    if errs:
+        L.append("")
+        L.append("## Errors")
+        L.append("")
+        for cid, tool, e in errs:
+            L.append(f"- {cid} {tool}: {e}")
+    if report.get("interrupted"):
+        L.append("")
+        L.append("**Interrupted: the table is partial.**")
+    L.append("")
+    return "\n".join(L)
+
+
+def pct(x):
+    return None if x is None else 100 * x
+
+
+# ---------------------------------------------------------------- main
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description="Benchmark dioscope against fio (B1-B6).")
+    p.add_argument("--rounds", type=int, default=5, help="rounds per comparison (5)")
+    p.add_argument("--seconds", type=int, default=5, help="runtime of each run (5)")
+    p.add_argument("--only", default=",".join(ALL_IDS), help="e.g. B1,B2")
+    p.add_argument("--dioscope", help="binary to test (default: cargo build --release)")
+    p.add_argument("--fio", default="fio", help="fio binary (default: fio on PATH)")
+    p.add_argument("--no-dioscope-extras", action="store_true",
+                   help="don't pass --trials=1 to the dioscope binary (e.g. it is fio)")
+    p.add_argument("--b6-trials", type=int, default=10, help="trials per tool in B6 (10)")
+    p.add_argument("--zram-size", default="4G", help="zram disksize (4G)")
+    p.add_argument("--out", default=os.path.join(REPO, "bench", "results", "latest.md"),
+                   help="Markdown report; raw numbers go next to it as .json")
+    a = p.parse_args(argv)
+    a.only = [x.strip().upper() for x in a.only.split(",") if x.strip()]
+    bad = [x for x in a.only if x not in ALL_IDS]
+    if bad:
+        p.error(f"unknown comparison(s): {', '.join(bad)}")
+    if a.rounds < 1 or a.seconds < 1 or a.b6_trials < 2:
+        p.error("--rounds and --seconds must be ≥ 1, --b6-trials ≥ 2")
+    return a
+
+
+def parse_size(text):
+    t = text.strip().upper()
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    return int(t[:-1]) * mult[t[-1]] if t[-1] in mult else int(t)
+
+
+def write_outputs(report, out):
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    md = render(report)
+    with open(out, "w") as f:
+        f.write(md)
+    base = out[:-3] if out.endswith(".md") else out
+    with open(base + ".json", "w") as f:
+        json.dump(report, f, indent=1)
+    print(md)
+    log(f"wrote {out} and {base}.json")
+
+
+def on_signal(signum, _frame):
+    raise Interrupted(signal.Signals(signum).name)
+
+
+def main(argv):
+    args = parse_args(argv)
+    for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(s, on_signal)
+
+    root = os.geteuid() == 0
+    zram = None
+    data_file = None
+    report = None
+    status = 0
+    try:
+        fio = ensure_fio(args.fio)
+        dio = args.dioscope or build_dioscope()
+        if not shutil.which(dio) and not os.access(dio, os.X_OK):
+            raise SetupError(f"dioscope binary not executable: {dio}")
+        tools = {"fio": fio, "dioscope": dio,
+                 "dioscope_extras": [] if args.no_dioscope_extras else ["--trials=1"]}
+
+        need_dev = any(c in args.only for c in ("B2", "B3", "B4", "B6"))
+        need_file = "B5" in args.only or (need_dev and not root)
+        if need_file:
+            data_file = os.path.abspath(DATA_FILE)
+            make_random_file(data_file, FILE_SIZE)
+        if need_dev and root:
+            zram = Zram(parse_size(args.zram_size))
+            zram.setup()
+            dev_target = zram.dev
+            target_note = (f"B2–B4, B6: {zram.dev} ({args.zram_size} zram, filled "
+                           f"from /dev/urandom); B5: {data_file or '–'}")
+        elif need_dev:
+            dev_target = data_file
+            target_note = (f"not root, so no zram: B2–B4, B6 use the 1 GiB file "
+                           f"{data_file} with direct=1; B5 too")
+        else:
+            dev_target = None
+            target_note = f"B5: {data_file}" if data_file else "B1 only (null engine)"
+
+        report = {
+            "date": datetime.datetime.now(datetime.timezone.utc)
+                    .strftime("%Y-%m-%d %H:%M:%S UTC"),
+            "command": shlex.join(["bench/run.sh"] + argv),
+            "machine": machine_info(),
+            "git_rev": git_rev(),
+            "tools": {"fio": fio, "fio_version": tool_version(fio),
+                      "dioscope": dio, "dioscope_version": tool_version(dio),
+                      "dioscope_extras": tools["dioscope_extras"]},
+            "root": root,
+            "target_note": target_note,
+            "zram": getattr(zram, "stats", None),
+            "rounds": args.rounds, "seconds": args.seconds,
+            "b6_trials": args.b6_trials,
+            "loadavg_start": "%.2f %.2f %.2f" % os.getloadavg(),
+            "comparisons": {},
+        }
+
+        for cid in [c for c in ALL_IDS if c in args.only]:
+            target = data_file if cid == "B5" else dev_target
+            n = f"{args.b6_trials} trials" if cid == "B6" else f"{args.rounds} rounds"
+            log(f"{cid}: {n} × {args.seconds} s per tool")
+            runs, commands = run_comparison(cid, args, target, tools)
+            dev_name = os.path.basename(dev_target) if dev_target else ""
+            report["comparisons"][cid] = {
+                "job": JOB_TEXT[cid].format(dev=dev_name, trials=args.b6_trials),
+                "commands": commands,
+                "runs": runs,
+                "summary": summarize(cid, runs),
+            }
+            if not report["comparisons"][cid]["summary"]["complete"]:
+                status = 2
+        report["loadavg_end"] = "%.2f %.2f %.2f" % os.getloadavg()
+        write_outputs(report, args.out)
+    except SetupError as e:
+        log(f"setup failed: {e}")
+        status = 1
+    except Interrupted as e:
+        log(f"interrupted ({e}); cleaning up")
+        kill_child()
+        if report and report["comparisons"]:
+            report["interrupted"] = True
+            write_outputs(report, args.out)
+        status = 130
+    finally:
+        # No more interruptions while undoing the setup.
+        for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            signal.signal(s, signal.SIG_IGN)
+        kill_child()
+        if zram:
+            zram.remove()
+        if data_file and os.path.exists(data_file):
+            os.unlink(data_file)
+            log(f"removed {data_file}")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
