@@ -6,10 +6,12 @@
 //! - [`runner`]: workers, offsets, trials, progress and signals.
 //! - [`stats`]: latency histograms and summaries.
 //! - [`report`]: the human summary and fio-compatible JSON.
+//! - [`safety`]: the guard that refuses to overwrite devices in use or holding data.
 
 pub mod engines;
 pub mod job;
 pub mod report;
 pub mod runner;
+pub mod safety;
 pub mod stats;
 pub mod target;
