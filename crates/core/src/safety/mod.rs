@@ -9,7 +9,9 @@
 //! 1. mounted ([`mounts`], `/proc/self/mountinfo`),
 //! 2. active swap (`/proc/swaps`),
 //! 3. a device stacked on it exists at all (an LVM volume, a RAID, a loop),
-//! 4. held open by another process ([`openers`], `/proc/*/fd`),
+//! 4. held open by another process ([`openers`], `/proc/*/fd`; only openers
+//!    that are still there 0.3 s later, so a passing `losetup -f` or blkid
+//!    does not count),
 //! 5. claimed exclusively by the kernel (an `O_EXCL` open fails with EBUSY:
 //!    mounts in other namespaces, multi-device btrfs, md members),
 //!
@@ -219,7 +221,7 @@ pub fn check_block_device_write(dev: &Path, guard: &WriteGuard) -> Result<(), Sa
         });
     }
     let id = openers::Identity::Block(family.iter().map(|m| m.devnum).collect());
-    let openers = openers::scan(Path::new("/proc"), &id, std::process::id() as i32);
+    let openers = persistent_openers(&id);
     if !openers.is_empty() {
         return Err(SafetyError::OpenedByOthers {
             device: dev.to_path_buf(),
@@ -237,6 +239,28 @@ pub fn check_block_device_write(dev: &Path, guard: &WriteGuard) -> Result<(), Sa
         });
     }
     Ok(())
+}
+
+/// Processes holding the device open across several scans 0.1 s apart.
+/// Some tools hold a device they do not use for a moment: blkid and udev
+/// workers probe it, and a `losetup -f` that lost the race for a free loop
+/// device keeps it open read-write while it sleeps 0.2 s before retrying.
+/// Refusing because of them would make the guard fail at random, while
+/// anything that really uses the device is still there 0.3 s later.
+fn persistent_openers(id: &openers::Identity) -> Vec<Opener> {
+    const RESCANS: usize = 3;
+    const GAP: std::time::Duration = std::time::Duration::from_millis(100);
+    let scan = || openers::scan(Path::new("/proc"), id, std::process::id() as i32);
+    let mut found = scan();
+    for _ in 0..RESCANS {
+        if found.is_empty() {
+            break;
+        }
+        std::thread::sleep(GAP);
+        let again = scan();
+        found.retain(|o| again.iter().any(|a| a.pid == o.pid));
+    }
+    found
 }
 
 fn check_mounts(dev: &Path, family: &[Member]) -> Result<(), SafetyError> {
