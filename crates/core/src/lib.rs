@@ -6,6 +6,7 @@
 //! - [`runner`]: workers, offsets, trials, progress and signals.
 //! - [`stats`]: latency histograms and summaries.
 //! - [`report`]: the human summary and fio-compatible JSON.
+//! - [`safety`]: the guard that refuses to overwrite devices in use or holding data.
 
 // Errors carry the option, value, origin and an example: large, but built only
 // on the cold path before any I/O.
@@ -15,6 +16,7 @@ pub mod engines;
 pub mod job;
 pub mod report;
 pub mod runner;
+pub mod safety;
 pub mod stats;
 pub mod target;
 
