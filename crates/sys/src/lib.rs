@@ -8,10 +8,14 @@
 pub mod aio;
 pub mod block;
 pub mod buf;
+pub mod cache;
 pub mod clock;
+pub mod fiemap;
 pub mod fs;
+pub mod fsinfo;
 pub mod io;
 pub mod proc;
+pub mod seek;
 pub mod signal;
 
 /// Turn a libc return value into an `std::io::Result`, reading `errno` on -1.
