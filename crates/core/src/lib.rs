@@ -7,6 +7,7 @@
 //! - [`stats`]: latency histograms and summaries.
 //! - [`report`]: the human summary and fio-compatible JSON.
 
+pub mod diag;
 pub mod engines;
 pub mod job;
 pub mod report;
