@@ -93,6 +93,26 @@ pub fn drop_cache(fd: RawFd, is_blockdev: bool) -> io::Result<()> {
     fadv
 }
 
+/// [`drop_cache`], then count what is left over `[off, off+len)`, retrying a
+/// few times with a short back-off (1, 2, 4, 8, 16 ms) while pages remain.
+/// Pages still being read in (asynchronous readahead from a buffered reader)
+/// are locked and survive an invalidation; they are droppable once their I/O
+/// completes, a few milliseconds later. Returns the pages left at the end.
+pub fn drop_cache_until_clean(fd: RawFd, is_blockdev: bool, off: u64, len: u64) -> io::Result<u64> {
+    let mut left = 0;
+    for attempt in 0..6u32 {
+        if attempt > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(1 << (attempt - 1)));
+        }
+        drop_cache(fd, is_blockdev)?;
+        left = resident_fd(fd, off, len)?.pages;
+        if left == 0 {
+            break;
+        }
+    }
+    Ok(left)
+}
+
 /// [`drop_cache`] by path.
 pub fn drop_cache_path(path: &Path) -> io::Result<()> {
     let f = std::fs::File::open(path)?;

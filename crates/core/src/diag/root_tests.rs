@@ -11,7 +11,7 @@ use std::process::Command;
 use super::device::{self, resolve, DevRole, DeviceMetrics};
 use super::findings::{BufferedReason, Finding};
 use super::fs::silent_buffering;
-use super::pagecache::{drop_cache, resident};
+use super::pagecache::{drop_cache_until_clean, resident};
 
 fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
@@ -118,8 +118,10 @@ fn seed_004_buffered_reader_leaves_pages_that_drop_cache_removes() {
     };
     let dev = std::fs::File::open(&lo.dev).unwrap();
     // Start clean: whatever probed the new device is gone.
-    drop_cache(dev.as_raw_fd(), true).unwrap();
-    assert_eq!(resident(&lo.dev, 0, None).unwrap().pages, 0);
+    assert_eq!(
+        drop_cache_until_clean(dev.as_raw_fd(), true, 0, 64 << 20).unwrap(),
+        0
+    );
 
     // A buffered reader, as blkid is: read the first 1 MiB without O_DIRECT.
     let mut reader = std::fs::File::open(&lo.dev).unwrap();
@@ -130,7 +132,12 @@ fn seed_004_buffered_reader_leaves_pages_that_drop_cache_removes() {
     // The count is per range: the last MiB was never read.
     assert_eq!(resident(&lo.dev, 63 << 20, Some(1 << 20)).unwrap().pages, 0);
 
-    drop_cache(dev.as_raw_fd(), true).unwrap();
+    // Readahead the reader started may still be in flight; the retrying
+    // drop waits for it.
+    assert_eq!(
+        drop_cache_until_clean(dev.as_raw_fd(), true, 0, 64 << 20).unwrap(),
+        0
+    );
     assert_eq!(resident(&lo.dev, 0, None).unwrap().pages, 0);
 }
 
