@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use super::consistency::governor_finding;
 use super::env::{Environment, TargetKind};
-use super::findings::{human_bytes, Finding, Phase, Severity};
+use super::findings::{human_bytes, BufferedReason, Finding, Phase, Severity};
 use super::fs::silent_buffering;
 use super::pagecache::{resident, Residency};
 use super::sparse::{
@@ -196,13 +196,23 @@ pub fn doctor(path: &Path) -> DoctorReport {
     });
 
     let kernel = r.environment.kernel.version_tuple();
+    let buffered = silent_buffering(path, kernel);
+    let in_memory = matches!(
+        buffered,
+        Some(Finding::SilentlyBuffered {
+            reason: BufferedReason::MemoryFilesystem,
+            ..
+        })
+    );
     r.checks.push(Check::from_findings(
         "really direct",
         "no page cache between O_DIRECT and the device",
-        silent_buffering(path, kernel).into_iter().collect(),
+        buffered.into_iter().collect(),
     ));
 
     r.checks.push(match resident(path, 0, None) {
+        // On tmpfs the file *is* page cache; "really direct" already says so.
+        Ok(_) if in_memory => Check::skip("page cache", "the file lives in the page cache"),
         Ok(res) => {
             r.page_cache = Some(res);
             let f = (res.pages > 0).then(|| Finding::PageCacheOnTarget {
@@ -212,11 +222,18 @@ pub fn doctor(path: &Path) -> DoctorReport {
                 pages: res.pages,
                 page_size: res.page_size,
             });
-            Check::from_findings(
-                "page cache",
-                format!("no pages of the target are cached ({})", res.method),
-                f.into_iter().collect(),
-            )
+            let detail = if t.kind == TargetKind::BlockDevice {
+                // The kernel drops a block device's cache when its last
+                // opener closes it, so pages here mean someone holds it open.
+                format!(
+                    "no pages of the target are cached ({}; a block device's cache only \
+                     survives while someone holds it open)",
+                    res.method
+                )
+            } else {
+                format!("no pages of the target are cached ({})", res.method)
+            };
+            Check::from_findings("page cache", detail, f.into_iter().collect())
         }
         Err(e) => Check::skip("page cache", format!("could not count cached pages: {e}")),
     });
@@ -234,9 +251,10 @@ pub fn doctor(path: &Path) -> DoctorReport {
                     Some(fr) => Check::from_findings(
                         "fragmentation",
                         format!(
-                            "{fr} piece{} on disk ({} extents)",
+                            "{fr} piece{} on disk ({} extent{})",
                             if fr == 1 { "" } else { "s" },
-                            l.extents.unwrap_or(0)
+                            l.extents.unwrap_or(0),
+                            if l.extents == Some(1) { "" } else { "s" }
                         ),
                         fragmentation_finding(&name, &l, DEFAULT_FRAGMENT_BS)
                             .into_iter()

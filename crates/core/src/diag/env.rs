@@ -420,10 +420,12 @@ impl TargetEnv {
             if !inner.is_empty() {
                 s.push_str(&format!(" ({})", inner.join(", ")));
             }
-            s.push_str(" on");
         }
         match &self.device {
             Some(d) => {
+                if self.fs.is_some() {
+                    s.push_str(" on");
+                }
                 s.push_str(&format!(" {}", d.name));
                 if let Some(m) = &d.model {
                     s.push_str(&format!(" \"{m}\""));
@@ -449,6 +451,7 @@ impl TargetEnv {
                     s.push_str(&format!(" [{}]", inner.join(", ")));
                 }
             }
+            None if self.fs.is_some() => s.push_str(", no block device"),
             None => s.push_str(" no block device"),
         }
         match self.dio_align {

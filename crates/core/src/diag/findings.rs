@@ -357,12 +357,14 @@ impl fmt::Display for Finding {
                 };
                 write!(
                     f,
-                    "{pages} page-cache pages ({}) of {target} are resident {when}. Some \
+                    "{pages} page-cache page{} ({}) of {target} {} resident {when}. Some \
                      process read or wrote it without O_DIRECT (udev's blkid, a backup, \
                      another benchmark). Every direct write over a cached range makes the \
                      kernel invalidate it, which cost 35 % of write throughput in fio's \
                      seed-004 report with only ~25 pages. ",
-                    human_bytes(pages * page_size)
+                    if *pages == 1 { "" } else { "s" },
+                    human_bytes(pages * page_size),
+                    if *pages == 1 { "is" } else { "are" },
                 )?;
                 if *phase == Phase::During {
                     write!(
