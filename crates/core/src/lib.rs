@@ -12,6 +12,7 @@
 // on the cold path before any I/O.
 #![allow(clippy::result_large_err)]
 
+pub mod diag;
 pub mod engines;
 pub mod job;
 pub mod report;
@@ -21,11 +22,9 @@ pub mod stats;
 pub mod target;
 
 /// The destructive-write guard the runner calls before opening a block
-/// device for writing. (Wired to `safety` once that module lands.)
-pub fn safety_check(
-    _dev: &std::path::Path,
-    _allow: bool,
-    _destroy_data_on: &[String],
-) -> Result<(), String> {
-    Ok(())
+/// device for writing: `Err` carries the full message (which check fired and
+/// how to override it).
+pub fn safety_check(dev: &std::path::Path, allow: bool, destroy_data_on: &[String]) -> Result<(), String> {
+    let guard = safety::WriteGuard { allow_mounted_write: allow, destroy_data_on };
+    safety::check_block_device_write(dev, &guard).map_err(|e| e.to_string())
 }

@@ -8,11 +8,15 @@
 pub mod aio;
 pub mod block;
 pub mod buf;
+pub mod cache;
 pub mod clock;
+pub mod fiemap;
 pub mod fs;
+pub mod fsinfo;
 pub mod io;
 pub mod proc;
 pub mod queue;
+pub mod seek;
 pub mod signal;
 pub mod uring;
 

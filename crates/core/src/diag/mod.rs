@@ -1,1 +1,35 @@
-//! (under construction)
+//! Diagnostics: what distorts direct-I/O measurements, found before, during
+//! and after a run, each reported as a [`Finding`] that says what to do.
+//!
+//! One module per source of findings:
+//! - [`findings`]: the [`Finding`] enum, severities and texts.
+//! - [`device`]: the block devices under a target and their `/sys/block/*/stat`
+//!   deltas (requests per I/O, request size, merges, utilisation).
+//! - [`env`]: kernel, CPU, memory, file system, device and queue limits.
+//! - [`pagecache`]: page-cache pages of the target; dropping them.
+//! - [`sparse`]: holes, unwritten extents, fragmentation, zram contents.
+//! - [`fs`]: targets where O_DIRECT is silently buffered.
+//! - [`job`]: a job against its target (alignment, direct=0, hipri).
+//! - [`consistency`]: trials and series (outliers, bimodality, drift) and
+//!   the tool's own CPU use.
+//! - [`doctor`]: all workload-free checks as a checklist.
+//!
+//! Other processes holding the target open are found by `crate::safety`;
+//! its result becomes [`Finding::OtherOpeners`].
+
+pub mod consistency;
+pub mod device;
+pub mod doctor;
+pub mod env;
+pub mod findings;
+pub mod fs;
+pub mod job;
+pub mod pagecache;
+pub mod sparse;
+
+#[cfg(test)]
+mod root_tests;
+
+pub use doctor::{doctor, Check, DoctorReport, Status};
+pub use env::Environment;
+pub use findings::{BufferedReason, Finding, Opener, Phase, Severity};

@@ -4,6 +4,7 @@
 pub mod cpu;
 pub mod histogram;
 pub mod summary;
+pub mod trials;
 
 pub use histogram::Histogram;
 pub use summary::Summary;

@@ -1,0 +1,170 @@
+//! Findings about the run itself: trials that disagree (outliers, two groups,
+//! drift), trials that never settle, and a tool that is its own bottleneck.
+//! The statistics are in [`crate::stats::trials`]; this turns them into
+//! findings with 1-based trial numbers.
+
+use crate::stats::summary::median;
+use crate::stats::trials;
+
+use super::env::Cpu;
+use super::findings::{Finding, TrialValue};
+
+/// Findings over one value per trial of a metric (higher or lower is better,
+/// it does not matter). When the trials form two groups, the members of the
+/// smaller one are not also reported as outliers.
+pub fn trial_findings(metric: &str, values: &[f64]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let bimodal = trials::bimodality(values).filter(|b| b.bimodal);
+    if let Some(b) = &bimodal {
+        let one_based = |v: &[usize]| v.iter().map(|i| i + 1).collect::<Vec<_>>();
+        out.push(Finding::BimodalTrials {
+            metric: metric.to_string(),
+            low_trials: one_based(&b.split.low),
+            high_trials: one_based(&b.split.high),
+            low_mean: b.split.low_mean,
+            high_mean: b.split.high_mean,
+        });
+    } else {
+        let o = trials::outliers(values);
+        if !o.is_empty() {
+            out.push(Finding::OutlierTrials {
+                metric: metric.to_string(),
+                median: median(values),
+                outliers: o
+                    .iter()
+                    .map(|o| TrialValue {
+                        trial: o.index + 1,
+                        value: o.value,
+                        score: o.score,
+                    })
+                    .collect(),
+            });
+        }
+    }
+    if let Some(d) = trials::drift(values).filter(|d| d.drifting) {
+        out.push(Finding::DriftAcrossTrials {
+            metric: metric.to_string(),
+            trials: values.len(),
+            rel_change: d.rel_change,
+            p_value: d.p_value,
+        });
+    }
+    out
+}
+
+/// Drift of a metric within one trial's per-interval series (1-based
+/// `trial`). The first interval is left out: it often holds a partial second
+/// or the tail of the ramp.
+pub fn series_findings(metric: &str, trial: usize, series: &[f64]) -> Vec<Finding> {
+    let s = if series.len() > 5 {
+        &series[1..]
+    } else {
+        series
+    };
+    trials::drift(s)
+        .filter(|d| d.drifting)
+        .map(|d| Finding::DriftWithinTrial {
+            metric: metric.to_string(),
+            trial,
+            intervals: s.len(),
+            rel_change: d.rel_change,
+            p_value: d.p_value,
+        })
+        .into_iter()
+        .collect()
+}
+
+/// A worker this busy on its CPU is the bottleneck (the rest is the kernel's
+/// accounting granularity and the time the thread sleeps between batches).
+pub const BOTTLENECK_CPU_PCT: f64 = 95.0;
+
+/// [`Finding::ToolBottleneck`] for each worker at ≥ 95 % of a CPU, given
+/// `(worker index, user+system CPU time µs, wall time µs)` per worker (from
+/// `getrusage(RUSAGE_THREAD)` in the worker).
+pub fn tool_bottleneck(workers: &[(usize, u64, u64)]) -> Vec<Finding> {
+    workers
+        .iter()
+        .filter(|(_, _, wall)| *wall > 0)
+        .map(|&(w, cpu, wall)| (w, 100.0 * cpu as f64 / wall as f64))
+        .filter(|(_, pct)| *pct >= BOTTLENECK_CPU_PCT)
+        .map(|(worker, cpu_pct)| Finding::ToolBottleneck {
+            worker,
+            cpu_pct: cpu_pct.min(100.0),
+        })
+        .collect()
+}
+
+/// [`Finding::GovernorNotPerformance`] when any CPU's governor is not
+/// `performance`; nothing when the kernel exposes no cpufreq.
+pub fn governor_finding(cpu: &Cpu) -> Option<Finding> {
+    cpu.governors
+        .iter()
+        .any(|(g, _)| g != "performance")
+        .then(|| Finding::GovernorNotPerformance {
+            governors: cpu.governors.clone(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn codes(f: &[Finding]) -> Vec<&'static str> {
+        f.iter().map(|f| f.code()).collect()
+    }
+
+    #[test]
+    fn seed_004_bimodal_not_outliers() {
+        let f = trial_findings(
+            "write MB/s",
+            &[3810.0, 2390.0, 3795.0, 3820.0, 2405.0, 3790.0],
+        );
+        assert_eq!(codes(&f), vec!["bimodal_trials"]);
+        match &f[0] {
+            Finding::BimodalTrials {
+                low_trials,
+                high_trials,
+                ..
+            } => {
+                assert_eq!(low_trials, &vec![2, 5]);
+                assert_eq!(high_trials, &vec![1, 3, 4, 6]);
+            }
+            f => panic!("{f:?}"),
+        }
+    }
+
+    #[test]
+    fn single_outlier_and_drift() {
+        let f = trial_findings("IOPS", &[1000.0, 1002.0, 998.0, 600.0, 1001.0]);
+        assert_eq!(codes(&f), vec!["outlier_trials"]);
+        let f = trial_findings("IOPS", &[1000.0, 950.0, 900.0, 860.0, 800.0]);
+        assert_eq!(codes(&f), vec!["drift_across_trials"]);
+        assert!(trial_findings("IOPS", &[1000.0, 1003.0, 998.0]).is_empty());
+        assert!(trial_findings("IOPS", &[1000.0]).is_empty());
+    }
+
+    #[test]
+    fn drift_within_a_trial() {
+        let warming: Vec<f64> = (0..30).map(|i| 1000.0 + 10.0 * i as f64).collect();
+        let f = series_findings("IOPS", 2, &warming);
+        assert_eq!(codes(&f), vec!["drift_within_trial"]);
+        let flat = vec![1000.0; 30];
+        assert!(series_findings("IOPS", 2, &flat).is_empty());
+    }
+
+    #[test]
+    fn bottleneck_and_governor() {
+        let f = tool_bottleneck(&[(0, 990_000, 1_000_000), (1, 400_000, 1_000_000), (2, 5, 0)]);
+        assert_eq!(f.len(), 1);
+        assert!(matches!(f[0], Finding::ToolBottleneck { worker: 0, .. }));
+        let mut cpu = Cpu {
+            governors: vec![("performance".into(), 2)],
+            ..Default::default()
+        };
+        assert!(governor_finding(&cpu).is_none());
+        cpu.governors.push(("powersave".into(), 1));
+        assert!(governor_finding(&cpu).is_some());
+        cpu.governors.clear();
+        assert!(governor_finding(&cpu).is_none());
+    }
+}

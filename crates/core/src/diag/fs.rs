@@ -1,0 +1,166 @@
+//! Targets where O_DIRECT is accepted but the I/O is buffered anyway.
+//!
+//! - btrfs files with data checksums: since Linux 6.14 btrfs turns direct
+//!   writes to them into buffered writes (commit 968f19c5b1b7, "btrfs: always
+//!   fallback to buffered write if the inode requires checksum"). NOCOW files
+//!   (`chattr +C`) and `nodatasum`/`nodatacow` mounts have no checksums.
+//! - tmpfs and ramfs: no device at all.
+//! - loop devices without direct I/O (`loop/dio` = 0): every request to the
+//!   loop device goes through the backing file's page cache. This applies both
+//!   to a loop device as the target and to a file on a file system on one.
+
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use dioscope_sys::fsinfo;
+
+use super::device::{read_trimmed, resolve};
+use super::env::{mount_for, read_mountinfo};
+use super::findings::{BufferedReason, Finding};
+
+/// First kernel whose btrfs buffers direct writes to checksummed files.
+pub const BTRFS_DIO_FALLBACK_SINCE: (u32, u32) = (6, 14);
+
+/// Why direct I/O to `path` would be buffered, if it would. A path that does
+/// not exist yet is judged by its directory (new btrfs files inherit NOCOW
+/// from it). `kernel` is `(major, minor)`; unknown means "assume current".
+pub fn silent_buffering(path: &Path, kernel: Option<(u32, u32)>) -> Option<Finding> {
+    let target = path.display().to_string();
+    let existing: PathBuf = if path.exists() {
+        path.to_path_buf()
+    } else {
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+        parent.unwrap_or(Path::new(".")).to_path_buf()
+    };
+    let st = dioscope_sys::fs::statx_path(&existing).ok()?;
+    if !st.is_block_device() {
+        let f = std::fs::File::open(&existing).ok()?;
+        let fs = fsinfo::fstatfs(f.as_raw_fd()).ok()?;
+        let fs_name = fsinfo::fs_type_name(fs.fs_type)
+            .unwrap_or("unknown")
+            .to_string();
+        match fs.fs_type {
+            fsinfo::TMPFS_MAGIC | fsinfo::RAMFS_MAGIC => {
+                return Some(Finding::SilentlyBuffered {
+                    target,
+                    fs_type: fs_name,
+                    reason: BufferedReason::MemoryFilesystem,
+                });
+            }
+            fsinfo::BTRFS_SUPER_MAGIC
+                if kernel.is_none_or_at_least(BTRFS_DIO_FALLBACK_SINCE)
+                    && btrfs_has_checksums(&f, &existing) =>
+            {
+                return Some(Finding::SilentlyBuffered {
+                    target,
+                    fs_type: fs_name,
+                    reason: BufferedReason::BtrfsDataChecksums,
+                });
+            }
+            _ => {}
+        }
+    }
+    // Any loop device on the way to the disk that buffers.
+    for d in resolve(&existing) {
+        let Some(backing) = d.backing_file.as_ref() else {
+            continue;
+        };
+        if read_trimmed(&d.sysfs.join("loop/dio")).as_deref() == Some("0") {
+            return Some(Finding::SilentlyBuffered {
+                target,
+                fs_type: "loop".into(),
+                reason: BufferedReason::LoopWithoutDirectIo {
+                    backing_file: backing.display().to_string(),
+                },
+            });
+        }
+    }
+    None
+}
+
+fn btrfs_has_checksums(f: &std::fs::File, path: &Path) -> bool {
+    if let Some(m) = mount_for(&read_mountinfo(), path) {
+        if m.has_option("nodatasum") || m.has_option("nodatacow") {
+            return false;
+        }
+    }
+    match fsinfo::inode_flags(f.as_raw_fd()) {
+        Ok(flags) => flags & fsinfo::FS_NOCOW_FL == 0,
+        // Cannot tell: btrfs checksums data by default.
+        Err(_) => true,
+    }
+}
+
+trait KernelAtLeast {
+    fn is_none_or_at_least(&self, v: (u32, u32)) -> bool;
+}
+
+impl KernelAtLeast for Option<(u32, u32)> {
+    fn is_none_or_at_least(&self, v: (u32, u32)) -> bool {
+        match self {
+            None => true,
+            Some(k) => *k >= v,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ordinary_file_on_disk_is_direct() {
+        let dir = tempfile::tempdir_in(std::env::current_dir().unwrap()).unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, b"x").unwrap();
+        let f = std::fs::File::open(&p).unwrap();
+        let t = fsinfo::fstatfs(f.as_raw_fd()).unwrap().fs_type;
+        if matches!(
+            t,
+            fsinfo::TMPFS_MAGIC | fsinfo::RAMFS_MAGIC | fsinfo::BTRFS_SUPER_MAGIC
+        ) {
+            eprintln!("skipping: the build directory is itself on a buffering fs");
+            return;
+        }
+        // May still be flagged if the build directory sits on a buffered loop.
+        if let Some(f) = silent_buffering(&p, None) {
+            assert!(matches!(
+                f,
+                Finding::SilentlyBuffered {
+                    reason: BufferedReason::LoopWithoutDirectIo { .. },
+                    ..
+                }
+            ));
+        }
+        // A file that does not exist yet is judged by its directory.
+        let _ = silent_buffering(&dir.path().join("not-yet"), None);
+    }
+
+    #[test]
+    fn tmpfs_is_flagged() {
+        let shm = Path::new("/dev/shm");
+        if !shm.is_dir() {
+            eprintln!("skipping: no /dev/shm");
+            return;
+        }
+        let p = shm.join(format!("dioscope-fs-{}", std::process::id()));
+        std::fs::write(&p, b"x").unwrap();
+        let f = silent_buffering(&p, None);
+        std::fs::remove_file(&p).unwrap();
+        match f {
+            Some(Finding::SilentlyBuffered {
+                reason: BufferedReason::MemoryFilesystem,
+                fs_type,
+                ..
+            }) => assert_eq!(fs_type, "tmpfs"),
+            other => panic!("expected tmpfs finding, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn kernel_gate() {
+        assert!(Some((6, 18)).is_none_or_at_least((6, 14)));
+        assert!(!Some((6, 1)).is_none_or_at_least((6, 14)));
+        assert!(None.is_none_or_at_least((6, 14)));
+    }
+}

@@ -1,0 +1,334 @@
+//! Tests on real loop devices and file systems. They need root and losetup;
+//! without them they print why and pass. Every loop device and mount is
+//! released by a guard, also when an assertion fails.
+
+use std::io::Read;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::device::{self, resolve, DevRole, DeviceMetrics};
+use super::findings::{BufferedReason, Finding};
+use super::fs::silent_buffering;
+use super::pagecache::{drop_cache_until_clean, resident};
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
+        })
+        .unwrap_or(false)
+}
+
+fn have(tool: &str) -> bool {
+    Command::new(tool).arg("--version").output().is_ok()
+}
+
+/// A loop device over a backing file in a private temporary directory;
+/// detached and removed on drop.
+struct LoopDev {
+    dev: PathBuf,
+    backing: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl LoopDev {
+    /// `None` (after saying why) when the test cannot run here.
+    fn new(test: &str, size: u64, extra: &[&str]) -> Option<LoopDev> {
+        if !is_root() {
+            eprintln!("skipping {test}: needs root to create loop devices");
+            return None;
+        }
+        if !have("losetup") {
+            eprintln!("skipping {test}: losetup not installed");
+            return None;
+        }
+        // Under the build directory: a disk-backed file system, not tmpfs.
+        let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).ok()?;
+        let backing = dir.path().join("backing.img");
+        let f = std::fs::File::create(&backing).ok()?;
+        f.set_len(size).ok()?;
+        drop(f);
+        let out = Command::new("losetup")
+            .args(["-f", "--show"])
+            .args(extra)
+            .arg(&backing)
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            eprintln!(
+                "skipping {test}: losetup failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+            return None;
+        }
+        let dev = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        Some(LoopDev {
+            dev,
+            backing,
+            _dir: dir,
+        })
+    }
+
+    fn name(&self) -> String {
+        self.dev.file_name().unwrap().to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for LoopDev {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
+    }
+}
+
+/// A mounted file system; unmounted on drop (before its loop device goes).
+struct Mounted {
+    dir: tempfile::TempDir,
+}
+
+impl Mounted {
+    fn new(dev: &Path) -> Option<Mounted> {
+        let dir = tempfile::tempdir().ok()?;
+        let ok = Command::new("mount")
+            .arg(dev)
+            .arg(dir.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then_some(Mounted { dir })
+    }
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.dir.path()).status();
+    }
+}
+
+#[test]
+fn seed_004_buffered_reader_leaves_pages_that_drop_cache_removes() {
+    let Some(lo) = LoopDev::new("seed_004 page-cache test", 64 << 20, &[]) else {
+        return;
+    };
+    let dev = std::fs::File::open(&lo.dev).unwrap();
+    // Start clean: whatever probed the new device is gone.
+    assert_eq!(
+        drop_cache_until_clean(dev.as_raw_fd(), true, 0, 64 << 20).unwrap(),
+        0
+    );
+
+    // A buffered reader, as blkid is: read the first 1 MiB without O_DIRECT.
+    let mut reader = std::fs::File::open(&lo.dev).unwrap();
+    let mut buf = vec![0u8; 1 << 20];
+    reader.read_exact(&mut buf).unwrap();
+    let r = resident(&lo.dev, 0, None).unwrap();
+    assert!(r.pages >= (1 << 20) / r.page_size, "{r:?}");
+    // The count is per range: the last MiB was never read.
+    assert_eq!(resident(&lo.dev, 63 << 20, Some(1 << 20)).unwrap().pages, 0);
+
+    // Readahead the reader started may still be in flight; the retrying
+    // drop waits for it.
+    assert_eq!(
+        drop_cache_until_clean(dev.as_raw_fd(), true, 0, 64 << 20).unwrap(),
+        0
+    );
+    assert_eq!(resident(&lo.dev, 0, None).unwrap().pages, 0);
+}
+
+#[test]
+fn loop_device_resolves_to_itself_and_the_disk_under_its_backing_file() {
+    let Some(lo) = LoopDev::new("loop resolution test", 16 << 20, &[]) else {
+        return;
+    };
+    let devs = resolve(&lo.dev);
+    assert!(!devs.is_empty());
+    assert_eq!(devs[0].name, lo.name());
+    assert_eq!(devs[0].role, DevRole::Target);
+    assert_eq!(
+        devs[0].backing_file.as_deref(),
+        Some(std::fs::canonicalize(&lo.backing).unwrap().as_path())
+    );
+    let under_backing = resolve(&lo.backing);
+    if under_backing.is_empty() {
+        eprintln!("the backing file's file system has no block device; chain ends at the loop");
+        assert_eq!(devs.len(), 1);
+    } else {
+        assert_eq!(devs[1].role, DevRole::LoopBacking);
+        assert_eq!(devs[1].name, under_backing[0].name);
+    }
+    assert!(devs[0].snapshot().is_some());
+}
+
+#[test]
+fn partition_resolves_to_its_disk() {
+    if !have("sfdisk") {
+        eprintln!("skipping partition test: sfdisk not installed");
+        return;
+    }
+    let Some(lo) = LoopDev::new("partition test", 16 << 20, &["-P"]) else {
+        return;
+    };
+    let mut p = Command::new("sfdisk")
+        .arg("--quiet")
+        .arg(&lo.dev)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(
+        p.stdin.as_mut().unwrap(),
+        b"label: dos\nstart=2048, type=83\n",
+    )
+    .unwrap();
+    assert!(p.wait().unwrap().success());
+    let part = PathBuf::from(format!("{}p1", lo.dev.display()));
+    // sfdisk re-reads the table; the node appears with the partition.
+    if !part.exists() {
+        eprintln!("skipping partition test: {} did not appear", part.display());
+        return;
+    }
+    let devs = resolve(&part);
+    assert_eq!(devs[0].name, format!("{}p1", lo.name()));
+    assert!(devs[0].is_partition);
+    assert_eq!(devs[1].name, lo.name());
+    assert_eq!(devs[1].role, DevRole::ParentDisk);
+    assert_eq!(devs[0].queue_dir(), devs[1].sysfs);
+}
+
+#[test]
+fn direct_reads_on_a_loop_device_are_one_request_each() {
+    let Some(lo) = LoopDev::new("device accounting test", 16 << 20, &["--direct-io=on"]) else {
+        return;
+    };
+    let devs = resolve(&lo.dev);
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&lo.dev)
+        .unwrap();
+    let mut buf = dioscope_sys::buf::AlignedBuf::new(64 << 10).unwrap();
+    let before = device::snapshot(&devs);
+    let t0 = std::time::Instant::now();
+    for i in 0..16u64 {
+        let n = dioscope_sys::io::pread(
+            f.as_raw_fd(),
+            &mut buf.as_mut_slice()[..64 << 10],
+            i * (128 << 10),
+        )
+        .unwrap();
+        assert_eq!(n, 64 << 10);
+    }
+    let wall = t0.elapsed().as_micros() as u64;
+    let after = device::snapshot(&devs);
+    let rep = device::report(&devs, &before, &after, 16, wall.max(1));
+    let m: &DeviceMetrics = &rep[0].metrics;
+    assert_eq!(rep[0].device, lo.name());
+    // Each 64 KiB read is one request unless the queue limit splits it.
+    let max_kb = std::fs::read_to_string(lo.dev_sysfs().join("queue/max_sectors_kb"))
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or(64);
+    let per_io = 64u64.div_ceil(max_kb.min(64)) as f64;
+    assert_eq!(m.read_requests, 16 * per_io as u64, "{m:?}");
+    assert_eq!(m.requests_per_io, Some(per_io));
+    assert_eq!(m.bytes, 16 * (64 << 10));
+}
+
+impl LoopDev {
+    fn dev_sysfs(&self) -> PathBuf {
+        PathBuf::from("/sys/block").join(self.name())
+    }
+}
+
+#[test]
+fn loop_without_direct_io_is_silently_buffered() {
+    let Some(lo) = LoopDev::new("loop dio test", 16 << 20, &[]) else {
+        return;
+    };
+    let dio = std::fs::read_to_string(lo.dev_sysfs().join("loop/dio")).unwrap_or_default();
+    if dio.trim() != "0" {
+        eprintln!("skipping: losetup enabled direct I/O by default here");
+        return;
+    }
+    match silent_buffering(&lo.dev, None) {
+        Some(Finding::SilentlyBuffered {
+            reason: BufferedReason::LoopWithoutDirectIo { backing_file },
+            ..
+        }) => assert!(backing_file.ends_with("backing.img")),
+        other => panic!("expected a loop finding, got {other:?}"),
+    }
+    let Some(lo2) = LoopDev::new("loop dio test", 16 << 20, &["--direct-io=on"]) else {
+        return;
+    };
+    assert_eq!(silent_buffering(&lo2.dev, None), None);
+}
+
+#[test]
+fn btrfs_checksummed_file_is_buffered_nocow_is_not() {
+    if !have("mkfs.btrfs") || !have("chattr") {
+        eprintln!("skipping btrfs test: mkfs.btrfs or chattr missing");
+        return;
+    }
+    // btrfs needs ~110 MiB minimum; direct I/O on the loop so only btrfs
+    // itself can be the reason for buffering.
+    let Some(lo) = LoopDev::new("btrfs test", 256 << 20, &["--direct-io=on"]) else {
+        return;
+    };
+    let mk = Command::new("mkfs.btrfs")
+        .arg("-q")
+        .arg("-f")
+        .arg(&lo.dev)
+        .output()
+        .unwrap();
+    if !mk.status.success() {
+        eprintln!(
+            "skipping btrfs test: {}",
+            String::from_utf8_lossy(&mk.stderr)
+        );
+        return;
+    }
+    let Some(m) = Mounted::new(&lo.dev) else {
+        eprintln!("skipping btrfs test: mount failed (no btrfs module?)");
+        return;
+    };
+    let csum = m.path().join("csum");
+    std::fs::write(&csum, vec![1u8; 65536]).unwrap();
+    let f = silent_buffering(&csum, Some((6, 18)));
+    assert!(
+        matches!(
+            f,
+            Some(Finding::SilentlyBuffered {
+                reason: BufferedReason::BtrfsDataChecksums,
+                ..
+            })
+        ),
+        "{f:?}"
+    );
+    // Before 6.14 btrfs did real direct I/O on the same file.
+    assert_eq!(silent_buffering(&csum, Some((6, 1))), None);
+    // NOCOW must be set while the file is empty.
+    let nocow = m.path().join("nocow");
+    std::fs::File::create(&nocow).unwrap();
+    assert!(Command::new("chattr")
+        .arg("+C")
+        .arg(&nocow)
+        .status()
+        .unwrap()
+        .success());
+    std::fs::write(&nocow, vec![1u8; 65536]).unwrap();
+    assert_eq!(silent_buffering(&nocow, Some((6, 18))), None);
+    // The file's st_dev is anonymous; resolution goes through mountinfo.
+    let devs = resolve(&csum);
+    assert_eq!(
+        devs.first().map(|d| d.name.clone()),
+        Some(lo.name()),
+        "{devs:?}"
+    );
+    assert_eq!(devs[0].role, DevRole::Filesystem);
+    drop(m);
+}
