@@ -43,12 +43,35 @@ fn device_size_comes_from_the_device() {
     let d = tempfile::tempdir().unwrap();
     let lo = LoopDev::new(d.path(), 16 << 20, &[]);
     lo.fill_random();
-    let o = run_in(d.path(), &["--name=s", &format!("--filename={}", lo.path()), "--rw=read", "--bs=1m", "--direct=1", "--output-format=json"]);
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=s",
+            &format!("--filename={}", lo.path()),
+            "--rw=read",
+            "--bs=1m",
+            "--direct=1",
+            "--output-format=json",
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let j = json(&o);
-    assert_eq!(j["jobs"][0]["read"]["io_bytes"], 16 << 20, "no size given: the whole device");
+    assert_eq!(
+        j["jobs"][0]["read"]["io_bytes"],
+        16 << 20,
+        "no size given: the whole device"
+    );
     // A size larger than the device is refused before any I/O.
-    let o = run_in(d.path(), &["--name=s", &format!("--filename={}", lo.path()), "--rw=read", "--size=64m", "--direct=1"]);
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=s",
+            &format!("--filename={}", lo.path()),
+            "--rw=read",
+            "--size=64m",
+            "--direct=1",
+        ],
+    );
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("lower size="), "{}", stderr(&o));
 }
@@ -60,8 +83,21 @@ fn sector_size_sets_the_alignment() {
     }
     let d = tempfile::tempdir().unwrap();
     let lo = LoopDev::new(d.path(), 16 << 20, &["--sector-size", "4096"]);
-    let o = run_in(d.path(), &["--name=s", &format!("--filename={}", lo.path()), "--rw=randread", "--bs=512", "--direct=1", "--size=1m"]);
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=s",
+            &format!("--filename={}", lo.path()),
+            "--rw=randread",
+            "--bs=512",
+            "--direct=1",
+            "--size=1m",
+        ],
+    );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let e = stderr(&o);
-    assert!(e.contains("4096") && e.contains("bs=512") && e.contains("logical block size"), "{e}");
+    assert!(
+        e.contains("4096") && e.contains("bs=512") && e.contains("logical block size"),
+        "{e}"
+    );
 }

@@ -8,7 +8,10 @@ fn unknown_option_names_the_closest() {
     let o = run_in(d.path(), &["--blocksiz=4k"]);
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
-    assert!(e.contains("blocksiz") && e.contains("'blocksize'") && e.contains("'bs'"), "{e}");
+    assert!(
+        e.contains("blocksiz") && e.contains("'blocksize'") && e.contains("'bs'"),
+        "{e}"
+    );
     assert!(entries(d.path()).is_empty(), "nothing may be written");
 }
 
@@ -26,8 +29,19 @@ fn bad_value_names_the_value_and_an_example() {
 fn run_subcommand_and_bare_form_agree() {
     let d = tempfile::tempdir().unwrap();
     for args in [
-        vec!["run", "--name=a", "--ioengine=null", "--size=1m", "--output-format=json"],
-        vec!["--name=a", "--ioengine=null", "--size=1m", "--output-format=json"],
+        vec![
+            "run",
+            "--name=a",
+            "--ioengine=null",
+            "--size=1m",
+            "--output-format=json",
+        ],
+        vec![
+            "--name=a",
+            "--ioengine=null",
+            "--size=1m",
+            "--output-format=json",
+        ],
     ] {
         let o = run_in(d.path(), &args);
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -39,44 +53,99 @@ fn run_subcommand_and_bare_form_agree() {
 #[test]
 fn misaligned_block_size_is_refused_before_io() {
     let d = tempfile::tempdir().unwrap();
-    let o = run_in(d.path(), &["--name=m", "--filename=f.dat", "--size=1m", "--bs=1000", "--direct=1"]);
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=m",
+            "--filename=f.dat",
+            "--size=1m",
+            "--bs=1000",
+            "--direct=1",
+        ],
+    );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let e = stderr(&o);
-    assert!(e.contains("bs=1000") && e.contains("alignment") && e.contains("bs=1024"), "{e}");
+    assert!(
+        e.contains("bs=1000") && e.contains("alignment") && e.contains("bs=1024"),
+        "{e}"
+    );
 }
 
 #[test]
 fn missing_device_is_a_clear_error() {
     let d = tempfile::tempdir().unwrap();
-    let o = run_in(d.path(), &["--name=x", "--filename=/dev/does-not-exist-dioscope", "--rw=read"]);
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=x",
+            "--filename=/dev/does-not-exist-dioscope",
+            "--rw=read",
+        ],
+    );
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("/dev/does-not-exist-dioscope"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("/dev/does-not-exist-dioscope"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
 fn output_file_is_written_whole() {
     let d = tempfile::tempdir().unwrap();
-    let o = run_in(d.path(), &["--name=a", "--ioengine=null", "--size=4m", "--output-format=json", "--output=res.json"]);
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=a",
+            "--ioengine=null",
+            "--size=4m",
+            "--output-format=json",
+            "--output=res.json",
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(o.stdout.is_empty());
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(d.path().join("res.json")).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.path().join("res.json")).unwrap()).unwrap();
     assert_eq!(v["jobs"][0]["read"]["total_ios"], 1024);
-    assert_eq!(entries(d.path()), vec!["res.json"], "no temporary file left behind");
+    assert_eq!(
+        entries(d.path()),
+        vec!["res.json"],
+        "no temporary file left behind"
+    );
 }
 
 #[test]
 fn output_into_missing_directory_fails_before_running() {
     let d = tempfile::tempdir().unwrap();
-    let o = run_in(d.path(), &["--name=a", "--filename=f", "--size=1m", "--output=nodir/res.json"]);
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=a",
+            "--filename=f",
+            "--size=1m",
+            "--output=nodir/res.json",
+        ],
+    );
     assert_eq!(o.status.code(), Some(2));
-    assert!(entries(d.path()).is_empty(), "the job must not have laid out its file");
+    assert!(
+        entries(d.path()).is_empty(),
+        "the job must not have laid out its file"
+    );
 }
 
 #[test]
 fn help_lists_every_option_from_the_table() {
     let o = run_in(std::path::Path::new("."), &["--help"]);
     let h = stdout(&o);
-    for name in ["bs", "iodepth", "ioengine", "percentile_list", "output-format", "ramp_time"] {
+    for name in [
+        "bs",
+        "iodepth",
+        "ioengine",
+        "percentile_list",
+        "output-format",
+        "ramp_time",
+    ] {
         assert!(h.contains(&format!("--{name}")), "--help lacks {name}");
     }
 }

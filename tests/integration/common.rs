@@ -12,7 +12,11 @@ pub fn bin() -> &'static str {
 
 /// Run dioscope with `args` in `dir`.
 pub fn run_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(bin()).args(args).current_dir(dir).output().expect("run dioscope")
+    Command::new(bin())
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run dioscope")
 }
 
 pub fn stdout(o: &Output) -> String {
@@ -24,14 +28,24 @@ pub fn stderr(o: &Output) -> String {
 }
 
 pub fn json(o: &Output) -> serde_json::Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}\nstderr:\n{}", stdout(o), stderr(o)))
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+            stdout(o),
+            stderr(o)
+        )
+    })
 }
 
 pub fn is_root() -> bool {
     // SAFETY-free: geteuid via the environment-independent /proc view.
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(2) == Some("0"))
+        })
         .unwrap_or(false)
 }
 
@@ -53,7 +67,12 @@ pub fn can_run(what: &str, ok: bool) -> bool {
 }
 
 pub fn have_tool(name: &str) -> bool {
-    Command::new("sh").arg("-c").arg(format!("command -v {name}")).output().map(|o| o.status.success()).unwrap_or(false)
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {name}"))
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
 }
 
 /// A loop device over a sparse image file; detached (and the image removed)
@@ -73,8 +92,15 @@ impl LoopDev {
         args.extend_from_slice(extra);
         let img = image.to_str().unwrap().to_string();
         args.push(&img);
-        let o = Command::new("losetup").args(&args).output().expect("losetup");
-        assert!(o.status.success(), "losetup failed: {}", String::from_utf8_lossy(&o.stderr));
+        let o = Command::new("losetup")
+            .args(&args)
+            .output()
+            .expect("losetup");
+        assert!(
+            o.status.success(),
+            "losetup failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         let dev = PathBuf::from(String::from_utf8_lossy(&o.stdout).trim());
         LoopDev { dev, image }
     }
@@ -83,7 +109,10 @@ impl LoopDev {
     pub fn fill_random(&self) {
         let o = Command::new("sh")
             .arg("-c")
-            .arg(format!("head -c $(blockdev --getsize64 {d}) /dev/urandom > {d}", d = self.dev.display()))
+            .arg(format!(
+                "head -c $(blockdev --getsize64 {d}) /dev/urandom > {d}",
+                d = self.dev.display()
+            ))
             .output()
             .unwrap();
         assert!(o.status.success());
@@ -103,7 +132,10 @@ impl Drop for LoopDev {
 
 /// Every entry of a directory (to prove nothing was left behind).
 pub fn entries(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     v.sort();
     v
 }

@@ -34,7 +34,13 @@ fn every_engine_and_direction_on_a_file() {
             assert_eq!(w > 0, writes, "{engine} {rw}");
             if r > 0 {
                 assert!(job["read"]["clat_ns"]["N"].as_u64().unwrap() > 0);
-                assert!(job["read"]["clat_ns"]["percentile"]["99.000000"].as_u64().unwrap() > 0 || engine == "null");
+                assert!(
+                    job["read"]["clat_ns"]["percentile"]["99.000000"]
+                        .as_u64()
+                        .unwrap()
+                        > 0
+                        || engine == "null"
+                );
             }
         }
     }
@@ -46,7 +52,16 @@ fn random_reads_cover_each_block_once_per_pass() {
     // 256 blocks, one pass: with the random map every block is read once,
     // so bytes equal the region exactly and no block is visited twice.
     let d = tempfile::tempdir().unwrap();
-    let o = run_in(d.path(), &["--name=r", "--ioengine=null", "--rw=randread", "--size=1m", "--output-format=json"]);
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=r",
+            "--ioengine=null",
+            "--rw=randread",
+            "--size=1m",
+            "--output-format=json",
+        ],
+    );
     let j = json(&o);
     assert_eq!(j["jobs"][0]["read"]["total_ios"], 256);
 }
@@ -54,7 +69,18 @@ fn random_reads_cover_each_block_once_per_pass() {
 #[test]
 fn time_based_runs_for_runtime_and_reports_series() {
     let d = tempfile::tempdir().unwrap();
-    let o = run_in(d.path(), &["--name=t", "--ioengine=null", "--rw=randread", "--size=1g", "--time_based", "--runtime=2", "--output-format=json"]);
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=t",
+            "--ioengine=null",
+            "--rw=randread",
+            "--size=1g",
+            "--time_based",
+            "--runtime=2",
+            "--output-format=json",
+        ],
+    );
     let j = json(&o);
     let rt = j["jobs"][0]["read"]["runtime"].as_u64().unwrap();
     assert!((1900..=2600).contains(&rt), "runtime {rt} ms");
@@ -67,7 +93,17 @@ fn time_based_runs_for_runtime_and_reports_series() {
 #[test]
 fn numjobs_and_group_reporting() {
     let d = tempfile::tempdir().unwrap();
-    let o = run_in(d.path(), &["--name=n", "--ioengine=null", "--size=1m", "--numjobs=3", "--group_reporting", "--output-format=json"]);
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=n",
+            "--ioengine=null",
+            "--size=1m",
+            "--numjobs=3",
+            "--group_reporting",
+            "--output-format=json",
+        ],
+    );
     let j = json(&o);
     assert_eq!(j["jobs"].as_array().unwrap().len(), 1);
     assert_eq!(j["jobs"][0]["read"]["total_ios"], 3 * 256);
@@ -76,7 +112,16 @@ fn numjobs_and_group_reporting() {
 #[test]
 fn trials_are_repeated_with_statistics() {
     let d = tempfile::tempdir().unwrap();
-    let o = run_in(d.path(), &["--name=n", "--ioengine=null", "--size=1m", "--trials=4", "--output-format=json"]);
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=n",
+            "--ioengine=null",
+            "--size=1m",
+            "--trials=4",
+            "--output-format=json",
+        ],
+    );
     let j = json(&o);
     let dj = &j["dioscope"]["jobs"][0];
     assert_eq!(dj["trials"].as_array().unwrap().len(), 4);

@@ -52,7 +52,11 @@ fn fio_job_file_with_global_and_two_jobs() {
 fn stonewall_makes_groups_and_include_works() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("common.inc"), "ioengine=null\nsize=1m\n").unwrap();
-    std::fs::write(d.path().join("g.fio"), "[global]\ninclude common.inc\n[a]\nrw=read\n[b]\nstonewall\nrw=randread\n").unwrap();
+    std::fs::write(
+        d.path().join("g.fio"),
+        "[global]\ninclude common.inc\n[a]\nrw=read\n[b]\nstonewall\nrw=randread\n",
+    )
+    .unwrap();
     let o = run_in(d.path(), &["g.fio", "--output-format=json"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let j = json(&o);
@@ -63,7 +67,11 @@ fn stonewall_makes_groups_and_include_works() {
 #[test]
 fn job_file_errors_point_at_the_line() {
     let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("bad.fio"), "[global]\nbs=4k\n[a]\niodepht=4\n").unwrap();
+    std::fs::write(
+        d.path().join("bad.fio"),
+        "[global]\nbs=4k\n[a]\niodepht=4\n",
+    )
+    .unwrap();
     let o = run_in(d.path(), &["bad.fio"]);
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);

@@ -5,17 +5,67 @@ use crate::common::*;
 #[test]
 fn json_layout_matches_fio() {
     let d = tempfile::tempdir().unwrap();
-    let o = run_in(d.path(), &["--name=j", "--ioengine=null", "--rw=randrw", "--size=2m", "--output-format=json"]);
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=j",
+            "--ioengine=null",
+            "--rw=randrw",
+            "--size=2m",
+            "--output-format=json",
+        ],
+    );
     let j = json(&o);
-    for k in ["fio version", "timestamp", "timestamp_ms", "time", "jobs", "disk_util", "dioscope"] {
+    for k in [
+        "fio version",
+        "timestamp",
+        "timestamp_ms",
+        "time",
+        "jobs",
+        "disk_util",
+        "dioscope",
+    ] {
         assert!(j.get(k).is_some(), "top-level '{k}' missing");
     }
     let job = &j["jobs"][0];
-    for k in ["jobname", "groupid", "error", "job options", "read", "write", "trim", "sync", "job_runtime", "usr_cpu", "sys_cpu", "ctx", "majf", "minf", "iodepth_level", "latency_ns", "latency_us", "latency_ms"] {
+    for k in [
+        "jobname",
+        "groupid",
+        "error",
+        "job options",
+        "read",
+        "write",
+        "trim",
+        "sync",
+        "job_runtime",
+        "usr_cpu",
+        "sys_cpu",
+        "ctx",
+        "majf",
+        "minf",
+        "iodepth_level",
+        "latency_ns",
+        "latency_us",
+        "latency_ms",
+    ] {
         assert!(job.get(k).is_some(), "job key '{k}' missing");
     }
     for dir in ["read", "write", "trim"] {
-        for k in ["io_bytes", "io_kbytes", "bw_bytes", "bw", "iops", "runtime", "total_ios", "short_ios", "slat_ns", "clat_ns", "lat_ns", "bw_min", "iops_mean"] {
+        for k in [
+            "io_bytes",
+            "io_kbytes",
+            "bw_bytes",
+            "bw",
+            "iops",
+            "runtime",
+            "total_ios",
+            "short_ios",
+            "slat_ns",
+            "clat_ns",
+            "lat_ns",
+            "bw_min",
+            "iops_mean",
+        ] {
             assert!(job[dir].get(k).is_some(), "{dir}.{k} missing");
         }
     }
@@ -33,22 +83,57 @@ fn json_layout_matches_fio() {
 
 #[test]
 fn json_plus_converts_with_fio_jsonplus_clat2csv() {
-    if !can_run("fio_jsonplus_clat2csv (Debian package fio)", have_tool("fio_jsonplus_clat2csv")) {
+    if !can_run(
+        "fio_jsonplus_clat2csv (Debian package fio)",
+        have_tool("fio_jsonplus_clat2csv"),
+    ) {
         return;
     }
     let d = tempfile::tempdir().unwrap();
-    let o = run_in(d.path(), &["--name=a", "--ioengine=null", "--rw=randrw", "--size=4m", "--name=b", "--ioengine=null", "--rw=read", "--size=1m", "--output-format=json+", "--output=plus.json"]);
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=a",
+            "--ioengine=null",
+            "--rw=randrw",
+            "--size=4m",
+            "--name=b",
+            "--ioengine=null",
+            "--rw=read",
+            "--size=1m",
+            "--output-format=json+",
+            "--output=plus.json",
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let j: serde_json::Value = serde_json::from_slice(&std::fs::read(d.path().join("plus.json")).unwrap()).unwrap();
+    let j: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.path().join("plus.json")).unwrap()).unwrap();
     let bins = j["jobs"][0]["read"]["clat_ns"]["bins"].as_object().unwrap();
     let total: u64 = bins.values().map(|v| v.as_u64().unwrap()).sum();
     assert_eq!(total, j["jobs"][0]["read"]["total_ios"].as_u64().unwrap());
-    let conv = std::process::Command::new("fio_jsonplus_clat2csv").args(["plus.json", "out.csv"]).current_dir(d.path()).output().unwrap();
-    assert!(conv.status.success(), "{}", String::from_utf8_lossy(&conv.stderr));
+    let conv = std::process::Command::new("fio_jsonplus_clat2csv")
+        .args(["plus.json", "out.csv"])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert!(
+        conv.status.success(),
+        "{}",
+        String::from_utf8_lossy(&conv.stderr)
+    );
     let csv0 = std::fs::read_to_string(d.path().join("out_job0.csv")).unwrap();
     assert!(csv0.lines().count() > 2, "CSV has rows");
     assert!(csv0.lines().next().unwrap().contains("read_clat_ns_count"));
     assert!(d.path().join("out_job1.csv").exists());
-    let val = std::process::Command::new("fio_jsonplus_clat2csv").args(["plus.json", "out.csv", "--validate"]).current_dir(d.path()).output().unwrap();
-    assert!(val.status.success(), "validate: {}{}", String::from_utf8_lossy(&val.stdout), String::from_utf8_lossy(&val.stderr));
+    let val = std::process::Command::new("fio_jsonplus_clat2csv")
+        .args(["plus.json", "out.csv", "--validate"])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert!(
+        val.status.success(),
+        "validate: {}{}",
+        String::from_utf8_lossy(&val.stdout),
+        String::from_utf8_lossy(&val.stderr)
+    );
 }

@@ -302,9 +302,9 @@ fn resolve_def(raw: &RawOpt) -> Result<&'static OptDef, ParseError> {
     }
     let suggestion = closest(&raw.key).map(|(n, o)| {
         if n == o.name {
-            n.to_string()
+            format!("'{n}'")
         } else {
-            format!("{n}' (same as '{}", o.name)
+            format!("'{n}' (same as '{}')", o.name)
         }
     });
     Err(ParseError::UnknownOption {

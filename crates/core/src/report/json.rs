@@ -21,7 +21,9 @@ fn lat_obj(h: &Histogram, percentiles: Option<&[f64]>, bins: bool) -> Value {
         }
         o.insert("percentile".into(), Value::Object(m));
     }
-    if bins {
+    // fio writes "bins" only for latencies that have samples; consumers
+    // such as fio_jsonplus_clat2csv rely on that.
+    if bins && h.count() > 0 {
         let mut m = Map::new();
         for (v, c) in h.bins() {
             m.insert(v.to_string(), json!(c));

@@ -595,8 +595,16 @@ pub fn execute(
             let mut per_job: Vec<TrialJob> = idx.iter().map(|_| TrialJob::default()).collect();
             for (i, h) in handles {
                 let r = h.join().unwrap_or_else(|_| WorkerResult {
-                    first_error: Some(IoErrorInfo { file: 0, offset: 0, len: 0, write: false, errno: libc::EIO }),
-                    setup_note: Some("a worker thread panicked; this is a dioscope bug, please report it".into()),
+                    first_error: Some(IoErrorInfo {
+                        file: 0,
+                        offset: 0,
+                        len: 0,
+                        write: false,
+                        errno: libc::EIO,
+                    }),
+                    setup_note: Some(
+                        "a worker thread panicked; this is a dioscope bug, please report it".into(),
+                    ),
                     ..Default::default()
                 });
                 let pos = idx.iter().position(|&x| x == i).expect("job index");

@@ -220,10 +220,40 @@ fn do_sync(fd: i32, data_only: bool, st: &mut DirStats) {
 /// (all workers of a group share it); `stop` is raised by the runner.
 pub fn run<E: Engine>(
     eng: &mut E,
+    p: WorkerPlan,
+    start_ns: u64,
+    stop: &AtomicBool,
+    prog: &Progress,
+) -> WorkerResult {
+    run_with_hook(eng, p, start_ns, stop, prog, &mut NoHook)
+}
+
+/// Per-block work around the I/O itself: filling a block before it is
+/// written and checking it after it is read (verify). The worker loop is
+/// generic over the hook, so a run without one pays nothing for it.
+pub trait BlockHook {
+    /// False for the no-op hook: the calls below are compiled out.
+    const ACTIVE: bool;
+    /// Fill `buf` (the whole block) before it is written at `offset` of file `file`.
+    fn before_write(&mut self, _buf: &mut [u8], _file: u32, _offset: u64) {}
+    /// Check `buf` (the `res` bytes read) after a read from `offset` of file `file` completed.
+    fn after_read(&mut self, _buf: &[u8], _file: u32, _offset: u64) {}
+}
+
+/// No per-block work.
+pub struct NoHook;
+impl BlockHook for NoHook {
+    const ACTIVE: bool = false;
+}
+
+/// [`run`] with a [`BlockHook`].
+pub fn run_with_hook<E: Engine, H: BlockHook>(
+    eng: &mut E,
     mut p: WorkerPlan,
     start_ns: u64,
     stop: &AtomicBool,
     prog: &Progress,
+    hook: &mut H,
 ) -> WorkerResult {
     let depth = p.depth.max(1) as usize;
     let mut res = WorkerResult {
@@ -262,6 +292,9 @@ pub fn run<E: Engine>(
     let mut inflight = 0usize;
     let mut issuing = true;
     let mut measured_bytes = 0u64;
+    // Bytes issued while measuring: the size limit stops issuing, not
+    // reaping, so a deep queue does not overshoot `size`.
+    let mut issued_bytes = 0u64;
     let mut writes_since_sync = 0u32;
     let mut last_write_fd = p.fds.first().copied().unwrap_or(-1);
     let rate_gap = 1_000_000_000u64.checked_div(p.rate_iops).unwrap_or(0);
@@ -292,6 +325,13 @@ pub fn run<E: Engine>(
                 pct => p.offsets.rng.below(100) >= pct as u64,
             };
             let len = p.bs[write as usize].pick(&mut p.offsets.rng);
+            if p.io_limit > 0 && measuring {
+                if issued_bytes >= p.io_limit {
+                    issuing = false;
+                    break;
+                }
+                issued_bytes += len;
+            }
             let (file, offset) = p.offsets.next(len);
             let slot = free.pop().expect("a free slot while inflight < depth");
             let m = &mut meta[slot as usize];
@@ -300,6 +340,13 @@ pub fn run<E: Engine>(
             m.len = len as u32;
             m.file = file;
             m.write = write;
+            if H::ACTIVE && write {
+                hook.before_write(
+                    &mut eng.arena().slot_mut(slot)[..len as usize],
+                    file,
+                    offset,
+                );
+            }
             eng.stage(IoDesc {
                 slot,
                 write,
@@ -359,6 +406,13 @@ pub fn run<E: Engine>(
                     issuing = false;
                 }
             } else {
+                if H::ACTIVE && !m.write {
+                    hook.after_read(
+                        &eng.arena().slot_mut(c.slot)[..c.res as usize],
+                        m.file,
+                        m.offset,
+                    );
+                }
                 if (c.res as u32) < m.len {
                     res.dirs[d].short_ios += 1;
                     if c.res == 0 && !p.continue_on_error {
@@ -428,7 +482,7 @@ pub fn run<E: Engine>(
             prog.ios
                 .store(res.dirs[0].ios + res.dirs[1].ios, Ordering::Relaxed);
             prog.bytes.store(measured_bytes, Ordering::Relaxed);
-            if now >= end || (p.io_limit > 0 && measured_bytes >= p.io_limit) {
+            if now >= end || (p.io_limit > 0 && issued_bytes >= p.io_limit) {
                 issuing = false;
             }
         } else if now >= end {
