@@ -158,6 +158,13 @@ fn run(args: &[String]) -> i32 {
         let sig = result.signal;
         return if sig > 0 { 128 + sig } else { 130 };
     }
+    if result.verify_failures() > 0 {
+        eprintln!(
+            "dioscope: error: verify found {} bad blocks (offsets in the result); the data on the target is not what was written",
+            result.verify_failures()
+        );
+        return 1;
+    }
     if result.io_errors() > 0 {
         if let Some(e) = result
             .jobs

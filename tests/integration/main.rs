@@ -8,3 +8,4 @@ mod engines;
 mod jobfile;
 mod json;
 mod signals;
+mod verify;

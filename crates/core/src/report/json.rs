@@ -168,8 +168,8 @@ fn job_obj(s: &JobSummary, plus: bool, r: &RunResult) -> Value {
         "eta": 0,
         "elapsed": ((s.wall_ns as f64) / 1e9).round() as u64,
         "job options": Value::Object(opts),
-        "read": dir_obj(s, spec.rw.reads().then_some(0), plus),
-        "write": dir_obj(s, spec.rw.writes().then_some(1), plus),
+        "read": dir_obj(s, (spec.rw.reads() || s.dirs[0].ios > 0).then_some(0), plus),
+        "write": dir_obj(s, (spec.rw.writes() && !spec.verify_only || s.dirs[1].ios > 0).then_some(1), plus),
         "trim": dir_obj(s, None, plus),
         "sync": sync,
         "job_runtime": s.runtime_ms.round() as u64,
@@ -264,6 +264,21 @@ pub fn render(r: &RunResult, plus: bool, extra: Map<String, Value>) -> String {
         "jobs".into(),
         Value::Array(sums.iter().map(extra_job).collect()),
     );
+    let verify: Map<String, Value> = r
+        .jobs
+        .iter()
+        .filter_map(|j| {
+            j.verify.as_ref().map(|v| {
+                (
+                    j.resolved.spec.name.clone(),
+                    serde_json::to_value(v).unwrap_or(Value::Null),
+                )
+            })
+        })
+        .collect();
+    if !verify.is_empty() {
+        d.insert("verify".into(), Value::Object(verify));
+    }
     for (k, v) in extra {
         d.insert(k, v);
     }
