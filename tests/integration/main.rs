@@ -4,6 +4,7 @@ mod common;
 
 mod blockdev;
 mod cli;
+mod diag;
 mod engines;
 mod jobfile;
 mod json;

@@ -234,6 +234,18 @@ fn extra_job(s: &JobSummary) -> Value {
 /// The whole result. `extra` is merged into the `"dioscope"` object
 /// (environment, findings, device accounting).
 pub fn render(r: &RunResult, plus: bool, extra: Map<String, Value>) -> String {
+    render_with_disks(r, plus, extra, Vec::new())
+}
+
+/// [`render`] with fio's top-level `disk_util` entries (one object per
+/// device: name, read_ios, write_ios, read_merges, write_merges,
+/// read_sectors, write_sectors, read_ticks, write_ticks, in_queue, util).
+pub fn render_with_disks(
+    r: &RunResult,
+    plus: bool,
+    extra: Map<String, Value>,
+    disk_util: Vec<Value>,
+) -> String {
     let sums = super::summarize(r);
     let jobs: Vec<Value> = sums
         .iter()
@@ -288,7 +300,7 @@ pub fn render(r: &RunResult, plus: bool, extra: Map<String, Value>) -> String {
         "timestamp_ms": now.as_millis() as u64,
         "time": crate::report::text::ctime(now.as_secs() as i64),
         "jobs": jobs,
-        "disk_util": Value::Array(Vec::new()),
+        "disk_util": Value::Array(disk_util),
         "dioscope": Value::Object(d),
     });
     let mut s = serde_json::to_string_pretty(&out).unwrap_or_else(|_| "{}".into());

@@ -623,6 +623,9 @@ pub trait TrialHooks {
     ) {
     }
     fn measure_start(&mut self, _group: u32, _trial: u32) {}
+    /// Called about once a second while the measured part of a trial runs,
+    /// from the runner's thread (the workers do not wait for it).
+    fn during_trial(&mut self, _group: u32, _trial: u32) {}
     fn measure_end(&mut self, _group: u32, _trial: u32, _ios: u64) {}
     fn after_trial(
         &mut self,
@@ -724,6 +727,9 @@ pub fn execute(
                 sleep_until(now_ns() + 1_000_000_000, &all_done);
                 if dioscope_sys::signal::stop_count() > 0 {
                     stop.store(true, Ordering::Relaxed);
+                }
+                if !all_done() {
+                    hooks.during_trial(g, trial);
                 }
                 if opts.progress {
                     let ios: u64 = progs.iter().map(|p| p.ios.load(Ordering::Relaxed)).sum();
