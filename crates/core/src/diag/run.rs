@@ -426,6 +426,7 @@ mod tests {
                     clones: vec![Vec::new()],
                 },
                 trials,
+                verify: None,
             }],
             groups: vec![GroupRun {
                 id: 0,
