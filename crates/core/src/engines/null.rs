@@ -6,10 +6,12 @@ use std::io;
 
 pub struct NullEngine {
     arena: SlotArena,
-    staged: Box<[Completion]>,
-    nstaged: usize,
-    ready: Box<[Completion]>,
-    nready: usize,
+    /// Staged and completed I/Os in one queue: [head, committed) are
+    /// complete and not yet reaped, [committed, tail) staged.
+    queue: Box<[Completion]>,
+    head: usize,
+    committed: usize,
+    tail: usize,
 }
 
 impl NullEngine {
@@ -17,10 +19,10 @@ impl NullEngine {
         let n = arena.nslots() as usize;
         NullEngine {
             arena,
-            staged: vec![Completion::default(); n].into_boxed_slice(),
-            nstaged: 0,
-            ready: vec![Completion::default(); n].into_boxed_slice(),
-            nready: 0,
+            queue: vec![Completion::default(); n].into_boxed_slice(),
+            head: 0,
+            committed: 0,
+            tail: 0,
         }
     }
 }
@@ -28,28 +30,39 @@ impl NullEngine {
 impl Engine for NullEngine {
     #[inline]
     fn stage(&mut self, d: IoDesc) {
-        self.staged[self.nstaged] = Completion {
+        if self.tail == self.queue.len() {
+            // Everything before head has been reaped: slide the live part down.
+            self.queue.copy_within(self.head..self.tail, 0);
+            self.committed -= self.head;
+            self.tail -= self.head;
+            self.head = 0;
+        }
+        self.queue[self.tail] = Completion {
             slot: d.slot,
             res: d.len as i32,
         };
-        self.nstaged += 1;
+        self.tail += 1;
     }
 
     #[inline]
     fn commit(&mut self, _min: u32) -> io::Result<u32> {
-        let n = self.nstaged;
-        self.ready[self.nready..self.nready + n].copy_from_slice(&self.staged[..n]);
-        self.nready += n;
-        self.nstaged = 0;
+        let n = self.tail - self.committed;
+        self.committed = self.tail;
         Ok(n as u32)
     }
 
     #[inline]
     fn reap(&mut self, out: &mut [Completion]) -> usize {
-        let n = self.nready.min(out.len());
-        out[..n].copy_from_slice(&self.ready[..n]);
-        self.ready.copy_within(n..self.nready, 0);
-        self.nready -= n;
+        let n = (self.committed - self.head).min(out.len());
+        for (o, c) in out.iter_mut().zip(&self.queue[self.head..self.head + n]) {
+            *o = *c;
+        }
+        self.head += n;
+        if self.head == self.tail {
+            self.head = 0;
+            self.committed = 0;
+            self.tail = 0;
+        }
         n
     }
 

@@ -38,53 +38,53 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// A keyed bijection on [0, n) with no memory: an unbalanced Feistel network
-/// on the smallest power-of-two domain ≥ n, with cycle walking to stay below
-/// n (the domain is < 2n, so fewer than 2 walks on average).
+/// A keyed bijection on [0, n) with no memory: on the smallest power-of-two
+/// domain 2^k ≥ n, alternate steps that are each bijective mod 2^k (xor
+/// with a key, multiply by an odd constant, xor with a right shift of
+/// itself, add a key), then cycle-walk until the value falls below n. The
+/// domain is < 2n, so fewer than 2 walks on average; about 20 instructions a
+/// walk, against a bitmap's memory and a Feistel network's 6 hash rounds.
 #[derive(Debug, Clone)]
 pub struct Permutation {
     n: u64,
-    lo_bits: u32,
-    hi_bits: u32,
-    keys: [u64; 6],
+    mask: u64,
+    shift: u32,
+    keys: [u64; 2],
+    muls: [u64; 2],
 }
 
 impl Permutation {
     pub fn new(n: u64, seed: u64) -> Permutation {
         let n = n.max(1);
-        let bits = 64 - (n - 1).leading_zeros();
-        let bits = bits.max(2);
-        let lo_bits = bits / 2;
-        let hi_bits = bits - lo_bits;
-        let mut keys = [0u64; 6];
+        let bits = (64 - (n - 1).leading_zeros()).max(2);
+        let mask = if bits >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << bits) - 1
+        };
         let mut s = seed;
-        for k in &mut keys {
+        let mut next = || {
             s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            *k = mix(s);
-        }
+            mix(s)
+        };
         Permutation {
             n,
-            lo_bits,
-            hi_bits,
-            keys,
+            mask,
+            shift: bits.div_ceil(2),
+            keys: [next() & mask, next() & mask],
+            muls: [next() | 1, next() | 1],
         }
     }
 
     #[inline(always)]
     fn round_trip(&self, x: u64) -> u64 {
-        let lo_mask = (1u64 << self.lo_bits) - 1;
-        let hi_mask = (1u64 << self.hi_bits) - 1;
-        let mut hi = x >> self.lo_bits;
-        let mut lo = x & lo_mask;
-        let mut i = 0;
-        while i < 6 {
-            // Each half-round xors one half with a function of the other:
-            // a bijection whatever the halves' widths.
-            hi ^= mix(lo ^ self.keys[i]) & hi_mask;
-            lo ^= mix(hi ^ self.keys[i + 1]) & lo_mask;
-            i += 2;
-        }
-        (hi << self.lo_bits) | lo
+        let m = self.mask;
+        let mut x = x ^ self.keys[0];
+        x = x.wrapping_mul(self.muls[0]) & m;
+        x ^= x >> self.shift;
+        x = x.wrapping_mul(self.muls[1]) & m;
+        x ^= x >> self.shift;
+        x.wrapping_add(self.keys[1]) & m
     }
 
     /// The image of `i` (< n).

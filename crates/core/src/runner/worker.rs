@@ -111,31 +111,53 @@ pub struct WorkerResult {
     pub complete_batches: [u64; 7],
 }
 
-/// Bucket of fio's iodepth_level map: 1, 2, 4, 8, 16, 32, >=64.
+/// Bucket of fio's iodepth_level map: 1, 2, 4, 8, 16, 32, >=64, each
+/// holding depths from its key up to the next key.
 #[inline(always)]
 pub fn depth_bucket(d: usize) -> usize {
-    match d {
-        0..=1 => 0,
-        2 => 1,
-        3..=4 => 2,
-        5..=8 => 3,
-        9..=16 => 4,
-        17..=32 => 5,
-        _ => 6,
+    ((usize::BITS - 1 - d.max(1).leading_zeros()) as usize).min(6)
+}
+
+/// Bucket of fio's iodepth_submit/complete maps: 0, 1-4, 5-8, 9-16, 17-32,
+/// 33-64, >64 (keys "0", "4", "8", "16", "32", "64", ">=64").
+#[inline(always)]
+pub fn batch_bucket(n: usize) -> usize {
+    const T: [u8; 65] = {
+        let mut t = [0u8; 65];
+        let mut i = 1;
+        while i <= 64 {
+            t[i] = match i {
+                1..=4 => 1,
+                5..=8 => 2,
+                9..=16 => 3,
+                17..=32 => 4,
+                _ => 5,
+            };
+            i += 1;
+        }
+        t
+    };
+    if n <= 64 {
+        T[n] as usize
+    } else {
+        6
     }
 }
 
-/// Bucket of fio's iodepth_submit/complete maps: 0, 4, 8, 16, 32, 64, >=64.
-#[inline(always)]
-pub fn batch_bucket(n: usize) -> usize {
-    match n {
-        0 => 0,
-        1..=4 => 1,
-        5..=8 => 2,
-        9..=16 => 3,
-        17..=32 => 4,
-        33..=64 => 5,
-        _ => 6,
+#[cfg(test)]
+mod bucket_tests {
+    #[test]
+    fn fio_buckets() {
+        let d: Vec<usize> = [1, 2, 3, 4, 7, 8, 31, 32, 63, 64, 1000]
+            .iter()
+            .map(|&x| super::depth_bucket(x))
+            .collect();
+        assert_eq!(d, vec![0, 1, 1, 2, 2, 3, 4, 5, 5, 6, 6]);
+        let b: Vec<usize> = [0, 1, 4, 5, 8, 9, 16, 17, 32, 33, 64, 65]
+            .iter()
+            .map(|&x| super::batch_bucket(x))
+            .collect();
+        assert_eq!(b, vec![0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6]);
     }
 }
 

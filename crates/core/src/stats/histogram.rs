@@ -21,8 +21,10 @@ pub struct Histogram {
     n: u64,
     min: u64,
     max: u64,
-    sum: u128,
-    sum_sq: u128,
+    sum: u64,
+    /// Sum of squares in floating point: exact enough for σ (53-bit
+    /// mantissa) and one multiply-add per sample instead of 128-bit math.
+    sum_sq: f64,
 }
 
 impl std::fmt::Debug for Histogram {
@@ -73,7 +75,7 @@ impl Histogram {
             min: u64::MAX,
             max: 0,
             sum: 0,
-            sum_sq: 0,
+            sum_sq: 0.0,
         }
     }
 
@@ -89,8 +91,9 @@ impl Histogram {
         self.n += 1;
         self.min = self.min.min(v);
         self.max = self.max.max(v);
-        self.sum += v as u128;
-        self.sum_sq += (v as u128) * (v as u128);
+        self.sum = self.sum.wrapping_add(v);
+        let f = v as f64;
+        self.sum_sq += f * f;
     }
 
     pub fn merge(&mut self, o: &Histogram) {
@@ -110,13 +113,13 @@ impl Histogram {
         self.min = u64::MAX;
         self.max = 0;
         self.sum = 0;
-        self.sum_sq = 0;
+        self.sum_sq = 0.0;
     }
 
     /// Sum of all recorded values (ns), saturating.
     #[inline]
     pub fn sum_ns(&self) -> u64 {
-        self.sum.min(u64::MAX as u128) as u64
+        self.sum
     }
 
     pub fn count(&self) -> u64 {
@@ -146,7 +149,7 @@ impl Histogram {
         }
         let n = self.n as f64;
         let mean = self.sum as f64 / n;
-        let var = (self.sum_sq as f64 / n - mean * mean).max(0.0);
+        let var = (self.sum_sq / n - mean * mean).max(0.0);
         // Sample (n-1) correction, as fio does.
         (var * n / (n - 1.0)).sqrt()
     }
