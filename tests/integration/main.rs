@@ -5,6 +5,7 @@ mod common;
 mod blockdev;
 mod cli;
 mod engines;
+mod faults;
 mod jobfile;
 mod json;
 mod signals;
