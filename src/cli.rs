@@ -1,8 +1,9 @@
 //! Commands: run (also the bare fio-style invocation), doctor, options, help.
 
+use dioscope_core::diag::{self, Check, DiagHooks};
 use dioscope_core::job::{self, OutputFormat, Plan};
 use dioscope_core::report;
-use dioscope_core::runner::{self, NoHooks, RunOptions};
+use dioscope_core::runner::{self, RunOptions};
 use std::path::Path;
 
 const USAGE: &str = "\
@@ -14,6 +15,10 @@ USAGE:
   dioscope run                                    the default job: 4 KiB random reads,
                                                   io_uring, QD 32, O_DIRECT, 1 GiB scratch
                                                   file here, 3 trials, removed afterwards
+  dioscope doctor TARGET [--output-format=json]   check a file or block device without a
+                                                  workload: page cache, other openers,
+                                                  buffering, holes, layout, governor
+                                                  (exit 1 when a check fails)
   dioscope options [--markdown]                   the option reference
   dioscope --help | --version
 
@@ -47,50 +52,27 @@ pub fn main(args: Vec<String>) -> i32 {
             0
         }
         Some("run") => run(&args[1..]),
+        Some("doctor") => doctor(&args[1..]),
         _ => run(&args),
     }
 }
 
-fn kernel() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default()
-}
-
-fn context_line(plan: &Plan, r: &runner::RunResult) -> String {
-    let engines: Vec<&str> = {
-        let mut v: Vec<&str> = plan.jobs.iter().map(|j| j.ioengine.as_str()).collect();
-        v.dedup();
-        v
+/// The context line: engines, then the environment (kernel, CPU, memory,
+/// each target with its file system, device and queue limits).
+fn context_line(plan: &Plan, env: &diag::Environment) -> String {
+    let mut engines: Vec<&str> = Vec::new();
+    for j in &plan.jobs {
+        let e = j.ioengine.as_str();
+        if !engines.contains(&e) {
+            engines.push(e);
+        }
+    }
+    let targets = if env.targets.is_empty() {
+        " · no target (null engine)"
+    } else {
+        ""
     };
-    let targets: Vec<String> = r
-        .targets
-        .iter()
-        .map(|t| {
-            format!(
-                "{} ({}, {}, dio align {} from {})",
-                t.path,
-                match t.kind {
-                    dioscope_core::target::TargetKind::File => "file",
-                    dioscope_core::target::TargetKind::BlockDevice => "block device",
-                },
-                report::human_bytes(t.size as f64),
-                t.offset_align,
-                t.align_source
-            )
-        })
-        .collect();
-    format!(
-        "engine {}; target {}; kernel {}; {} CPUs",
-        engines.join(","),
-        if targets.is_empty() {
-            "none (null engine)".to_string()
-        } else {
-            targets.join(", ")
-        },
-        kernel(),
-        dioscope_sys::proc::ncpus()
-    )
+    format!("engine {} · {}{targets}", engines.join(","), env.one_line())
 }
 
 fn run(args: &[String]) -> i32 {
@@ -135,7 +117,9 @@ fn run(args: &[String]) -> i32 {
         progress: dioscope_sys::proc::stderr_is_tty() && !plan.global.no_progress,
         destroy_data_on: plan.global.destroy_data_on.clone(),
     };
-    let result = runner::execute(resolved, &table, &opts, &mut NoHooks);
+    let mut hooks = DiagHooks::new(&table);
+    let result = runner::execute(resolved, &table, &opts, &mut hooks);
+    let diagnosis = diag::diagnose(&result, &hooks);
 
     // Remove what this run created when asked (the default job's scratch
     // file always). Files dioscope did not create are never removed.
@@ -150,9 +134,20 @@ fn run(args: &[String]) -> i32 {
     }
 
     let text = match plan.global.output_format {
-        OutputFormat::Normal => report::text::render(&result, &context_line(&plan, &result), &[]),
-        OutputFormat::Json => report::json::render(&result, false, Default::default()),
-        OutputFormat::JsonPlus => report::json::render(&result, true, Default::default()),
+        OutputFormat::Normal => {
+            let mut context = context_line(&plan, &diagnosis.environment);
+            for l in diagnosis.device_lines() {
+                context.push_str("\n  ");
+                context.push_str(&l);
+            }
+            report::text::render(&result, &context, &diagnosis.finding_lines())
+        }
+        OutputFormat::Json | OutputFormat::JsonPlus => report::json::render_with_disks(
+            &result,
+            plan.global.output_format == OutputFormat::JsonPlus,
+            diagnosis.json_extra(),
+            diagnosis.disk_util(),
+        ),
     };
     match &plan.global.output {
         Some(path) => {
@@ -194,10 +189,94 @@ fn run(args: &[String]) -> i32 {
             "dioscope: hint: {}",
             report::io_error_hint(e, path, &result)
         );
-        return 1;
     }
-    if result.io_errors() > 0 {
+    if result.verify_failures() > 0 {
+        eprintln!(
+            "dioscope: error: verify found {} bad blocks (offsets in the result); the data on the target is not what was written",
+            result.verify_failures()
+        );
+    }
+    if result.first_error().is_some() || result.io_errors() > 0 || result.verify_failures() > 0 {
         return 1;
     }
     0
+}
+
+/// `dioscope doctor TARGET`: the workload-free checks as a checklist (or
+/// JSON). Exit 0 when nothing is critical, 1 when a check fails, 2 when the
+/// target does not exist or the arguments are wrong.
+fn doctor(args: &[String]) -> i32 {
+    let mut json = false;
+    let mut target: Option<&str> = None;
+    for a in args {
+        match a.as_str() {
+            "--output-format=json" | "--output-format=json+" => json = true,
+            "--output-format=normal" => json = false,
+            s if s.starts_with("--") => {
+                return eprint_err(&format!(
+                    "doctor: unknown option {s}; the only option is --output-format=json \
+                     (e.g. dioscope doctor /dev/nvme0n1 --output-format=json)"
+                ))
+            }
+            s if target.is_none() => target = Some(s),
+            s => {
+                return eprint_err(&format!(
+                    "doctor: one target at a time, got a second one: {s}"
+                ))
+            }
+        }
+    }
+    let Some(target) = target else {
+        return eprint_err(
+            "doctor needs a target: dioscope doctor /dev/sdX or dioscope doctor FILE",
+        );
+    };
+    let path = Path::new(target);
+    let mut r = diag::doctor(path);
+    let missing =
+        r.environment.targets.first().map(|t| t.kind) == Some(diag::env::TargetKind::Missing);
+    if !missing {
+        let openers: Vec<diag::Opener> = dioscope_core::safety::other_openers(path)
+            .into_iter()
+            .map(|o| diag::Opener {
+                pid: o.pid,
+                comm: o.comm,
+                writable: o.writable,
+            })
+            .collect();
+        let findings = if openers.is_empty() {
+            Vec::new()
+        } else {
+            vec![diag::Finding::OtherOpeners {
+                target: target.to_string(),
+                openers,
+            }]
+        };
+        r.add_check(Check::from_findings(
+            "other openers",
+            "no other process has it open",
+            findings,
+        ));
+    }
+    if json {
+        match serde_json::to_string_pretty(&r) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("dioscope: error: cannot render the report: {e}");
+                return 1;
+            }
+        }
+    } else {
+        print!("{}", r.render_text());
+    }
+    if missing {
+        eprintln!(
+            "dioscope: error: {target} does not exist; give an existing file or block device"
+        );
+        2
+    } else if r.failed() || r.worst() == Some(diag::Severity::Critical) {
+        1
+    } else {
+        0
+    }
 }

@@ -111,11 +111,26 @@ fn json_plus_converts_with_fio_jsonplus_clat2csv() {
     let bins = j["jobs"][0]["read"]["clat_ns"]["bins"].as_object().unwrap();
     let total: u64 = bins.values().map(|v| v.as_u64().unwrap()).sum();
     assert_eq!(total, j["jobs"][0]["read"]["total_ios"].as_u64().unwrap());
-    let conv = std::process::Command::new("fio_jsonplus_clat2csv")
-        .args(["plus.json", "out.csv"])
-        .current_dir(d.path())
-        .output()
-        .unwrap();
+    // Debian's converter under Debian's python3 (which has python3-six),
+    // whatever python3 comes first on PATH.
+    let tool = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v fio_jsonplus_clat2csv"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let convert = |extra: &[&str]| {
+        std::process::Command::new("/usr/bin/python3")
+            .arg(tool.trim())
+            .args(["plus.json", "out.csv"])
+            .args(extra)
+            .current_dir(d.path())
+            .output()
+            .unwrap()
+    };
+    let conv = convert(&[]);
     assert!(
         conv.status.success(),
         "{}",
@@ -125,11 +140,7 @@ fn json_plus_converts_with_fio_jsonplus_clat2csv() {
     assert!(csv0.lines().count() > 2, "CSV has rows");
     assert!(csv0.lines().next().unwrap().contains("read_clat_ns_count"));
     assert!(d.path().join("out_job1.csv").exists());
-    let val = std::process::Command::new("fio_jsonplus_clat2csv")
-        .args(["plus.json", "out.csv", "--validate"])
-        .current_dir(d.path())
-        .output()
-        .unwrap();
+    let val = convert(&["--validate"]);
     assert!(
         val.status.success(),
         "validate: {}{}",

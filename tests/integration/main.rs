@@ -4,8 +4,10 @@ mod common;
 
 mod blockdev;
 mod cli;
+mod diag;
 mod engines;
 mod faults;
 mod jobfile;
 mod json;
 mod signals;
+mod verify;

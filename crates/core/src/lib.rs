@@ -20,6 +20,7 @@ pub mod runner;
 pub mod safety;
 pub mod stats;
 pub mod target;
+pub mod verify;
 
 /// The destructive-write guard the runner calls before opening a block
 /// device for writing: `Err` carries the full message (which check fired and

@@ -78,20 +78,15 @@ pub fn series_findings(metric: &str, trial: usize, series: &[f64]) -> Vec<Findin
 /// accounting granularity and the time the thread sleeps between batches).
 pub const BOTTLENECK_CPU_PCT: f64 = 95.0;
 
-/// [`Finding::ToolBottleneck`] for each worker at ≥ 95 % of a CPU, given
-/// `(worker index, user+system CPU time µs, wall time µs)` per worker (from
-/// `getrusage(RUSAGE_THREAD)` in the worker).
-pub fn tool_bottleneck(workers: &[(usize, u64, u64)]) -> Vec<Finding> {
-    workers
-        .iter()
-        .filter(|(_, _, wall)| *wall > 0)
-        .map(|&(w, cpu, wall)| (w, 100.0 * cpu as f64 / wall as f64))
-        .filter(|(_, pct)| *pct >= BOTTLENECK_CPU_PCT)
-        .map(|(worker, cpu_pct)| Finding::ToolBottleneck {
-            worker,
-            cpu_pct: cpu_pct.min(100.0),
-        })
-        .collect()
+/// [`Finding::ToolBottleneck`] when the busiest worker of `job` was at
+/// ≥ 95 % of a CPU; `busiest` is its user+system CPU time over its wall time
+/// (from `getrusage(RUSAGE_THREAD)` in the worker; 1.0 = a whole CPU).
+pub fn tool_bottleneck(job: &str, busiest: f64) -> Option<Finding> {
+    let cpu_pct = 100.0 * busiest;
+    (cpu_pct >= BOTTLENECK_CPU_PCT).then(|| Finding::ToolBottleneck {
+        job: job.to_string(),
+        cpu_pct: cpu_pct.min(100.0),
+    })
 }
 
 /// [`Finding::GovernorNotPerformance`] when any CPU's governor is not
@@ -154,9 +149,10 @@ mod tests {
 
     #[test]
     fn bottleneck_and_governor() {
-        let f = tool_bottleneck(&[(0, 990_000, 1_000_000), (1, 400_000, 1_000_000), (2, 5, 0)]);
-        assert_eq!(f.len(), 1);
-        assert!(matches!(f[0], Finding::ToolBottleneck { worker: 0, .. }));
+        let f = tool_bottleneck("j", 0.99).unwrap();
+        assert!(matches!(f, Finding::ToolBottleneck { ref job, .. } if job == "j"));
+        assert!(tool_bottleneck("j", 0.4).is_none());
+        assert!(tool_bottleneck("j", 0.0).is_none());
         let mut cpu = Cpu {
             governors: vec![("performance".into(), 2)],
             ..Default::default()

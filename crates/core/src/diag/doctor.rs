@@ -221,6 +221,7 @@ pub fn doctor(path: &Path) -> DoctorReport {
                 trial: None,
                 pages: res.pages,
                 page_size: res.page_size,
+                dropped: false,
             });
             let detail = if t.kind == TargetKind::BlockDevice {
                 // The kernel drops a block device's cache when its last
@@ -379,7 +380,7 @@ impl DoctorReport {
 }
 
 /// Wrap text at 100 columns, indenting continuation lines.
-fn wrap(text: &str, indent: usize) -> String {
+pub fn wrap(text: &str, indent: usize) -> String {
     let width = 100usize.saturating_sub(indent).max(40);
     let mut out = String::new();
     let mut line = 0;

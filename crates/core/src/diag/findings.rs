@@ -84,6 +84,9 @@ pub enum Finding {
         trial: Option<usize>,
         pages: u64,
         page_size: u64,
+        /// dioscope dropped them before the trial started (`invalidate=1`):
+        /// the trial itself ran without them.
+        dropped: bool,
     },
     /// `invalidate=0` kept page-cache pages on the target during direct I/O.
     PageCacheKept {
@@ -163,7 +166,11 @@ pub enum Finding {
         p_value: f64,
     },
     /// A worker thread used (nearly) a whole CPU: the tool limits the result.
-    ToolBottleneck { worker: usize, cpu_pct: f64 },
+    ToolBottleneck {
+        job: String,
+        /// The busiest worker's CPU time over its wall time, in %.
+        cpu_pct: f64,
+    },
     FragmentedFile {
         target: String,
         size: u64,
@@ -348,6 +355,7 @@ impl fmt::Display for Finding {
                 trial,
                 pages,
                 page_size,
+                dropped,
             } => {
                 let when = match (phase, trial) {
                     (Phase::Before, Some(t)) => format!("before trial {t}"),
@@ -366,7 +374,14 @@ impl fmt::Display for Finding {
                     human_bytes(pages * page_size),
                     if *pages == 1 { "is" } else { "are" },
                 )?;
-                if *phase == Phase::During {
+                if *dropped {
+                    write!(
+                        f,
+                        "dioscope dropped them before measuring (invalidate=1), so this trial \
+                         started clean; but whoever put them there can do it again mid-run. \
+                         Find the reader (`fuser -v {target}`) and stop it."
+                    )
+                } else if *phase == Phase::During {
                     write!(
                         f,
                         "They appeared while the trial ran: find the reader (`fuser -v \
@@ -591,9 +606,9 @@ impl fmt::Display for Finding {
                  device.",
                 pct(*rel_change)
             ),
-            ToolBottleneck { worker, cpu_pct } => write!(
+            ToolBottleneck { job, cpu_pct } => write!(
                 f,
-                "worker {worker} used {cpu_pct:.0} % of a CPU: the benchmark itself is the \
+                "the busiest worker of job {job} used {cpu_pct:.0} % of a CPU: the benchmark itself is the \
                  bottleneck and the results are a lower bound for the device. Add workers \
                  (numjobs), batch submissions (iodepth_batch_submit), or use io_uring with \
                  fixed buffers and registered files."
@@ -660,6 +675,7 @@ pub(crate) fn examples() -> Vec<Finding> {
             trial: Some(2),
             pages: 25,
             page_size: 4096,
+            dropped: false,
         },
         PageCacheKept {
             target: "/dev/loop0".into(),
@@ -730,7 +746,7 @@ pub(crate) fn examples() -> Vec<Finding> {
             p_value: 0.001,
         },
         ToolBottleneck {
-            worker: 0,
+            job: "j".into(),
             cpu_pct: 99.0,
         },
         FragmentedFile {

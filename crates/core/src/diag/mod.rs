@@ -13,6 +13,10 @@
 //! - [`consistency`]: trials and series (outliers, bimodality, drift) and
 //!   the tool's own CPU use.
 //! - [`doctor`]: all workload-free checks as a checklist.
+//! - [`hooks`]: the runner's trial hooks that drop the page cache and record
+//!   pages, openers and device counters per trial.
+//! - [`run`]: a finished run and what the hooks saw → findings, the JSON
+//!   `"dioscope"` entries and fio's `disk_util`.
 //!
 //! Other processes holding the target open are found by `crate::safety`;
 //! its result becomes [`Finding::OtherOpeners`].
@@ -23,8 +27,10 @@ pub mod doctor;
 pub mod env;
 pub mod findings;
 pub mod fs;
+pub mod hooks;
 pub mod job;
 pub mod pagecache;
+pub mod run;
 pub mod sparse;
 
 #[cfg(test)]
@@ -33,3 +39,5 @@ mod root_tests;
 pub use doctor::{doctor, Check, DoctorReport, Status};
 pub use env::Environment;
 pub use findings::{BufferedReason, Finding, Opener, Phase, Severity};
+pub use hooks::DiagHooks;
+pub use run::{diagnose, RunDiagnosis};

@@ -123,6 +123,8 @@ pub fn drop_cache_path(path: &Path) -> io::Result<()> {
 /// Page counts of one trial of a direct-I/O job.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct TrialPages {
+    /// Before the trial and before any drop: what others left there.
+    pub found: Option<u64>,
     /// Just before the trial, after the drop when `invalidate=1`.
     pub before: Option<u64>,
     /// Largest count sampled while the trial ran.
@@ -143,8 +145,9 @@ impl TrialPages {
 /// Findings for one trial of a direct-I/O job (the caller skips buffered
 /// jobs, where cached pages are the point). With `invalidate=1` each phase
 /// with pages is reported (pages during a trial are critical: someone read the
-/// target while it was measured); with `invalidate=0` one
-/// [`Finding::PageCacheKept`] reports the largest count.
+/// target while it was measured); pages found before the trial and dropped
+/// are reported as such. With `invalidate=0` one [`Finding::PageCacheKept`]
+/// reports the largest count.
 pub fn trial_findings(
     target: &str,
     trial: usize,
@@ -165,13 +168,19 @@ pub fn trial_findings(
             Vec::new()
         };
     }
+    // Pages that were there and are gone after the drop: the trial ran
+    // without them, but someone put them there.
+    let (before, dropped) = match (pages.found, pages.before) {
+        (Some(f), Some(0)) if f > 0 => (Some(f), true),
+        (_, b) => (b, false),
+    };
     [
-        (Phase::Before, pages.before),
-        (Phase::During, pages.during_max),
-        (Phase::After, pages.after),
+        (Phase::Before, before, dropped),
+        (Phase::During, pages.during_max, false),
+        (Phase::After, pages.after, false),
     ]
     .into_iter()
-    .filter_map(|(phase, n)| {
+    .filter_map(|(phase, n, dropped)| {
         let n = n?;
         (n > 0).then(|| Finding::PageCacheOnTarget {
             target: target.to_string(),
@@ -179,6 +188,7 @@ pub fn trial_findings(
             trial: Some(trial),
             pages: n,
             page_size,
+            dropped,
         })
     })
     .collect()
@@ -235,6 +245,7 @@ mod tests {
     #[test]
     fn findings_per_phase() {
         let p = TrialPages {
+            found: None,
             before: Some(0),
             during_max: Some(25),
             after: Some(25),
@@ -255,11 +266,31 @@ mod tests {
         assert_eq!(kept.len(), 1);
         assert_eq!(kept[0].code(), "page_cache_kept");
         assert!(trial_findings("/dev/x", 1, &TrialPages::default(), true, 4096).is_empty());
+        // Found and dropped before the trial: reported with the count found.
+        let dropped = TrialPages {
+            found: Some(256),
+            before: Some(0),
+            during_max: Some(0),
+            after: Some(0),
+        };
+        let f = trial_findings("/dev/x", 1, &dropped, true, 4096);
+        assert_eq!(f.len(), 1);
+        assert!(matches!(
+            f[0],
+            Finding::PageCacheOnTarget {
+                phase: Phase::Before,
+                pages: 256,
+                dropped: true,
+                ..
+            }
+        ));
+        assert!(f[0].to_string().contains("dropped them"), "{}", f[0]);
     }
 
     #[test]
     fn slowdown_of_trials_with_pages() {
         let clean = TrialPages {
+            found: Some(0),
             before: Some(0),
             during_max: Some(0),
             after: Some(0),

@@ -380,6 +380,24 @@ pub fn validate(j: &JobSpec) -> Result<(), ParseError> {
     if j.time_based && j.runtime_us == 0 {
         return invalid("time_based needs a runtime, for example runtime=10s".into());
     }
+    if j.verify.is_some() {
+        let iv = if j.verify_interval > 0 {
+            j.verify_interval
+        } else {
+            j.bs[0].min().min(j.bs[1].min())
+        };
+        if iv < 512 {
+            return invalid(format!("verify needs intervals of at least 512 bytes to hold its header; use verify_interval=512 or a larger bs (now {iv})"));
+        }
+        if let Some(b) = j.bs[0]
+            .all()
+            .into_iter()
+            .chain(j.bs[1].all())
+            .find(|b| b % iv != 0)
+        {
+            return invalid(format!("bs={b} is not a multiple of the verify interval {iv}; set verify_interval to a common divisor such as verify_interval={}", gcd(b, iv)));
+        }
+    }
     if j.verify_only && j.verify.is_none() {
         return invalid("verify_only needs a verify method, for example verify=crc32c".into());
     }
@@ -403,6 +421,14 @@ pub fn validate(j: &JobSpec) -> Result<(), ParseError> {
         return invalid("sqthread_poll needs ioengine=io_uring".into());
     }
     Ok(())
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 /// SPEC.md's default job: 4 KiB random reads, io_uring, QD 32, O_DIRECT, a

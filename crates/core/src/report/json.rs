@@ -168,8 +168,8 @@ fn job_obj(s: &JobSummary, plus: bool, r: &RunResult) -> Value {
         "eta": 0,
         "elapsed": ((s.wall_ns as f64) / 1e9).round() as u64,
         "job options": Value::Object(opts),
-        "read": dir_obj(s, spec.rw.reads().then_some(0), plus),
-        "write": dir_obj(s, spec.rw.writes().then_some(1), plus),
+        "read": dir_obj(s, (spec.rw.reads() || s.dirs[0].ios > 0).then_some(0), plus),
+        "write": dir_obj(s, (spec.rw.writes() && !spec.verify_only || s.dirs[1].ios > 0).then_some(1), plus),
         "trim": dir_obj(s, None, plus),
         "sync": sync,
         "job_runtime": s.runtime_ms.round() as u64,
@@ -234,6 +234,18 @@ fn extra_job(s: &JobSummary) -> Value {
 /// The whole result. `extra` is merged into the `"dioscope"` object
 /// (environment, findings, device accounting).
 pub fn render(r: &RunResult, plus: bool, extra: Map<String, Value>) -> String {
+    render_with_disks(r, plus, extra, Vec::new())
+}
+
+/// [`render`] with fio's top-level `disk_util` entries (one object per
+/// device: name, read_ios, write_ios, read_merges, write_merges,
+/// read_sectors, write_sectors, read_ticks, write_ticks, in_queue, util).
+pub fn render_with_disks(
+    r: &RunResult,
+    plus: bool,
+    extra: Map<String, Value>,
+    disk_util: Vec<Value>,
+) -> String {
     let sums = super::summarize(r);
     let jobs: Vec<Value> = sums
         .iter()
@@ -282,6 +294,21 @@ pub fn render(r: &RunResult, plus: bool, extra: Map<String, Value>) -> String {
         "jobs".into(),
         Value::Array(sums.iter().map(extra_job).collect()),
     );
+    let verify: Map<String, Value> = r
+        .jobs
+        .iter()
+        .filter_map(|j| {
+            j.verify.as_ref().map(|v| {
+                (
+                    j.resolved.spec.name.clone(),
+                    serde_json::to_value(v).unwrap_or(Value::Null),
+                )
+            })
+        })
+        .collect();
+    if !verify.is_empty() {
+        d.insert("verify".into(), Value::Object(verify));
+    }
     for (k, v) in extra {
         d.insert(k, v);
     }
@@ -291,7 +318,7 @@ pub fn render(r: &RunResult, plus: bool, extra: Map<String, Value>) -> String {
         "timestamp_ms": now.as_millis() as u64,
         "time": crate::report::text::ctime(now.as_secs() as i64),
         "jobs": jobs,
-        "disk_util": Value::Array(Vec::new()),
+        "disk_util": Value::Array(disk_util),
         "dioscope": Value::Object(d),
     });
     let mut s = serde_json::to_string_pretty(&out).unwrap_or_else(|_| "{}".into());

@@ -98,10 +98,11 @@ pub fn render(r: &RunResult, context: &str, findings: &[String]) -> String {
                 String::new()
             }
         );
-        if spec.rw.reads() {
+        // verify_only turns a write job into a read-back: show what ran.
+        if spec.rw.reads() || s.dirs[0].ios > 0 {
             dir_block(&mut out, &s, 0);
         }
-        if spec.rw.writes() {
+        if spec.rw.writes() && !spec.verify_only || s.dirs[1].ios > 0 {
             dir_block(&mut out, &s, 1);
         }
         if s.sync.ios > 0 {
@@ -155,6 +156,39 @@ pub fn render(r: &RunResult, context: &str, findings: &[String]) -> String {
                 std::io::Error::from_raw_os_error(e.errno),
                 e.errno
             );
+        }
+    }
+    for j in &r.jobs {
+        if let Some(v) = &j.verify {
+            let _ = writeln!(
+                out,
+                "{}: verify ({}, {} B intervals): {} checked, {} bad (lost {}, torn {}, misplaced {}, stale {}){}",
+                j.resolved.spec.name,
+                v.algo.map(|a| format!("{a:?}").to_lowercase()).unwrap_or_default(),
+                v.interval,
+                v.checked,
+                v.bad,
+                v.lost_writes,
+                v.torn_writes,
+                v.misplaced_writes,
+                v.stale_generations,
+                if v.read_errors > 0 { format!(", {} read errors", v.read_errors) } else { String::new() }
+            );
+            for (path, b) in v.bad_blocks.iter().take(20) {
+                let _ = writeln!(
+                    out,
+                    "  BAD {path} offset {} ({} bytes): {}",
+                    b.offset,
+                    b.len,
+                    b.kind.describe()
+                );
+            }
+            if v.bad_blocks.len() > 20 {
+                let _ = writeln!(out, "  … {} more in the JSON result", v.bad - 20);
+            }
+            if let Some(e) = &v.first_read_error {
+                let _ = writeln!(out, "  read-back error: {e}");
+            }
         }
     }
     if !context.is_empty() {

@@ -15,6 +15,7 @@ use crate::engines::{caps, null::NullEngine, sync::SyncEngine, SlotArena};
 use crate::job::{EngineKind, JobSpec, Plan};
 use crate::stats::cpu::SysCpu;
 use crate::target::{check_aligned, sysfs_block_attr, TargetKind, TargetNeed, TargetTable};
+use crate::verify::{Checker, VerifyReport, VerifySpec, Writer, Written};
 use dioscope_sys::clock::now_ns;
 use dioscope_sys::proc::{usage_self, Usage};
 use offsets::{BsPicker, OffsetGen};
@@ -22,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 pub use worker::{merge_ticks, DirStats, IoErrorInfo, Progress, Tick, WorkerPlan, WorkerResult};
+use worker::{BlockHook, NoHook};
 
 /// Errors before any I/O: bad job/target combinations. Exit code 2.
 #[derive(Debug, thiserror::Error)]
@@ -86,6 +88,8 @@ pub struct TrialEnv {
 pub struct JobRun {
     pub resolved: ResolvedJob,
     pub trials: Vec<TrialJob>,
+    /// Read-back checks (`verify=`), when the job verifies.
+    pub verify: Option<VerifyReport>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -120,6 +124,15 @@ pub struct RunResult {
 }
 
 impl RunResult {
+    /// Blocks that read back wrong, over all verifying jobs.
+    pub fn verify_failures(&self) -> u64 {
+        self.jobs
+            .iter()
+            .filter_map(|j| j.verify.as_ref())
+            .map(|v| v.bad + v.read_errors)
+            .sum()
+    }
+
     pub fn io_errors(&self) -> u64 {
         self.jobs
             .iter()
@@ -212,7 +225,7 @@ pub fn prepare(
                 needs.push(TargetNeed {
                     path: p,
                     direct: j.direct,
-                    write: j.rw.writes() || j.verify.is_some() && !j.verify_only,
+                    write: j.rw.writes() && !j.verify_only,
                     min_size,
                 });
             }
@@ -374,12 +387,13 @@ fn worker_plan(
 }
 
 /// Build the job's engine on this thread and run the worker.
-fn run_worker(
+fn run_worker<H: BlockHook>(
     j: &JobSpec,
     plan: WorkerPlan,
     barrier: &Barrier,
     stop: &AtomicBool,
     prog: &Progress,
+    hook: &mut H,
 ) -> WorkerResult {
     if let Some(cpus) = &j.cpus_allowed {
         let _ = dioscope_sys::proc::set_affinity(cpus);
@@ -432,18 +446,18 @@ fn run_worker(
         EngineKind::Null => {
             let mut e = NullEngine::new(arena);
             let t = start(barrier);
-            worker::run(&mut e, plan, t, stop, prog)
+            worker::run_with_hook(&mut e, plan, t, stop, prog, hook)
         }
         EngineKind::Psync | EngineKind::Pvsync2 => {
             let v2 = (j.ioengine == EngineKind::Pvsync2).then_some(rwf);
             let mut e = SyncEngine::new(arena, &fds, v2);
             let t = start(barrier);
-            worker::run(&mut e, plan, t, stop, prog)
+            worker::run_with_hook(&mut e, plan, t, stop, prog, hook)
         }
         EngineKind::Libaio => match dioscope_sys::aio::AioQueue::new(arena, &fds, rwf) {
             Ok(mut e) => {
                 let t = start(barrier);
-                worker::run(&mut e, plan, t, stop, prog)
+                worker::run_with_hook(&mut e, plan, t, stop, prog, hook)
             }
             Err(e) => fail(format!(
                 "io_setup failed: {e}; raise /proc/sys/fs/aio-max-nr or lower iodepth"
@@ -462,7 +476,8 @@ fn run_worker(
             let r = dioscope_sys::uring::with_queue(&opts, &fds, &mut arena, |q| {
                 let feats = q.features();
                 let t = start(barrier);
-                let mut r = worker::run(q, plan.take().expect("once"), t, stop, prog);
+                let mut r =
+                    worker::run_with_hook(q, plan.take().expect("once"), t, stop, prog, hook);
                 r.setup_note = Some(format!(
                     "io_uring: single_issuer={} defer_taskrun={} coop_taskrun={} fixed_bufs={} registered_files={} registered_ring={} sqpoll={} iopoll={}",
                     feats.single_issuer, feats.defer_taskrun, feats.coop_taskrun, feats.fixed_bufs, feats.registered_files, feats.registered_ring, feats.sqpoll, feats.iopoll
@@ -474,6 +489,147 @@ fn run_worker(
                 Err(e) => fail(format!("io_uring setup failed: {e}; try ioengine=libaio")),
             }
         }
+    }
+}
+
+/// The block hook of one worker, from the job's verify options.
+enum HookKind {
+    None,
+    Write(Box<Writer>),
+    Check(Box<Checker>),
+}
+
+/// What a hook leaves behind for the runner.
+enum HookOut {
+    None,
+    Written(Written),
+    Checked(Box<Checker>),
+}
+
+/// The verify parameters of a job, if it verifies.
+pub fn verify_spec(j: &JobSpec, generation: u64) -> Option<VerifySpec> {
+    let algo = crate::verify::Algo::parse(j.verify.as_deref()?)?;
+    let interval = if j.verify_interval > 0 {
+        j.verify_interval
+    } else {
+        j.bs[0].min().min(j.bs[1].min())
+    };
+    Some(VerifySpec {
+        algo,
+        interval: interval as u32,
+        seed: j.randseed,
+        generation,
+    })
+}
+
+/// A sequential read over a clone's regions, in blocks that are whole
+/// multiples of the verify interval.
+fn verify_read_plan(
+    j: &JobSpec,
+    files: &[FileUse],
+    table: &TargetTable,
+    interval: u64,
+) -> WorkerPlan {
+    let mut p = worker_plan(j, files, table, 0, 0);
+    let regions: Vec<(u64, u64)> = files.iter().map(|f| f.region).collect();
+    let big = (j.max_bs().max(interval).div_ceil(interval) * interval)
+        .min(1 << 20)
+        .max(interval);
+    let bs = if regions.iter().all(|r| r.1 % big == 0) {
+        big
+    } else {
+        interval
+    };
+    p.read_pct = 100;
+    p.bs = [
+        BsPicker::new(&crate::job::BlockSizes::Fixed(bs), bs),
+        BsPicker::new(&crate::job::BlockSizes::Fixed(bs), bs),
+    ];
+    p.offsets = OffsetGen::new(
+        &regions,
+        bs,
+        false,
+        false,
+        crate::job::RandomDist::Uniform,
+        0,
+    );
+    p.io_limit = regions.iter().map(|r| r.1 / bs * bs).sum();
+    p.ramp_ns = 0;
+    p.runtime_ns = 0;
+    p.fsync_every = 0;
+    p.fdatasync_every = 0;
+    p.rate_iops = 0;
+    p
+}
+
+/// The plan and block hook of one worker in one trial.
+fn trial_plan(
+    j: &JobSpec,
+    files: &[FileUse],
+    table: &TargetTable,
+    clone: u32,
+    trial: u32,
+) -> (WorkerPlan, HookKind) {
+    let Some(vs) = verify_spec(j, trial as u64 + 1).filter(|_| !files.is_empty()) else {
+        return (worker_plan(j, files, table, clone, trial), HookKind::None);
+    };
+    if j.verify_only || !j.rw.writes() {
+        // Check what an earlier run (or job) wrote: any generation.
+        let plan = if j.verify_only {
+            verify_read_plan(j, files, table, vs.interval as u64)
+        } else {
+            worker_plan(j, files, table, clone, trial)
+        };
+        return (
+            plan,
+            HookKind::Check(Box::new(Checker::new(vs, None, None, j.verify_fatal))),
+        );
+    }
+    let regions: Vec<(u64, u64)> = files.iter().map(|f| f.region).collect();
+    let w = Writer {
+        spec: vs,
+        written: Written::new(&regions, vs.interval),
+    };
+    (
+        worker_plan(j, files, table, clone, trial),
+        HookKind::Write(Box::new(w)),
+    )
+}
+
+fn run_hooked(
+    j: &JobSpec,
+    plan: WorkerPlan,
+    b: &Barrier,
+    s: &AtomicBool,
+    p: &Progress,
+    hook: HookKind,
+) -> (WorkerResult, HookOut) {
+    match hook {
+        HookKind::None => (run_worker(j, plan, b, s, p, &mut NoHook), HookOut::None),
+        HookKind::Write(mut w) => {
+            let r = run_worker(j, plan, b, s, p, w.as_mut());
+            (r, HookOut::Written(w.written))
+        }
+        HookKind::Check(mut c) => {
+            let r = run_worker(j, plan, b, s, p, c.as_mut());
+            (r, HookOut::Checked(c))
+        }
+    }
+}
+
+fn panicked_worker() -> WorkerResult {
+    WorkerResult {
+        first_error: Some(IoErrorInfo {
+            file: 0,
+            offset: 0,
+            len: 0,
+            write: false,
+            errno: libc::EIO,
+        }),
+        setup_note: Some(
+            "a worker thread panicked; this is a dioscope bug, please report it".into(),
+        ),
+        ..Default::default()
     }
 }
 
@@ -502,6 +658,9 @@ pub trait TrialHooks {
     ) {
     }
     fn measure_start(&mut self, _group: u32, _trial: u32) {}
+    /// Called about once a second while the measured part of a trial runs,
+    /// from the runner's thread (the workers do not wait for it).
+    fn during_trial(&mut self, _group: u32, _trial: u32) {}
     fn measure_end(&mut self, _group: u32, _trial: u32, _ios: u64) {}
     fn after_trial(
         &mut self,
@@ -530,6 +689,7 @@ pub fn execute(
         .map(|r| JobRun {
             resolved: r,
             trials: Vec::new(),
+            verify: None,
         })
         .collect();
     let ngroups = jobs
@@ -541,6 +701,8 @@ pub fn execute(
     let mut groups = Vec::new();
     let mut notes = Vec::new();
     let mut interrupted = false;
+    // The intervals each write worker stamped in the last trial, per job and clone.
+    let mut written: Vec<Vec<Option<Written>>> = jobs.iter().map(|_| Vec::new()).collect();
     'groups: for g in 0..ngroups {
         let idx: Vec<usize> = (0..jobs.len())
             .filter(|&i| jobs[i].resolved.group == g)
@@ -568,15 +730,15 @@ pub fn execute(
             for &i in &idx {
                 let rj = &jobs[i].resolved;
                 for (c, files) in rj.clones.iter().enumerate() {
-                    let plan = worker_plan(&rj.spec, files, table, c as u32, trial);
+                    let (plan, hook) = trial_plan(&rj.spec, files, table, c as u32, trial);
                     let spec = rj.spec.clone();
                     let (b, s, p) = (barrier.clone(), stop.clone(), progs[k].clone());
                     k += 1;
                     let h = std::thread::Builder::new()
                         .name(format!("{}.{}", spec.name, c))
-                        .spawn(move || run_worker(&spec, plan, &b, &s, &p))
+                        .spawn(move || run_hooked(&spec, plan, &b, &s, &p, hook))
                         .expect("spawn worker thread");
-                    handles.push((i, h));
+                    handles.push((i, c, h));
                 }
             }
             barrier.wait();
@@ -600,6 +762,9 @@ pub fn execute(
                 sleep_until(now_ns() + 1_000_000_000, &all_done);
                 if dioscope_sys::signal::stop_count() > 0 {
                     stop.store(true, Ordering::Relaxed);
+                }
+                if !all_done() {
+                    hooks.during_trial(g, trial);
                 }
                 if opts.progress {
                     let ios: u64 = progs.iter().map(|p| p.ios.load(Ordering::Relaxed)).sum();
@@ -628,20 +793,30 @@ pub fn execute(
             }
             let (u1, s1, m1) = (usage_self(), SysCpu::read(), now_ns());
             let mut per_job: Vec<TrialJob> = idx.iter().map(|_| TrialJob::default()).collect();
-            for (i, h) in handles {
-                let r = h.join().unwrap_or_else(|_| WorkerResult {
-                    first_error: Some(IoErrorInfo {
-                        file: 0,
-                        offset: 0,
-                        len: 0,
-                        write: false,
-                        errno: libc::EIO,
-                    }),
-                    setup_note: Some(
-                        "a worker thread panicked; this is a dioscope bug, please report it".into(),
-                    ),
-                    ..Default::default()
-                });
+            for (i, clone, h) in handles {
+                let (r, out) = h
+                    .join()
+                    .unwrap_or_else(|_| (panicked_worker(), HookOut::None));
+                match out {
+                    HookOut::None => {}
+                    HookOut::Written(w) => {
+                        let slot = &mut written[i];
+                        if slot.len() <= clone {
+                            slot.resize_with(clone + 1, || None);
+                        }
+                        slot[clone] = Some(w);
+                    }
+                    HookOut::Checked(c) => {
+                        let paths: Vec<String> = jobs[i].resolved.clones[clone]
+                            .iter()
+                            .map(|f| f.path.display().to_string())
+                            .collect();
+                        jobs[i]
+                            .verify
+                            .get_or_insert_with(VerifyReport::default)
+                            .add(&c, &paths);
+                    }
+                }
                 let pos = idx.iter().position(|&x| x == i).expect("job index");
                 let tj = &mut per_job[pos];
                 for (a, b) in tj.dirs.iter_mut().zip(&r.dirs) {
@@ -709,6 +884,45 @@ pub fn execute(
                 groups.push(grun);
                 break 'groups;
             }
+        }
+        // Read back what the group's verifying writers wrote.
+        for &i in &idx {
+            let spec = jobs[i].resolved.spec.clone();
+            if !(spec.do_verify && spec.rw.writes() && !spec.verify_only) {
+                continue;
+            }
+            let Some(vs) = verify_spec(&spec, trials as u64) else {
+                continue;
+            };
+            let clones = jobs[i].resolved.clones.clone();
+            let mut report = jobs[i].verify.take().unwrap_or_default();
+            for (c, files) in clones.iter().enumerate() {
+                let Some(w) = written[i].get_mut(c).and_then(Option::take) else {
+                    continue;
+                };
+                let mut checker = Checker::new(vs, Some(w), Some(vs.generation), spec.verify_fatal);
+                let plan = verify_read_plan(&spec, files, table, vs.interval as u64);
+                let barrier = Barrier::new(1);
+                let (stop, prog) = (AtomicBool::new(false), Progress::default());
+                let r = run_worker(&spec, plan, &barrier, &stop, &prog, &mut checker);
+                let paths: Vec<String> =
+                    files.iter().map(|f| f.path.display().to_string()).collect();
+                report.add(&checker, &paths);
+                if let Some(e) = r.first_error {
+                    report.read_errors += r.dirs[0].errors.max(1);
+                    report.first_read_error.get_or_insert(format!(
+                        "read of {} bytes at offset {} of {}: {}",
+                        e.len,
+                        e.offset,
+                        paths
+                            .get(e.file as usize)
+                            .map(String::as_str)
+                            .unwrap_or("?"),
+                        std::io::Error::from_raw_os_error(e.errno)
+                    ));
+                }
+            }
+            jobs[i].verify = Some(report);
         }
         groups.push(grun);
     }

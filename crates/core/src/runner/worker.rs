@@ -239,6 +239,10 @@ pub trait BlockHook {
     fn before_write(&mut self, _buf: &mut [u8], _file: u32, _offset: u64) {}
     /// Check `buf` (the `res` bytes read) after a read from `offset` of file `file` completed.
     fn after_read(&mut self, _buf: &[u8], _file: u32, _offset: u64) {}
+    /// Whether the worker should stop issuing (verify_fatal after a bad block).
+    fn should_stop(&self) -> bool {
+        false
+    }
 }
 
 /// No per-block work.
@@ -310,6 +314,9 @@ pub fn run_with_hook<E: Engine, H: BlockHook>(
         if issuing && (stop.load(Ordering::Relaxed) || dioscope_sys::signal::stop_count() > 0) {
             issuing = false;
             res.interrupted = true;
+        }
+        if H::ACTIVE && issuing && hook.should_stop() {
+            issuing = false;
         }
         let t_stage = now;
         staged_list.clear();

@@ -1,0 +1,517 @@
+//! `verify=`: blocks that carry a checksum, their offset, a generation and
+//! the job's seed, and a read-back that names every block that came back
+//! wrong.
+//!
+//! Every verify interval (by default the smallest block size) starts with an
+//! 80-byte header:
+//!
+//! | bytes | field |
+//! | --- | --- |
+//! | 0..4 | magic `DIOV` |
+//! | 4 | format version (1) |
+//! | 5 | algorithm (1 crc32c, 2 xxhash, 3 sha256, 4 pattern) |
+//! | 8..16 | absolute offset of the interval in its file |
+//! | 16..24 | generation (the trial that wrote it, from 1) |
+//! | 24..32 | the job's seed |
+//! | 32..36 | interval length |
+//! | 36..40 | crc32c of the rest of the header |
+//! | 40..72 | checksum of the payload (bytes 80..len) |
+//!
+//! The payload is a pseudo-random stream derived from (seed, offset,
+//! generation), so `pattern` can regenerate it and compressing devices gain
+//! nothing. A bad interval is classified:
+//!
+//! - **lost write**: no valid header (never written, or the write never
+//!   reached the media), or a header written by another job;
+//! - **misplaced write**: a valid block, but for another offset;
+//! - **stale generation**: a valid block from an earlier trial: the newer
+//!   write was lost;
+//! - **torn write**: a valid header whose payload does not match: part of
+//!   the write is missing.
+
+use crate::runner::worker::BlockHook;
+use serde::Serialize;
+use sha2::Digest;
+
+pub const HEADER_LEN: usize = 80;
+const MAGIC: &[u8; 4] = b"DIOV";
+/// How many bad blocks are kept in full (all are counted).
+pub const MAX_REPORTED: usize = 1000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Algo {
+    Crc32c,
+    Xxhash,
+    Sha256,
+    Pattern,
+}
+
+impl Algo {
+    pub fn parse(s: &str) -> Option<Algo> {
+        Some(match s {
+            "crc32c" | "crc32" => Algo::Crc32c,
+            "xxhash" => Algo::Xxhash,
+            "sha256" | "md5" => Algo::Sha256,
+            "pattern" => Algo::Pattern,
+            _ => return None,
+        })
+    }
+    fn code(self) -> u8 {
+        match self {
+            Algo::Crc32c => 1,
+            Algo::Xxhash => 2,
+            Algo::Sha256 => 3,
+            Algo::Pattern => 4,
+        }
+    }
+    fn digest(self, data: &[u8], out: &mut [u8; 32]) {
+        *out = [0; 32];
+        match self {
+            Algo::Crc32c => out[..4].copy_from_slice(&crc32c::crc32c(data).to_le_bytes()),
+            Algo::Xxhash => {
+                out[..8].copy_from_slice(&xxhash_rust::xxh64::xxh64(data, 0).to_le_bytes())
+            }
+            Algo::Sha256 => out.copy_from_slice(&sha2::Sha256::digest(data)),
+            // The payload itself is the check; the header carries no digest.
+            Algo::Pattern => {}
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BadKind {
+    LostWrite,
+    TornWrite,
+    MisplacedWrite,
+    StaleGeneration,
+}
+
+impl BadKind {
+    pub fn describe(self) -> &'static str {
+        match self {
+            BadKind::LostWrite => "lost write: no valid block header (never written, or the write did not reach the media)",
+            BadKind::TornWrite => "torn write: the header is valid but the data does not match its checksum",
+            BadKind::MisplacedWrite => "misplaced write: a valid block that belongs at another offset",
+            BadKind::StaleGeneration => "stale generation: an older version of the block; the newer write was lost",
+        }
+    }
+}
+
+/// One interval that read back wrong.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BadBlock {
+    pub file: u32,
+    pub offset: u64,
+    pub len: u32,
+    pub kind: BadKind,
+    /// What the header said, when it was valid: (offset, generation, seed).
+    pub found_offset: Option<u64>,
+    pub found_generation: Option<u64>,
+}
+
+/// Parameters shared by writer and checker.
+#[derive(Debug, Clone, Copy)]
+pub struct VerifySpec {
+    pub algo: Algo,
+    pub interval: u32,
+    pub seed: u64,
+    pub generation: u64,
+}
+
+#[inline]
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn fill_payload(buf: &mut [u8], seed: u64, offset: u64, generation: u64) {
+    let mut x = mix(seed ^ mix(offset) ^ mix(generation.wrapping_add(0x9e37))) | 1;
+    let mut chunks = buf.chunks_exact_mut(8);
+    for c in &mut chunks {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        c.copy_from_slice(&x.to_le_bytes());
+    }
+    let rest = chunks.into_remainder();
+    let b = x.to_le_bytes();
+    let n = rest.len();
+    rest.copy_from_slice(&b[..n]);
+}
+
+fn header_crc(h: &[u8]) -> u32 {
+    let c = crc32c::crc32c(&h[..36]);
+    crc32c::crc32c_append(c, &h[40..HEADER_LEN])
+}
+
+/// Write one interval's header and payload into `buf` (its whole length).
+pub fn fill_interval(spec: &VerifySpec, buf: &mut [u8], offset: u64) {
+    let len = buf.len();
+    let (h, payload) = buf.split_at_mut(HEADER_LEN);
+    fill_payload(payload, spec.seed, offset, spec.generation);
+    h.fill(0);
+    h[0..4].copy_from_slice(MAGIC);
+    h[4] = 1;
+    h[5] = spec.algo.code();
+    h[8..16].copy_from_slice(&offset.to_le_bytes());
+    h[16..24].copy_from_slice(&spec.generation.to_le_bytes());
+    h[24..32].copy_from_slice(&spec.seed.to_le_bytes());
+    h[32..36].copy_from_slice(&(len as u32).to_le_bytes());
+    let mut d = [0u8; 32];
+    spec.algo.digest(payload, &mut d);
+    h[40..72].copy_from_slice(&d);
+    let c = header_crc(h);
+    h[36..40].copy_from_slice(&c.to_le_bytes());
+}
+
+fn u64_at(b: &[u8], i: usize) -> u64 {
+    u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"))
+}
+
+/// Check one interval read from `offset`. `generation`: the one expected,
+/// or `None` to accept any (verify_only of an earlier run).
+pub fn check_interval(
+    spec: &VerifySpec,
+    buf: &[u8],
+    offset: u64,
+    generation: Option<u64>,
+    scratch: &mut [u8],
+) -> Option<(BadKind, Option<u64>, Option<u64>)> {
+    let h = &buf[..HEADER_LEN];
+    let stored_crc = u32::from_le_bytes(h[36..40].try_into().expect("4 bytes"));
+    if &h[0..4] != MAGIC || header_crc(h) != stored_crc {
+        return Some((BadKind::LostWrite, None, None));
+    }
+    let (off, gen, seed) = (u64_at(h, 8), u64_at(h, 16), u64_at(h, 24));
+    let len = u32::from_le_bytes(h[32..36].try_into().expect("4 bytes")) as usize;
+    if seed != spec.seed {
+        return Some((BadKind::LostWrite, Some(off), Some(gen)));
+    }
+    if off != offset {
+        return Some((BadKind::MisplacedWrite, Some(off), Some(gen)));
+    }
+    if let Some(g) = generation {
+        if gen < g {
+            return Some((BadKind::StaleGeneration, Some(off), Some(gen)));
+        }
+    }
+    if len != buf.len() {
+        return Some((BadKind::TornWrite, Some(off), Some(gen)));
+    }
+    let payload = &buf[HEADER_LEN..];
+    let ok = if spec.algo == Algo::Pattern {
+        let s = &mut scratch[..payload.len()];
+        fill_payload(s, seed, off, gen);
+        s == payload
+    } else {
+        let mut d = [0u8; 32];
+        spec.algo.digest(payload, &mut d);
+        d[..] == h[40..72]
+    };
+    (!ok).then_some((BadKind::TornWrite, Some(off), Some(gen)))
+}
+
+/// Which intervals were written, per file (a bitmap per file).
+#[derive(Debug, Clone, Default)]
+pub struct Written {
+    /// (file start offset of the region, bits).
+    files: Vec<(u64, Vec<u64>)>,
+    interval: u64,
+}
+
+impl Written {
+    pub fn new(regions: &[(u64, u64)], interval: u32) -> Written {
+        let interval = interval.max(1) as u64;
+        Written {
+            files: regions
+                .iter()
+                .map(|&(start, len)| {
+                    (
+                        start,
+                        vec![0u64; (len / interval).div_ceil(64) as usize + 1],
+                    )
+                })
+                .collect(),
+            interval,
+        }
+    }
+    #[inline]
+    fn index(&self, file: u32, offset: u64) -> Option<(usize, usize)> {
+        let (start, bits) = self.files.get(file as usize)?;
+        let i = offset.checked_sub(*start)? / self.interval;
+        let w = (i / 64) as usize;
+        (w < bits.len()).then_some((w, (i % 64) as usize))
+    }
+    #[inline]
+    pub fn mark(&mut self, file: u32, offset: u64) {
+        if let Some((w, b)) = self.index(file, offset) {
+            self.files[file as usize].1[w] |= 1 << b;
+        }
+    }
+    pub fn is_set(&self, file: u32, offset: u64) -> bool {
+        self.index(file, offset)
+            .map(|(w, b)| self.files[file as usize].1[w] & (1 << b) != 0)
+            .unwrap_or(false)
+    }
+    pub fn union(&mut self, o: &Written) {
+        for (a, b) in self.files.iter_mut().zip(&o.files) {
+            for (x, y) in a.1.iter_mut().zip(&b.1) {
+                *x |= y;
+            }
+        }
+    }
+    pub fn count(&self) -> u64 {
+        self.files
+            .iter()
+            .flat_map(|f| &f.1)
+            .map(|w| w.count_ones() as u64)
+            .sum()
+    }
+}
+
+/// The write-side hook: stamps every interval of every write and remembers
+/// which intervals were written.
+pub struct Writer {
+    pub spec: VerifySpec,
+    pub written: Written,
+}
+
+impl BlockHook for Writer {
+    const ACTIVE: bool = true;
+    fn before_write(&mut self, buf: &mut [u8], file: u32, offset: u64) {
+        let iv = self.spec.interval as usize;
+        for (i, chunk) in buf.chunks_mut(iv).enumerate() {
+            let off = offset + (i * iv) as u64;
+            if chunk.len() >= HEADER_LEN {
+                fill_interval(&self.spec, chunk, off);
+            }
+            self.written.mark(file, off);
+        }
+    }
+}
+
+/// The read-side hook: checks every interval read that was written (or all,
+/// for verify_only) and records what is wrong.
+pub struct Checker {
+    pub spec: VerifySpec,
+    /// `None`: check every interval (verify_only / reads of earlier writes).
+    pub written: Option<Written>,
+    /// Expected generation, `None` to accept any.
+    pub generation: Option<u64>,
+    pub checked: u64,
+    pub bad_count: u64,
+    pub bad: Vec<BadBlock>,
+    pub counts: [u64; 4],
+    pub fatal: bool,
+    scratch: Vec<u8>,
+}
+
+impl Checker {
+    pub fn new(
+        spec: VerifySpec,
+        written: Option<Written>,
+        generation: Option<u64>,
+        fatal: bool,
+    ) -> Checker {
+        Checker {
+            spec,
+            written,
+            generation,
+            checked: 0,
+            bad_count: 0,
+            bad: Vec::with_capacity(64),
+            counts: [0; 4],
+            fatal,
+            scratch: vec![0u8; spec.interval as usize],
+        }
+    }
+}
+
+impl BlockHook for Checker {
+    const ACTIVE: bool = true;
+    fn after_read(&mut self, buf: &[u8], file: u32, offset: u64) {
+        let iv = self.spec.interval as usize;
+        for (i, chunk) in buf.chunks(iv).enumerate() {
+            let off = offset + (i * iv) as u64;
+            if chunk.len() < HEADER_LEN {
+                continue;
+            }
+            if let Some(w) = &self.written {
+                if !w.is_set(file, off) {
+                    continue;
+                }
+            }
+            self.checked += 1;
+            if let Some((kind, fo, fg)) =
+                check_interval(&self.spec, chunk, off, self.generation, &mut self.scratch)
+            {
+                self.bad_count += 1;
+                self.counts[kind as usize] += 1;
+                if self.bad.len() < MAX_REPORTED {
+                    self.bad.push(BadBlock {
+                        file,
+                        offset: off,
+                        len: chunk.len() as u32,
+                        kind,
+                        found_offset: fo,
+                        found_generation: fg,
+                    });
+                }
+            }
+        }
+    }
+    fn should_stop(&self) -> bool {
+        self.fatal && self.bad_count > 0
+    }
+}
+
+/// The verify outcome of one job, for the report.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct VerifyReport {
+    pub algo: Option<Algo>,
+    pub interval: u32,
+    pub checked: u64,
+    pub bad: u64,
+    pub lost_writes: u64,
+    pub torn_writes: u64,
+    pub misplaced_writes: u64,
+    pub stale_generations: u64,
+    /// The first bad blocks (at most MAX_REPORTED), with their file path.
+    pub bad_blocks: Vec<(String, BadBlock)>,
+    /// Read errors during the read-back.
+    pub read_errors: u64,
+    pub first_read_error: Option<String>,
+}
+
+impl VerifyReport {
+    pub fn add(&mut self, c: &Checker, paths: &[String]) {
+        self.algo = Some(c.spec.algo);
+        self.interval = c.spec.interval;
+        self.checked += c.checked;
+        self.bad += c.bad_count;
+        self.lost_writes += c.counts[BadKind::LostWrite as usize];
+        self.torn_writes += c.counts[BadKind::TornWrite as usize];
+        self.misplaced_writes += c.counts[BadKind::MisplacedWrite as usize];
+        self.stale_generations += c.counts[BadKind::StaleGeneration as usize];
+        for b in &c.bad {
+            if self.bad_blocks.len() < MAX_REPORTED {
+                self.bad_blocks.push((
+                    paths.get(b.file as usize).cloned().unwrap_or_default(),
+                    b.clone(),
+                ));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(algo: Algo) -> VerifySpec {
+        VerifySpec {
+            algo,
+            interval: 4096,
+            seed: 0x89,
+            generation: 2,
+        }
+    }
+
+    #[test]
+    fn round_trip_every_algorithm() {
+        for a in [Algo::Crc32c, Algo::Xxhash, Algo::Sha256, Algo::Pattern] {
+            let s = spec(a);
+            let mut b = vec![0u8; 4096];
+            fill_interval(&s, &mut b, 8192);
+            let mut scratch = vec![0u8; 4096];
+            assert_eq!(
+                check_interval(&s, &b, 8192, Some(2), &mut scratch),
+                None,
+                "{a:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn classifies_each_kind() {
+        let s = spec(Algo::Crc32c);
+        let mut scratch = vec![0u8; 4096];
+        let mut b = vec![0u8; 4096];
+        fill_interval(&s, &mut b, 8192);
+        // Never written: zeros.
+        assert_eq!(
+            check_interval(&s, &[0u8; 4096], 0, Some(2), &mut scratch)
+                .unwrap()
+                .0,
+            BadKind::LostWrite
+        );
+        // Read at another offset: misplaced.
+        assert_eq!(
+            check_interval(&s, &b, 4096, Some(2), &mut scratch)
+                .unwrap()
+                .0,
+            BadKind::MisplacedWrite
+        );
+        // Expecting a newer generation: stale.
+        assert_eq!(
+            check_interval(&s, &b, 8192, Some(3), &mut scratch)
+                .unwrap()
+                .0,
+            BadKind::StaleGeneration
+        );
+        // Any generation accepted (verify_only).
+        assert_eq!(check_interval(&s, &b, 8192, None, &mut scratch), None);
+        // Second half replaced by old data: torn.
+        let mut t = b.clone();
+        t[2048..].fill(0xee);
+        assert_eq!(
+            check_interval(&s, &t, 8192, Some(2), &mut scratch)
+                .unwrap()
+                .0,
+            BadKind::TornWrite
+        );
+        // A flipped header byte: the header checksum fails: lost.
+        let mut h = b.clone();
+        h[9] ^= 1;
+        assert_eq!(
+            check_interval(&s, &h, 8192, Some(2), &mut scratch)
+                .unwrap()
+                .0,
+            BadKind::LostWrite
+        );
+        // Pattern detects a single flipped payload bit.
+        let p = spec(Algo::Pattern);
+        let mut pb = vec![0u8; 4096];
+        fill_interval(&p, &mut pb, 0);
+        pb[3000] ^= 0x10;
+        assert_eq!(
+            check_interval(&p, &pb, 0, Some(2), &mut scratch).unwrap().0,
+            BadKind::TornWrite
+        );
+    }
+
+    #[test]
+    fn writer_and_checker_through_hooks() {
+        let s = spec(Algo::Xxhash);
+        let mut w = Writer {
+            spec: s,
+            written: Written::new(&[(0, 64 * 4096)], 4096),
+        };
+        let mut block = vec![0u8; 16384];
+        w.before_write(&mut block, 0, 4 * 4096);
+        assert_eq!(w.written.count(), 4);
+        let mut c = Checker::new(s, Some(w.written.clone()), Some(2), false);
+        c.after_read(&block, 0, 4 * 4096);
+        assert_eq!((c.checked, c.bad_count), (4, 0));
+        // An unwritten interval is skipped, a corrupted one reported with its offset.
+        c.after_read(&[0u8; 4096], 0, 0);
+        block[4096 + 100] ^= 1;
+        c.after_read(&block, 0, 4 * 4096);
+        assert_eq!(c.bad_count, 1);
+        assert_eq!(c.bad[0].offset, 5 * 4096);
+        assert_eq!(c.bad[0].kind, BadKind::TornWrite);
+    }
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what dioscope's tests and benchmarks need on a fresh Debian machine.
+# Idempotent: does nothing when everything is present. Needs root to install.
+set -euo pipefail
+
+need=()
+command -v fio >/dev/null || need+=(fio)
+command -v fio_jsonplus_clat2csv >/dev/null || need+=(fio)
+command -v mkfs.xfs >/dev/null || need+=(xfsprogs)
+command -v mkfs.btrfs >/dev/null || need+=(btrfs-progs)
+command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
+command -v losetup >/dev/null || need+=(util-linux)
+command -v blkid >/dev/null || need+=(util-linux)
+command -v sfdisk >/dev/null || need+=(fdisk)
+command -v partx >/dev/null || need+=(util-linux)
+# fio_jsonplus_clat2csv runs under Debian's python3 in the tests and needs six.
+/usr/bin/python3 -c 'import six' 2>/dev/null || need+=(python3-six)
+
+if [ ${#need[@]} -eq 0 ]; then
+    exit 0
+fi
+# Deduplicate.
+mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u)
+if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: missing ${need[*]}; run as root to install them (tests that need them will skip)" >&2
+    exit 0
+fi
+echo "install-deps: installing ${need[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null

@@ -1,0 +1,551 @@
+//! Diagnostics end to end: seed 004 (page-cache pages and another opener on
+//! a loop device), seed 000 (device requests per 4 MiB write on ext4 with
+//! and without extents), findings in the text and the JSON, and `doctor`.
+//! Every loop device, mount and helper process is released by a guard, also
+//! when an assertion fails.
+
+use crate::common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A process holding a path open on its stdin; killed on drop.
+struct Holder(Child);
+
+impl Holder {
+    fn new(path: &Path) -> Holder {
+        let f = std::fs::File::open(path).unwrap();
+        Holder(
+            Command::new("sleep")
+                .arg("600")
+                .stdin(f)
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("spawn sleep"),
+        )
+    }
+    fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A file system mounted on a temporary directory; unmounted on drop. Declare
+/// it after its [`LoopDev`] so that it is dropped first.
+struct Mounted {
+    dir: tempfile::TempDir,
+}
+
+impl Mounted {
+    fn new(dev: &Path) -> Mounted {
+        let dir = tempfile::tempdir().unwrap();
+        let o = Command::new("mount")
+            .arg(dev)
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "mount {}: {}",
+            dev.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        Mounted { dir }
+    }
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.dir.path()).status();
+    }
+}
+
+/// Buffered reads of the first 1 MiB of a device, as blkid does.
+fn buffered_read(dev: &str) {
+    let o = Command::new("dd")
+        .args([&format!("if={dev}"), "of=/dev/null", "bs=4k", "count=256"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// Pages of `dev` in the page cache, as `dioscope doctor` counts them.
+fn doctor_pages(dir: &Path, dev: &str) -> u64 {
+    let o = run_in(dir, &["doctor", dev, "--output-format=json"]);
+    let j = json(&o);
+    j["page_cache"]["pages"].as_u64().unwrap_or(0)
+}
+
+/// Wait (up to 5 s) until the buffered reader's pages are visible.
+fn wait_for_pages(dir: &Path, dev: &str) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let n = doctor_pages(dir, dev);
+        if n > 0 || Instant::now() > deadline {
+            return n;
+        }
+        std::thread::yield_now();
+    }
+}
+
+fn findings(j: &Value) -> &Vec<Value> {
+    j["dioscope"]["findings"]
+        .as_array()
+        .expect("dioscope.findings is an array")
+}
+
+fn of_kind<'a>(j: &'a Value, kind: &str) -> Vec<&'a Value> {
+    findings(j).iter().filter(|f| f["kind"] == kind).collect()
+}
+
+/// Every finding carries severity, kind and message.
+fn assert_findings_well_formed(j: &Value) {
+    for f in findings(j) {
+        assert!(
+            ["info", "warning", "critical"].contains(&f["severity"].as_str().unwrap_or("")),
+            "{f}"
+        );
+        assert!(f["kind"].is_string(), "{f}");
+        assert!(f["message"].as_str().unwrap_or("").len() > 40, "{f}");
+    }
+}
+
+fn seed_004_args<'a>(dev: &'a str, destroy: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec![
+        "--name=x",
+        dev,
+        destroy,
+        "--rw=randwrite",
+        "--direct=1",
+        "--ioengine=libaio",
+        "--numjobs=2",
+        "--norandommap",
+        "--runtime=2",
+        "--time_based",
+        "--output-format=json",
+    ];
+    v.extend_from_slice(extra);
+    v
+}
+
+#[test]
+fn seed_004_page_cache_and_other_opener_are_reported() {
+    if !can_run(
+        "root, losetup and dd",
+        is_root() && have_tool("losetup") && have_tool("dd"),
+    ) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let lo = LoopDev::new(d.path(), 256 << 20, &[]);
+    let dev = lo.path().to_string();
+    // The holder keeps the device open, so the pages the reader leaves
+    // survive its close (the kernel drops a device's cache on last close).
+    let holder = Holder::new(&lo.dev);
+    buffered_read(&dev);
+    let pages = wait_for_pages(d.path(), &dev);
+    assert!(pages > 0, "the buffered reader left no pages on {dev}");
+    let filename = format!("--filename={dev}");
+    let destroy = format!("--destroy-data-on={dev}");
+
+    // Default invalidation: pages reported, dropped before every trial.
+    let o = run_in(
+        d.path(),
+        &seed_004_args(&filename, &destroy, &["--trials=2"]),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json(&o);
+    assert_findings_well_formed(&j);
+    let pc = of_kind(&j, "page_cache_on_target");
+    let before: Vec<&&Value> = pc.iter().filter(|f| f["phase"] == "before").collect();
+    assert!(
+        !before.is_empty() && before[0]["pages"].as_u64().unwrap() > 0,
+        "no page-cache finding: {:#}",
+        j["dioscope"]["findings"]
+    );
+    assert_eq!(before[0]["trial"], 1);
+    assert_eq!(before[0]["dropped"], true);
+    assert!(before[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("dropped them"));
+    let op = of_kind(&j, "other_openers");
+    assert_eq!(op.len(), 1, "{:#}", j["dioscope"]["findings"]);
+    let pids: Vec<u64> = op[0]["openers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["pid"].as_u64().unwrap())
+        .collect();
+    assert!(pids.contains(&(holder.pid() as u64)), "{pids:?}");
+    assert!(op[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("pid {}", holder.pid())));
+    // The cache was empty when each trial started.
+    let counts = j["dioscope"]["page_cache"].as_array().unwrap();
+    assert_eq!(counts.len(), 2, "{counts:?}");
+    for c in counts {
+        assert_eq!(c["invalidate"], true);
+        assert_eq!(
+            c["before"], 0,
+            "trial {} started with pages: {c}",
+            c["trial"]
+        );
+    }
+    assert!(counts[0]["found"].as_u64().unwrap() > 0, "{:?}", counts[0]);
+    // Device accounting for the loop device, in dioscope's and fio's form.
+    let name = lo.dev.file_name().unwrap().to_str().unwrap();
+    let util = j["disk_util"].as_array().unwrap();
+    let du = util.iter().find(|u| u["name"] == name).expect("disk_util");
+    assert!(du["write_ios"].as_u64().unwrap() > 0, "{du}");
+    for k in [
+        "read_merges",
+        "write_sectors",
+        "read_ticks",
+        "in_queue",
+        "util",
+    ] {
+        assert!(du[k].is_number(), "{k} in {du}");
+    }
+    let dev_trials = j["dioscope"]["devices"].as_array().unwrap();
+    assert_eq!(dev_trials.len(), 2);
+    for t in dev_trials {
+        let lo_dev = t["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["device"] == name)
+            .expect("loop device accounted");
+        assert_eq!(lo_dev["role"], "target");
+        // 4 KiB writes: one request each, give or take merges.
+        let rpi = lo_dev["metrics"]["requests_per_io"].as_f64().unwrap();
+        assert!((0.5..=1.5).contains(&rpi), "{lo_dev}");
+    }
+
+    // invalidate=0: the pages stay and the finding says what they cost.
+    buffered_read(&dev);
+    assert!(wait_for_pages(d.path(), &dev) > 0);
+    let o = run_in(
+        d.path(),
+        &seed_004_args(&filename, &destroy, &["--invalidate=0"]),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json(&o);
+    assert_findings_well_formed(&j);
+    let kept = of_kind(&j, "page_cache_kept");
+    assert_eq!(kept.len(), 1, "{:#}", j["dioscope"]["findings"]);
+    assert!(kept[0]["pages"].as_u64().unwrap() > 0);
+    let msg = kept[0]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("invalidate=0 kept") && msg.contains("35 %"),
+        "{msg}"
+    );
+    let counts = j["dioscope"]["page_cache"].as_array().unwrap();
+    assert_eq!(counts[0]["invalidate"], false);
+    assert!(counts[0]["before"].as_u64().unwrap() > 0, "{:?}", counts[0]);
+    assert!(of_kind(&j, "page_cache_on_target").is_empty());
+    assert_eq!(of_kind(&j, "other_openers").len(), 1);
+    drop(holder);
+}
+
+/// Device requests per 4 MiB direct write at offset 48 KiB of a file on a
+/// fresh ext4 made with `mkfs_opts` (seed 000).
+fn requests_per_4m_write(mkfs_opts: &[&str]) -> (f64, Value) {
+    let d = tempfile::tempdir().unwrap();
+    let lo = LoopDev::new(d.path(), 64 << 20, &[]);
+    let mk = Command::new("mkfs.ext4")
+        .args(["-q", "-F"])
+        .args(mkfs_opts)
+        .arg(&lo.dev)
+        .output()
+        .unwrap();
+    assert!(
+        mk.status.success(),
+        "{}",
+        String::from_utf8_lossy(&mk.stderr)
+    );
+    let m = Mounted::new(&lo.dev);
+    let file = m.path().join("f");
+    std::fs::write(&file, vec![0x5a; 48 << 10]).unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=w",
+            &format!("--filename={}", file.display()),
+            "--rw=write",
+            "--bs=4m",
+            "--offset=48k",
+            "--size=4m",
+            "--loops=50",
+            "--direct=1",
+            "--ioengine=psync",
+            "--output-format=json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json(&o);
+    assert_findings_well_formed(&j);
+    assert_eq!(j["jobs"][0]["write"]["total_ios"], 50);
+    let name = lo.dev.file_name().unwrap().to_str().unwrap().to_string();
+    let t = &j["dioscope"]["devices"][0];
+    assert_eq!(t["app_ios"], 50, "{t}");
+    let fs_dev = t["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["device"] == name.as_str())
+        .unwrap_or_else(|| panic!("no accounting for {name}: {t}"))
+        .clone();
+    assert_eq!(fs_dev["role"], "filesystem");
+    let rpi = fs_dev["metrics"]["requests_per_io"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("requests_per_io missing: {fs_dev}"));
+    drop(m);
+    (rpi, fs_dev)
+}
+
+#[test]
+fn seed_000_requests_per_write_with_and_without_extents() {
+    if !can_run(
+        "root, losetup, mkfs.ext4 and mount",
+        is_root() && have_tool("losetup") && have_tool("mkfs.ext4") && have_tool("mount"),
+    ) {
+        return;
+    }
+    let (indirect, dev_i) = requests_per_4m_write(&["-O", "^extent,^64bit"]);
+    let (extents, dev_e) = requests_per_4m_write(&[]);
+    println!(
+        "seed 000: device requests per 4 MiB direct write at offset 48 KiB: \
+         ext4 -O ^extent,^64bit {indirect:.2} (avg request {} B), \
+         ext4 with extents {extents:.2} (avg request {} B)",
+        dev_i["metrics"]["avg_request_bytes"], dev_e["metrics"]["avg_request_bytes"]
+    );
+    // A 4 MiB write is at least one request, and no more than one per 4 KiB
+    // block.
+    for (what, r) in [("indirect", indirect), ("extents", extents)] {
+        assert!((1.0..=1024.0).contains(&r), "{what}: {r}");
+    }
+}
+
+#[test]
+fn buffered_job_is_flagged_in_text_and_json() {
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let args = |fmt: &'static str| {
+        vec![
+            "--name=b",
+            "--filename=f.dat",
+            "--size=4m",
+            "--rw=randread",
+            "--direct=0",
+            "--ioengine=psync",
+            fmt,
+        ]
+    };
+    let o = run_in(d.path(), &args("--output-format=json"));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json(&o);
+    assert_findings_well_formed(&j);
+    assert_eq!(of_kind(&j, "buffered_io").len(), 1, "{:#}", j["dioscope"]);
+    let env = &j["dioscope"]["environment"];
+    assert!(env["kernel"]["release"].is_string(), "{env}");
+    assert!(env["targets"][0]["path"]
+        .as_str()
+        .unwrap()
+        .ends_with("f.dat"));
+    // No page-cache counting for buffered I/O: the cache is the point.
+    assert!(j["dioscope"]["page_cache"].as_array().unwrap().is_empty());
+
+    let o = run_in(d.path(), &args("--output-format=normal"));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let t = stdout(&o);
+    let findings = t
+        .split("\nfindings:\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{t}"));
+    assert!(
+        findings.contains("WARNING") && findings.contains("direct=0"),
+        "{t}"
+    );
+    let context = t.lines().find(|l| l.starts_with("context: ")).unwrap();
+    assert!(
+        context.contains("engine psync") && context.contains("Linux ") && context.contains("f.dat"),
+        "{context}"
+    );
+}
+
+fn checklist_ok(text: &str, target: &str) {
+    assert!(
+        text.starts_with(&format!("dioscope doctor {target}")),
+        "{text}"
+    );
+    for check in [
+        "target",
+        "direct I/O",
+        "really direct",
+        "page cache",
+        "other openers",
+    ] {
+        assert!(
+            text.lines()
+                .any(|l| l.chars().skip(2).collect::<String>().starts_with(check)),
+            "no '{check}' line:\n{text}"
+        );
+    }
+    assert!(text.contains(" passed, "), "{text}");
+}
+
+#[test]
+fn doctor_prints_a_checklist_for_a_file_and_a_loop_device() {
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let file: PathBuf = d.path().join("data");
+    std::fs::write(&file, vec![7u8; 1 << 20]).unwrap();
+    let f = file.to_str().unwrap();
+    let o = run_in(d.path(), &["doctor", f]);
+    let text = stdout(&o);
+    checklist_ok(&text, f);
+    // A written file on the build disk has nothing critical.
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let o = run_in(d.path(), &["doctor", f, "--output-format=json"]);
+    let j = json(&o);
+    assert!(j["checks"].as_array().unwrap().len() >= 5, "{j}");
+    assert_eq!(j["target"], f);
+
+    let missing = d.path().join("missing");
+    let o = run_in(d.path(), &["doctor", missing.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("does not exist"));
+    let o = run_in(d.path(), &["doctor"]);
+    assert_eq!(o.status.code(), Some(2));
+
+    if !can_run("root and losetup", is_root() && have_tool("losetup")) {
+        return;
+    }
+    let lo = LoopDev::new(d.path(), 16 << 20, &[]);
+    let o = run_in(d.path(), &["doctor", lo.path()]);
+    let text = stdout(&o);
+    checklist_ok(&text, lo.path());
+    assert!(text.contains("block device, 16.0 MiB"), "{text}");
+    // A loop device without direct I/O buffers everything: critical, exit 1.
+    let dio = std::fs::read_to_string(format!(
+        "/sys/block/{}/loop/dio",
+        lo.dev.file_name().unwrap().to_str().unwrap()
+    ))
+    .unwrap_or_default();
+    if dio.trim() == "0" {
+        assert_eq!(o.status.code(), Some(1), "{text}");
+        assert!(text.contains("✗ really direct"), "{text}");
+    }
+    // Another opener shows up in the checklist.
+    let holder = Holder::new(&lo.dev);
+    let o = run_in(d.path(), &["doctor", lo.path(), "--output-format=json"]);
+    let j = json(&o);
+    let check = j["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "other openers")
+        .unwrap()
+        .clone();
+    assert_eq!(check["status"], "warn", "{check}");
+    assert_eq!(check["findings"][0]["openers"][0]["pid"], holder.pid());
+}
+
+#[test]
+fn reads_of_a_sparse_file_are_flagged() {
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let f = std::fs::File::create(d.path().join("sparse.dat")).unwrap();
+    f.set_len(16 << 20).unwrap();
+    drop(f);
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=s",
+            "--filename=sparse.dat",
+            "--rw=randread",
+            "--direct=1",
+            "--ioengine=psync",
+            "--size=16m",
+            "--output-format=json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json(&o);
+    assert_findings_well_formed(&j);
+    let f = of_kind(&j, "reads_of_unwritten_regions");
+    assert_eq!(f.len(), 1, "{:#}", j["dioscope"]["findings"]);
+    assert_eq!(f[0]["range_bytes"], 16 << 20);
+    assert_eq!(f[0]["hole_bytes"], 16 << 20);
+    assert_eq!(f[0]["severity"], "critical");
+}
+
+/// A zram device of its own (hot_add), reset and removed on drop.
+struct Zram {
+    id: String,
+}
+
+impl Zram {
+    fn new(size: u64) -> Option<Zram> {
+        let id = std::fs::read_to_string("/sys/class/zram-control/hot_add").ok()?;
+        let z = Zram {
+            id: id.trim().to_string(),
+        };
+        std::fs::write(
+            format!("/sys/block/zram{}/disksize", z.id),
+            size.to_string(),
+        )
+        .ok()?;
+        Some(z)
+    }
+    fn dev(&self) -> String {
+        format!("/dev/zram{}", self.id)
+    }
+}
+
+impl Drop for Zram {
+    fn drop(&mut self) {
+        let _ = std::fs::write(format!("/sys/block/zram{}/reset", self.id), "1");
+        let _ = std::fs::write("/sys/class/zram-control/hot_remove", &self.id);
+    }
+}
+
+#[test]
+fn reads_of_never_written_zram_are_flagged() {
+    let ok = is_root() && Path::new("/sys/class/zram-control/hot_add").exists();
+    if !can_run("root and zram", ok) {
+        return;
+    }
+    let z = Zram::new(32 << 20).expect("zram hot_add and disksize");
+    let dev = z.dev();
+    let d = tempfile::tempdir().unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=z",
+            &format!("--filename={dev}"),
+            "--rw=randread",
+            "--direct=1",
+            "--ioengine=psync",
+            "--size=32m",
+            "--output-format=json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json(&o);
+    assert_findings_well_formed(&j);
+    let f = of_kind(&j, "zram_never_written");
+    assert_eq!(f.len(), 1, "{:#}", j["dioscope"]["findings"]);
+    assert_eq!(f[0]["stored_bytes"], 0);
+    assert_eq!(f[0]["range_bytes"], 32 << 20);
+    assert_eq!(f[0]["severity"], "critical");
+}
