@@ -171,13 +171,12 @@ fn run(args: &[String]) -> i32 {
             .map(|j| &j.resolved.spec);
         let went_on = spec.is_some_and(|s| s.continue_on_error);
         eprintln!(
-            "dioscope: error: job '{job}': {} of {} bytes at offset {} of {} failed: {} (errno {}); {} I/O error(s) in all; {}",
+            "dioscope: error: job '{job}': {} of {} bytes at offset {} of {} failed: {}; {} I/O error(s) in all; {}",
             if e.write { "write" } else { "read" },
             e.len,
             e.offset,
             if path.is_empty() { "?" } else { path },
             std::io::Error::from_raw_os_error(e.errno),
-            e.errno,
             result.io_errors(),
             if went_on {
                 "the job went on (continue_on_error)"

@@ -521,3 +521,43 @@ fn missing_device_with_a_size_creates_no_file_in_dev() {
     );
     assert!(!Path::new(p).exists(), "no regular file made in /dev");
 }
+
+#[test]
+fn writing_to_a_formatted_or_mounted_device_is_refused_and_the_fs_survives() {
+    if !root_with(&["losetup", "mkfs.ext4", "e2fsck"]) {
+        return;
+    }
+    let fs = MountedFs::new(32 << 20, "ext4");
+    std::fs::write(fs.path().join("keep.txt"), b"still here").unwrap();
+    let dev = fs.lo.path().to_string();
+    let write = |extra: &[&str]| {
+        let mut a = vec!["--name=w", "--rw=write", "--size=1m", "--direct=1"];
+        let f = format!("--filename={dev}");
+        a.push(&f);
+        a.extend_from_slice(extra);
+        run_in(Path::new("."), &a)
+    };
+    let o = write(&[]);
+    assert_code(&o, 2);
+    assert!(
+        stderr(&o).contains(&format!("refusing to write to {dev}: it is mounted on")),
+        "{}",
+        stderr(&o)
+    );
+    sh("umount", &[fs.path().to_str().unwrap()]);
+    let o = write(&[]);
+    assert_code(&o, 2);
+    assert!(
+        stderr(&o).contains("carries a signature (ext4)")
+            && stderr(&o).contains("--destroy-data-on="),
+        "{}",
+        stderr(&o)
+    );
+    // Nothing was written: the filesystem checks clean and keeps its file.
+    sh("e2fsck", &["-fn", &dev]);
+    sh("mount", &[&dev, fs.path().to_str().unwrap()]);
+    assert_eq!(
+        std::fs::read(fs.path().join("keep.txt")).unwrap(),
+        b"still here"
+    );
+}

@@ -296,7 +296,13 @@ fn open_one(
         });
     }
     if have < n.min_size {
-        layout(&n.path, have, n.min_size, created)?;
+        layout(&n.path, have, n.min_size, created).map_err(|mut e| {
+            if let TargetError::NoSpace { free, .. } = &mut e {
+                // Free once the partial layout is gone and closed: what the user has.
+                *free = free_bytes(&n.path);
+            }
+            e
+        })?;
     }
     // From here on a failure must not leave the file this call created.
     let undo = |e: TargetError| {
@@ -389,16 +395,12 @@ fn layout(path: &Path, have: u64, need: u64, create: bool) -> Result<(), TargetE
         dioscope_sys::signal::register_scratch(path);
     }
     let fd = f.as_raw_fd();
-    let cleanup = |mut e: TargetError| {
+    let cleanup = |e: TargetError| {
         if create {
             let _ = std::fs::remove_file(path);
             dioscope_sys::signal::unregister_scratch(path);
         } else {
             let _ = dioscope_sys::fs::ftruncate(fd, have);
-        }
-        if let TargetError::NoSpace { free, .. } = &mut e {
-            // What is free once the partial layout is gone: what the user has to work with.
-            *free = free_bytes(path);
         }
         e
     };
