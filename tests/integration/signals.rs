@@ -274,3 +274,64 @@ fn sigkill_never_leaves_a_half_written_result() {
         "no temporary result file left: {left:?}"
     );
 }
+
+/// rchar of the main thread of `pid` (where the verify read-back runs).
+fn main_thread_rchar(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/io"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("rchar:"))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn stop_signals_during_verify_keep_a_marked_result() {
+    const SIZE: u64 = 64 << 20;
+    for sig in [SIGINT, SIGTERM, SIGHUP] {
+        let d = tempfile::tempdir().unwrap();
+        let c = Command::new(bin())
+            .args([
+                "--name=v",
+                "--filename=v.dat",
+                "--size=64m",
+                "--rw=write",
+                "--bs=4k",
+                "--verify=crc32c",
+                "--ioengine=psync",
+                "--unlink=1",
+                "--output-format=json",
+                "--output=res.json",
+            ])
+            .current_dir(d.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = c.id();
+        // The write phase's worker comes and goes; then the main thread
+        // reads the blocks back. Freeze it there and check it is mid-verify.
+        wait_for("the write phase", 60, || worker_io(pid, "v").is_some());
+        wait_for("the verify read-back", 60, || {
+            worker_io(pid, "v").is_none() && main_thread_rchar(pid) > 1 << 20
+        });
+        kill(pid, SIGSTOP);
+        let read = main_thread_rchar(pid);
+        assert!(read < SIZE, "verify already done ({read} bytes read)");
+        kill(pid, sig);
+        kill(pid, SIGCONT);
+        let err = finish(c, sig);
+        let j: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(d.path().join("res.json")).unwrap())
+                .unwrap_or_else(|e| panic!("whole JSON: {e}; {err}"));
+        assert_eq!(j["dioscope"]["interrupted"], true, "{err}");
+        assert_eq!(j["dioscope"]["signal"], sig);
+        assert_eq!(
+            entries(d.path()),
+            vec!["res.json"],
+            "signal {sig}: scratch file removed, no temporary file"
+        );
+    }
+}

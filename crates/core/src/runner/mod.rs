@@ -924,6 +924,12 @@ pub fn execute(
             }
             jobs[i].verify = Some(report);
         }
+        if dioscope_sys::signal::stop_count() > 0 {
+            // Stopped during the read-back: the verify report is partial too.
+            interrupted = true;
+            groups.push(grun);
+            break 'groups;
+        }
         groups.push(grun);
     }
     let targets = table
