@@ -101,7 +101,17 @@ fn run(args: &[String]) -> i32 {
     };
     let (resolved, table) = match runner::prepare(&plan, &check_write) {
         Ok(x) => x,
-        Err(e) => return eprint_err(&e.to_string()),
+        Err(e) => {
+            eprint_err(&e.to_string());
+            // A stop signal during layout: nothing ran, so there is no result
+            // to write; the exit status says which signal ended it.
+            let sig = dioscope_sys::signal::last_signal();
+            return if dioscope_sys::signal::stop_count() > 0 && sig > 0 {
+                128 + sig
+            } else {
+                2
+            };
+        }
     };
     let opts = RunOptions {
         progress: dioscope_sys::proc::stderr_is_tty() && !plan.global.no_progress,
@@ -153,29 +163,39 @@ fn run(args: &[String]) -> i32 {
         let sig = result.signal;
         return if sig > 0 { 128 + sig } else { 130 };
     }
+    if let Some((job, e, path)) = result.first_error() {
+        let spec = result
+            .jobs
+            .iter()
+            .find(|j| j.resolved.spec.name == job)
+            .map(|j| &j.resolved.spec);
+        let went_on = spec.is_some_and(|s| s.continue_on_error);
+        eprintln!(
+            "dioscope: error: job '{job}': {} of {} bytes at offset {} of {} failed: {}; {} I/O error(s) in all; {}",
+            if e.write { "write" } else { "read" },
+            e.len,
+            e.offset,
+            if path.is_empty() { "?" } else { path },
+            std::io::Error::from_raw_os_error(e.errno),
+            result.io_errors(),
+            if went_on {
+                "the job went on (continue_on_error)"
+            } else {
+                "the run stopped there and the result is partial (continue_on_error=all counts errors and goes on)"
+            }
+        );
+        eprintln!(
+            "dioscope: hint: {}",
+            report::io_error_hint(e, path, &result)
+        );
+    }
     if result.verify_failures() > 0 {
         eprintln!(
             "dioscope: error: verify found {} bad blocks (offsets in the result); the data on the target is not what was written",
             result.verify_failures()
         );
-        return 1;
     }
-    if result.io_errors() > 0 {
-        if let Some(e) = result
-            .jobs
-            .iter()
-            .flat_map(|j| &j.trials)
-            .find_map(|t| t.first_error.clone())
-        {
-            eprintln!(
-                "dioscope: error: {} at offset {} of {}: {} (errno {})",
-                if e.0.write { "write" } else { "read" },
-                e.0.offset,
-                e.1,
-                std::io::Error::from_raw_os_error(e.0.errno),
-                e.0.errno
-            );
-        }
+    if result.first_error().is_some() || result.io_errors() > 0 || result.verify_failures() > 0 {
         return 1;
     }
     0

@@ -125,7 +125,15 @@ impl LoopDev {
 
 impl Drop for LoopDev {
     fn drop(&mut self) {
-        let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
+        // Detach only while the device is still ours: a test that detached
+        // it may have freed the number for another test's device.
+        let name = self.dev.file_name().unwrap_or_default().to_string_lossy();
+        let backing = std::fs::read_to_string(format!("/sys/block/{name}/loop/backing_file"))
+            .unwrap_or_default();
+        let image = std::fs::canonicalize(&self.image).unwrap_or(self.image.clone());
+        if backing.starts_with(&*image.to_string_lossy()) {
+            let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
+        }
         let _ = std::fs::remove_file(&self.image);
     }
 }
@@ -138,4 +146,117 @@ pub fn entries(dir: &Path) -> Vec<String> {
         .collect();
     v.sort();
     v
+}
+
+/// Wait for `cond` to hold, polling; panic with `what` after `secs`.
+pub fn wait_for(what: &str, secs: u64, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+/// The I/O counters (rchar, wchar) of the worker thread of job `job`
+/// (clone 0) of process `pid`, once that thread exists. A worker thread does
+/// nothing but the job's I/O, so these prove the run is under way.
+pub fn worker_io(pid: u32, job: &str) -> Option<(u64, u64)> {
+    let comm = format!("{job}.0");
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+    {
+        let p = t.path();
+        if std::fs::read_to_string(p.join("comm")).ok()?.trim() != comm {
+            continue;
+        }
+        let io = std::fs::read_to_string(p.join("io")).ok()?;
+        let field = |k: &str| {
+            io.lines()
+                .find_map(|l| l.strip_prefix(k))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0)
+        };
+        return Some((field("rchar:"), field("wchar:")));
+    }
+    None
+}
+
+/// Bytes the whole process `pid` has written through syscalls so far.
+pub fn process_wchar(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/io"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("wchar:"))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Send signal `sig` to `pid` with kill(1) (no unsafe in tests).
+pub fn kill(pid: u32, sig: i32) {
+    let st = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()
+        .expect("kill");
+    assert!(st.success(), "kill -{sig} {pid}");
+}
+
+/// Run a command that must succeed (test setup and teardown).
+pub fn sh(cmd: &str, args: &[&str]) -> String {
+    let o = Command::new(cmd).args(args).output().expect(cmd);
+    assert!(
+        o.status.success(),
+        "{cmd} {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A small filesystem on a loop device, mounted on a temporary directory;
+/// unmounted and detached on drop, even when the test panics.
+pub struct MountedFs {
+    pub mnt: tempfile::TempDir,
+    pub lo: LoopDev,
+    _images: tempfile::TempDir,
+}
+
+impl MountedFs {
+    /// `mkfs` is "ext4", "xfs" or "btrfs".
+    pub fn new(size: u64, mkfs: &str) -> MountedFs {
+        let images = tempfile::tempdir().unwrap();
+        let lo = LoopDev::new(images.path(), size, &[]);
+        let force = if mkfs == "ext4" { "-F" } else { "-f" };
+        sh(&format!("mkfs.{mkfs}"), &["-q", force, lo.path()]);
+        let mnt = tempfile::tempdir().unwrap();
+        sh("mount", &[lo.path(), mnt.path().to_str().unwrap()]);
+        MountedFs {
+            mnt,
+            lo,
+            _images: images,
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.mnt.path()
+    }
+}
+
+impl Drop for MountedFs {
+    fn drop(&mut self) {
+        let m = self.mnt.path().to_str().unwrap().to_string();
+        let ok = Command::new("umount")
+            .arg(&m)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        if !ok {
+            let _ = Command::new("umount").args(["-l", &m]).status();
+        }
+    }
 }

@@ -267,6 +267,24 @@ pub fn render_with_disks(
         d.insert("signal".into(), json!(r.signal));
     }
     d.insert("io_errors".into(), json!(r.io_errors()));
+    // Partial: a signal or an I/O error ended the run before its end.
+    d.insert(
+        "partial".into(),
+        json!(r.interrupted || r.stopped_by_error()),
+    );
+    d.insert("stopped_by_error".into(), json!(r.stopped_by_error()));
+    if let Some((job, e, path)) = r.first_error() {
+        d.insert(
+            "first_error".into(),
+            json!({
+                "job": job, "path": path, "offset": e.offset, "length": e.len,
+                "direction": if e.write { "write" } else { "read" },
+                "errno": e.errno,
+                "error": std::io::Error::from_raw_os_error(e.errno).to_string(),
+                "hint": super::io_error_hint(e, path, r),
+            }),
+        );
+    }
     d.insert(
         "targets".into(),
         serde_json::to_value(&r.targets).unwrap_or(Value::Null),

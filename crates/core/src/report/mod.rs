@@ -303,9 +303,72 @@ pub fn summarize(r: &RunResult) -> Vec<JobSummary<'_>> {
         .collect()
 }
 
-/// Write `data` to `path` atomically: a temporary file in the same
-/// directory, fsync, then rename. A crash leaves either the old file or the
-/// new one, never half of one.
+/// What to do about an I/O error of a run: one sentence from the errno and
+/// the state of the target now (a file or device that shrank since the run
+/// started explains a read that returned nothing).
+pub fn io_error_hint(e: &crate::runner::IoErrorInfo, path: &str, r: &RunResult) -> String {
+    let start = r.targets.iter().find(|t| t.path == path);
+    let now = current_size(path);
+    if let (Some(t), Some(now)) = (start, now) {
+        if now < t.size {
+            return format!(
+                "{path} is now {now} bytes, {} when the run started: another process truncated or shrank it (a resized or detached device?); keep other writers away from the target",
+                t.size
+            );
+        }
+    }
+    if start.is_some() && now.is_none() {
+        return format!("{path} is gone: it was removed or its device detached during the run");
+    }
+    match e.errno {
+        libc::ENOSPC | libc::EDQUOT => format!(
+            "the filesystem holding {path} is full ({} bytes free): free space or lower size=; writes into the holes of a sparse file, and every write on a copy-on-write filesystem (btrfs), need new space",
+            free_bytes(path)
+        ),
+        libc::EIO => format!(
+            "the device failed the request: read `dmesg` for errors of {path} or the device under it; its medium or backing store may have failed or been removed"
+        ),
+        libc::ENXIO | libc::ENODEV => {
+            format!("the device of {path} went away (removed or detached)")
+        }
+        libc::EROFS | libc::EACCES | libc::EPERM => format!(
+            "{path} became read-only or lost its permissions (a filesystem remounted read-only after an error?); check `dmesg` and the mount"
+        ),
+        libc::EINVAL => "the kernel refused the request: an alignment or a flag this target does not support".into(),
+        _ => format!("errno {} from the kernel; check `dmesg`", e.errno),
+    }
+}
+
+/// Size of a file or block device now (None if it no longer exists).
+fn current_size(path: &str) -> Option<u64> {
+    let st = dioscope_sys::fs::statx_path(std::path::Path::new(path)).ok()?;
+    if st.is_block_device() {
+        let sectors = crate::target::sysfs_block_attr(st.rdev, "size")?;
+        return sectors.parse::<u64>().ok().map(|s| s * 512);
+    }
+    Some(st.size)
+}
+
+fn free_bytes(path: &str) -> u64 {
+    std::fs::File::open(path)
+        .ok()
+        .and_then(|f| {
+            use std::os::fd::AsRawFd;
+            dioscope_sys::fsinfo::fstatfs(f.as_raw_fd()).ok()
+        })
+        .map(|s| s.blocks_free * s.block_size)
+        .unwrap_or(0)
+}
+
+/// Write `data` to `path` atomically: a temporary file `.NAME.tmp.PID` in
+/// the same directory, fsync, then rename. A crash leaves either the old file
+/// or the new one, never half of one.
+///
+/// A process killed outright (SIGKILL, power loss) before the rename leaves
+/// its temporary file; the next write of the same result removes those of
+/// processes that no longer exist. (O_TMPFILE would hide the temporary file,
+/// but not every filesystem has it and replacing an existing result still
+/// needs a visible name before the rename.)
 pub fn write_atomic(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let dir = path
@@ -316,6 +379,7 @@ pub fn write_atomic(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> 
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "result".into());
+    remove_stale_temps(dir, &name);
     let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
     let res = (|| {
         let mut f = std::fs::OpenOptions::new()
@@ -334,6 +398,28 @@ pub fn write_atomic(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> 
         let _ = std::fs::remove_file(&tmp);
     }
     res
+}
+
+/// Remove `.NAME.tmp.PID` files in `dir` whose process is gone.
+fn remove_stale_temps(dir: &std::path::Path, name: &str) {
+    let prefix = format!(".{name}.tmp.");
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for ent in rd.flatten() {
+        let f = ent.file_name();
+        let Some(pid) = f
+            .to_str()
+            .and_then(|f| f.strip_prefix(&prefix))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let alive = std::path::Path::new("/proc").join(pid.to_string()).exists();
+        if pid != std::process::id() && !alive {
+            let _ = std::fs::remove_file(ent.path());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -359,6 +445,31 @@ mod tests {
             std::fs::read_dir(d.path()).unwrap().count(),
             1,
             "no temporary file left"
+        );
+    }
+
+    #[test]
+    fn atomic_write_removes_temps_of_dead_processes_only() {
+        let d = tempfile::tempdir().unwrap();
+        // A process that has exited: its pid names a stale temporary file.
+        let mut c = std::process::Command::new("true").spawn().unwrap();
+        let dead = c.id();
+        c.wait().unwrap();
+        let stale = d.path().join(format!(".r.json.tmp.{dead}"));
+        let live = d.path().join(".r.json.tmp.1");
+        let other = d.path().join(format!(".other.json.tmp.{dead}"));
+        for p in [&stale, &live, &other] {
+            std::fs::write(p, b"{\"half").unwrap();
+        }
+        write_atomic(&d.path().join("r.json"), b"whole").unwrap();
+        assert!(
+            !stale.exists(),
+            "a dead process's temporary file is removed"
+        );
+        assert!(live.exists(), "pid 1 is alive: its file is not touched");
+        assert!(
+            other.exists(),
+            "another result's temporary file is not touched"
         );
     }
 }

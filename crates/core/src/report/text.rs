@@ -209,6 +209,12 @@ pub fn render(r: &RunResult, context: &str, findings: &[String]) -> String {
             "\nINTERRUPTED (signal {}): the results above are partial.",
             r.signal
         );
+    } else if r.stopped_by_error() {
+        let _ = writeln!(
+            out,
+            "\nSTOPPED by an I/O error ({} in all): the results above are partial.",
+            r.io_errors()
+        );
     }
     out
 }

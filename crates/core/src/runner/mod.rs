@@ -140,6 +140,25 @@ impl RunResult {
             .map(|t| t.dirs[0].errors + t.dirs[1].errors)
             .sum()
     }
+
+    /// The first I/O error of the run: the job's name, the error, the path.
+    pub fn first_error(&self) -> Option<(&str, &IoErrorInfo, &str)> {
+        self.jobs.iter().find_map(|j| {
+            j.trials.iter().find_map(|t| {
+                t.first_error
+                    .as_ref()
+                    .map(|(e, p)| (j.resolved.spec.name.as_str(), e, p.as_str()))
+            })
+        })
+    }
+
+    /// An I/O error ended the run early (a job without `continue_on_error`
+    /// failed): the result is partial.
+    pub fn stopped_by_error(&self) -> bool {
+        self.jobs.iter().any(|j| {
+            !j.resolved.spec.continue_on_error && j.trials.iter().any(|t| t.first_error.is_some())
+        })
+    }
 }
 
 /// The scratch file of the default job, in the current directory.
@@ -213,6 +232,22 @@ pub fn prepare(
         }
     }
     let table = TargetTable::open_all(&needs, check_write)?;
+    match resolve(plan, &table, &groups) {
+        Ok(out) => Ok((out, table)),
+        Err(e) => {
+            // Bad input found after layout: nothing this run created may stay.
+            table.discard();
+            Err(e)
+        }
+    }
+}
+
+/// Each job's regions on its open targets, checked (size, alignment, hipri).
+fn resolve(
+    plan: &Plan,
+    table: &TargetTable,
+    groups: &[u32],
+) -> Result<Vec<ResolvedJob>, SetupError> {
     let mut out = Vec::new();
     for (i, j) in plan.jobs.iter().enumerate() {
         let mut clones = Vec::new();
@@ -280,7 +315,7 @@ pub fn prepare(
             clones,
         });
     }
-    Ok((out, table))
+    Ok(out)
 }
 
 fn worker_plan(
@@ -888,6 +923,12 @@ pub fn execute(
                 }
             }
             jobs[i].verify = Some(report);
+        }
+        if dioscope_sys::signal::stop_count() > 0 {
+            // Stopped during the read-back: the verify report is partial too.
+            interrupted = true;
+            groups.push(grun);
+            break 'groups;
         }
         groups.push(grun);
     }

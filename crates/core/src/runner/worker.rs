@@ -38,11 +38,12 @@ impl DirStats {
         self.clat.merge(&o.clat);
         self.lat.merge(&o.lat);
     }
+    /// Forget the measurements (end of ramp). Errors are kept: a fault
+    /// during the ramp is still a fault of the run.
     fn reset(&mut self) {
         self.ios = 0;
         self.bytes = 0;
         self.short_ios = 0;
-        self.errors = 0;
         self.slat.reset();
         self.clat.reset();
         self.lat.reset();
@@ -444,14 +445,17 @@ pub fn run_with_hook<E: Engine, H: BlockHook>(
                 }
                 if (c.res as u32) < m.len {
                     res.dirs[d].short_ios += 1;
-                    if c.res == 0 && !p.continue_on_error {
-                        // Nothing read or written: the target shrank or is full.
+                    if c.res == 0 {
+                        // Nothing read or written: the target shrank or is
+                        // full. An error, counted even when the job goes on.
                         record_error(
                             &mut res,
                             m,
                             if m.write { -libc::ENOSPC } else { -libc::EIO },
                         );
-                        issuing = false;
+                        if !p.continue_on_error {
+                            issuing = false;
+                        }
                     }
                 }
                 if measuring {

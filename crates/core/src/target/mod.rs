@@ -51,7 +51,11 @@ impl Target {
 pub enum TargetError {
     #[error("{path}: no such file or device; check the path, or give size= so dioscope can create the file")]
     NotFound { path: String },
-    #[error("{path}: permission denied opening it {mode}; run as a user who may, or choose another target")]
+    #[error("{path}: no such device (ENOENT); check the path (lsblk lists the block devices)")]
+    NoDevice { path: String },
+    #[error("{path}: directory {dir} does not exist (ENOENT); create it, or point filename=/directory= at an existing one")]
+    NoDirectory { path: String, dir: String },
+    #[error("{path}: permission denied (EACCES) {mode}; run as a user who may (root for block devices), or choose another target")]
     Permission { path: String, mode: &'static str },
     #[error(
         "{path}: the file does not exist and no size was given; add size=, for example size=1g"
@@ -75,14 +79,21 @@ pub enum TargetError {
         offset: u64,
         size: u64,
     },
-    #[error("{path}: out of space laying out the file at offset {offset} of {need} bytes; free space on that filesystem or lower size=")]
+    #[error("{path}: out of space (ENOSPC: No space left on device) laying out the file at offset {offset} of {need} bytes; its filesystem has {free} bytes free; free space there or lower size= (the partly laid out data was removed)")]
     NoSpace {
         path: String,
         offset: u64,
         need: u64,
+        free: u64,
     },
     #[error("{path}: the filesystem does not support direct I/O on this file (statx reports no DIO alignment); use direct=0 or a filesystem that supports O_DIRECT")]
     DirectUnsupported { path: String },
+    #[error("{path}: interrupted by a signal while laying out the file at offset {offset} of {need} bytes; the partly laid out data was removed")]
+    Interrupted {
+        path: String,
+        offset: u64,
+        need: u64,
+    },
     #[error("{path}: {op} failed: {err}")]
     Io {
         path: String,
@@ -96,15 +107,40 @@ pub enum TargetError {
 fn io_err(path: &Path, op: &'static str, err: io::Error) -> TargetError {
     let p = path.display().to_string();
     match err.raw_os_error() {
-        Some(libc::ENOENT) => TargetError::NotFound { path: p },
-        Some(libc::EACCES) | Some(libc::EPERM) => TargetError::Permission { path: p, mode: op },
+        Some(libc::ENOENT) => match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            Some(d) if !d.is_dir() => TargetError::NoDirectory {
+                path: p,
+                dir: d.display().to_string(),
+            },
+            _ if path.starts_with("/dev") => TargetError::NoDevice { path: p },
+            _ => TargetError::NotFound { path: p },
+        },
+        Some(libc::EACCES) | Some(libc::EPERM) => TargetError::Permission {
+            path: p,
+            mode: match op {
+                "read-only" => "opening it read-only",
+                "read-write" => "opening it read-write",
+                "create" => "creating it or opening it for writing",
+                _ => "using it",
+            },
+        },
         Some(libc::ENOSPC) => TargetError::NoSpace {
             path: p,
             offset: 0,
             need: 0,
+            free: free_bytes(path),
         },
         _ => TargetError::Io { path: p, op, err },
     }
+}
+
+/// Bytes free on the filesystem holding `path` (0 if unknown), for messages.
+fn free_bytes(path: &Path) -> u64 {
+    let f = File::open(path).or_else(|_| File::open(path.parent().unwrap_or(Path::new("."))));
+    f.ok()
+        .and_then(|f| dioscope_sys::fsinfo::fstatfs(f.as_raw_fd()).ok())
+        .map(|s| s.blocks_free * s.block_size)
+        .unwrap_or(0)
 }
 
 /// What a run needs of one target path.
@@ -140,6 +176,18 @@ impl TargetTable {
             .collect()
     }
 
+    /// Close every target and remove the files this run created: a run that
+    /// fails before its first I/O leaves nothing behind. Files dioscope did
+    /// not create are never removed.
+    pub fn discard(self) {
+        let created = self.created_files();
+        drop(self);
+        for p in &created {
+            let _ = std::fs::remove_file(p);
+            dioscope_sys::signal::unregister_scratch(p);
+        }
+    }
+
     /// Open every target once. `check_write` is called for a block device
     /// that will be written, before it is opened for writing.
     pub fn open_all(
@@ -162,7 +210,13 @@ impl TargetTable {
         }
         let mut table = TargetTable::default();
         for n in &merged {
-            let t = open_one(n, check_write)?;
+            let t = match open_one(n, check_write) {
+                Ok(t) => t,
+                Err(e) => {
+                    table.discard();
+                    return Err(e);
+                }
+            };
             table
                 .index
                 .insert((n.path.clone(), n.direct), table.targets.len());
@@ -229,14 +283,35 @@ fn open_one(
     }
     let created = existing.is_none();
     let have = existing.map(|s| s.size).unwrap_or(0);
+    if created && n.path.starts_with("/dev") {
+        // Never create regular files in /dev: a typo in a device name must not
+        // turn into a file that fills the devtmpfs.
+        return Err(TargetError::NoDevice {
+            path: n.path.display().to_string(),
+        });
+    }
     if created && n.min_size == 0 {
         return Err(TargetError::NeedSize {
             path: n.path.display().to_string(),
         });
     }
     if have < n.min_size {
-        layout(&n.path, have, n.min_size, created)?;
+        layout(&n.path, have, n.min_size, created).map_err(|mut e| {
+            if let TargetError::NoSpace { free, .. } = &mut e {
+                // Free once the partial layout is gone and closed: what the user has.
+                *free = free_bytes(&n.path);
+            }
+            e
+        })?;
     }
+    // From here on a failure must not leave the file this call created.
+    let undo = |e: TargetError| {
+        if created {
+            let _ = std::fs::remove_file(&n.path);
+            dioscope_sys::signal::unregister_scratch(&n.path);
+        }
+        e
+    };
     let mut oo = OpenOptions::new();
     // Opened read-write only when a job writes; layout above used its own handle.
     oo.read(true).write(n.write);
@@ -246,24 +321,24 @@ fn open_one(
     let file = match oo.open(&n.path) {
         Ok(f) => f,
         Err(e) if n.direct && e.raw_os_error() == Some(libc::EINVAL) => {
-            return Err(TargetError::DirectUnsupported {
+            return Err(undo(TargetError::DirectUnsupported {
                 path: n.path.display().to_string(),
-            })
+            }))
         }
         Err(e) => {
-            return Err(io_err(
+            return Err(undo(io_err(
                 &n.path,
                 if n.write { "read-write" } else { "read-only" },
                 e,
-            ))
+            )))
         }
     };
-    let st = statx_fd(file.as_raw_fd()).map_err(|e| io_err(&n.path, "statx", e))?;
+    let st = statx_fd(file.as_raw_fd()).map_err(|e| undo(io_err(&n.path, "statx", e)))?;
     let (mem_align, offset_align, src) = match st.dio_align {
         Some((0, 0)) if n.direct => {
-            return Err(TargetError::DirectUnsupported {
+            return Err(undo(TargetError::DirectUnsupported {
                 path: n.path.display().to_string(),
-            })
+            }))
         }
         Some((m, o)) if o > 0 => (m.max(1), o, "statx STATX_DIOALIGN"),
         _ => {
@@ -291,12 +366,18 @@ fn open_one(
 /// Create or extend a file to `need` bytes of incompressible data. Writes
 /// with O_DIRECT where the filesystem allows (no page-cache pollution), in
 /// 1 MiB chunks. Space is reserved first so a full disk fails early.
+///
+/// Whatever happens, the user's data survives: the bytes of an existing file
+/// are never rewritten (an unaligned tail is extended with a buffered write
+/// first), and on failure or a stop signal a created file is removed and an
+/// extended one is cut back to its old size.
 fn layout(path: &Path, have: u64, need: u64, create: bool) -> Result<(), TargetError> {
     let open = |direct: bool| {
         let mut oo = OpenOptions::new();
         oo.write(true);
         if create {
-            oo.create(true);
+            // create_new: a file that appeared since the check is not ours to remove.
+            oo.create_new(true);
         }
         if direct {
             oo.custom_flags(libc::O_DIRECT);
@@ -313,38 +394,59 @@ fn layout(path: &Path, have: u64, need: u64, create: bool) -> Result<(), TargetE
     if create {
         dioscope_sys::signal::register_scratch(path);
     }
+    let fd = f.as_raw_fd();
     let cleanup = |e: TargetError| {
         if create {
             let _ = std::fs::remove_file(path);
             dioscope_sys::signal::unregister_scratch(path);
+        } else {
+            let _ = dioscope_sys::fs::ftruncate(fd, have);
         }
         e
     };
-    let fd = f.as_raw_fd();
+    let no_space = |offset: u64| TargetError::NoSpace {
+        path: path.display().to_string(),
+        offset,
+        need,
+        free: 0,
+    };
     match dioscope_sys::fs::fallocate(fd, have, need - have) {
         Ok(()) => {}
-        Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => {
-            return Err(cleanup(TargetError::NoSpace {
-                path: path.display().to_string(),
-                offset: have,
-                need,
-            }))
-        }
+        Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => return Err(cleanup(no_space(have))),
         // Not supported (e.g. some filesystems): write it out instead.
         Err(_) => {}
     }
     const CHUNK: usize = 1 << 20;
     let mut arena = dioscope_sys::queue::SlotArena::new(1, CHUNK)
         .map_err(|e| cleanup(io_err(path, "allocate buffer", e)))?;
-    // Start on an aligned boundary so O_DIRECT writes stay aligned.
-    let mut off = have / 4096 * 4096;
     let mut seed = 0x5eed_u64 ^ need;
+    let mut off = have;
+    if direct && !have.is_multiple_of(4096) {
+        // Up to the next aligned boundary through the page cache, so the
+        // existing bytes of the partial block are kept.
+        let head = (have.next_multiple_of(4096).min(need) - have) as usize;
+        arena.fill_random(seed);
+        let wrote = OpenOptions::new().write(true).open(path).and_then(|b| {
+            let n = dioscope_sys::io::pwrite(b.as_raw_fd(), &arena.slot_mut(0)[..head], have)?;
+            dioscope_sys::io::fdatasync(b.as_raw_fd())?;
+            Ok(n)
+        });
+        match wrote {
+            Ok(n) if n == head => off += n as u64,
+            Ok(_) => return Err(cleanup(no_space(have))),
+            Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => {
+                return Err(cleanup(no_space(have)))
+            }
+            Err(e) => return Err(cleanup(io_err(path, "write (layout)", e))),
+        }
+    }
     while off < need {
         if dioscope_sys::signal::stop_count() > 0 {
-            return Err(cleanup(TargetError::Refused(format!(
-                "{}: interrupted while laying out the file",
-                path.display()
-            ))));
+            return Err(cleanup(TargetError::Interrupted {
+                path: path.display().to_string(),
+                offset: off,
+                need,
+            }));
         }
         seed = seed
             .wrapping_mul(6364136223846793005)
@@ -359,23 +461,13 @@ fn layout(path: &Path, have: u64, need: u64, create: bool) -> Result<(), TargetE
         };
         let buf = &arena.slot_mut(0)[..wlen];
         match dioscope_sys::io::pwrite(fd, buf, off) {
-            Ok(0) => {
-                return Err(cleanup(TargetError::NoSpace {
-                    path: path.display().to_string(),
-                    offset: off,
-                    need,
-                }))
-            }
+            Ok(0) => return Err(cleanup(no_space(off))),
             Ok(n) => off += n as u64,
             Err(e)
                 if e.raw_os_error() == Some(libc::ENOSPC)
                     || e.raw_os_error() == Some(libc::EDQUOT) =>
             {
-                return Err(cleanup(TargetError::NoSpace {
-                    path: path.display().to_string(),
-                    offset: off,
-                    need,
-                }))
+                return Err(cleanup(no_space(off)))
             }
             Err(e) => return Err(cleanup(io_err(path, "write (layout)", e))),
         }
