@@ -360,18 +360,54 @@ fn fs_info(path: &Path) -> Option<FsInfo> {
 }
 
 /// The whole environment of a run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Environment {
     pub kernel: Kernel,
+    pub clock: ClockInfo,
     pub cpu: Cpu,
     pub mem_total_bytes: Option<u64>,
     pub targets: Vec<TargetEnv>,
+}
+
+/// The clock latencies are measured with: what it is, its resolution, and
+/// what one reading costs here (so a reader can judge sub-µs figures).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ClockInfo {
+    pub source: String,
+    pub kernel_clocksource: Option<String>,
+    pub resolution_ns: u64,
+    /// Mean cost of one reading, from 100 000 back-to-back readings.
+    pub cost_ns: f64,
+    /// Readings per I/O batch in the worker loop (stage/commit, reap).
+    pub reads_per_batch: u32,
+}
+
+impl ClockInfo {
+    pub fn measure() -> ClockInfo {
+        use dioscope_sys::clock::now_ns;
+        const N: u64 = 100_000;
+        let t0 = now_ns();
+        let mut x = 0u64;
+        for _ in 0..N {
+            x = x.wrapping_add(now_ns());
+        }
+        std::hint::black_box(x);
+        let cost = (now_ns() - t0) as f64 / N as f64;
+        ClockInfo {
+            source: "CLOCK_MONOTONIC via the vDSO".into(),
+            kernel_clocksource: read_trimmed(Path::new("/sys/devices/system/clocksource/clocksource0/current_clocksource")),
+            resolution_ns: dioscope_sys::clock::resolution_ns(),
+            cost_ns: cost,
+            reads_per_batch: 2,
+        }
+    }
 }
 
 impl Environment {
     pub fn read(targets: &[&Path]) -> Environment {
         Environment {
             kernel: Kernel::read(),
+            clock: ClockInfo::measure(),
             cpu: Cpu::read(),
             mem_total_bytes: mem_total_bytes(),
             targets: targets.iter().map(|p| TargetEnv::read(p)).collect(),

@@ -348,7 +348,8 @@ pub static OPTIONS: &[OptDef] = &[
         example: "8",
         help: "I/Os submitted at once (0 = 1)",
         apply: job!(|j, v| {
-            j.iodepth_batch_submit = u32v(v)?.max(1);
+            // fio: 0 means "iodepth"; dioscope's default (0) is "all that are ready".
+            j.iodepth_batch_submit = u32v(v)?;
             Ok(())
         }),
     },

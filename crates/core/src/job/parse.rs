@@ -439,7 +439,7 @@ pub fn default_job() -> JobSpec {
         rw: RwMode::RandRead,
         ioengine: EngineKind::IoUring,
         iodepth: 32,
-        iodepth_batch_submit: 8,
+        iodepth_batch_submit: 0,
         iodepth_batch_complete_min: 1,
         direct: true,
         size: Some(super::units::SizeOrPct::Bytes(1 << 30)),

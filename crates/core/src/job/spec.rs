@@ -225,7 +225,9 @@ impl Default for JobSpec {
             rwmixread: 50,
             ioengine: EngineKind::Psync,
             iodepth: 1,
-            iodepth_batch_submit: 1,
+            // fio defaults to 1 (a syscall per I/O); dioscope submits all
+            // that are ready at once: same I/O, lower cost.
+            iodepth_batch_submit: 0,
             iodepth_batch_complete_min: 1,
             iodepth_batch_complete_max: 0,
             numjobs: 1,
