@@ -17,6 +17,17 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Add another thread's or trial's usage (peak RSS: the larger).
+    pub fn add(&mut self, o: &Usage) {
+        self.user_us += o.user_us;
+        self.sys_us += o.sys_us;
+        self.vol_ctx += o.vol_ctx;
+        self.invol_ctx += o.invol_ctx;
+        self.minflt += o.minflt;
+        self.majflt += o.majflt;
+        self.maxrss_kb = self.maxrss_kb.max(o.maxrss_kb);
+    }
+
     pub fn since(&self, before: &Usage) -> Usage {
         Usage {
             user_us: self.user_us.saturating_sub(before.user_us),

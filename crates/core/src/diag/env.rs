@@ -395,7 +395,9 @@ impl ClockInfo {
         let cost = (now_ns() - t0) as f64 / N as f64;
         ClockInfo {
             source: "CLOCK_MONOTONIC via the vDSO".into(),
-            kernel_clocksource: read_trimmed(Path::new("/sys/devices/system/clocksource/clocksource0/current_clocksource")),
+            kernel_clocksource: read_trimmed(Path::new(
+                "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+            )),
             resolution_ns: dioscope_sys::clock::resolution_ns(),
             cost_ns: cost,
             reads_per_batch: 2,

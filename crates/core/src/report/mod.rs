@@ -102,9 +102,7 @@ pub struct JobSummary<'a> {
     pub trials: Vec<TrialMetrics>,
     pub stats: TrialStats,
     pub ticks: Vec<Tick>,
-    pub depth_level: [u64; 7],
-    pub submit_batches: [u64; 7],
-    pub complete_batches: [u64; 7],
+    pub queue: crate::runner::QueueStats,
     pub first_error: Option<(crate::runner::IoErrorInfo, String)>,
     pub max_worker_cpu: f64,
 }
@@ -189,9 +187,7 @@ pub fn summarize(r: &RunResult) -> Vec<JobSummary<'_>> {
                 trials: Vec::new(),
                 stats: TrialStats::default(),
                 ticks: Vec::new(),
-                depth_level: [0; 7],
-                submit_batches: [0; 7],
-                complete_batches: [0; 7],
+                queue: Default::default(),
                 first_error: None,
                 max_worker_cpu: 0.0,
             };
@@ -209,17 +205,8 @@ pub fn summarize(r: &RunResult) -> Vec<JobSummary<'_>> {
                     }
                     s.sync.merge(&tj.sync);
                     runtime_ns = runtime_ns.max(tj.runtime_ns);
-                    s.thread_cpu.user_us += tj.thread_cpu.user_us;
-                    s.thread_cpu.sys_us += tj.thread_cpu.sys_us;
-                    s.thread_cpu.vol_ctx += tj.thread_cpu.vol_ctx;
-                    s.thread_cpu.invol_ctx += tj.thread_cpu.invol_ctx;
-                    s.thread_cpu.minflt += tj.thread_cpu.minflt;
-                    s.thread_cpu.majflt += tj.thread_cpu.majflt;
-                    for b in 0..7 {
-                        s.depth_level[b] += tj.depth_level[b];
-                        s.submit_batches[b] += tj.submit_batches[b];
-                        s.complete_batches[b] += tj.complete_batches[b];
-                    }
+                    s.thread_cpu.add(&tj.thread_cpu);
+                    s.queue.add(&tj.queue);
                     s.max_worker_cpu = s.max_worker_cpu.max(tj.max_worker_cpu);
                     errors += tj.dirs[0].errors + tj.dirs[1].errors;
                     interrupted |= tj.interrupted;

@@ -22,7 +22,9 @@ use offsets::{BsPicker, OffsetGen};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
-pub use worker::{merge_ticks, DirStats, IoErrorInfo, Progress, Tick, WorkerPlan, WorkerResult};
+pub use worker::{
+    merge_ticks, DirStats, IoErrorInfo, Progress, QueueStats, Tick, WorkerPlan, WorkerResult,
+};
 use worker::{BlockHook, NoHook};
 
 /// Errors before any I/O: bad job/target combinations. Exit code 2.
@@ -70,9 +72,7 @@ pub struct TrialJob {
     /// Busiest worker's CPU share of its wall time (1.0 = a full CPU).
     pub max_worker_cpu: f64,
     pub workers: u32,
-    pub depth_level: [u64; 7],
-    pub submit_batches: [u64; 7],
-    pub complete_batches: [u64; 7],
+    pub queue: QueueStats,
 }
 
 /// Whole-process and system-wide measurements of one group trial.
@@ -824,20 +824,11 @@ pub fn execute(
                 }
                 tj.sync.merge(&r.sync);
                 tj.runtime_ns = tj.runtime_ns.max(r.runtime_ns);
-                tj.thread_cpu.user_us += r.thread_cpu.user_us;
-                tj.thread_cpu.sys_us += r.thread_cpu.sys_us;
-                tj.thread_cpu.vol_ctx += r.thread_cpu.vol_ctx;
-                tj.thread_cpu.invol_ctx += r.thread_cpu.invol_ctx;
-                tj.thread_cpu.minflt += r.thread_cpu.minflt;
-                tj.thread_cpu.majflt += r.thread_cpu.majflt;
+                tj.thread_cpu.add(&r.thread_cpu);
                 tj.max_worker_cpu = tj.max_worker_cpu.max(r.cpu_busy);
                 tj.interrupted |= r.interrupted;
                 tj.workers += 1;
-                for b in 0..7 {
-                    tj.depth_level[b] += r.depth_level[b];
-                    tj.submit_batches[b] += r.submit_batches[b];
-                    tj.complete_batches[b] += r.complete_batches[b];
-                }
+                tj.queue.add(&r.queue);
                 merge_ticks(&mut tj.ticks, &r.ticks);
                 if let Some(n) = r.setup_note {
                     if !notes.contains(&n) {

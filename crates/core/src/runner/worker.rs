@@ -104,12 +104,29 @@ pub struct WorkerResult {
     /// Fraction of the worker's wall time spent on CPU (user + sys).
     pub cpu_busy: f64,
     pub setup_note: Option<String>,
+    pub queue: QueueStats,
+}
+
+/// How deep the queue ran and how big the batches were (fio's
+/// iodepth_level, iodepth_submit and iodepth_complete).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueStats {
     /// Commits by in-flight depth after staging: 1, 2, 4, 8, 16, 32, >=64.
     pub depth_level: [u64; 7],
     /// Commits by I/Os submitted: 0, 1-4, 5-8, 9-16, 17-32, 33-64, >64.
     pub submit_batches: [u64; 7],
     /// Reaps by I/Os completed, same buckets.
     pub complete_batches: [u64; 7],
+}
+
+impl QueueStats {
+    pub fn add(&mut self, o: &QueueStats) {
+        for b in 0..7 {
+            self.depth_level[b] += o.depth_level[b];
+            self.submit_batches[b] += o.submit_batches[b];
+            self.complete_batches[b] += o.complete_batches[b];
+        }
+    }
 }
 
 /// Bucket of fio's iodepth_level map: 1, 2, 4, 8, 16, 32, >=64, each
@@ -423,9 +440,9 @@ pub fn run_with_hook<E: Engine, H: BlockHook>(
         now = now_ns();
         let n = eng.reap(&mut comps);
         if measuring {
-            res.depth_level[depth_bucket(inflight)] += 1;
-            res.submit_batches[batch_bucket(staged_list.len())] += 1;
-            res.complete_batches[batch_bucket(n)] += 1;
+            res.queue.depth_level[depth_bucket(inflight)] += 1;
+            res.queue.submit_batches[batch_bucket(staged_list.len())] += 1;
+            res.queue.complete_batches[batch_bucket(n)] += 1;
         }
         for c in &comps[..n] {
             let m = &meta[c.slot as usize];
@@ -496,9 +513,7 @@ pub fn run_with_hook<E: Engine, H: BlockHook>(
             for d in &mut res.dirs {
                 d.reset();
             }
-            res.depth_level = [0; 7];
-            res.submit_batches = [0; 7];
-            res.complete_batches = [0; 7];
+            res.queue = QueueStats::default();
             res.sync.reset();
             prog.measuring.store(true, Ordering::Relaxed);
         }
