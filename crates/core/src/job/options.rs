@@ -76,7 +76,7 @@ fn split_bs(s: &str) -> Result<BlockSizes, UnitError> {
     let mut unassigned = Vec::new();
     for part in s.split(':').filter(|p| !p.trim().is_empty()) {
         let (sz, pct) = match part.split_once('/') {
-            Some((a, b)) => (parse_size(a)?, Some(parse_int(b)? as u32)),
+            Some((a, b)) => (parse_size(a)?, Some(pct(b)?)),
             None => (parse_size(part)?, None),
         };
         if sz == 0 {
@@ -87,13 +87,22 @@ fn split_bs(s: &str) -> Result<BlockSizes, UnitError> {
             None => unassigned.push(sz),
         }
     }
-    let used: u32 = v.iter().map(|x| x.1).sum();
+    // Saturating: a long enough list of 100s must not overflow.
+    let used = v.iter().fold(0u32, |a, x| a.saturating_add(x.1));
     if used > 100 {
         return Err(format!("percentages add up to {used}, more than 100"));
     }
     if !unassigned.is_empty() {
-        let share = (100 - used) / unassigned.len() as u32;
-        v.extend(unassigned.into_iter().map(|s| (s, share)));
+        // Sizes without a percentage share what is left; the first ones take
+        // the remainder so that `4k:8k:16k` is 34/33/33 and adds up to 100.
+        let n = unassigned.len() as u32;
+        let (share, extra) = ((100 - used) / n, (100 - used) % n);
+        v.extend(
+            unassigned
+                .into_iter()
+                .zip(0..)
+                .map(|(s, i)| (s, share + u32::from(i < extra))),
+        );
     }
     if v.is_empty() {
         return Err("no block sizes".into());
@@ -1191,6 +1200,35 @@ mod tests {
         (lookup("bsrange").unwrap().apply_job())(&mut j, "4k-16k").unwrap();
         assert_eq!(j.bs[1], BlockSizes::Range(4096, 16384));
         assert!((lookup("bs").unwrap().apply_job())(&mut j, "banana").is_err());
+    }
+
+    #[test]
+    fn bssplit_percentages_are_bounded_and_add_up() {
+        let split = lookup("bssplit").unwrap().apply_job();
+        let mut j = JobSpec::default();
+        // 4294967346 used to be truncated to 50 by `as u32`; u32::MAX twice
+        // overflowed the sum.
+        assert!(split(&mut j, "4k/4294967346:64k/50").is_err());
+        assert!(split(&mut j, "4k/4294967295:64k/4294967295").is_err());
+        assert!(split(&mut j, "4k/101").is_err());
+        // Unassigned sizes share the rest without losing the remainder.
+        split(&mut j, "4k:8k:16k").unwrap();
+        assert_eq!(
+            j.bs[0],
+            BlockSizes::Split(vec![(4096, 34), (8192, 33), (16384, 33)])
+        );
+        split(&mut j, "1k/10:4k:8k:16k").unwrap();
+        assert_eq!(
+            j.bs[0],
+            BlockSizes::Split(vec![(1024, 10), (4096, 30), (8192, 30), (16384, 30)])
+        );
+        // Many entries.
+        let many = vec!["4k"; 1000].join(":");
+        split(&mut j, &many).unwrap();
+        match &j.bs[0] {
+            BlockSizes::Split(v) => assert_eq!(v.iter().map(|x| x.1).sum::<u32>(), 100),
+            other => panic!("{other:?}"),
+        }
     }
 
     impl OptDef {

@@ -138,21 +138,39 @@ fn env_lookup(name: &str) -> Option<String> {
 }
 
 /// Read a job file, following `include` lines, into (key, value) lines per section.
+/// `stack` holds the files being read, outermost first, to refuse include loops.
 fn read_lines(
     path: &Path,
-    depth: usize,
+    stack: &mut Vec<PathBuf>,
     out: &mut Vec<(String, Origin)>,
 ) -> Result<(), ParseError> {
-    if depth > 16 {
+    if stack.len() > 16 {
         return Err(ParseError::Read {
             path: path.display().to_string(),
-            message: "includes nest more than 16 deep (an include loop?)".into(),
+            message: "includes nest more than 16 deep".into(),
+        });
+    }
+    // Without this a file that includes itself twice would be read 2^16 times.
+    let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    if let Some(first) = stack.iter().position(|p| *p == canonical) {
+        let chain: Vec<String> = stack[first..]
+            .iter()
+            .chain([&canonical])
+            .map(|p| p.display().to_string())
+            .collect();
+        return Err(ParseError::Read {
+            path: path.display().to_string(),
+            message: format!(
+                "include loop: {}; remove one of the include lines",
+                chain.join(" includes ")
+            ),
         });
     }
     let text = std::fs::read_to_string(path).map_err(|e| ParseError::Read {
         path: path.display().to_string(),
         message: e.to_string(),
     })?;
+    stack.push(canonical);
     for (i, line) in text.lines().enumerate() {
         let origin = Origin::File {
             path: path.display().to_string(),
@@ -170,11 +188,12 @@ fn read_lines(
             } else {
                 path.parent().unwrap_or(Path::new(".")).join(p)
             };
-            read_lines(&full, depth + 1, out)?;
+            read_lines(&full, stack, out)?;
             continue;
         }
         out.push((line.to_string(), origin));
     }
+    stack.pop();
     Ok(())
 }
 
@@ -251,7 +270,7 @@ pub fn parse_job_file(
     file_boundary: bool,
 ) -> Result<Vec<RawJob>, ParseError> {
     let mut lines = Vec::new();
-    read_lines(path, 0, &mut lines)?;
+    read_lines(path, &mut Vec::new(), &mut lines)?;
     parse_ini(&lines, cli_defaults, file_boundary)
 }
 
@@ -664,5 +683,36 @@ mod tests {
         assert_eq!(p.jobs[0].ioengine, EngineKind::Null);
         assert!(!p.jobs[0].stonewall);
         assert!(p.jobs[1].stonewall, "a second job file starts a new group");
+    }
+
+    #[test]
+    fn include_loops_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        // Included twice per level, a self-include used to be read 2^16 times.
+        std::fs::write(
+            d.path().join("loop.fio"),
+            "[a]\ninclude loop.fio\ninclude ./loop.fio\n",
+        )
+        .unwrap();
+        std::fs::write(d.path().join("x.inc"), "include y.inc\n").unwrap();
+        std::fs::write(d.path().join("y.inc"), "include x.inc\n").unwrap();
+        std::fs::write(d.path().join("b.fio"), "[b]\ninclude x.inc\n").unwrap();
+        let e = parse_args(&[d.path().join("loop.fio").to_str().unwrap()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("include loop") && e.contains("loop.fio"), "{e}");
+        let e = parse_args(&[d.path().join("b.fio").to_str().unwrap()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("x.inc includes") && e.contains("y.inc"), "{e}");
+        // The same file included twice side by side is not a loop.
+        std::fs::write(d.path().join("bs.inc"), "bs=8k\n").unwrap();
+        std::fs::write(
+            d.path().join("twice.fio"),
+            "[t]\ninclude bs.inc\ninclude bs.inc\nioengine=null\n",
+        )
+        .unwrap();
+        let p = parse_args(&[d.path().join("twice.fio").to_str().unwrap()]).unwrap();
+        assert_eq!(p.jobs[0].bs[0], BlockSizes::Fixed(8192));
     }
 }

@@ -38,13 +38,32 @@ fn leading_expr(s: &str) -> Result<(f64, &str), UnitError> {
     Err(format!("unbalanced parentheses in '{s}'"))
 }
 
+/// How deeply parentheses, unary minus and `^` may nest in [`eval`]. Each
+/// level is a few stack frames, and job files and arguments have no length
+/// limit, so without a bound `((((...1))))` overflows the stack.
+pub const MAX_EXPR_DEPTH: usize = 64;
+
 /// A tiny recursive-descent evaluator for + - * / % ^ and parentheses.
 pub fn eval(expr: &str) -> Result<f64, UnitError> {
     struct P<'a> {
         b: &'a [u8],
         i: usize,
+        depth: usize,
     }
     impl P<'_> {
+        /// Run `f` one nesting level deeper, refusing past [`MAX_EXPR_DEPTH`].
+        fn nested(
+            &mut self,
+            f: impl FnOnce(&mut Self) -> Result<f64, UnitError>,
+        ) -> Result<f64, UnitError> {
+            if self.depth >= MAX_EXPR_DEPTH {
+                return Err(format!("expression nests more than {MAX_EXPR_DEPTH} deep"));
+            }
+            self.depth += 1;
+            let v = f(self);
+            self.depth -= 1;
+            v
+        }
         fn ws(&mut self) {
             while self.i < self.b.len() && self.b[self.i].is_ascii_whitespace() {
                 self.i += 1;
@@ -82,7 +101,7 @@ pub fn eval(expr: &str) -> Result<f64, UnitError> {
             let b = self.atom()?;
             if self.peek() == Some(b'^') {
                 self.i += 1;
-                let e = self.power()?;
+                let e = self.nested(Self::power)?;
                 return Ok(b.powf(e));
             }
             Ok(b)
@@ -91,7 +110,7 @@ pub fn eval(expr: &str) -> Result<f64, UnitError> {
             match self.peek() {
                 Some(b'(') => {
                     self.i += 1;
-                    let v = self.sum()?;
+                    let v = self.nested(Self::sum)?;
                     if self.peek() != Some(b')') {
                         return Err("missing ')'".into());
                     }
@@ -100,7 +119,7 @@ pub fn eval(expr: &str) -> Result<f64, UnitError> {
                 }
                 Some(b'-') => {
                     self.i += 1;
-                    Ok(-self.atom()?)
+                    Ok(-self.nested(Self::atom)?)
                 }
                 Some(c) if c.is_ascii_digit() || c == b'.' => {
                     let st = self.i;
@@ -125,6 +144,7 @@ pub fn eval(expr: &str) -> Result<f64, UnitError> {
     let mut p = P {
         b: expr.as_bytes(),
         i: 0,
+        depth: 0,
     };
     let v = p.sum()?;
     if p.peek().is_some() {
@@ -139,28 +159,25 @@ fn size_multiplier(suffix: &str) -> Option<u64> {
         return Some(1);
     }
     let lower = s.to_ascii_lowercase();
+    // Split by chars, not bytes: the suffix may start with a multi-byte character.
+    let mut chars = lower.chars();
+    let unit = chars.next()?;
     // "Ki", "KiB", "Mi", ...: 1000-based in fio's default compatibility mode.
-    let (unit, decimal) = if lower.len() >= 2 && lower.as_bytes()[1] == b'i' {
-        let rest = &lower[2..];
-        if !(rest.is_empty() || rest == "b") {
-            return None;
-        }
-        (&lower[..1], true)
-    } else {
-        let rest = &lower[1..];
-        if !(rest.is_empty() || rest == "b") {
-            return None;
-        }
-        (&lower[..1], false)
+    let (decimal, rest) = match chars.as_str().strip_prefix('i') {
+        Some(rest) => (true, rest),
+        None => (false, chars.as_str()),
     };
+    if !(rest.is_empty() || rest == "b") {
+        return None;
+    }
     let base: u64 = if decimal { 1000 } else { 1024 };
     let exp = match unit {
-        "b" if lower == "b" => 0,
-        "k" => 1,
-        "m" => 2,
-        "g" => 3,
-        "t" => 4,
-        "p" => 5,
+        'b' if lower == "b" => 0,
+        'k' => 1,
+        'm' => 2,
+        'g' => 3,
+        't' => 4,
+        'p' => 5,
         _ => return None,
     };
     Some(base.pow(exp))
@@ -194,7 +211,8 @@ pub fn parse_size(s: &str) -> Result<u64, UnitError> {
     let mult =
         size_multiplier(suffix).ok_or_else(|| format!("'{s}' has an unknown unit '{suffix}'"))?;
     let v = num * mult as f64;
-    if !v.is_finite() || v > u64::MAX as f64 {
+    // u64::MAX as f64 rounds up to 2^64, which does not fit: hence >=.
+    if !v.is_finite() || v >= u64::MAX as f64 {
         return Err(format!("'{s}' is too large"));
     }
     Ok(v.round() as u64)
@@ -262,7 +280,12 @@ pub fn parse_time_us(s: &str, default_unit_us: u64) -> Result<u64, UnitError> {
         "d" => 86_400_000_000,
         other => return Err(format!("'{s}' has an unknown time unit '{other}'")),
     };
-    Ok((num * mult as f64).round() as u64)
+    let v = (num * mult as f64).round();
+    // `as u64` would quietly turn NaN into 0 and anything huge into u64::MAX.
+    if !v.is_finite() || v >= u64::MAX as f64 {
+        return Err(format!("'{s}' is too large"));
+    }
+    Ok(v as u64)
 }
 
 /// fio booleans: 1/0, true/false, yes/no, on/off; an empty value (bare flag) is true.
@@ -302,28 +325,34 @@ pub fn parse_range(s: &str) -> Result<(u64, u64), UnitError> {
     Ok((lo, hi))
 }
 
-/// A CPU list `0-3,6,8-9`.
+/// The most CPUs a `cpu_set_t` (what `sched_setaffinity` takes) can name.
+pub const MAX_CPUS: usize = libc::CPU_SETSIZE as usize;
+
+/// A CPU list `0-3,6,8-9`. CPU numbers are below [`MAX_CPUS`], which also
+/// keeps a range such as `0-99999999999` from expanding into a huge list.
 pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, UnitError> {
+    let cpu = |t: &str, part: &str, what: &str| -> Result<usize, UnitError> {
+        let c: usize = t
+            .trim()
+            .parse()
+            .map_err(|_| format!("'{part}' is not a CPU {what}"))?;
+        if c >= MAX_CPUS {
+            return Err(format!(
+                "CPU {c} in '{part}' is beyond the {MAX_CPUS} CPUs an affinity mask can hold"
+            ));
+        }
+        Ok(c)
+    };
     let mut out = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         if let Some((a, b)) = part.split_once('-') {
-            let a: usize = a
-                .trim()
-                .parse()
-                .map_err(|_| format!("'{part}' is not a CPU range"))?;
-            let b: usize = b
-                .trim()
-                .parse()
-                .map_err(|_| format!("'{part}' is not a CPU range"))?;
+            let (a, b) = (cpu(a, part, "range")?, cpu(b, part, "range")?);
             if a > b {
                 return Err(format!("'{part}' is not a CPU range"));
             }
             out.extend(a..=b);
         } else {
-            out.push(
-                part.parse()
-                    .map_err(|_| format!("'{part}' is not a CPU number"))?,
-            );
+            out.push(cpu(part, part, "number")?);
         }
     }
     if out.is_empty() {
@@ -391,5 +420,62 @@ mod tests {
         assert_eq!(parse_cpu_list("0-2,5").unwrap(), vec![0, 1, 2, 5]);
         assert_eq!(eval("(2+3)*4").unwrap(), 20.0);
         assert_eq!(eval("2^10").unwrap(), 1024.0);
+    }
+}
+
+#[cfg(test)]
+mod fuzz_regressions {
+    //! Inputs found by `cargo fuzz` (see fuzz/README.md) or by reading the code
+    //! while writing the targets; each once panicked, overflowed or hung.
+    use super::*;
+
+    #[test]
+    fn deep_expressions_are_errors_not_stack_overflows() {
+        let n = 200_000;
+        let parens = format!("{}1{}", "(".repeat(n), ")".repeat(n));
+        assert!(eval(&parens).is_err());
+        assert!(parse_size(&parens).is_err());
+        assert!(eval(&format!("{}1", "-".repeat(n))).is_err());
+        assert!(eval(&format!("{}2", "2^".repeat(n))).is_err());
+        // Reasonable nesting still works.
+        assert_eq!(eval("((((2))))*-(-3)").unwrap(), 6.0);
+        assert_eq!(eval("2^3^2").unwrap(), 512.0);
+    }
+
+    #[test]
+    fn multibyte_unit_suffix_is_an_error_not_a_panic() {
+        // Found by the `units` target: the suffix was sliced at byte 1.
+        assert!(parse_size("4\u{5a1}").is_err());
+        assert!(parse_size("1é").is_err());
+        assert!(parse_size("1ıb").is_err());
+        assert!(parse_time_us("1é", 1).is_err());
+        assert!(parse_range("1é-2").is_err());
+    }
+
+    #[test]
+    fn huge_cpu_ranges_are_refused() {
+        // Found by the `units` target: `0-344444444444444` tried to build a
+        // list of 3e14 CPUs. CPU numbers past the affinity mask would also
+        // have panicked in libc::CPU_SET later.
+        assert!(parse_cpu_list("0-344444444444444,-9").is_err());
+        assert!(parse_cpu_list(&format!("0-{MAX_CPUS}")).is_err());
+        assert_eq!(
+            parse_cpu_list(&format!("0-{}", MAX_CPUS - 1))
+                .unwrap()
+                .len(),
+            MAX_CPUS
+        );
+    }
+
+    #[test]
+    fn out_of_range_numbers_are_errors() {
+        // 2^64 and up used to saturate to u64::MAX, NaN to 0.
+        assert!(parse_size("18446744073709551616").is_err());
+        assert!(parse_size("1000000000p").is_err());
+        assert!(parse_size("(2^99999)").is_err());
+        assert!(parse_time_us("99999999999999999999d", 1_000_000).is_err());
+        assert!(parse_time_us("(2^99999)", 1_000_000).is_err());
+        assert!(parse_time_us("(2^99999-2^99999)", 1_000_000).is_err());
+        assert_eq!(parse_size("16383p").unwrap(), 16383 << 50);
     }
 }
