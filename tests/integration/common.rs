@@ -12,11 +12,32 @@ pub fn bin() -> &'static str {
 
 /// Run dioscope with `args` in `dir`.
 pub fn run_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(bin())
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run dioscope")
+    let mut c = Command::new(bin());
+    c.args(args).current_dir(dir);
+    output_within(c, std::time::Duration::from_secs(120))
+}
+
+/// Run a command to completion, but kill it and fail the test if it takes
+/// longer than `limit`: a hang must fail CI, not stall it.
+pub fn output_within(mut c: Command, limit: std::time::Duration) -> Output {
+    use std::process::Stdio;
+    let child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => out.expect("wait for child"),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            panic!("{c:?} did not finish within {limit:?} (killed): a hang");
+        }
+    }
 }
 
 pub fn stdout(o: &Output) -> String {

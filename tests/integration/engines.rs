@@ -128,3 +128,39 @@ fn trials_are_repeated_with_statistics() {
     assert_eq!(dj["summary"]["iops"]["n"], 4);
     assert_eq!(j["jobs"][0]["read"]["total_ios"], 4 * 256);
 }
+
+#[test]
+fn deep_queues_with_whole_batches_finish_on_every_engine() {
+    // Regression: io_uring staged a full queue's worth of entries against a
+    // stale submission-queue head, dropped them, and waited forever.
+    let d = tempfile::tempdir().unwrap();
+    for engine in ["io_uring", "libaio"] {
+        for depth in ["1", "7", "32", "64"] {
+            let o = run_in(
+                d.path(),
+                &[
+                    "--name=q",
+                    "--filename=q.dat",
+                    "--size=16m",
+                    &format!("--ioengine={engine}"),
+                    &format!("--iodepth={depth}"),
+                    "--rw=randread",
+                    "--direct=1",
+                    "--loops=4",
+                    "--output-format=json",
+                ],
+            );
+            assert_eq!(
+                o.status.code(),
+                Some(0),
+                "{engine} qd{depth}: {}",
+                stderr(&o)
+            );
+            assert_eq!(
+                json(&o)["jobs"][0]["read"]["io_bytes"],
+                64 << 20,
+                "{engine} qd{depth}"
+            );
+        }
+    }
+}

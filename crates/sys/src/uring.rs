@@ -206,10 +206,18 @@ impl UringQueue<'_> {
         };
         let entry = entry.user_data(d.slot as u64);
         // SAFETY: the buffer belongs to the arena, which outlives the ring,
-        // and the runner stages a slot only when it is idle. The SQ has
-        // `entries` >= slots, so it cannot be full.
-        let pushed = unsafe { self.sq.push(&entry) };
-        debug_assert!(pushed.is_ok(), "submission queue full");
+        // and the runner stages a slot only when it is idle.
+        if unsafe { self.sq.push(&entry) }.is_err() {
+            // The cached head is behind the kernel's: refresh it; if the
+            // ring is really full, hand what is staged to the kernel first.
+            self.sq.sync();
+            if self.sq.is_full() {
+                let _ = self.sub.submit();
+                self.sq.sync();
+            }
+            // SAFETY: as above.
+            unsafe { self.sq.push(&entry) }.expect("a free submission entry after submitting");
+        }
         self.staged += 1;
     }
 
@@ -237,8 +245,11 @@ impl UringQueue<'_> {
                 Err(e) => return Err(e),
             }
         }
+        // Learn how far the kernel consumed, so the next staging sees the
+        // entries it freed (a stale head makes the ring look full).
+        self.sq.sync();
         self.staged = self.sq.len() as u32;
-        Ok(staged - self.staged)
+        Ok(staged.saturating_sub(self.staged))
     }
 
     /// Move ready completions into `out`; returns how many.

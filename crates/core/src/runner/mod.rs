@@ -633,12 +633,17 @@ fn panicked_worker() -> WorkerResult {
     }
 }
 
-/// Sleep until `deadline` (monotonic ns), waking early on a stop signal.
-fn sleep_until(deadline: u64, done: &dyn Fn() -> bool) {
+/// Sleep until `deadline` (monotonic ns) or until `done()`. A stop signal
+/// raises `stop` (the workers also see the signal themselves) but does not
+/// cut the sleep short: the caller must not spin while workers drain.
+fn sleep_until(deadline: u64, done: &dyn Fn() -> bool, stop: &AtomicBool) {
     loop {
         let now = now_ns();
-        if now >= deadline || done() || dioscope_sys::signal::stop_count() > 0 {
+        if now >= deadline || done() {
             return;
+        }
+        if dioscope_sys::signal::stop_count() > 0 {
+            stop.store(true, Ordering::Relaxed);
         }
         std::thread::sleep(std::time::Duration::from_nanos(
             (deadline - now).min(50_000_000),
@@ -754,12 +759,12 @@ pub fn execute(
                 .max()
                 .unwrap_or(0);
             let all_done = || progs.iter().all(|p| p.done.load(Ordering::Relaxed));
-            sleep_until(t0 + ramp, &all_done);
+            sleep_until(t0 + ramp, &all_done, &stop);
             let (u0, s0, m0) = (usage_self(), SysCpu::read(), now_ns());
             hooks.measure_start(g, trial);
             let mut last = (now_ns(), 0u64, 0u64);
             while !all_done() {
-                sleep_until(now_ns() + 1_000_000_000, &all_done);
+                sleep_until(now_ns() + 1_000_000_000, &all_done, &stop);
                 if dioscope_sys::signal::stop_count() > 0 {
                     stop.store(true, Ordering::Relaxed);
                 }
