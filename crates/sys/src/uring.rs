@@ -59,7 +59,12 @@ fn build(opts: &UringOpts) -> io::Result<(IoUring, UringFeatures)> {
         ]
     };
     let mut last = None;
-    for &(si, dt, ct) in tiers {
+    // DIOSCOPE_URING_TIER=N starts at the N-th fallback (for measurements).
+    let skip = std::env::var("DIOSCOPE_URING_TIER")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(0);
+    for &(si, dt, ct) in tiers.iter().skip(skip.min(tiers.len() - 1)) {
         let mut b = IoUring::builder();
         if si {
             b.setup_single_issuer();

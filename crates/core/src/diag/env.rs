@@ -394,7 +394,12 @@ impl ClockInfo {
         std::hint::black_box(x);
         let cost = (now_ns() - t0) as f64 / N as f64;
         ClockInfo {
-            source: "CLOCK_MONOTONIC via the vDSO".into(),
+            source: match dioscope_sys::clock::source() {
+                dioscope_sys::clock::Source::Tsc => {
+                    "TSC, calibrated against CLOCK_MONOTONIC".into()
+                }
+                dioscope_sys::clock::Source::Monotonic => "CLOCK_MONOTONIC via the vDSO".into(),
+            },
             kernel_clocksource: read_trimmed(Path::new(
                 "/sys/devices/system/clocksource/clocksource0/current_clocksource",
             )),

@@ -367,7 +367,7 @@ pub static OPTIONS: &[OptDef] = &[
         aliases: &["iodepth_batch_complete"],
         kind: Kind::Int,
         example: "8",
-        help: "Completions to wait for at least per reap",
+        help: "Completions to wait for at least per reap (default: iodepth/8, at least 1)",
         apply: job!(|j, v| {
             j.iodepth_batch_complete_min = u32v(v)?;
             Ok(())

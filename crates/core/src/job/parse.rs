@@ -459,7 +459,7 @@ pub fn default_job() -> JobSpec {
         ioengine: EngineKind::IoUring,
         iodepth: 32,
         iodepth_batch_submit: 0,
-        iodepth_batch_complete_min: 1,
+        iodepth_batch_complete_min: 0,
         direct: true,
         size: Some(super::units::SizeOrPct::Bytes(1 << 30)),
         runtime_us: 8_000_000,
