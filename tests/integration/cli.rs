@@ -149,3 +149,15 @@ fn help_lists_every_option_from_the_table() {
         assert!(h.contains(&format!("--{name}")), "--help lacks {name}");
     }
 }
+
+#[test]
+fn options_reference_in_docs_is_generated_from_the_table() {
+    let o = run_in(std::path::Path::new("."), &["options", "--markdown"]);
+    let docs =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/OPTIONS.md")).unwrap();
+    assert_eq!(
+        stdout(&o),
+        docs,
+        "docs/OPTIONS.md is stale: regenerate with `dioscope options --markdown > docs/OPTIONS.md`"
+    );
+}
