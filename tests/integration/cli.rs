@@ -161,3 +161,40 @@ fn options_reference_in_docs_is_generated_from_the_table() {
         "docs/OPTIONS.md is stale: regenerate with `dioscope options --markdown > docs/OPTIONS.md`"
     );
 }
+
+#[test]
+fn progress_only_on_a_terminal() {
+    let d = tempfile::tempdir().unwrap();
+    let args = [
+        "--name=p",
+        "--ioengine=null",
+        "--size=1g",
+        "--time_based",
+        "--runtime=2",
+        "--output-format=json",
+    ];
+    // Not a terminal: no progress at all.
+    let o = run_in(d.path(), &args);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(
+        !stderr(&o).contains("IOPS"),
+        "progress on a pipe: {}",
+        stderr(&o)
+    );
+    // A terminal (a pty from util-linux's script): elapsed, remaining, IOPS, bandwidth.
+    if !can_run("script (util-linux)", have_tool("script")) {
+        return;
+    }
+    let cmd = format!("{} {} 2>&1 >/dev/null", bin(), args.join(" "));
+    let mut c = std::process::Command::new("script");
+    c.args(["-qefc", &cmd, "/dev/null"]).current_dir(d.path());
+    let o = output_within(c, std::time::Duration::from_secs(60));
+    let tty = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        tty.contains("elapsed")
+            && tty.contains("remaining")
+            && tty.contains("IOPS")
+            && tty.contains("BW"),
+        "{tty}"
+    );
+}

@@ -145,7 +145,7 @@ fn latency_buckets(h: &Histogram) -> (Value, Value, Value) {
     (mk(&k10, &ns), mk(&k10, &us), mk(&k12, &ms))
 }
 
-fn job_obj(s: &JobSummary, plus: bool, r: &RunResult) -> Value {
+fn job_obj(s: &JobSummary, plus: bool) -> Value {
     let spec = &s.runs[0].resolved.spec;
     let mut opts = Map::new();
     opts.insert("name".into(), json!(spec.name));
@@ -188,7 +188,6 @@ fn job_obj(s: &JobSummary, plus: bool, r: &RunResult) -> Value {
         "latency_target": 0,
         "latency_percentile": 100.0,
         "latency_window": 0,
-        "_dioscope_run": r.start_ms,
     })
 }
 
@@ -247,16 +246,7 @@ pub fn render_with_disks(
     disk_util: Vec<Value>,
 ) -> String {
     let sums = super::summarize(r);
-    let jobs: Vec<Value> = sums
-        .iter()
-        .map(|s| {
-            let mut v = job_obj(s, plus, r);
-            if let Some(o) = v.as_object_mut() {
-                o.remove("_dioscope_run");
-            }
-            v
-        })
-        .collect();
+    let jobs: Vec<Value> = sums.iter().map(|s| job_obj(s, plus)).collect();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();

@@ -407,17 +407,7 @@ fn run_worker<H: BlockHook>(
     let fail = |msg: String| {
         barrier.wait();
         prog.done.store(true, Ordering::Relaxed);
-        WorkerResult {
-            first_error: Some(IoErrorInfo {
-                file: 0,
-                offset: 0,
-                len: 0,
-                write: false,
-                errno: libc::EINVAL,
-            }),
-            setup_note: Some(msg),
-            ..Default::default()
-        }
+        failed_worker(libc::EINVAL, msg)
     };
     let mut arena = match SlotArena::new(plan.depth, j.max_bs() as usize) {
         Ok(a) => a,
@@ -623,20 +613,26 @@ fn run_hooked(
     }
 }
 
-fn panicked_worker() -> WorkerResult {
+/// The result of a worker that could not run (`errno`, and why).
+fn failed_worker(errno: i32, note: String) -> WorkerResult {
     WorkerResult {
         first_error: Some(IoErrorInfo {
             file: 0,
             offset: 0,
             len: 0,
             write: false,
-            errno: libc::EIO,
+            errno,
         }),
-        setup_note: Some(
-            "a worker thread panicked; this is a dioscope bug, please report it".into(),
-        ),
+        setup_note: Some(note),
         ..Default::default()
     }
+}
+
+fn panicked_worker() -> WorkerResult {
+    failed_worker(
+        libc::EIO,
+        "a worker thread panicked; this is a dioscope bug, please report it".into(),
+    )
 }
 
 /// Sleep until `deadline` (monotonic ns) or until `done()`. A stop signal
