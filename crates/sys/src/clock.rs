@@ -8,6 +8,7 @@
 //! 20 ns for `clock_gettime` through the vDSO. Anywhere else it is
 //! `clock_gettime(CLOCK_MONOTONIC)`. Either way the result is nanoseconds on
 //! one monotonic time line, so timestamps from both may be compared.
+//! `DIOSCOPE_CLOCK_MONOTONIC=1` forces `clock_gettime` (to compare the two).
 //!
 //! The runner reads the clock twice per batch of I/Os (before committing and
 //! after reaping), not per I/O; see `dioscope_core::runner::worker`.
