@@ -198,3 +198,45 @@ fn progress_only_on_a_terminal() {
         "{tty}"
     );
 }
+
+#[test]
+fn summary_header_shows_block_sizes_as_given() {
+    let d = tempfile::tempdir().unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=x",
+            "--ioengine=null",
+            "--size=1m",
+            "--rw=randrw",
+            "--bs=4k,64k",
+        ],
+    );
+    assert!(
+        stdout(&o)
+            .lines()
+            .next()
+            .unwrap()
+            .contains("bs=4.0KiB,64.0KiB"),
+        "{}",
+        stdout(&o)
+    );
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=x",
+            "--ioengine=null",
+            "--size=1m",
+            "--bssplit=4k/75:64k/25",
+        ],
+    );
+    assert!(
+        stdout(&o)
+            .lines()
+            .next()
+            .unwrap()
+            .contains("bs=4.0KiB/75:64.0KiB/25"),
+        "{}",
+        stdout(&o)
+    );
+}

@@ -36,6 +36,31 @@ pub fn ctime(secs: i64) -> String {
     )
 }
 
+/// The block sizes as given: `4.0KiB`, `4.0KiB-64.0KiB`, `4.0KiB/60:64.0KiB/40`,
+/// and `R,W` when reads and writes differ.
+fn bs_text(spec: &crate::job::JobSpec) -> String {
+    use crate::job::BlockSizes;
+    let one = |b: &BlockSizes| match b {
+        BlockSizes::Fixed(x) => human_bytes(*x as f64),
+        BlockSizes::Range(lo, hi) => {
+            format!("{}-{}", human_bytes(*lo as f64), human_bytes(*hi as f64))
+        }
+        BlockSizes::Split(v) => v
+            .iter()
+            .map(|(sz, pct)| format!("{}/{pct}", human_bytes(*sz as f64)))
+            .collect::<Vec<_>>()
+            .join(":"),
+    };
+    let (r, w) = (one(&spec.bs[0]), one(&spec.bs[1]));
+    if r == w || !spec.rw.writes() {
+        r
+    } else if !spec.rw.reads() {
+        w
+    } else {
+        format!("{r},{w}")
+    }
+}
+
 fn dir_block(out: &mut String, s: &JobSummary, d: usize) {
     let st = &s.dirs[d];
     let name = if d == 0 { "read" } else { "write" };
@@ -87,7 +112,7 @@ pub fn render(r: &RunResult, context: &str, findings: &[String]) -> String {
             s.name,
             s.group,
             spec.rw.as_str(),
-            human_bytes(spec.bs[0].max() as f64),
+            bs_text(spec),
             spec.ioengine.as_str(),
             spec.iodepth,
             spec.direct as u8,
