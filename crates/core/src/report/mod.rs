@@ -294,7 +294,10 @@ pub fn summarize(r: &RunResult) -> Vec<JobSummary<'_>> {
 /// the state of the target now (a file or device that shrank since the run
 /// started explains a read that returned nothing).
 pub fn io_error_hint(e: &crate::runner::IoErrorInfo, path: &str, r: &RunResult) -> String {
-    let start = r.targets.iter().find(|t| t.path == path);
+    let start = r
+        .targets
+        .iter()
+        .find(|t| t.path.as_path() == std::path::Path::new(path));
     let now = current_size(path);
     if let (Some(t), Some(now)) = (start, now) {
         if now < t.size {

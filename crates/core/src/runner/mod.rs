@@ -14,7 +14,9 @@ pub mod worker;
 use crate::engines::{caps, null::NullEngine, sync::SyncEngine, SlotArena};
 use crate::job::{EngineKind, JobSpec, Plan};
 use crate::stats::cpu::SysCpu;
-use crate::target::{check_aligned, sysfs_block_attr, TargetKind, TargetNeed, TargetTable};
+use crate::target::{
+    check_aligned, sysfs_block_attr, TargetInfo, TargetKind, TargetNeed, TargetTable,
+};
 use crate::verify::{Checker, VerifyReport, VerifySpec, Writer, Written};
 use dioscope_sys::clock::now_ns;
 use dioscope_sys::proc::{usage_self, Usage};
@@ -96,20 +98,6 @@ pub struct JobRun {
 pub struct GroupRun {
     pub id: u32,
     pub trials: Vec<TrialEnv>,
-}
-
-/// Facts about an open target, for the report.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct TargetInfo {
-    pub path: String,
-    pub kind: TargetKind,
-    pub size: u64,
-    pub offset_align: u32,
-    pub mem_align: u32,
-    pub align_source: &'static str,
-    pub direct: bool,
-    pub writable: bool,
-    pub created: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -930,21 +918,7 @@ pub fn execute(
         }
         groups.push(grun);
     }
-    let targets = table
-        .targets
-        .iter()
-        .map(|t| TargetInfo {
-            path: t.path.display().to_string(),
-            kind: t.kind,
-            size: t.size,
-            offset_align: t.offset_align,
-            mem_align: t.mem_align,
-            align_source: t.align_source,
-            direct: t.direct,
-            writable: t.writable,
-            created: t.created,
-        })
-        .collect();
+    let targets = table.targets.iter().map(|t| t.info.clone()).collect();
     RunResult {
         jobs,
         groups,

@@ -20,11 +20,10 @@ pub enum TargetKind {
     BlockDevice,
 }
 
-/// An open target.
-#[derive(Debug)]
-pub struct Target {
+/// What a target is, without the open file: kept in the result.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TargetInfo {
     pub path: PathBuf,
-    pub file: File,
     pub kind: TargetKind,
     /// Bytes usable: the file's size after layout, or the device's size.
     pub size: u64,
@@ -38,6 +37,20 @@ pub struct Target {
     pub writable: bool,
     /// dioscope created this file in this run.
     pub created: bool,
+}
+
+/// An open target: its description and the one open file all jobs share.
+#[derive(Debug)]
+pub struct Target {
+    pub info: TargetInfo,
+    pub file: File,
+}
+
+impl std::ops::Deref for Target {
+    type Target = TargetInfo;
+    fn deref(&self) -> &TargetInfo {
+        &self.info
+    }
 }
 
 impl Target {
@@ -261,16 +274,18 @@ fn open_one(
             })
             .unwrap_or(512);
         return Ok(Target {
-            path: n.path.clone(),
             file,
-            kind: TargetKind::BlockDevice,
-            size,
-            offset_align: lbs,
-            mem_align: lbs,
-            align_source: "the device's logical block size",
-            direct: n.direct,
-            writable: n.write,
-            created: false,
+            info: TargetInfo {
+                path: n.path.clone(),
+                kind: TargetKind::BlockDevice,
+                size,
+                offset_align: lbs,
+                mem_align: lbs,
+                align_source: "the device's logical block size",
+                direct: n.direct,
+                writable: n.write,
+                created: false,
+            },
         });
     }
     if let Some(st) = existing {
@@ -350,16 +365,18 @@ fn open_one(
         }
     };
     Ok(Target {
-        path: n.path.clone(),
         file,
-        kind: TargetKind::File,
-        size: st.size,
-        offset_align,
-        mem_align,
-        align_source: src,
-        direct: n.direct,
-        writable: n.write,
-        created,
+        info: TargetInfo {
+            path: n.path.clone(),
+            kind: TargetKind::File,
+            size: st.size,
+            offset_align,
+            mem_align,
+            align_source: src,
+            direct: n.direct,
+            writable: n.write,
+            created,
+        },
     })
 }
 
@@ -570,8 +587,11 @@ mod tests {
         drop(tg.targets.drain(..));
         let t0 = &t.targets[0];
         let fake = Target {
-            offset_align: 512,
-            ..clone_target(t0)
+            file: t0.file.try_clone().unwrap(),
+            info: TargetInfo {
+                offset_align: 512,
+                ..t0.info.clone()
+            },
         };
         let e = check_aligned(&fake, "bs", 1000).unwrap_err().to_string();
         assert!(
@@ -582,20 +602,5 @@ mod tests {
             "{e}"
         );
         assert!(check_aligned(&fake, "bs", 4096).is_ok());
-    }
-
-    fn clone_target(t: &Target) -> Target {
-        Target {
-            path: t.path.clone(),
-            file: t.file.try_clone().unwrap(),
-            kind: t.kind,
-            size: t.size,
-            offset_align: t.offset_align,
-            mem_align: t.mem_align,
-            align_source: t.align_source,
-            direct: t.direct,
-            writable: t.writable,
-            created: t.created,
-        }
     }
 }
