@@ -1,7 +1,7 @@
 //! dioscope-core: everything dioscope does, as a library the binary drives.
 //!
 //! - [`job`]: the option table, units, job files and command lines → a [`job::Plan`].
-//! - [`target`]: opening targets once, laying out files, alignment checks.
+//! - [`targets`]: opening targets once, laying out files, alignment checks.
 //! - [`engines`]: one file per I/O engine behind the [`engines::Engine`] trait.
 //! - [`runner`]: workers, offsets, trials, progress and signals.
 //! - [`stats`]: latency histograms and summaries.
@@ -19,7 +19,7 @@ pub mod report;
 pub mod runner;
 pub mod safety;
 pub mod stats;
-pub mod target;
+pub mod targets;
 pub mod verify;
 
 /// The destructive-write guard the runner calls before opening a block

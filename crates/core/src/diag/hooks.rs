@@ -27,7 +27,7 @@ use super::fs::silent_buffering;
 use super::pagecache::{drop_cache_until_clean, resident_fd, TrialPages};
 use super::sparse::{fragmentation_finding, layout, unwritten_finding, zram_finding, ZramStat};
 use crate::runner::{ResolvedJob, TrialHooks};
-use crate::target::{TargetKind, TargetTable};
+use crate::targets::{TargetKind, TargetTable};
 
 /// Page-cache counts of one direct-I/O target in one trial.
 #[derive(Debug, Clone, PartialEq, Serialize)]

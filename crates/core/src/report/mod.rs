@@ -333,7 +333,7 @@ pub fn io_error_hint(e: &crate::runner::IoErrorInfo, path: &str, r: &RunResult) 
 fn current_size(path: &str) -> Option<u64> {
     let st = dioscope_sys::fs::statx_path(std::path::Path::new(path)).ok()?;
     if st.is_block_device() {
-        let sectors = crate::target::sysfs_block_attr(st.rdev, "size")?;
+        let sectors = crate::targets::sysfs_block_attr(st.rdev, "size")?;
         return sectors.parse::<u64>().ok().map(|s| s * 512);
     }
     Some(st.size)

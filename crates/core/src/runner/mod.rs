@@ -14,7 +14,7 @@ pub mod worker;
 use crate::engines::{caps, null::NullEngine, sync::SyncEngine, SlotArena};
 use crate::job::{EngineKind, JobSpec, Plan};
 use crate::stats::cpu::SysCpu;
-use crate::target::{
+use crate::targets::{
     check_aligned, sysfs_block_attr, TargetInfo, TargetKind, TargetNeed, TargetTable,
 };
 use crate::verify::{Checker, VerifyReport, VerifySpec, Writer, Written};
@@ -33,7 +33,7 @@ use worker::{BlockHook, NoHook};
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
     #[error(transparent)]
-    Target(#[from] crate::target::TargetError),
+    Target(#[from] crate::targets::TargetError),
     #[error("job '{job}': {msg}")]
     Job { job: String, msg: String },
 }
@@ -261,7 +261,7 @@ fn resolve(
                         _ => len,
                     };
                     if off + len > t.size || len == 0 {
-                        return Err(crate::target::TargetError::TooSmall {
+                        return Err(crate::targets::TargetError::TooSmall {
                             path: p.display().to_string(),
                             have: t.size,
                             need: off + len.max(1),
