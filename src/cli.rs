@@ -151,7 +151,7 @@ fn run(args: &[String]) -> i32 {
     };
     match &plan.global.output {
         Some(path) => {
-            if let Err(e) = report::write_atomic(Path::new(path), text.as_bytes()) {
+            if let Err(e) = dioscope_core::outfile::write_atomic(Path::new(path), text.as_bytes()) {
                 eprintln!("dioscope: error: cannot write --output={path}: {e}");
                 print!("{text}");
                 return 1;
@@ -186,7 +186,7 @@ fn run(args: &[String]) -> i32 {
         );
         eprintln!(
             "dioscope: hint: {}",
-            report::io_error_hint(e, path, &result)
+            runner::hint::io_error_hint(e, path, &result)
         );
     }
     if result.verify_failures() > 0 {

@@ -271,7 +271,7 @@ pub fn render_with_disks(
                 "direction": if e.write { "write" } else { "read" },
                 "errno": e.errno,
                 "error": std::io::Error::from_raw_os_error(e.errno).to_string(),
-                "hint": super::io_error_hint(e, path, r),
+                "hint": crate::runner::hint::io_error_hint(e, path, r),
             }),
         );
     }

@@ -8,6 +8,7 @@
 //! for its trials. Workers merge nothing while running: the runner merges
 //! their results when they end.
 
+pub mod hint;
 pub mod offsets;
 pub mod worker;
 

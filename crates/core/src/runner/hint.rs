@@ -1,0 +1,64 @@
+//! One sentence on what to do about an I/O error, from the errno and the
+//! target's state now.
+
+use crate::runner::RunResult;
+
+/// What to do about an I/O error of a run: one sentence from the errno and
+/// the state of the target now (a file or device that shrank since the run
+/// started explains a read that returned nothing).
+pub fn io_error_hint(e: &crate::runner::IoErrorInfo, path: &str, r: &RunResult) -> String {
+    let start = r
+        .targets
+        .iter()
+        .find(|t| t.path.as_path() == std::path::Path::new(path));
+    let now = current_size(path);
+    if let (Some(t), Some(now)) = (start, now) {
+        if now < t.size {
+            return format!(
+                "{path} is now {now} bytes, {} when the run started: another process truncated or shrank it (a resized or detached device?); keep other writers away from the target",
+                t.size
+            );
+        }
+    }
+    if start.is_some() && now.is_none() {
+        return format!("{path} is gone: it was removed or its device detached during the run");
+    }
+    match e.errno {
+        libc::ENOSPC | libc::EDQUOT => format!(
+            "the filesystem holding {path} is full ({} bytes free): free space or lower size=; writes into the holes of a sparse file, and every write on a copy-on-write filesystem (btrfs), need new space",
+            free_bytes(path)
+        ),
+        libc::EIO => format!(
+            "the device failed the request: read `dmesg` for errors of {path} or the device under it; its medium or backing store may have failed or been removed"
+        ),
+        libc::ENXIO | libc::ENODEV => {
+            format!("the device of {path} went away (removed or detached)")
+        }
+        libc::EROFS | libc::EACCES | libc::EPERM => format!(
+            "{path} became read-only or lost its permissions (a filesystem remounted read-only after an error?); check `dmesg` and the mount"
+        ),
+        libc::EINVAL => "the kernel refused the request: an alignment or a flag this target does not support".into(),
+        _ => format!("errno {} from the kernel; check `dmesg`", e.errno),
+    }
+}
+
+/// Size of a file or block device now (None if it no longer exists).
+fn current_size(path: &str) -> Option<u64> {
+    let st = dioscope_sys::fs::statx_path(std::path::Path::new(path)).ok()?;
+    if st.is_block_device() {
+        let sectors = crate::targets::sysfs_block_attr(st.rdev, "size")?;
+        return sectors.parse::<u64>().ok().map(|s| s * 512);
+    }
+    Some(st.size)
+}
+
+fn free_bytes(path: &str) -> u64 {
+    std::fs::File::open(path)
+        .ok()
+        .and_then(|f| {
+            use std::os::fd::AsRawFd;
+            dioscope_sys::fsinfo::fstatfs(f.as_raw_fd()).ok()
+        })
+        .map(|s| s.blocks_free * s.block_size)
+        .unwrap_or(0)
+}
