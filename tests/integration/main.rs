@@ -9,5 +9,6 @@ mod engines;
 mod faults;
 mod jobfile;
 mod json;
+mod safety2;
 mod signals;
 mod verify;
