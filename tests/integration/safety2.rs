@@ -124,17 +124,12 @@ fn p2_symlink_flipped_to_a_device_never_gets_it_written() {
     symlink(&blank, &link).unwrap();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flipper = {
-        let (stop, link, blank, dev) = (
-            stop.clone(),
-            link.clone(),
-            blank.clone(),
-            lo.dev.clone(),
-        );
+        let (stop, link, blank, dev) = (stop.clone(), link.clone(), blank.clone(), lo.dev.clone());
         std::thread::spawn(move || {
             let tmp = link.with_extension("tmp");
             let mut i = 0u64;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let to = if i % 2 == 0 { &dev } else { &blank };
+                let to = if i.is_multiple_of(2) { &dev } else { &blank };
                 let _ = std::fs::remove_file(&tmp);
                 if symlink(to, &tmp).is_ok() {
                     let _ = std::fs::rename(&tmp, &link);
