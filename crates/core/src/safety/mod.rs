@@ -272,10 +272,19 @@ impl Opened {
                 .custom_flags(flags)
                 .open(path)
         };
-        let (file, exclusive) = match open(true) {
-            Ok(f) => (f, true),
-            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => (open(false)?, false),
-            Err(e) => return Err(e),
+        // A tool that scans devices (LVM, mkfs, udev) may claim one for a
+        // moment: only a claim that lasts 0.3 s counts as busy.
+        let mut tries = 0;
+        let (file, exclusive) = loop {
+            match open(true) {
+                Ok(f) => break (f, true),
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) && tries < 3 => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => break (open(false)?, false),
+                Err(e) => return Err(e),
+            }
         };
         let meta = file.metadata()?;
         Ok(Opened {

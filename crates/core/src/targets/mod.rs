@@ -360,7 +360,22 @@ fn open_one(n: &TargetNeed, destroy_data_on: &[String]) -> Result<Target, Target
                 true,
             )
         }
-        Err(e) => return Err(io_err(&n.path, mode, e)),
+        Err(e) => {
+            use std::os::unix::fs::FileTypeExt;
+            let is_dev = std::fs::metadata(&n.path).is_ok_and(|m| m.file_type().is_block_device());
+            if n.write && is_dev {
+                // The guard could not look at the device: that is its refusal.
+                return Err(TargetError::Refused(
+                    crate::safety::SafetyError::Inspect {
+                        device: n.path.clone(),
+                        what: format!("read-only open of {} to check it", n.path.display()),
+                        source: e,
+                    }
+                    .to_string(),
+                ));
+            }
+            return Err(io_err(&n.path, "read-only", e));
+        }
     };
     let identity = created.then(|| (opened.meta.dev(), opened.meta.ino()));
     let undo = |e: TargetError| {
