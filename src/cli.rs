@@ -1,5 +1,6 @@
 //! Commands: run (also the bare fio-style invocation), doctor, options, help.
 
+use dioscope_core::diag::findings::OtherOpeners;
 use dioscope_core::diag::{self, Check, DiagHooks};
 use dioscope_core::job::{self, OutputFormat, Plan};
 use dioscope_core::report;
@@ -246,10 +247,10 @@ fn doctor(args: &[String]) -> i32 {
         let findings = if openers.is_empty() {
             Vec::new()
         } else {
-            vec![diag::Finding::OtherOpeners {
+            vec![diag::Finding::OtherOpeners(OtherOpeners {
                 target: target.to_string(),
                 openers,
-            }]
+            })]
         };
         r.add_check(Check::from_findings(
             "other openers",

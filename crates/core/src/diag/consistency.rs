@@ -3,6 +3,7 @@
 //! The statistics are in [`crate::stats::trials`]; this turns them into
 //! findings with 1-based trial numbers.
 
+use crate::diag::findings::{BimodalTrials, DriftAcrossTrials, DriftWithinTrial, GovernorNotPerformance, OutlierTrials, ToolBottleneck};
 use crate::stats::summary::median;
 use crate::stats::trials;
 
@@ -17,17 +18,17 @@ pub fn trial_findings(metric: &str, values: &[f64]) -> Vec<Finding> {
     let bimodal = trials::bimodality(values).filter(|b| b.bimodal);
     if let Some(b) = &bimodal {
         let one_based = |v: &[usize]| v.iter().map(|i| i + 1).collect::<Vec<_>>();
-        out.push(Finding::BimodalTrials {
+        out.push(Finding::BimodalTrials(BimodalTrials {
             metric: metric.to_string(),
             low_trials: one_based(&b.split.low),
             high_trials: one_based(&b.split.high),
             low_mean: b.split.low_mean,
             high_mean: b.split.high_mean,
-        });
+        }));
     } else {
         let o = trials::outliers(values);
         if !o.is_empty() {
-            out.push(Finding::OutlierTrials {
+            out.push(Finding::OutlierTrials(OutlierTrials {
                 metric: metric.to_string(),
                 median: median(values),
                 outliers: o
@@ -38,16 +39,16 @@ pub fn trial_findings(metric: &str, values: &[f64]) -> Vec<Finding> {
                         score: o.score,
                     })
                     .collect(),
-            });
+            }));
         }
     }
     if let Some(d) = trials::drift(values).filter(|d| d.drifting) {
-        out.push(Finding::DriftAcrossTrials {
+        out.push(Finding::DriftAcrossTrials(DriftAcrossTrials {
             metric: metric.to_string(),
             trials: values.len(),
             rel_change: d.rel_change,
             p_value: d.p_value,
-        });
+        }));
     }
     out
 }
@@ -63,13 +64,13 @@ pub fn series_findings(metric: &str, trial: usize, series: &[f64]) -> Vec<Findin
     };
     trials::drift(s)
         .filter(|d| d.drifting)
-        .map(|d| Finding::DriftWithinTrial {
+        .map(|d| Finding::DriftWithinTrial(DriftWithinTrial {
             metric: metric.to_string(),
             trial,
             intervals: s.len(),
             rel_change: d.rel_change,
             p_value: d.p_value,
-        })
+        }))
         .into_iter()
         .collect()
 }
@@ -83,10 +84,10 @@ pub const BOTTLENECK_CPU_PCT: f64 = 95.0;
 /// (from `getrusage(RUSAGE_THREAD)` in the worker; 1.0 = a whole CPU).
 pub fn tool_bottleneck(job: &str, busiest: f64) -> Option<Finding> {
     let cpu_pct = 100.0 * busiest;
-    (cpu_pct >= BOTTLENECK_CPU_PCT).then(|| Finding::ToolBottleneck {
+    (cpu_pct >= BOTTLENECK_CPU_PCT).then(|| Finding::ToolBottleneck(ToolBottleneck {
         job: job.to_string(),
         cpu_pct: cpu_pct.min(100.0),
-    })
+    }))
 }
 
 /// [`Finding::GovernorNotPerformance`] when any CPU's governor is not
@@ -95,9 +96,9 @@ pub fn governor_finding(cpu: &Cpu) -> Option<Finding> {
     cpu.governors
         .iter()
         .any(|(g, _)| g != "performance")
-        .then(|| Finding::GovernorNotPerformance {
+        .then(|| Finding::GovernorNotPerformance(GovernorNotPerformance {
             governors: cpu.governors.clone(),
-        })
+        }))
 }
 
 #[cfg(test)]
@@ -116,11 +117,11 @@ mod tests {
         );
         assert_eq!(codes(&f), vec!["bimodal_trials"]);
         match &f[0] {
-            Finding::BimodalTrials {
+            Finding::BimodalTrials(BimodalTrials {
                 low_trials,
                 high_trials,
                 ..
-            } => {
+            }) => {
                 assert_eq!(low_trials, &vec![2, 5]);
                 assert_eq!(high_trials, &vec![1, 3, 4, 6]);
             }
@@ -150,7 +151,7 @@ mod tests {
     #[test]
     fn bottleneck_and_governor() {
         let f = tool_bottleneck("j", 0.99).unwrap();
-        assert!(matches!(f, Finding::ToolBottleneck { ref job, .. } if job == "j"));
+        assert!(matches!(f, Finding::ToolBottleneck(ToolBottleneck { ref job, .. }) if job == "j"));
         assert!(tool_bottleneck("j", 0.4).is_none());
         assert!(tool_bottleneck("j", 0.0).is_none());
         let mut cpu = Cpu {

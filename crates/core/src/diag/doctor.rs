@@ -2,6 +2,7 @@
 //! checklist. Read-only: it opens the target for reading (never for writing,
 //! which would make udev re-probe it) and drops nothing.
 
+use crate::diag::findings::{HipriWithoutPoll, PageCacheOnTarget, SilentlyBuffered};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::os::fd::AsRawFd;
@@ -199,10 +200,10 @@ pub fn doctor(path: &Path) -> DoctorReport {
     let buffered = silent_buffering(path, kernel);
     let in_memory = matches!(
         buffered,
-        Some(Finding::SilentlyBuffered {
+        Some(Finding::SilentlyBuffered(SilentlyBuffered {
             reason: BufferedReason::MemoryFilesystem,
             ..
-        })
+        }))
     );
     r.checks.push(Check::from_findings(
         "really direct",
@@ -215,14 +216,14 @@ pub fn doctor(path: &Path) -> DoctorReport {
         Ok(_) if in_memory => Check::skip("page cache", "the file lives in the page cache"),
         Ok(res) => {
             r.page_cache = Some(res);
-            let f = (res.pages > 0).then(|| Finding::PageCacheOnTarget {
+            let f = (res.pages > 0).then(|| Finding::PageCacheOnTarget(PageCacheOnTarget {
                 target: name.clone(),
                 phase: Phase::Before,
                 trial: None,
                 pages: res.pages,
                 page_size: res.page_size,
                 dropped: false,
-            });
+            }));
             let detail = if t.kind == TargetKind::BlockDevice {
                 // The kernel drops a block device's cache when its last
                 // opener closes it, so pages here mean someone holds it open.
@@ -304,10 +305,10 @@ pub fn doctor(path: &Path) -> DoctorReport {
             Some(false) => Check::from_findings(
                 "polled I/O",
                 "",
-                vec![Finding::HipriWithoutPoll {
+                vec![Finding::HipriWithoutPoll(HipriWithoutPoll {
                     device: d.name.clone(),
                     requested: false,
-                }],
+                })],
             ),
             None => Check::skip(
                 "polled I/O",

@@ -2,6 +2,7 @@
 //! without them they print why and pass. Every loop device and mount is
 //! released by a guard, also when an assertion fails.
 
+use crate::diag::findings::SilentlyBuffered;
 use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
@@ -256,10 +257,10 @@ fn loop_without_direct_io_is_silently_buffered() {
         return;
     }
     match silent_buffering(&lo.dev, None) {
-        Some(Finding::SilentlyBuffered {
+        Some(Finding::SilentlyBuffered(SilentlyBuffered {
             reason: BufferedReason::LoopWithoutDirectIo { backing_file },
             ..
-        }) => assert!(backing_file.ends_with("backing.img")),
+        })) => assert!(backing_file.ends_with("backing.img")),
         other => panic!("expected a loop finding, got {other:?}"),
     }
     let Some(lo2) = LoopDev::new("loop dio test", 16 << 20, &["--direct-io=on"]) else {
@@ -302,10 +303,10 @@ fn btrfs_checksummed_file_is_buffered_nocow_is_not() {
     assert!(
         matches!(
             f,
-            Some(Finding::SilentlyBuffered {
+            Some(Finding::SilentlyBuffered(SilentlyBuffered {
                 reason: BufferedReason::BtrfsDataChecksums,
                 ..
-            })
+            }))
         ),
         "{f:?}"
     );

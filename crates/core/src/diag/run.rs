@@ -12,6 +12,7 @@
 //!   trial, and the busiest worker's CPU;
 //! - the environment: the CPU frequency governor.
 
+use crate::diag::findings::{OtherOpeners, PageCacheKept};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
@@ -151,12 +152,12 @@ pub fn diagnose(r: &RunResult, hooks: &DiagHooks) -> RunDiagnosis {
         });
         push(
             &mut found,
-            Finding::PageCacheKept {
+            Finding::PageCacheKept(PageCacheKept {
                 target,
                 pages,
                 page_size,
                 slowdown_pct,
-            },
+            }),
         );
     }
     for (target, list) in openers {
@@ -165,10 +166,10 @@ pub fn diagnose(r: &RunResult, hooks: &DiagHooks) -> RunDiagnosis {
             list.sort_by_key(|o| o.pid);
             push(
                 &mut found,
-                Finding::OtherOpeners {
+                Finding::OtherOpeners(OtherOpeners {
                     target,
                     openers: list,
-                },
+                }),
             );
         }
     }
@@ -451,12 +452,12 @@ mod tests {
         let d = diagnose(&r, &DiagHooks::empty());
         assert!(codes(&d).contains(&"bimodal_trials"), "{:?}", d.findings);
         match d.findings.iter().find(|f| f.code() == "bimodal_trials") {
-            Some(Finding::BimodalTrials {
+            Some(Finding::BimodalTrials(BimodalTrials {
                 low_trials,
                 high_trials,
                 metric,
                 ..
-            }) => {
+            })) => {
                 assert_eq!(low_trials, &vec![2, 5]);
                 assert_eq!(high_trials, &vec![1, 3, 4, 6]);
                 assert_eq!(metric, "x IOPS");
