@@ -4,6 +4,7 @@
 //! - [`targets`]: opening targets once, laying out files, alignment checks.
 //! - [`engines`]: one file per I/O engine behind the [`engines::Engine`] trait.
 //! - [`runner`]: workers, offsets, trials, progress and signals.
+//! - [`results`]: the result layer (raw measurements, aggregation, units).
 //! - [`stats`]: latency histograms and summaries.
 //! - [`report`]: the human summary and fio-compatible JSON.
 //! - [`safety`]: the guard that refuses to overwrite devices in use or holding data.
@@ -17,6 +18,7 @@ pub mod engines;
 pub mod job;
 pub mod outfile;
 pub mod report;
+pub mod results;
 pub mod runner;
 pub mod safety;
 pub mod stats;

@@ -26,7 +26,7 @@ use super::hooks::{DiagHooks, TrialRecord};
 use super::job::job_findings;
 use super::pagecache::{self, TrialPages};
 use crate::engines::caps;
-use crate::report::{summarize, TrialMetrics};
+use crate::results::TrialMetrics;
 use crate::runner::RunResult;
 
 /// One device's counters summed over every trial that touched it.
@@ -132,7 +132,7 @@ pub fn diagnose(r: &RunResult, hooks: &DiagHooks) -> RunDiagnosis {
             }
         }
     }
-    let sums = summarize(r);
+    let sums = r.summarize();
     for (target, pages, page_size) in kept {
         // What the pages cost here, when some trials had them and some not.
         let slowdown_pct = sums.iter().find_map(|s| {
@@ -179,9 +179,9 @@ pub fn diagnose(r: &RunResult, hooks: &DiagHooks) -> RunDiagnosis {
     // The trials' numbers.
     for s in &sums {
         let real_io = s
-            .runs
+            .jobs
             .iter()
-            .any(|j| caps(j.resolved.spec.ioengine).real_io);
+            .any(|&i| caps(r.jobs[i].resolved.spec.ioengine).real_io);
         for f in metric_findings(&s.name, &s.trials) {
             push(&mut found, f);
         }

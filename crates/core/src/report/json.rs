@@ -2,7 +2,7 @@
 //! written for fio's JSON read it unchanged; dioscope's own measurements sit
 //! under a top-level `"dioscope"` key.
 
-use super::{JobSummary, TrialStats};
+use crate::results::{JobSummary, TrialStats};
 use crate::runner::{DirStats, RunResult};
 use crate::stats::Histogram;
 use serde_json::{json, Map, Value};
@@ -33,10 +33,10 @@ fn lat_obj(h: &Histogram, percentiles: Option<&[f64]>, bins: bool) -> Value {
     Value::Object(o)
 }
 
-fn dir_obj(s: &JobSummary, d: Option<usize>, plus: bool) -> Value {
+fn dir_obj(r: &RunResult, s: &JobSummary, d: Option<usize>, plus: bool) -> Value {
     let empty = DirStats::default();
     let st = d.map(|d| &s.dirs[d]).unwrap_or(&empty);
-    let spec = &s.runs[0].resolved.spec;
+    let spec = &r.jobs[s.jobs[0]].resolved.spec;
     let rt = s.runtime_ms;
     let (bw_bytes, iops) = if rt > 0.0 {
         (st.bytes as f64 * 1000.0 / rt, st.ios as f64 * 1000.0 / rt)
@@ -145,8 +145,8 @@ fn latency_buckets(h: &Histogram) -> (Value, Value, Value) {
     (mk(&k10, &ns), mk(&k10, &us), mk(&k12, &ms))
 }
 
-fn job_obj(s: &JobSummary, plus: bool) -> Value {
-    let spec = &s.runs[0].resolved.spec;
+fn job_obj(r: &RunResult, s: &JobSummary, plus: bool) -> Value {
+    let spec = &r.jobs[s.jobs[0]].resolved.spec;
     let mut opts = Map::new();
     opts.insert("name".into(), json!(spec.name));
     for (k, v) in &spec.given {
@@ -168,9 +168,9 @@ fn job_obj(s: &JobSummary, plus: bool) -> Value {
         "eta": 0,
         "elapsed": ((s.wall_ns as f64) / 1e9).round() as u64,
         "job options": Value::Object(opts),
-        "read": dir_obj(s, (spec.rw.reads() || s.dirs[0].ios > 0).then_some(0), plus),
-        "write": dir_obj(s, (spec.rw.writes() && !spec.verify_only || s.dirs[1].ios > 0).then_some(1), plus),
-        "trim": dir_obj(s, None, plus),
+        "read": dir_obj(r, s, (spec.rw.reads() || s.dirs[0].ios > 0).then_some(0), plus),
+        "write": dir_obj(r, s, (spec.rw.writes() && !spec.verify_only || s.dirs[1].ios > 0).then_some(1), plus),
+        "trim": dir_obj(r, s, None, plus),
         "sync": sync,
         "job_runtime": s.runtime_ms.round() as u64,
         "usr_cpu": 100.0 * s.thread_cpu.user_us as f64 / 1000.0 / rt,
@@ -196,8 +196,8 @@ fn stats_obj(t: &TrialStats) -> Value {
 }
 
 /// dioscope's own measurements for one job.
-fn extra_job(s: &JobSummary) -> Value {
-    let spec = &s.runs[0].resolved.spec;
+fn extra_job(r: &RunResult, s: &JobSummary) -> Value {
+    let spec = &r.jobs[s.jobs[0]].resolved.spec;
     let first_error = s.first_error.as_ref().map(|(e, path)| {
         json!({
             "path": path, "offset": e.offset, "length": e.len,
@@ -245,8 +245,8 @@ pub fn render_with_disks(
     extra: Map<String, Value>,
     disk_util: Vec<Value>,
 ) -> String {
-    let sums = super::summarize(r);
-    let jobs: Vec<Value> = sums.iter().map(|s| job_obj(s, plus)).collect();
+    let sums = r.summarize();
+    let jobs: Vec<Value> = sums.iter().map(|s| job_obj(r, s, plus)).collect();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
@@ -282,7 +282,7 @@ pub fn render_with_disks(
     d.insert("notes".into(), json!(r.notes));
     d.insert(
         "jobs".into(),
-        Value::Array(sums.iter().map(extra_job).collect()),
+        Value::Array(sums.iter().map(|s| extra_job(r, s)).collect()),
     );
     let verify: Map<String, Value> = r
         .jobs
@@ -306,7 +306,7 @@ pub fn render_with_disks(
         "fio version": format!("dioscope-{}", env!("CARGO_PKG_VERSION")),
         "timestamp": now.as_secs(),
         "timestamp_ms": now.as_millis() as u64,
-        "time": crate::report::text::ctime(now.as_secs() as i64),
+        "time": crate::results::ctime(now.as_secs() as i64),
         "jobs": jobs,
         "disk_util": Value::Array(disk_util),
         "dioscope": Value::Object(d),

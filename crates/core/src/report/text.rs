@@ -1,53 +1,22 @@
 //! The human summary: per job IOPS, bandwidth, latency percentiles, CPU per
 //! I/O, and the trial statistics; then a context line.
 
-use super::{human_bytes, human_count, human_ns, JobSummary};
+use crate::results::{human_bytes, human_count, human_ns, human_rate, JobSummary};
 use crate::runner::RunResult;
 use std::fmt::Write;
-
-/// `Fri Nov 20 22:34:21 2026` (UTC) from seconds since the epoch.
-pub fn ctime(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    const MON: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    const WD: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    format!(
-        "{} {} {:2} {:02}:{:02}:{:02} {}",
-        WD[days.rem_euclid(7) as usize],
-        MON[(m - 1) as usize],
-        d,
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        y
-    )
-}
 
 /// The block sizes as given: `4.0KiB`, `4.0KiB-64.0KiB`, `4.0KiB/60:64.0KiB/40`,
 /// and `R,W` when reads and writes differ.
 fn bs_text(spec: &crate::job::JobSpec) -> String {
     use crate::job::BlockSizes;
     let one = |b: &BlockSizes| match b {
-        BlockSizes::Fixed(x) => human_bytes(*x as f64),
+        BlockSizes::Fixed(x) => human_bytes(*x),
         BlockSizes::Range(lo, hi) => {
-            format!("{}-{}", human_bytes(*lo as f64), human_bytes(*hi as f64))
+            format!("{}-{}", human_bytes(*lo), human_bytes(*hi))
         }
         BlockSizes::Split(v) => v
             .iter()
-            .map(|(sz, pct)| format!("{}/{pct}", human_bytes(*sz as f64)))
+            .map(|(sz, pct)| format!("{}/{pct}", human_bytes(*sz)))
             .collect::<Vec<_>>()
             .join(":"),
     };
@@ -61,16 +30,16 @@ fn bs_text(spec: &crate::job::JobSpec) -> String {
     }
 }
 
-fn dir_block(out: &mut String, s: &JobSummary, d: usize) {
+fn dir_block(out: &mut String, r: &RunResult, s: &JobSummary, d: usize) {
     let st = &s.dirs[d];
     let name = if d == 0 { "read" } else { "write" };
-    let spec = &s.runs[0].resolved.spec;
+    let spec = &r.jobs[s.jobs[0]].resolved.spec;
     let _ = writeln!(
         out,
         "  {name}: IOPS={}, BW={}/s ({} in {:.1}s)",
         human_count(s.iops(d)),
-        human_bytes(s.bw_bytes(d)),
-        human_bytes(st.bytes as f64),
+        human_rate(s.bw_bytes(d)),
+        human_bytes(st.bytes),
         s.runtime_ms / 1000.0
     );
     let l = &st.lat;
@@ -104,8 +73,8 @@ fn dir_block(out: &mut String, s: &JobSummary, d: usize) {
 /// are already-rendered finding lines.
 pub fn render(r: &RunResult, context: &str, findings: &[String]) -> String {
     let mut out = String::new();
-    for s in super::summarize(r) {
-        let spec = &s.runs[0].resolved.spec;
+    for s in r.summarize() {
+        let spec = &r.jobs[s.jobs[0]].resolved.spec;
         let _ = writeln!(
             out,
             "{}: (g={}) rw={} bs={} ioengine={} iodepth={} direct={} jobs={}{}",
@@ -116,7 +85,10 @@ pub fn render(r: &RunResult, context: &str, findings: &[String]) -> String {
             spec.ioengine.as_str(),
             spec.iodepth,
             spec.direct as u8,
-            s.runs.iter().map(|j| j.resolved.spec.numjobs).sum::<u32>(),
+            s.jobs
+                .iter()
+                .map(|&i| r.jobs[i].resolved.spec.numjobs)
+                .sum::<u32>(),
             if s.trials.len() > 1 {
                 format!(", {} trials", s.trials.len())
             } else {
@@ -125,10 +97,10 @@ pub fn render(r: &RunResult, context: &str, findings: &[String]) -> String {
         );
         // verify_only turns a write job into a read-back: show what ran.
         if spec.rw.reads() || s.dirs[0].ios > 0 {
-            dir_block(&mut out, &s, 0);
+            dir_block(&mut out, r, &s, 0);
         }
         if spec.rw.writes() && !spec.verify_only || s.dirs[1].ios > 0 {
-            dir_block(&mut out, &s, 1);
+            dir_block(&mut out, r, &s, 1);
         }
         if s.sync.ios > 0 {
             let _ = writeln!(
@@ -242,13 +214,4 @@ pub fn render(r: &RunResult, context: &str, findings: &[String]) -> String {
         );
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn ctime_known_dates() {
-        assert_eq!(super::ctime(0), "Thu Jan  1 00:00:00 1970");
-        assert_eq!(super::ctime(1_795_732_461), "Thu Nov 26 22:34:21 2026");
-    }
 }

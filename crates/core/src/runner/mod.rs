@@ -14,13 +14,14 @@ pub mod worker;
 
 use crate::engines::{caps, null::NullEngine, sync::SyncEngine, SlotArena};
 use crate::job::{EngineKind, JobSpec, Plan};
+pub use crate::results::measure::{TrialEnv, TrialJob};
 use crate::stats::cpu::SysCpu;
 use crate::targets::{
     check_aligned, sysfs_block_attr, TargetInfo, TargetKind, TargetNeed, TargetTable,
 };
 use crate::verify::{Checker, VerifyReport, VerifySpec, Writer, Written};
 use dioscope_sys::clock::now_ns;
-use dioscope_sys::proc::{usage_self, Usage};
+use dioscope_sys::proc::usage_self;
 use offsets::{BsPicker, OffsetGen};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -60,31 +61,6 @@ pub struct ResolvedJob {
     pub spec: JobSpec,
     pub group: u32,
     pub clones: Vec<Vec<FileUse>>,
-}
-
-/// One job's result in one trial (all its clones merged).
-#[derive(Debug, Clone, Default)]
-pub struct TrialJob {
-    pub dirs: [DirStats; 2],
-    pub sync: DirStats,
-    pub runtime_ns: u64,
-    pub thread_cpu: Usage,
-    pub ticks: Vec<Tick>,
-    pub first_error: Option<(IoErrorInfo, String)>,
-    pub interrupted: bool,
-    /// Busiest worker's CPU share of its wall time (1.0 = a full CPU).
-    pub max_worker_cpu: f64,
-    pub workers: u32,
-    pub queue: QueueStats,
-}
-
-/// Whole-process and system-wide measurements of one group trial.
-#[derive(Debug, Clone, Default)]
-pub struct TrialEnv {
-    pub wall_ns: u64,
-    pub process: Usage,
-    pub system: SysCpu,
-    pub ios: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -139,6 +115,30 @@ impl RunResult {
                     .map(|(e, p)| (j.resolved.spec.name.as_str(), e, p.as_str()))
             })
         })
+    }
+
+    /// The per-job summaries every renderer and the diagnosis read: trials
+    /// merged, and with `group_reporting` the jobs of a group.
+    pub fn summarize(&self) -> Vec<crate::results::JobSummary> {
+        let jobs: Vec<crate::results::JobInput> = self
+            .jobs
+            .iter()
+            .map(|j| crate::results::JobInput {
+                name: &j.resolved.spec.name,
+                group: j.resolved.group,
+                group_reporting: j.resolved.spec.group_reporting,
+                trials: &j.trials,
+            })
+            .collect();
+        let groups: Vec<crate::results::GroupInput> = self
+            .groups
+            .iter()
+            .map(|g| crate::results::GroupInput {
+                id: g.id,
+                trials: &g.trials,
+            })
+            .collect();
+        crate::results::summarize(&jobs, &groups)
     }
 
     /// An I/O error ended the run early (a job without `continue_on_error`
@@ -778,8 +778,8 @@ pub fn execute(
                         "\r\x1b[K[group {g} trial {}/{trials}] elapsed {:.0}s{remain}  IOPS {}  BW {}/s",
                         trial + 1,
                         el,
-                        crate::report::human_count((ios.saturating_sub(last.1)) as f64 / dt),
-                        crate::report::human_bytes((bytes.saturating_sub(last.2)) as f64 / dt)
+                        crate::results::human_count((ios.saturating_sub(last.1)) as f64 / dt),
+                        crate::results::human_rate((bytes.saturating_sub(last.2)) as f64 / dt)
                     );
                     last = (now, ios, bytes);
                 }

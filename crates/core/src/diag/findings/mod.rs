@@ -191,25 +191,7 @@ pub fn serialize_findings<S: serde::Serializer>(v: &[Finding], s: S) -> Result<S
     s.collect_seq(v.iter().map(Finding::reported))
 }
 
-/// Bytes in binary units with three significant digits.
-pub fn human_bytes(b: u64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{b} B")
-    } else if v >= 100.0 {
-        format!("{v:.0} {}", UNITS[u])
-    } else if v >= 10.0 {
-        format!("{v:.1} {}", UNITS[u])
-    } else {
-        format!("{v:.2} {}", UNITS[u])
-    }
-}
+pub use crate::results::human_bytes;
 
 /// A metric value with about four significant digits.
 fn num(v: f64) -> String {
@@ -306,13 +288,5 @@ mod tests {
         });
         assert_eq!(hipri.severity(), Severity::Info);
         assert!(Severity::Critical > Severity::Warning);
-    }
-
-    #[test]
-    fn human_bytes_units() {
-        assert_eq!(human_bytes(512), "512 B");
-        assert_eq!(human_bytes(4096), "4.00 KiB");
-        assert_eq!(human_bytes(100 << 20), "100 MiB");
-        assert_eq!(human_bytes(25 * 4096), "100 KiB");
     }
 }
