@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 use dioscope_sys::fsinfo;
 
 use super::device::{read_trimmed, resolve};
-use super::env::{mount_for, read_mountinfo};
 use super::findings::{BufferedReason, Finding};
+use super::mounts::{mount_for, read_mountinfo};
 
 /// First kernel whose btrfs buffers direct writes to checksummed files.
 pub const BTRFS_DIO_FALLBACK_SINCE: (u32, u32) = (6, 14);

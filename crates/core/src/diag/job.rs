@@ -150,7 +150,9 @@ mod tests {
             f => panic!("{f:?}"),
         }
         match check_value("bs", 100, &a, false).unwrap() {
-            Finding::Misaligned(Misaligned { lower, upper, .. }) => assert_eq!((lower, upper), (None, 4096)),
+            Finding::Misaligned(Misaligned { lower, upper, .. }) => {
+                assert_eq!((lower, upper), (None, 4096))
+            }
             f => panic!("{f:?}"),
         }
         assert!(check_value("bs", 0, &a, false).is_some());
@@ -185,7 +187,9 @@ mod tests {
             .iter()
             .map(|f| {
                 let opt = match f {
-                    Finding::Misaligned(Misaligned { option, value, .. }) => format!("{option}={value}"),
+                    Finding::Misaligned(Misaligned { option, value, .. }) => {
+                        format!("{option}={value}")
+                    }
                     _ => String::new(),
                 };
                 (f.code(), opt)

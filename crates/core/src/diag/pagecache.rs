@@ -183,14 +183,16 @@ pub fn trial_findings(
     .into_iter()
     .filter_map(|(phase, n, dropped)| {
         let n = n?;
-        (n > 0).then(|| Finding::PageCacheOnTarget(PageCacheOnTarget {
-            target: target.to_string(),
-            phase,
-            trial: Some(trial),
-            pages: n,
-            page_size,
-            dropped,
-        }))
+        (n > 0).then(|| {
+            Finding::PageCacheOnTarget(PageCacheOnTarget {
+                target: target.to_string(),
+                phase,
+                trial: Some(trial),
+                pages: n,
+                page_size,
+                dropped,
+            })
+        })
     })
     .collect()
 }
