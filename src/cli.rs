@@ -81,19 +81,17 @@ fn run(args: &[String]) -> i32 {
         Ok(p) => p,
         Err(e) => return eprint_err(&e.to_string()),
     };
-    // The output file must be writable before anything is run.
-    if let Some(out) = &plan.global.output {
-        let dir = Path::new(out)
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        if !dir.is_dir() {
-            return eprint_err(&format!(
-                "--output={out}: directory {} does not exist; create it or choose another path",
-                dir.display()
-            ));
-        }
-    }
+    // The result's destination is checked before anything is opened or run.
+    let output = match plan
+        .global
+        .output
+        .as_deref()
+        .map(|o| dioscope_core::outfile::check_output(o, &runner::target_paths(&plan)))
+        .transpose()
+    {
+        Ok(o) => o,
+        Err(e) => return eprint_err(&e.to_string()),
+    };
     let (resolved, table) = match runner::prepare(&plan) {
         Ok(x) => x,
         Err(e) => {
@@ -143,9 +141,10 @@ fn run(args: &[String]) -> i32 {
             diagnosis.disk_util(),
         ),
     };
-    match &plan.global.output {
-        Some(path) => {
-            if let Err(e) = dioscope_core::outfile::write_atomic(Path::new(path), text.as_bytes()) {
+    match &output {
+        Some(out) => {
+            let path = plan.global.output.as_deref().unwrap_or("-");
+            if let Err(e) = dioscope_core::outfile::write_result(out, text.as_bytes()) {
                 eprintln!("dioscope: error: cannot write --output={path}: {e}");
                 print!("{text}");
                 return 1;
