@@ -30,7 +30,7 @@
 //!   the write is missing.
 
 use crate::runner::worker::BlockHook;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
 pub const HEADER_LEN: usize = 80;
@@ -38,7 +38,7 @@ const MAGIC: &[u8; 4] = b"DIOV";
 /// How many bad blocks are kept in full (all are counted).
 pub const MAX_REPORTED: usize = 1000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Algo {
     Crc32c,
@@ -79,7 +79,7 @@ impl Algo {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BadKind {
     LostWrite,
@@ -100,7 +100,7 @@ impl BadKind {
 }
 
 /// One interval that read back wrong.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BadBlock {
     pub file: u32,
     pub offset: u64,
@@ -369,7 +369,7 @@ impl BlockHook for Checker {
 }
 
 /// The verify outcome of one job, for the report.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct VerifyReport {
     pub algo: Option<Algo>,
     pub interval: u32,
