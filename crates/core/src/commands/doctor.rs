@@ -3,7 +3,7 @@
 //! target does not exist or the arguments are wrong.
 
 use super::{eprint_err, Command};
-use crate::diag::{self, Check};
+use crate::diag;
 use std::path::Path;
 
 pub const COMMAND: Command = Command {
@@ -48,35 +48,12 @@ fn parse(args: &[String]) -> Result<(&str, bool), String> {
     }
 }
 
-/// The checks of `doctor`, plus other processes holding the target open.
+/// The workload-free checks of `doctor` on `target`; `true` when the
+/// target does not exist.
 pub fn check(target: &str) -> (diag::DoctorReport, bool) {
-    let path = Path::new(target);
-    let mut r = diag::doctor(path);
+    let r = diag::doctor(Path::new(target));
     let missing =
         r.environment.targets.first().map(|t| t.kind) == Some(diag::env::TargetKind::Missing);
-    if !missing {
-        let openers: Vec<diag::Opener> = crate::safety::other_openers(path)
-            .into_iter()
-            .map(|o| diag::Opener {
-                pid: o.pid,
-                comm: o.comm,
-                writable: o.writable,
-            })
-            .collect();
-        let findings = if openers.is_empty() {
-            Vec::new()
-        } else {
-            vec![diag::Finding::OtherOpeners {
-                target: target.to_string(),
-                openers,
-            }]
-        };
-        r.add_check(Check::from_findings(
-            "other openers",
-            "no other process has it open",
-            findings,
-        ));
-    }
     (r, missing)
 }
 

@@ -87,11 +87,7 @@ pub fn validate(args: &[String]) -> Result<(Plan, &'static Format<RunDoc>), Stri
 /// nothing ran (bad job/target combination: 2; a stop signal during
 /// layout: 128+N), the message already printed.
 pub fn execute(plan: &Plan) -> Result<Finished, i32> {
-    let destroy = plan.global.destroy_data_on.clone();
-    let allow_any = plan.jobs.iter().any(|j| j.allow_mounted_write);
-    let check_write =
-        move |dev: &Path| -> Result<(), String> { crate::safety_check(dev, allow_any, &destroy) };
-    let (resolved, table) = match runner::prepare(plan, &check_write) {
+    let (resolved, table) = match runner::prepare(plan) {
         Ok(x) => x,
         Err(e) => {
             eprint_err(&e.to_string());
@@ -119,9 +115,8 @@ pub fn execute(plan: &Plan) -> Result<Finished, i32> {
     let created = table.created_files();
     drop(table);
     if remove {
-        for p in &created {
-            let _ = std::fs::remove_file(p);
-            dioscope_sys::signal::unregister_scratch(p);
+        for c in &created {
+            c.remove();
         }
     }
     let doc = render::build::run_doc(&result, &diagnosis, context_line(plan, &diagnosis));

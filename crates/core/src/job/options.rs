@@ -330,7 +330,7 @@ pub static OPTIONS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Choice(EngineKind::NAMES),
         example: "io_uring",
-        help: "I/O engine: psync, pvsync2, libaio, io_uring, null",
+        help: "I/O engine",
         apply: job!(|j, v| {
             j.ioengine = EngineKind::parse(v.trim())
                 .ok_or_else(|| format!("'{}' is not an engine dioscope has", v.trim()))?;
@@ -761,7 +761,7 @@ pub static OPTIONS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         example: "1",
-        help: "pvsync2/io_uring: RWF_NOWAIT",
+        help: "RWF_NOWAIT: fail an I/O rather than block (pvsync2, libaio, io_uring)",
         apply: job!(|j, v| {
             j.nowait = parse_bool(v)?;
             Ok(())
@@ -1103,6 +1103,16 @@ pub fn closest(name: &str) -> Option<(&'static str, &'static OptDef)> {
         .map(|(_, n, o)| (n, o))
 }
 
+/// An option's help, with its choices when it has a fixed set of values.
+fn full_help(o: &OptDef) -> String {
+    match o.kind {
+        Kind::Choice(c) if !c.iter().any(|v| o.help.contains(v)) => {
+            format!("{} ({})", o.help, c.join(", "))
+        }
+        _ => o.help.to_string(),
+    }
+}
+
 /// `--help` text, generated from the table.
 pub fn help_text() -> String {
     let mut s = String::new();
@@ -1114,7 +1124,7 @@ pub fn help_text() -> String {
         s.push_str(&format!(
             "  --{:<34} {}\n",
             format!("{names}={}", o.example),
-            o.help
+            full_help(o)
         ));
     }
     s
@@ -1134,7 +1144,7 @@ pub fn markdown_table() -> String {
                 .collect::<Vec<_>>()
                 .join(" "),
             o.example,
-            o.help
+            full_help(o)
         ));
     }
     s

@@ -430,14 +430,32 @@ pub fn validate(j: &JobSpec) -> Result<(), ParseError> {
             }
         }
     }
-    if j.hipri && !matches!(j.ioengine, EngineKind::IoUring | EngineKind::Pvsync2) {
-        return invalid(format!(
-            "hipri works with io_uring or pvsync2, not {}",
-            j.ioengine.as_str()
-        ));
-    }
-    if j.sqthread_poll && j.ioengine != EngineKind::IoUring {
-        return invalid("sqthread_poll needs ioengine=io_uring".into());
+    engine_can(j)?;
+    Ok(())
+}
+
+/// Refuse an engine option the job's engine cannot honour, rather than ignore it.
+fn engine_can(j: &JobSpec) -> Result<(), ParseError> {
+    type Has = fn(&crate::engines::Caps) -> bool;
+    let wanted: [(&str, bool, Has); 3] = [
+        ("hipri", j.hipri, |c| c.hipri),
+        ("nowait", j.nowait, |c| c.nowait),
+        ("sqthread_poll", j.sqthread_poll, |c| c.sqpoll),
+    ];
+    for (opt, on, has) in wanted {
+        if on && !has(&j.ioengine.caps()) {
+            let with: Vec<&str> = EngineKind::ALL
+                .iter()
+                .filter(|k| has(&k.caps()))
+                .map(|k| k.as_str())
+                .collect();
+            return Err(ParseError::Invalid(format!(
+                "job '{}': {opt} works with {}, not {}; drop {opt} or change ioengine=",
+                j.name,
+                with.join(" or "),
+                j.ioengine.as_str()
+            )));
+        }
     }
     Ok(())
 }

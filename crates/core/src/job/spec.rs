@@ -57,39 +57,7 @@ impl RwMode {
     }
 }
 
-/// I/O engine (`ioengine=`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EngineKind {
-    Psync,
-    Pvsync2,
-    Libaio,
-    IoUring,
-    Null,
-}
-
-impl EngineKind {
-    pub const NAMES: &'static [&'static str] = &["psync", "pvsync2", "libaio", "io_uring", "null"];
-
-    pub fn parse(s: &str) -> Option<EngineKind> {
-        Some(match s {
-            "psync" | "sync" => EngineKind::Psync,
-            "pvsync2" => EngineKind::Pvsync2,
-            "libaio" => EngineKind::Libaio,
-            "io_uring" => EngineKind::IoUring,
-            "null" => EngineKind::Null,
-            _ => return None,
-        })
-    }
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EngineKind::Psync => "psync",
-            EngineKind::Pvsync2 => "pvsync2",
-            EngineKind::Libaio => "libaio",
-            EngineKind::IoUring => "io_uring",
-            EngineKind::Null => "null",
-        }
-    }
-}
+pub use crate::engines::EngineKind;
 
 /// Block-size distribution for one direction.
 #[derive(Debug, Clone, PartialEq)]

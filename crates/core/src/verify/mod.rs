@@ -29,7 +29,6 @@
 //! - **torn write**: a valid header whose payload does not match: part of
 //!   the write is missing.
 
-use crate::runner::worker::BlockHook;
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
@@ -37,6 +36,28 @@ pub const HEADER_LEN: usize = 80;
 const MAGIC: &[u8; 4] = b"DIOV";
 /// How many bad blocks are kept in full (all are counted).
 pub const MAX_REPORTED: usize = 1000;
+
+/// Per-block work around the I/O itself: filling a block before it is
+/// written and checking it after it is read (verify). The worker loop is
+/// generic over the hook, so a run without one pays nothing for it.
+pub trait BlockHook {
+    /// False for the no-op hook: the calls below are compiled out.
+    const ACTIVE: bool;
+    /// Fill `buf` (the whole block) before it is written at `offset` of file `file`.
+    fn before_write(&mut self, _buf: &mut [u8], _file: u32, _offset: u64) {}
+    /// Check `buf` (the `res` bytes read) after a read from `offset` of file `file` completed.
+    fn after_read(&mut self, _buf: &[u8], _file: u32, _offset: u64) {}
+    /// Whether the worker should stop issuing (verify_fatal after a bad block).
+    fn should_stop(&self) -> bool {
+        false
+    }
+}
+
+/// No per-block work.
+pub struct NoHook;
+impl BlockHook for NoHook {
+    const ACTIVE: bool = false;
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
