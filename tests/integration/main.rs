@@ -9,5 +9,6 @@ mod engines;
 mod faults;
 mod jobfile;
 mod json;
+mod options;
 mod signals;
 mod verify;

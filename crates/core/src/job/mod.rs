@@ -5,7 +5,10 @@ pub mod parse;
 pub mod spec;
 pub mod units;
 
+#[cfg(test)]
+mod audit;
+
 pub use parse::{parse_args, parse_job_text, ParseError};
 pub use spec::{
-    BlockSizes, EngineKind, GlobalSettings, JobSpec, OutputFormat, Plan, RandomDist, RwMode,
+    BlockSizes, EngineKind, Eta, GlobalSettings, JobSpec, OutputFormat, Plan, RandomDist, RwMode,
 };

@@ -164,6 +164,9 @@ pub struct TargetNeed {
     pub write: bool,
     /// Bytes the file must hold (layout size); 0 for "whatever it has".
     pub min_size: u64,
+    /// `create_on_open`: create a missing file empty and lay nothing out;
+    /// the job's writes fill it.
+    pub no_layout: bool,
 }
 
 /// The set of open targets of a run.
@@ -217,6 +220,7 @@ impl TargetTable {
                 Some(m) => {
                     m.write |= n.write;
                     m.min_size = m.min_size.max(n.min_size);
+                    m.no_layout &= n.no_layout;
                 }
                 None => merged.push(n.clone()),
             }
@@ -310,7 +314,11 @@ fn open_one(
             path: n.path.display().to_string(),
         });
     }
-    if have < n.min_size {
+    if n.no_layout {
+        if created {
+            create_empty(&n.path)?;
+        }
+    } else if have < n.min_size {
         layout(&n.path, have, n.min_size, created).map_err(|mut e| {
             if let TargetError::NoSpace { free, .. } = &mut e {
                 // Free once the partial layout is gone and closed: what the user has.
@@ -378,6 +386,17 @@ fn open_one(
             created,
         },
     })
+}
+
+/// Create an empty file (create_on_open): removed like a laid-out one if the run stops.
+fn create_empty(path: &Path) -> Result<(), TargetError> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| io_err(path, "create", e))?;
+    dioscope_sys::signal::register_scratch(path);
+    Ok(())
 }
 
 /// Create or extend a file to `need` bytes of incompressible data. Writes
@@ -531,12 +550,14 @@ mod tests {
                 direct: false,
                 write: false,
                 min_size: 3 << 20,
+                no_layout: false,
             },
             TargetNeed {
                 path: p.clone(),
                 direct: false,
                 write: true,
                 min_size: 1 << 20,
+                no_layout: false,
             },
         ];
         let t = TargetTable::open_all(&needs, &|_| Ok(())).unwrap();
@@ -561,6 +582,7 @@ mod tests {
                 direct: false,
                 write: false,
                 min_size: 0,
+                no_layout: false,
             }],
             &|_| Ok(()),
         )
@@ -579,6 +601,7 @@ mod tests {
                 direct: false,
                 write: false,
                 min_size: 0,
+                no_layout: false,
             }],
             &|_| Ok(()),
         )
