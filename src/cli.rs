@@ -1,6 +1,6 @@
 //! Commands: run (also the bare fio-style invocation), doctor, options, help.
 
-use dioscope_core::diag::{self, Check, DiagHooks};
+use dioscope_core::diag::{self, DiagHooks};
 use dioscope_core::job::{self, OutputFormat, Plan};
 use dioscope_core::report;
 use dioscope_core::runner::{self, RunOptions};
@@ -231,32 +231,9 @@ fn doctor(args: &[String]) -> i32 {
         );
     };
     let path = Path::new(target);
-    let mut r = diag::doctor(path);
+    let r = diag::doctor(path);
     let missing =
         r.environment.targets.first().map(|t| t.kind) == Some(diag::env::TargetKind::Missing);
-    if !missing {
-        let openers: Vec<diag::Opener> = dioscope_core::safety::other_openers(path)
-            .into_iter()
-            .map(|o| diag::Opener {
-                pid: o.pid,
-                comm: o.comm,
-                writable: o.writable,
-            })
-            .collect();
-        let findings = if openers.is_empty() {
-            Vec::new()
-        } else {
-            vec![diag::Finding::OtherOpeners {
-                target: target.to_string(),
-                openers,
-            }]
-        };
-        r.add_check(Check::from_findings(
-            "other openers",
-            "no other process has it open",
-            findings,
-        ));
-    }
     if json {
         match serde_json::to_string_pretty(&r) {
             Ok(s) => println!("{s}"),

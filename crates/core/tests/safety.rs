@@ -1,7 +1,7 @@
 //! The destructive-write guard against real loop devices.
 //!
 //! Every test needs root (loop devices, mkfs, mount) and skips with a message
-//! otherwise. Each loop device, mount, swap area and child process lives in a
+//! otherwise, except in CI (`CI` set), where a missing prerequisite fails. Each loop device, mount, swap area and child process lives in a
 //! guard whose Drop tears it down, so a failing assertion leaves nothing
 //! attached or mounted behind.
 
@@ -17,10 +17,19 @@ fn is_root() -> bool {
     fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
 }
 
+/// A prerequisite is missing: fail in CI (a skipped check must not pass for
+/// a green one), else say so; the caller then returns.
+fn skip(why: &str) {
+    if std::env::var_os("CI").is_some() {
+        panic!("CI must provide what this test needs (scripts/install-deps.sh): {why}");
+    }
+    eprintln!("skipping: {why}");
+}
+
 macro_rules! require_root {
     () => {
         if !is_root() {
-            eprintln!("skipping: needs root to create loop devices, mkfs and mount");
+            skip("needs root to create loop devices, mkfs and mount");
             return;
         }
     };
@@ -232,7 +241,7 @@ fn signatures_are_refused_and_named() {
     let mut ran = 0;
     for (tool, mib, want, make) in cases {
         if !have(tool) {
-            eprintln!("skipping {want}: {tool} is not installed");
+            skip(&format!("{want}: {tool} is not installed"));
             continue;
         }
         let img = image(mib);
@@ -270,7 +279,7 @@ fn signatures_are_refused_and_named() {
 fn mounted_device_is_refused_and_left_intact() {
     require_root!();
     if !have("mkfs.ext4") {
-        eprintln!("skipping: mkfs.ext4 is not installed");
+        skip("mkfs.ext4 is not installed");
         return;
     }
     let img = image(32);
@@ -319,7 +328,7 @@ fn mounted_partition_refuses_the_whole_disk() {
     require_root!();
     for tool in ["sfdisk", "partx", "mkfs.ext4"] {
         if !have(tool) {
-            eprintln!("skipping: {tool} is not installed");
+            skip(&format!("{tool} is not installed"));
             return;
         }
     }
@@ -403,7 +412,7 @@ fn held_open_by_another_process_is_refused_naming_it() {
 fn overrides_pass_only_for_the_named_device() {
     require_root!();
     if !have("mkfs.ext4") {
-        eprintln!("skipping: mkfs.ext4 is not installed");
+        skip("mkfs.ext4 is not installed");
         return;
     }
     let img = image(32);
@@ -477,7 +486,7 @@ fn a_loop_device_stacked_on_it_is_refused() {
 fn active_swap_is_refused() {
     require_root!();
     if !have("mkswap") || !have("swapon") {
-        eprintln!("skipping: mkswap/swapon are not installed");
+        skip("mkswap/swapon are not installed");
         return;
     }
     let img = image(16);
@@ -499,7 +508,7 @@ fn active_swap_is_refused() {
 fn mounted_in_another_namespace_is_refused_as_busy() {
     require_root!();
     if !have("mkfs.ext4") || !have("unshare") {
-        eprintln!("skipping: mkfs.ext4/unshare are not installed");
+        skip("mkfs.ext4/unshare are not installed");
         return;
     }
     use std::io::{BufRead, BufReader};
@@ -524,7 +533,7 @@ fn mounted_in_another_namespace_is_refused_as_busy() {
         .read_line(&mut line)
         .unwrap();
     if line.trim() != "mounted" {
-        eprintln!("skipping: could not mount in a new mount namespace");
+        skip("could not mount in a new mount namespace");
         return;
     }
     let ours = fs::read_to_string("/proc/self/mountinfo").unwrap();

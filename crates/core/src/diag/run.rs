@@ -3,29 +3,19 @@
 //! carries under `"dioscope"` (environment, findings, per-trial device
 //! accounting and page-cache counts) and in fio's top-level `disk_util`.
 //!
-//! The findings come from:
-//! - the targets (before the run): O_DIRECT silently buffered;
-//! - the jobs against their targets: direct=0, misalignment, hipri;
-//! - the hooks: page-cache pages before/during/after each trial, other
-//!   openers, never-written read ranges, fragmented files;
-//! - the trial metrics: outlier, bimodal and drifting trials, drift within a
-//!   trial, and the busiest worker's CPU;
-//! - the environment: the CPU frequency governor.
+//! The findings come from the run side of every check in
+//! [`super::checks::CHECKS`].
 
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
 
-use super::consistency::{governor_finding, series_findings, tool_bottleneck, trial_findings};
+use super::checks::{after_run_all, RunCtx};
 use super::device::{DevRole, DeviceMetrics, DiskStat};
 use super::doctor::wrap;
 use super::env::Environment;
-use super::findings::{Finding, Opener, Severity};
+use super::findings::{Finding, Severity};
 use super::hooks::{DiagHooks, TrialRecord};
-use super::job::job_findings;
-use super::pagecache::{self, TrialPages};
-use crate::engines::caps;
-use crate::results::TrialMetrics;
 use crate::runner::RunResult;
 
 /// One device's counters summed over every trial that touched it.
@@ -47,153 +37,19 @@ pub struct RunDiagnosis {
     pub devices: Vec<DeviceTotal>,
 }
 
-fn push(out: &mut Vec<Finding>, f: Finding) {
-    if !out.contains(&f) {
-        out.push(f);
-    }
-}
-
-/// Findings over the trials of one job (or one group-reported unit).
-/// Interrupted trials and those that did no I/O are left out; only a prefix
-/// of the trials is used, so trial numbers stay those of the run.
-pub fn metric_findings(job: &str, trials: &[TrialMetrics]) -> Vec<Finding> {
-    let done: Vec<&TrialMetrics> = trials
-        .iter()
-        .take_while(|t| !t.interrupted && t.runtime_ms > 0.0)
-        .collect();
-    let metric = format!("{job} IOPS");
-    let iops: Vec<f64> = done.iter().map(|t| t.iops).collect();
-    let mut out = trial_findings(&metric, &iops);
-    for t in &done {
-        out.extend(series_findings(&metric, t.trial as usize, &t.iops_series));
-    }
-    out
-}
-
-/// Diagnose a finished run.
+/// Diagnose a finished run: the run side of every check in
+/// [`super::checks::CHECKS`], most severe first.
 pub fn diagnose(r: &RunResult, hooks: &DiagHooks) -> RunDiagnosis {
-    let env = &hooks.environment;
-    let mut found: Vec<Finding> = Vec::new();
-    for f in &hooks.target_findings {
-        push(&mut found, f.clone());
-    }
-    // The jobs against their targets.
-    for j in &r.jobs {
-        let spec = &j.resolved.spec;
-        let mut seen = Vec::new();
-        for f in j.resolved.clones.iter().flatten() {
-            if seen.contains(&f.path) {
-                continue;
-            }
-            seen.push(f.path.clone());
-            if let Some(t) = env.targets.iter().find(|t| t.path == f.path) {
-                for x in job_findings(spec, t) {
-                    push(&mut found, x);
-                }
-            }
-        }
-    }
-    // What the hooks saw, trial by trial.
-    let mut kept: Vec<(String, u64, u64)> = Vec::new();
-    let mut openers: Vec<(String, Vec<Opener>)> = Vec::new();
-    for rec in &hooks.trials {
-        for tp in &rec.page_cache {
-            if tp.invalidate {
-                for f in pagecache::trial_findings(
-                    &tp.target,
-                    rec.trial as usize,
-                    &tp.pages,
-                    true,
-                    tp.page_size,
-                ) {
-                    push(&mut found, f);
-                }
-            } else if tp.pages.max() > 0 {
-                match kept.iter_mut().find(|k| k.0 == tp.target) {
-                    Some(k) => k.1 = k.1.max(tp.pages.max()),
-                    None => kept.push((tp.target.clone(), tp.pages.max(), tp.page_size)),
-                }
-            }
-        }
-        for o in &rec.openers {
-            let entry = match openers.iter_mut().position(|x| x.0 == o.target) {
-                Some(i) => &mut openers[i].1,
-                None => {
-                    openers.push((o.target.clone(), Vec::new()));
-                    &mut openers.last_mut().expect("just pushed").1
-                }
-            };
-            for p in o.before.iter().chain(&o.after) {
-                match entry.iter_mut().find(|x| x.pid == p.pid) {
-                    Some(x) => x.writable |= p.writable,
-                    None => entry.push(p.clone()),
-                }
-            }
-        }
-    }
     let sums = r.summarize();
-    for (target, pages, page_size) in kept {
-        // What the pages cost here, when some trials had them and some not.
-        let slowdown_pct = sums.iter().find_map(|s| {
-            let per: Vec<TrialPages> = s
-                .trials
-                .iter()
-                .map(|t| {
-                    hooks
-                        .record(s.group, t.trial)
-                        .and_then(|rec| rec.page_cache.iter().find(|p| p.target == target))
-                        .map(|p| p.pages)
-                        .unwrap_or_default()
-                })
-                .collect();
-            let iops: Vec<f64> = s.trials.iter().map(|t| t.iops).collect();
-            pagecache::slowdown_pct(&iops, &per)
-        });
-        push(
-            &mut found,
-            Finding::PageCacheKept {
-                target,
-                pages,
-                page_size,
-                slowdown_pct,
-            },
-        );
-    }
-    for (target, list) in openers {
-        if !list.is_empty() {
-            let mut list = list;
-            list.sort_by_key(|o| o.pid);
-            push(
-                &mut found,
-                Finding::OtherOpeners {
-                    target,
-                    openers: list,
-                },
-            );
-        }
-    }
-    for f in &hooks.layout_findings {
-        push(&mut found, f.clone());
-    }
-    // The trials' numbers.
-    for s in &sums {
-        let real_io = s
-            .jobs
-            .iter()
-            .any(|&i| caps(r.jobs[i].resolved.spec.ioengine).real_io);
-        for f in metric_findings(&s.name, &s.trials) {
-            push(&mut found, f);
-        }
-        if real_io {
-            found.extend(tool_bottleneck(&s.name, s.max_worker_cpu));
-        }
-    }
-    found.extend(governor_finding(&env.cpu));
-    // Most severe first; the sort is stable, so the order found stays within
-    // a severity.
+    let mut found = after_run_all(&RunCtx {
+        result: r,
+        hooks,
+        sums: &sums,
+    });
+    // The sort is stable: within a severity, the table's order stays.
     found.sort_by_key(|f| std::cmp::Reverse(f.severity()));
     RunDiagnosis {
-        environment: env.clone(),
+        environment: hooks.environment.clone(),
         findings: found,
         trials: hooks.trials.clone(),
         devices: device_totals(&hooks.trials),
@@ -451,12 +307,12 @@ mod tests {
         let d = diagnose(&r, &DiagHooks::empty());
         assert!(codes(&d).contains(&"bimodal_trials"), "{:?}", d.findings);
         match d.findings.iter().find(|f| f.code() == "bimodal_trials") {
-            Some(Finding::BimodalTrials {
+            Some(Finding::BimodalTrials(crate::diag::findings::BimodalTrials {
                 low_trials,
                 high_trials,
                 metric,
                 ..
-            }) => {
+            })) => {
                 assert_eq!(low_trials, &vec![2, 5]);
                 assert_eq!(high_trials, &vec![1, 3, 4, 6]);
                 assert_eq!(metric, "x IOPS");
