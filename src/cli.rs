@@ -94,12 +94,7 @@ fn run(args: &[String]) -> i32 {
             ));
         }
     }
-    let destroy = plan.global.destroy_data_on.clone();
-    let allow_any = plan.jobs.iter().any(|j| j.allow_mounted_write);
-    let check_write = move |dev: &Path| -> Result<(), String> {
-        dioscope_core::safety_check(dev, allow_any, &destroy)
-    };
-    let (resolved, table) = match runner::prepare(&plan, &check_write) {
+    let (resolved, table) = match runner::prepare(&plan) {
         Ok(x) => x,
         Err(e) => {
             eprint_err(&e.to_string());
@@ -127,9 +122,8 @@ fn run(args: &[String]) -> i32 {
     let created = table.created_files();
     drop(table);
     if remove {
-        for p in &created {
-            let _ = std::fs::remove_file(p);
-            dioscope_sys::signal::unregister_scratch(p);
+        for c in &created {
+            c.remove();
         }
     }
 

@@ -10,5 +10,6 @@ mod faults;
 mod jobfile;
 mod json;
 mod options;
+mod safety2;
 mod signals;
 mod verify;

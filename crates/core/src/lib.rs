@@ -24,18 +24,3 @@ pub mod safety;
 pub mod stats;
 pub mod targets;
 pub mod verify;
-
-/// The destructive-write guard the runner calls before opening a block
-/// device for writing: `Err` carries the full message (which check fired and
-/// how to override it).
-pub fn safety_check(
-    dev: &std::path::Path,
-    allow: bool,
-    destroy_data_on: &[String],
-) -> Result<(), String> {
-    let guard = safety::WriteGuard {
-        allow_mounted_write: allow,
-        destroy_data_on,
-    };
-    safety::check_block_device_write(dev, &guard).map_err(|e| e.to_string())
-}
