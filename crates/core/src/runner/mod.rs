@@ -203,13 +203,9 @@ pub fn prepare(plan: &Plan) -> Result<(Vec<ResolvedJob>, TargetTable), SetupErro
                     path: p,
                     direct: j.direct,
                     write: j.rw.writes() && !j.verify_only,
-<<<<<<< HEAD
                     min_size: min_size(j, n, c),
                     no_layout: j.create_on_open,
-=======
-                    min_size,
                     allow_mounted_write: j.allow_mounted_write,
->>>>>>> main
                 });
             }
         }

@@ -170,16 +170,13 @@ pub struct TargetNeed {
     pub write: bool,
     /// Bytes the file must hold (layout size); 0 for "whatever it has".
     pub min_size: u64,
-<<<<<<< HEAD
-    /// `create_on_open`: create a missing file empty and lay nothing out;
-    /// the job's writes fill it.
+    /// `create_on_open`: a missing file is created empty and nothing is laid
+    /// out; the job's writes fill it.
     pub no_layout: bool,
-=======
     /// `allow_mounted_write=1` of the job that needs it. Overrides are
     /// scoped: a target shared by several writing jobs is covered only when
     /// every one of them says so (a reader's setting does not count).
     pub allow_mounted_write: bool,
->>>>>>> main
 }
 
 /// The set of open targets of a run.
@@ -446,43 +443,12 @@ fn open_one(n: &TargetNeed, destroy_data_on: &[String]) -> Result<Target, Target
             },
         });
     }
-<<<<<<< HEAD
-    if let Some(st) = existing {
-        if !st.is_regular() {
-            return Err(TargetError::Refused(format!(
-                "{} is neither a regular file nor a block device; point filename= at a file or a block device",
-                n.path.display()
-            )));
-        }
-    }
-    let created = existing.is_none();
-    let have = existing.map(|s| s.size).unwrap_or(0);
-    if created && n.path.starts_with("/dev") {
-        // Never create regular files in /dev: a typo in a device name must not
-        // turn into a file that fills the devtmpfs.
-        return Err(TargetError::NoDevice {
-            path: n.path.display().to_string(),
-        });
-    }
-    if created && n.min_size == 0 {
-        return Err(TargetError::NeedSize {
-            path: n.path.display().to_string(),
-        });
-    }
-    if n.no_layout {
-        if created {
-            create_empty(&n.path)?;
-        }
-    } else if have < n.min_size {
-        layout(&n.path, have, n.min_size, created).map_err(|mut e| {
-=======
     let have = opened.meta.len();
-    if have < n.min_size {
+    if have < n.min_size && !n.no_layout {
         let w = opened
             .reopen(true, 0)
             .map_err(|e| undo(io_err(&n.path, "create", e)))?;
         layout(&n.path, &opened, &w, have, n.min_size, created).map_err(|mut e| {
->>>>>>> main
             if let TargetError::NoSpace { free, .. } = &mut e {
                 // Free once the partial layout is gone: what the user has.
                 *free = free_bytes(&n.path);
@@ -528,17 +494,6 @@ fn open_one(n: &TargetNeed, destroy_data_on: &[String]) -> Result<Target, Target
     })
 }
 
-<<<<<<< HEAD
-/// Create an empty file (create_on_open): removed like a laid-out one if the run stops.
-fn create_empty(path: &Path) -> Result<(), TargetError> {
-    OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(|e| io_err(path, "create", e))?;
-    dioscope_sys::signal::register_scratch(path);
-    Ok(())
-=======
 fn kind_name(ft: &std::fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     if ft.is_dir() {
@@ -552,7 +507,6 @@ fn kind_name(ft: &std::fs::FileType) -> &'static str {
     } else {
         "not a file"
     }
->>>>>>> main
 }
 
 /// Create or extend a file to `need` bytes of incompressible data. Writes
@@ -698,22 +652,16 @@ mod tests {
                 direct: false,
                 write: false,
                 min_size: 3 << 20,
-<<<<<<< HEAD
                 no_layout: false,
-=======
                 allow_mounted_write: false,
->>>>>>> main
             },
             TargetNeed {
                 path: p.clone(),
                 direct: false,
                 write: true,
                 min_size: 1 << 20,
-<<<<<<< HEAD
                 no_layout: false,
-=======
                 allow_mounted_write: false,
->>>>>>> main
             },
         ];
         let t = TargetTable::open_all(&needs, &[]).unwrap();
@@ -738,11 +686,8 @@ mod tests {
                 direct: false,
                 write: false,
                 min_size: 0,
-<<<<<<< HEAD
                 no_layout: false,
-=======
                 allow_mounted_write: false,
->>>>>>> main
             }],
             &[],
         )
@@ -761,11 +706,8 @@ mod tests {
                 direct: false,
                 write: false,
                 min_size: 0,
-<<<<<<< HEAD
                 no_layout: false,
-=======
                 allow_mounted_write: false,
->>>>>>> main
             }],
             &[],
         )
