@@ -20,6 +20,8 @@ command -v kill >/dev/null || need+=(procps)
 command -v blkid >/dev/null || need+=(util-linux)
 command -v sfdisk >/dev/null || need+=(fdisk)
 command -v partx >/dev/null || need+=(util-linux)
+command -v taskset >/dev/null || need+=(util-linux)
+command -v dd >/dev/null || need+=(coreutils)
 # fio_jsonplus_clat2csv runs under Debian's python3 in the tests and needs six.
 /usr/bin/python3 -c 'import six' 2>/dev/null || need+=(python3-six)
 
