@@ -88,25 +88,7 @@ impl DoctorReport {
     }
 }
 
-/// Wrap text at 100 columns, indenting continuation lines.
-pub fn wrap(text: &str, indent: usize) -> String {
-    let width = 100usize.saturating_sub(indent).max(40);
-    let mut out = String::new();
-    let mut line = 0;
-    for w in text.split_whitespace() {
-        if line > 0 && line + 1 + w.chars().count() > width {
-            out.push('\n');
-            out.push_str(&" ".repeat(indent));
-            line = 0;
-        } else if line > 0 {
-            out.push(' ');
-            line += 1;
-        }
-        out.push_str(w);
-        line += w.chars().count();
-    }
-    out
-}
+pub use crate::results::units::wrap;
 
 #[cfg(test)]
 mod tests {

@@ -7,15 +7,14 @@
 //! [`super::checks::CHECKS`].
 
 use serde::Serialize;
-use serde_json::{json, Map, Value};
-use std::fmt::Write as _;
+use serde_json::Value;
 
 use super::checks::{after_run_all, RunCtx};
 use super::device::{DevRole, DeviceMetrics, DiskStat};
-use super::doctor::wrap;
 use super::env::Environment;
 use super::findings::{Finding, Severity};
 use super::hooks::{DiagHooks, TrialRecord};
+use crate::results::model::{Dioscope, DiskUtil, TrialDevices};
 use crate::runner::RunResult;
 
 /// One device's counters summed over every trial that touched it.
@@ -105,130 +104,75 @@ fn device_totals(trials: &[TrialRecord]) -> Vec<DeviceTotal> {
 }
 
 impl RunDiagnosis {
-    /// The entries for the JSON's `"dioscope"` object.
-    pub fn json_extra(&self) -> Map<String, Value> {
-        let mut m = Map::new();
-        m.insert(
-            "environment".into(),
-            serde_json::to_value(&self.environment).unwrap_or(Value::Null),
-        );
-        m.insert(
-            "findings".into(),
-            Value::Array(
-                self.findings
-                    .iter()
-                    .map(|f| serde_json::to_value(f.reported()).unwrap_or(Value::Null))
-                    .collect(),
-            ),
-        );
-        let devices: Vec<Value> = self
+    /// Fill the result's diagnosis entries: environment, findings, per-trial
+    /// device accounting, device totals, page-cache and opener samples.
+    pub fn fill(&self, d: &mut Dioscope) {
+        d.environment = value(&self.environment);
+        d.findings = self
+            .findings
+            .iter()
+            .map(|f| from_value(value(f.reported())))
+            .collect();
+        d.devices = self
             .trials
             .iter()
-            .map(|t| {
-                json!({
-                    "group": t.group,
-                    "trial": t.trial,
-                    "jobs": t.jobs,
-                    "app_ios": t.app_ios,
-                    "wall_us": t.wall_us,
-                    "devices": t.devices,
-                })
+            .map(|t| TrialDevices {
+                group: t.group,
+                trial: t.trial,
+                jobs: t.jobs.clone(),
+                app_ios: t.app_ios,
+                wall_us: t.wall_us,
+                devices: t.devices.iter().map(value).collect(),
             })
             .collect();
-        m.insert("devices".into(), Value::Array(devices));
-        m.insert(
-            "device_totals".into(),
-            serde_json::to_value(&self.devices).unwrap_or(Value::Null),
-        );
-        let mut pages = Vec::new();
-        let mut openers = Vec::new();
+        d.device_totals = self.devices.iter().map(|x| from_value(value(x))).collect();
+        d.page_cache.clear();
+        d.openers.clear();
         for t in &self.trials {
             for p in &t.page_cache {
-                let mut v = serde_json::to_value(p).unwrap_or(Value::Null);
+                let mut v = value(p);
                 if let Some(o) = v.as_object_mut() {
-                    o.insert("group".into(), json!(t.group));
-                    o.insert("trial".into(), json!(t.trial));
+                    o.insert("group".into(), t.group.into());
+                    o.insert("trial".into(), t.trial.into());
                 }
-                pages.push(v);
+                d.page_cache.push(v);
             }
             for o in &t.openers {
-                openers.push(json!({
-                    "group": t.group,
-                    "trial": t.trial,
-                    "target": o.target,
-                    "before": o.before,
-                    "after": o.after,
-                }));
+                let mut m = serde_json::Map::new();
+                m.insert("group".into(), t.group.into());
+                m.insert("trial".into(), t.trial.into());
+                m.insert("target".into(), o.target.clone().into());
+                m.insert("before".into(), value(&o.before));
+                m.insert("after".into(), value(&o.after));
+                d.openers.push(Value::Object(m));
             }
         }
-        m.insert("page_cache".into(), Value::Array(pages));
-        m.insert("openers".into(), Value::Array(openers));
-        m
     }
 
     /// fio's top-level `disk_util`: one entry per device, counters summed
     /// over the measured intervals; `util` is the share of that time the
     /// device was busy, in %.
-    pub fn disk_util(&self) -> Vec<Value> {
+    pub fn disk_util(&self) -> Vec<DiskUtil> {
         self.devices
             .iter()
             .map(|d| {
                 let s = &d.delta;
-                json!({
-                    "name": d.device,
-                    "read_ios": s.read_ios,
-                    "write_ios": s.write_ios,
-                    "read_merges": s.read_merges,
-                    "write_merges": s.write_merges,
-                    "read_sectors": s.read_sectors,
-                    "write_sectors": s.write_sectors,
-                    "read_ticks": s.read_ticks_ms,
-                    "write_ticks": s.write_ticks_ms,
-                    "in_queue": s.time_in_queue_ms,
-                    "util": d.metrics.util_pct.unwrap_or(0.0),
-                })
+                DiskUtil {
+                    name: d.device.clone(),
+                    read_ios: s.read_ios,
+                    write_ios: s.write_ios,
+                    read_merges: s.read_merges,
+                    write_merges: s.write_merges,
+                    read_sectors: Some(s.read_sectors),
+                    write_sectors: Some(s.write_sectors),
+                    read_ticks: s.read_ticks_ms,
+                    write_ticks: s.write_ticks_ms,
+                    in_queue: s.time_in_queue_ms,
+                    util: d.metrics.util_pct.unwrap_or(0.0),
+                    other: Default::default(),
+                }
             })
             .collect()
-    }
-
-    /// One line per device for the text summary: requests per I/O, request
-    /// size, merges and utilisation over all trials.
-    pub fn device_lines(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for d in &self.devices {
-            let m = &d.metrics;
-            let mut s = format!("device {} ({}):", d.device, role_name(d.role));
-            match m.requests_per_io {
-                Some(r) => {
-                    let _ = write!(s, " {r:.2} requests/IO");
-                }
-                None => s.push_str(" no application I/O"),
-            }
-            if let Some(b) = m.avg_request_bytes {
-                let _ = write!(s, ", {}/request", super::findings::human_bytes(b as u64));
-            }
-            let _ = write!(s, ", {} merges", m.merges);
-            if let Some(u) = m.util_pct {
-                let _ = write!(s, ", util {u:.0} %");
-            }
-            out.push(s);
-        }
-        out
-    }
-
-    /// One entry per finding for the text summary: severity, then the text
-    /// wrapped at 100 columns.
-    pub fn finding_lines(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for f in &self.findings {
-            let label = match f.severity() {
-                Severity::Critical => "CRITICAL",
-                Severity::Warning => "WARNING ",
-                Severity::Info => "info    ",
-            };
-            out.push(format!("{label} {}", wrap(&f.to_string(), 11)));
-        }
-        out
     }
 
     /// Whether any finding is critical.
@@ -239,14 +183,14 @@ impl RunDiagnosis {
     }
 }
 
-fn role_name(r: DevRole) -> &'static str {
-    match r {
-        DevRole::Target => "target",
-        DevRole::Filesystem => "file system",
-        DevRole::ParentDisk => "parent disk",
-        DevRole::LoopBacking => "under the loop's backing file",
-        DevRole::Slave => "component",
-    }
+/// A diagnosis value in its own JSON shape.
+fn value<T: Serialize>(v: T) -> Value {
+    serde_json::to_value(v).unwrap_or_default()
+}
+
+/// A diagnosis value in the result model's type (the same JSON shape).
+fn from_value<T: serde::de::DeserializeOwned + Default>(v: Value) -> T {
+    serde_json::from_value(v).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -319,15 +263,18 @@ mod tests {
             }
             f => panic!("{f:?}"),
         }
-        // And in the JSON, with severity, kind and message.
-        let extra = d.json_extra();
-        let j = extra["findings"].as_array().unwrap();
-        assert_eq!(j.len(), d.findings.len());
-        for (v, f) in j.iter().zip(&d.findings) {
-            assert_eq!(v["kind"], f.code());
-            assert_eq!(v["message"], f.to_string());
-            assert!(v["severity"].is_string());
+        // And in the result, with severity, kind and message.
+        let mut doc = Dioscope::default();
+        d.fill(&mut doc);
+        assert_eq!(doc.findings.len(), d.findings.len());
+        for (v, f) in doc.findings.iter().zip(&d.findings) {
+            assert_eq!(v.kind(), f.code());
+            assert_eq!(v.message, f.to_string());
         }
+        assert_eq!(
+            doc.findings[0].severity,
+            crate::results::model::Severity::Warning
+        );
     }
 
     #[test]
@@ -398,14 +345,13 @@ mod tests {
             devices: totals,
         };
         let u = d.disk_util();
-        assert_eq!(u[0]["name"], "loop0");
-        assert_eq!(u[0]["write_ios"], 128);
-        assert_eq!(u[0]["write_sectors"], 1024);
-        assert_eq!(u[0]["util"], 50.0);
-        assert!(
-            d.device_lines()[0].contains("8.00 requests/IO"),
-            "{:?}",
-            d.device_lines()
-        );
+        assert_eq!(u[0].name, "loop0");
+        assert_eq!(u[0].write_ios, 128);
+        assert_eq!(u[0].write_sectors, Some(1024));
+        assert_eq!(u[0].util, 50.0);
+        let mut doc = Dioscope::default();
+        d.fill(&mut doc);
+        assert_eq!(doc.device_totals[0].role, "filesystem");
+        assert_eq!(doc.device_totals[0].metric("requests_per_io"), Some(8.0));
     }
 }

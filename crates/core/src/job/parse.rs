@@ -588,7 +588,6 @@ pub fn parse_args<S: AsRef<str>>(args: &[S]) -> Result<Plan, ParseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::spec::OutputFormat;
 
     #[test]
     fn fio_style_job_text() {
@@ -665,7 +664,7 @@ mod tests {
             "8k",
         ])
         .unwrap();
-        assert_eq!(p.global.output_format, OutputFormat::Json);
+        assert_eq!(p.global.output_format, "json");
         assert_eq!(p.jobs.len(), 2);
         assert_eq!(p.jobs[0].ioengine, EngineKind::Null);
         assert_eq!(p.jobs[1].ioengine, EngineKind::Null);

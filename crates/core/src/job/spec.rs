@@ -265,7 +265,10 @@ impl JobSpec {
 /// Settings for the whole invocation rather than a job.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct GlobalSettings {
-    pub output_format: OutputFormat,
+    /// `--output-format` as given (empty: the default). The command
+    /// resolves it in its table of renderers (`render::RUN_FORMATS`), which
+    /// is the one list of formats.
+    pub output_format: String,
     pub output: Option<String>,
     /// `--trials` from the command line (overrides every job).
     pub trials: Option<u32>,
@@ -273,14 +276,6 @@ pub struct GlobalSettings {
     pub destroy_data_on: Vec<String>,
     /// `--progress=never` / `--eta=never`.
     pub no_progress: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum OutputFormat {
-    #[default]
-    Normal,
-    Json,
-    JsonPlus,
 }
 
 /// A whole invocation: global settings and the jobs in order, each with its

@@ -86,6 +86,27 @@ pub fn ctime(secs: i64) -> String {
     )
 }
 
+/// Text wrapped at 100 columns, continuation lines indented by `indent`
+/// (the findings in the summary and the doctor's checklist).
+pub fn wrap(text: &str, indent: usize) -> String {
+    let width = 100usize.saturating_sub(indent).max(40);
+    let mut out = String::new();
+    let mut line = 0;
+    for w in text.split_whitespace() {
+        if line > 0 && line + 1 + w.chars().count() > width {
+            out.push('\n');
+            out.push_str(&" ".repeat(indent));
+            line = 0;
+        } else if line > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(w);
+        line += w.chars().count();
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -181,10 +181,9 @@ fn job_paths(j: &JobSpec, clone: u32, default_job: bool) -> Vec<PathBuf> {
 }
 
 /// Stage one: resolve and open everything, check alignment. No I/O yet.
-pub fn prepare(
-    plan: &Plan,
-    check_write: &dyn Fn(&Path) -> Result<(), String>,
-) -> Result<(Vec<ResolvedJob>, TargetTable), SetupError> {
+/// The destructive-write guard runs on every target a job writes, with the
+/// overrides of the jobs that write it (`targets::TargetNeed`).
+pub fn prepare(plan: &Plan) -> Result<(Vec<ResolvedJob>, TargetTable), SetupError> {
     let mut needs = Vec::new();
     let mut group = 0u32;
     let mut groups = Vec::new();
@@ -216,11 +215,12 @@ pub fn prepare(
                     direct: j.direct,
                     write: j.rw.writes() && !j.verify_only,
                     min_size,
+                    allow_mounted_write: j.allow_mounted_write,
                 });
             }
         }
     }
-    let table = TargetTable::open_all(&needs, check_write)?;
+    let table = TargetTable::open_all(&needs, &plan.global.destroy_data_on)?;
     match resolve(plan, &table, &groups) {
         Ok(out) => Ok((out, table)),
         Err(e) => {

@@ -29,7 +29,7 @@
 //! - **torn write**: a valid header whose payload does not match: part of
 //!   the write is missing.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
 pub const HEADER_LEN: usize = 80;
@@ -59,7 +59,7 @@ impl BlockHook for NoHook {
     const ACTIVE: bool = false;
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Algo {
     Crc32c,
@@ -100,7 +100,7 @@ impl Algo {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BadKind {
     LostWrite,
@@ -121,7 +121,7 @@ impl BadKind {
 }
 
 /// One interval that read back wrong.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BadBlock {
     pub file: u32,
     pub offset: u64,
@@ -390,7 +390,7 @@ impl BlockHook for Checker {
 }
 
 /// The verify outcome of one job, for the report.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct VerifyReport {
     pub algo: Option<Algo>,
     pub interval: u32,
