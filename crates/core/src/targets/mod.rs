@@ -170,6 +170,9 @@ pub struct TargetNeed {
     pub write: bool,
     /// Bytes the file must hold (layout size); 0 for "whatever it has".
     pub min_size: u64,
+    /// `create_on_open`: a missing file is created empty and nothing is laid
+    /// out; the job's writes fill it.
+    pub no_layout: bool,
     /// `allow_mounted_write=1` of the job that needs it. Overrides are
     /// scoped: a target shared by several writing jobs is covered only when
     /// every one of them says so (a reader's setting does not count).
@@ -237,6 +240,7 @@ impl TargetTable {
                     };
                     m.write |= n.write;
                     m.min_size = m.min_size.max(n.min_size);
+                    m.no_layout &= n.no_layout;
                 }
                 None => merged.push(n.clone()),
             }
@@ -292,23 +296,26 @@ pub fn remove_if_same(path: &Path, dev: u64, ino: u64) -> bool {
 }
 
 /// Whether `path`, once resolved (symlinks, `..`, a relative path), would
-/// land in /dev or on the same filesystem as /dev: such a path names a
-/// device, never a place to create a regular file.
+/// land on the filesystem of /dev (devtmpfs): such a path names a device,
+/// never a place to create a regular file. Separate mounts below /dev
+/// (/dev/shm) are ordinary filesystems.
 pub fn lands_in_dev(path: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
     let parent = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
         Some(p) => p.to_path_buf(),
         None => PathBuf::from("."),
     };
-    let Ok(canon) = std::fs::canonicalize(&parent) else {
-        return path.starts_with("/dev");
-    };
-    if canon.starts_with("/dev") {
-        return true;
+    match std::fs::canonicalize(&parent) {
+        Ok(dir) => is_dev_dir(&dir),
+        Err(_) => path.starts_with("/dev"),
     }
-    match (std::fs::metadata(&canon), std::fs::metadata("/dev")) {
+}
+
+/// Whether a directory is on the filesystem of /dev.
+pub fn is_dev_dir(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(dir), std::fs::metadata("/dev")) {
         (Ok(a), Ok(b)) => a.dev() == b.dev(),
-        _ => false,
+        _ => dir.starts_with("/dev"),
     }
 }
 
@@ -440,7 +447,7 @@ fn open_one(n: &TargetNeed, destroy_data_on: &[String]) -> Result<Target, Target
         });
     }
     let have = opened.meta.len();
-    if have < n.min_size {
+    if have < n.min_size && !n.no_layout {
         let w = opened
             .reopen(true, 0)
             .map_err(|e| undo(io_err(&n.path, "create", e)))?;
@@ -648,6 +655,7 @@ mod tests {
                 direct: false,
                 write: false,
                 min_size: 3 << 20,
+                no_layout: false,
                 allow_mounted_write: false,
             },
             TargetNeed {
@@ -655,6 +663,7 @@ mod tests {
                 direct: false,
                 write: true,
                 min_size: 1 << 20,
+                no_layout: false,
                 allow_mounted_write: false,
             },
         ];
@@ -680,6 +689,7 @@ mod tests {
                 direct: false,
                 write: false,
                 min_size: 0,
+                no_layout: false,
                 allow_mounted_write: false,
             }],
             &[],
@@ -699,6 +709,7 @@ mod tests {
                 direct: false,
                 write: false,
                 min_size: 0,
+                no_layout: false,
                 allow_mounted_write: false,
             }],
             &[],
