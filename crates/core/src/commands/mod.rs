@@ -9,9 +9,11 @@
 //! `pub const COMMAND: Command` and `fn main(args: &[String]) -> i32`, then
 //! add one line to [`COMMANDS`] (and `pub mod NAME;`).
 
+pub mod compare;
 pub mod doctor;
 pub mod options;
 pub mod run;
+pub mod sweep;
 
 use crate::render::{self, RUN_FORMATS};
 
@@ -25,7 +27,13 @@ pub struct Command {
 }
 
 /// Every command, in the order `--help` lists them.
-pub static COMMANDS: &[Command] = &[run::COMMAND, doctor::COMMAND, options::COMMAND];
+pub static COMMANDS: &[Command] = &[
+    run::COMMAND,
+    compare::COMMAND,
+    sweep::COMMAND,
+    doctor::COMMAND,
+    options::COMMAND,
+];
 
 /// The command `name` names, if any.
 pub fn find(name: &str) -> Option<&'static Command> {
