@@ -20,22 +20,23 @@ pub const COMMAND: Command = Command {
     name: "compare",
     usage: &[
         (
-            "compare A.json B.json [--threshold=2%] [--expect-different=OPT,...]",
+            "compare A.json B.json",
             "did B change? per job and metric: change with 95 % CI, p-value,\n\
-             better/worse; exit 1 on a significant regression, 2 when the\n\
-             sides differ in what --expect-different does not name\n\
-             (--allow-different: anything), --gate=iops,lat_p99: the metrics\n\
-             that decide the exit code, --output-format=normal|json|markdown",
+             better/worse (--threshold=2%); exit 1 on a significant regression,\n\
+             2 when the sides differ in what --expect-different=OPT,... does\n\
+             not name (--allow-different: anything); --gate=iops,lat_p99: the\n\
+             metrics that decide the exit code; --output-format=normal|json|markdown",
         ),
         (
-            "compare A1.json A2.json ... -- B1.json B2.json ...",
+            "compare A1.json ... -- B1.json ...",
             "each file one trial (dioscope's or fio's own JSON);\n\
              SWEEP.json@OPT=V,OPT2=W takes one cell of a sweep",
         ),
         (
-            "compare --run A.fio B.fio [--max-trials=30] [--max-time=10m] [--OPTION=VALUE...]",
-            "run both, interleaved (A B B A ...), until the verdict is clear;\n\
-             other options apply to both; exit 3 when a run cannot finish",
+            "compare --run A.fio B.fio",
+            "run both, interleaved (A B B A ...), until the verdict is clear\n\
+             (--max-trials=30 per side, --max-time=10m); other --OPTION=VALUE\n\
+             apply to both; exit 3 when a run cannot finish",
         ),
     ],
     main,
@@ -146,7 +147,10 @@ fn parse(args: &[String]) -> Result<Args, String> {
         b = vec![a.pop().expect("two")];
     }
     if a.is_empty() || b.is_empty() {
-        return Err("compare: a side has no files; put the A files before '--' and the B files after it".into());
+        return Err(
+            "compare: a side has no files; put the A files before '--' and the B files after it"
+                .into(),
+        );
     }
     if run && (a.len() != 1 || b.len() != 1) {
         return Err("compare --run takes two job files: compare --run A.fio B.fio".into());
@@ -188,7 +192,9 @@ fn load(path: &str) -> Result<Vec<RunDoc>, String> {
         };
         let c = s.find_cell(sel).map_err(|e| format!("{file}: {e}"))?;
         if c.runs.is_empty() {
-            return Err(format!("{file}: cell '{sel}' has not run yet (resume the sweep)"));
+            return Err(format!(
+                "{file}: cell '{sel}' has not run yet (resume the sweep)"
+            ));
         }
         return Ok(c.runs.clone());
     }
@@ -306,7 +312,9 @@ fn run_both(a: &Args) -> Result<Comparison, i32> {
             Ok(d) => d,
             Err(code) if code >= 128 => return Err(code),
             Err(_) => {
-                eprintln!("dioscope: error: compare --run: the {label} run could not start (see above)");
+                eprintln!(
+                    "dioscope: error: compare --run: the {label} run could not start (see above)"
+                );
                 return Err(3);
             }
         };
@@ -328,19 +336,20 @@ fn run_both(a: &Args) -> Result<Comparison, i32> {
             continue;
         }
         let elapsed = t0.elapsed().as_secs_f64();
-        if na >= floor {
-            let c = build(a, &docs);
-            if !c.unexpected().is_empty() {
-                stopped_because = "the sides differ in what nobody named".to_string();
-                break;
-            }
-            if is_clear(&c) {
-                stopped_because = format!("the verdict is clear after {na} runs per side");
-                break;
-            }
+        let c = build(a, &docs);
+        if !c.unexpected().is_empty() {
+            stopped_because = "the sides differ in what nobody named".to_string();
+            break;
+        }
+        if na >= floor && is_clear(&c) {
+            stopped_because = format!("the verdict is clear after {na} runs per side");
+            break;
         }
         if na >= a.max_trials {
-            stopped_because = format!("--max-trials={} reached; the verdict is not clear", a.max_trials);
+            stopped_because = format!(
+                "--max-trials={} reached; the verdict is not clear",
+                a.max_trials
+            );
             break;
         }
         // Would one more pair overrun the time? Use the mean time per pair.
@@ -388,18 +397,39 @@ mod tests {
 
     #[test]
     fn arguments() {
-        let a = parse(&s(&["a.json", "b.json", "--threshold=5%", "--expect-different=iodepth,kernel"]))
-            .unwrap();
+        let a = parse(&s(&[
+            "a.json",
+            "b.json",
+            "--threshold=5%",
+            "--expect-different=iodepth,kernel",
+        ]))
+        .unwrap();
         assert_eq!((a.a, a.b), (s(&["a.json"]), s(&["b.json"])));
         assert_eq!(a.settings.threshold_pct, 5.0);
         assert_eq!(a.settings.expect, s(&["iodepth", "kernel"]));
         let a = parse(&s(&["a1", "a2", "--", "b1"])).unwrap();
         assert_eq!((a.a.len(), a.b.len()), (2, 1));
-        assert!(parse(&s(&["a.json"])).unwrap_err().contains("two results"));
-        assert!(parse(&s(&["a", "b", "--iodepth=3"])).unwrap_err().contains("unknown option"));
-        let a = parse(&s(&["--run", "a.fio", "b.fio", "--runtime=1", "--max-time=30s"])).unwrap();
+        assert!(parse(&s(&["a.json"]))
+            .err()
+            .unwrap()
+            .contains("two results"));
+        assert!(parse(&s(&["a", "b", "--iodepth=3"]))
+            .err()
+            .unwrap()
+            .contains("unknown option"));
+        let a = parse(&s(&[
+            "--run",
+            "a.fio",
+            "b.fio",
+            "--runtime=1",
+            "--max-time=30s",
+        ]))
+        .unwrap();
         assert_eq!(a.pass, s(&["--runtime=1"]));
         assert_eq!(a.max_time_s, 30.0);
-        assert!(parse(&s(&["a", "b", "--output-format=xml"])).unwrap_err().contains("markdown"));
+        assert!(parse(&s(&["a", "b", "--output-format=xml"]))
+            .err()
+            .unwrap()
+            .contains("markdown"));
     }
 }

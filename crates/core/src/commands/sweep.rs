@@ -17,16 +17,17 @@ pub const COMMAND: Command = Command {
     name: "sweep",
     usage: &[
         (
-            "sweep JOBFILE... --vary 'OPT=V1|V2|...' ... [--OPTION=VALUE...]",
+            "sweep JOBFILE... --vary 'OPT=V1|V2'",
             "run the cross product of the values (one --vary per option;\n\
              values separated by '|', e.g. --vary 'bs=4k,64k|1m'), each\n\
              cell with --trials=N or auto; the sweep's JSON is written to\n\
              --output (default dioscope-sweep.json) after every cell",
         ),
         (
-            "sweep ... [--pivot=ROW,COL] [--metrics=bw,sys_cpu_us_per_io]",
-            "a table of ROW × COL, each cell mean ± CI (trials) [findings];\n\
-             --order=given|random|interleaved, --output-format=normal|json|csv",
+            "sweep ... --pivot=ROW,COL",
+            "a table of ROW × COL, each cell mean ± CI (trials) [findings]\n\
+             (--metrics=bw,sys_cpu_us_per_io); --order=given|random|interleaved;\n\
+             --output-format=normal|json|csv",
         ),
         (
             "sweep --resume=SWEEP.json",
@@ -73,7 +74,14 @@ fn parse(args: &[String]) -> Result<Args, String> {
             None => (opt, None),
         };
         let ours = [
-            "vary", "pivot", "metrics", "order", "seed", "resume", "output", "output-format",
+            "vary",
+            "pivot",
+            "metrics",
+            "order",
+            "seed",
+            "resume",
+            "output",
+            "output-format",
             "output_format",
         ];
         if !ours.contains(&k) {
@@ -100,14 +108,15 @@ fn parse(args: &[String]) -> Result<Args, String> {
                 a.axes.push(ax);
             }
             "pivot" => {
-                let (r, c) = v
-                    .split_once(',')
-                    .ok_or_else(|| format!("--pivot={v}: write ROW,COL (e.g. --pivot=filename,bs)"))?;
+                let (r, c) = v.split_once(',').ok_or_else(|| {
+                    format!("--pivot={v}: write ROW,COL (e.g. --pivot=filename,bs)")
+                })?;
                 a.pivot = Some((r.trim().to_string(), c.trim().to_string()));
             }
             "metrics" => {
                 for m in v.split(',').filter(|m| !m.trim().is_empty()) {
-                    crate::experiment::compare::parse_metrics(m).map_err(|e| format!("--metrics: {e}"))?;
+                    crate::experiment::compare::parse_metrics(m)
+                        .map_err(|e| format!("--metrics: {e}"))?;
                     a.metrics.push(m.trim().to_string());
                 }
             }
@@ -121,7 +130,8 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "resume" => a.resume = Some(v),
             "output" => a.output = Some(v),
             _ => {
-                a.format = render::find(SWEEP_FORMATS, &v).ok_or_else(|| render::unknown(SWEEP_FORMATS, &v))?
+                a.format = render::find(SWEEP_FORMATS, &v)
+                    .ok_or_else(|| render::unknown(SWEEP_FORMATS, &v))?
             }
         }
     }
@@ -198,7 +208,8 @@ fn main(args: &[String]) -> i32 {
 fn setup(a: &Args) -> Result<Sweep, String> {
     let mut s = match &a.resume {
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| format!("--resume={path}: {e}"))?;
+            let text =
+                std::fs::read_to_string(path).map_err(|e| format!("--resume={path}: {e}"))?;
             let s = Sweep::from_json(&text).map_err(|e| format!("--resume={path}: {e}"))?;
             if !a.base.is_empty() && a.base != s.base_args {
                 return Err(format!(
@@ -216,9 +227,14 @@ fn setup(a: &Args) -> Result<Sweep, String> {
         }
         None => {
             if a.axes.is_empty() {
-                return Err("sweep needs at least one --vary 'OPT=V1|V2' (e.g. --vary 'iodepth=1|32')".into());
+                return Err(
+                    "sweep needs at least one --vary 'OPT=V1|V2' (e.g. --vary 'iodepth=1|32')"
+                        .into(),
+                );
             }
-            if !a.base.iter().any(|x| !x.starts_with("--")) && !a.base.iter().any(|x| x.starts_with("--name")) {
+            if !a.base.iter().any(|x| !x.starts_with("--"))
+                && !a.base.iter().any(|x| x.starts_with("--name"))
+            {
                 return Err("sweep needs a job: a job file or --name=NAME with its options".into());
             }
             let trials = a
@@ -227,8 +243,14 @@ fn setup(a: &Args) -> Result<Sweep, String> {
                 .find_map(|x| x.strip_prefix("--trials="))
                 .unwrap_or("")
                 .to_string();
-            let seed = a.seed.unwrap_or_else(|| dioscope_sys::clock::now_ns());
-            Sweep::new(a.base.clone(), a.axes.clone(), a.order.unwrap_or(Order::Given), seed, trials)
+            let seed = a.seed.unwrap_or_else(dioscope_sys::clock::now_ns);
+            Sweep::new(
+                a.base.clone(),
+                a.axes.clone(),
+                a.order.unwrap_or(Order::Given),
+                seed,
+                trials,
+            )
         }
     };
     if let Some((r, c)) = &a.pivot {
@@ -236,7 +258,11 @@ fn setup(a: &Args) -> Result<Sweep, String> {
             if !s.axes.iter().any(|ax| &ax.option == x) {
                 return Err(format!(
                     "--pivot: '{x}' is not varied; choose from {}",
-                    s.axes.iter().map(|ax| ax.option.as_str()).collect::<Vec<_>>().join(", ")
+                    s.axes
+                        .iter()
+                        .map(|ax| ax.option.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ));
             }
         }
@@ -268,7 +294,11 @@ fn run_cells(sweep: &mut Sweep, plans: &[Plan], trials: u32, out_path: &str) -> 
         _ => (0..n).collect(),
     };
     // (cell, pass): with interleaved, one trial of each cell per pass.
-    let passes = if sweep.order == Order::Interleaved { trials.max(1) } else { 1 };
+    let passes = if sweep.order == Order::Interleaved {
+        trials.max(1)
+    } else {
+        1
+    };
     let mut steps: Vec<(usize, u32)> = Vec::new();
     for p in 0..passes {
         for &c in &order {
@@ -304,7 +334,8 @@ fn run_cells(sweep: &mut Sweep, plans: &[Plan], trials: u32, out_path: &str) -> 
             "[sweep {}/{} · {}] elapsed {:.0} s · ETA {eta}",
             k + 1,
             total,
-            sweep.axes
+            sweep
+                .axes
                 .iter()
                 .zip(&sweep.cells[c].values)
                 .map(|(a, v)| format!("{}={v}", a.option))
@@ -344,7 +375,11 @@ fn run_cells(sweep: &mut Sweep, plans: &[Plan], trials: u32, out_path: &str) -> 
                         .max()
                         .unwrap_or(0) as f64
                         / 1e6;
-                    in_trials += g.trials.iter().map(|t| t.wall_ns as f64 / 1e9 + ramp).sum::<f64>();
+                    in_trials += g
+                        .trials
+                        .iter()
+                        .map(|t| t.wall_ns as f64 / 1e9 + ramp)
+                        .sum::<f64>();
                 }
                 cell.wall_s += wall;
                 cell.trials_s += in_trials.min(wall);
@@ -366,7 +401,11 @@ fn run_cells(sweep: &mut Sweep, plans: &[Plan], trials: u32, out_path: &str) -> 
     save(sweep, out_path);
     eprintln!(
         "dioscope sweep: {} of {} cells done; written to {out_path}{}",
-        sweep.cells.iter().filter(|c| c.status == CellStatus::Done).count(),
+        sweep
+            .cells
+            .iter()
+            .filter(|c| c.status == CellStatus::Done)
+            .count(),
         n,
         if sweep.interrupted {
             format!(" (interrupted: dioscope sweep --resume={out_path} runs the rest)")
@@ -414,9 +453,14 @@ mod tests {
         let p = cell_plan(&base, &sw.axes, &sw.cells[0].values).unwrap();
         assert_eq!(p.jobs[0].iodepth, 1);
         assert_eq!(p.jobs[0].bs[1], crate::job::BlockSizes::Fixed(65536));
-        assert!(p.jobs[0].given.iter().any(|(k, v)| k == "iodepth" && v == "1"));
+        assert!(p.jobs[0]
+            .given
+            .iter()
+            .any(|(k, v)| k == "iodepth" && v == "1"));
         assert!(parse(&s(&["--name=x", "--vary=bs=4k", "--vary=bs=8k"])).is_err());
-        assert!(setup(&parse(&s(&["--name=x"])).unwrap()).unwrap_err().contains("--vary"));
+        assert!(setup(&parse(&s(&["--name=x"])).unwrap())
+            .unwrap_err()
+            .contains("--vary"));
         let bad = parse(&s(&["--name=x", "--vary=iodepth=1|z"])).unwrap();
         let sw = setup(&bad).unwrap();
         let base = job::parse_args(&sw.base_args).unwrap();

@@ -429,7 +429,11 @@ fn decide(c: &mut Comparison) {
     } else {
         Outcome::NoChange
     };
-    c.exit_code = if c.outcome == Outcome::Regression { 1 } else { 0 };
+    c.exit_code = if c.outcome == Outcome::Regression {
+        1
+    } else {
+        0
+    };
 }
 
 /// Whether `compare --run` may stop: every gate metric of every job is
@@ -438,12 +442,15 @@ fn decide(c: &mut Comparison) {
 pub fn is_clear(c: &Comparison) -> bool {
     !c.jobs.is_empty()
         && c.jobs.iter().all(|j| {
-            j.metrics.iter().filter(|m| m.gate).all(|m| match m.verdict {
-                Verdict::Better | Verdict::Worse => true,
-                _ => m
-                    .ci_pct
-                    .is_some_and(|(lo, hi)| lo > -c.threshold_pct && hi < c.threshold_pct),
-            })
+            j.metrics
+                .iter()
+                .filter(|m| m.gate)
+                .all(|m| match m.verdict {
+                    Verdict::Better | Verdict::Worse => true,
+                    _ => m
+                        .ci_pct
+                        .is_some_and(|(lo, hi)| lo > -c.threshold_pct && hi < c.threshold_pct),
+                })
         })
 }
 

@@ -188,7 +188,11 @@ fn env_facts(env: &Value, push: &mut impl FnMut(String, &str, String)) {
             ("scheduler", "scheduler", "/device/queue/scheduler"),
             ("nomerges", "nomerges", "/device/queue/nomerges"),
             ("rq_affinity", "rq_affinity", "/device/queue/rq_affinity"),
-            ("max_sectors_kb", "max_sectors_kb", "/device/queue/max_sectors_kb"),
+            (
+                "max_sectors_kb",
+                "max_sectors_kb",
+                "/device/queue/max_sectors_kb",
+            ),
             ("nr_requests", "nr_requests", "/device/queue/nr_requests"),
             ("device NUMA node", "numa", "/device/numa_node"),
             ("file system", "fs", "/fs/fs_type"),
@@ -225,7 +229,9 @@ pub fn differences(
     };
     for fa in a {
         match b.iter().find(|fb| fb.key == fa.key) {
-            Some(fb) if fb.value != fa.value => add(&fa.key, &fa.name, fa.value.clone(), fb.value.clone()),
+            Some(fb) if fb.value != fa.value => {
+                add(&fa.key, &fa.name, fa.value.clone(), fb.value.clone())
+            }
             Some(_) => {}
             None => add(&fa.key, &fa.name, fa.value.clone(), "(not set)".into()),
         }
@@ -243,17 +249,31 @@ mod tests {
     use super::*;
 
     fn doc(iodepth: &str, kernel: &str) -> RunDoc {
-        let text = format!(
-            r#"{{"fio version":"dioscope-0.1.0","timestamp":0,"timestamp_ms":0,"time":"",
-            "jobs":[{{"jobname":"rr","groupid":0,"error":0,"job options":{{"name":"rr","iodepth":"{iodepth}","trials":"5"}},
-            "read":{{}},"write":{{}},"job_runtime":0,"usr_cpu":0,"sys_cpu":0,"ctx":0,"majf":0,"minf":0,
-            "iodepth_level":{{}},"latency_ns":{{}},"latency_us":{{}},"latency_ms":{{}}}}],
-            "dioscope":{{"version":"0.1.0","interrupted":false,"io_errors":0,"partial":false,"stopped_by_error":false,
-            "cpu":{{}},"environment":{{"kernel":{{"release":"{kernel}"}},"cpu":{{"model":"X","count":2,"governors":[]}},
-            "targets":[{{"path":"/dev/loop9","device":{{"model":null,"queue":{{"scheduler":"none"}}}}}}]}},
-            "findings":[{{"severity":"warning","message":"m","kind":"high_variance"}}]}}}}"#
-        );
-        RunDoc::from_json(&text).unwrap()
+        use crate::results::model::{Dioscope, FindingDoc, Job};
+        let mut j = Job {
+            jobname: "rr".into(),
+            ..Default::default()
+        };
+        for (k, v) in [("name", "rr"), ("iodepth", iodepth), ("trials", "5")] {
+            j.job_options.insert(k, v.to_string());
+        }
+        let mut f = FindingDoc::default();
+        f.fields.insert("kind", Value::from("high_variance"));
+        RunDoc {
+            jobs: vec![j],
+            dioscope: Some(Dioscope {
+                version: "0.1.0".into(),
+                environment: serde_json::json!({
+                    "kernel": {"release": kernel},
+                    "cpu": {"model": "X", "count": 2, "governors": []},
+                    "targets": [{"path": "/dev/loop9",
+                                 "device": {"model": null, "queue": {"scheduler": "none"}}}]
+                }),
+                findings: vec![f],
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
     }
 
     #[test]

@@ -321,8 +321,7 @@ fn fio_trials(doc: &RunDoc, notes: &mut Vec<String>) -> Vec<(u32, String, Vec<Va
             v[M::P999] = pos(h.percentile(99.9) as f64);
         } else if !lats.is_empty() {
             let n: u64 = lats.iter().map(|l| l.n).sum();
-            v[M::LAT_MEAN] =
-                pos(lats.iter().map(|l| l.mean * l.n as f64).sum::<f64>() / n as f64);
+            v[M::LAT_MEAN] = pos(lats.iter().map(|l| l.mean * l.n as f64).sum::<f64>() / n as f64);
             if lats.len() == 1 {
                 let m = job_merged(jobs[0]);
                 v[M::P50] = m[M::P50];

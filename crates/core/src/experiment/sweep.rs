@@ -30,7 +30,9 @@ pub fn parse_axis(s: &str) -> Result<Axis, String> {
     })?;
     let opt = opt.trim().trim_start_matches("--").to_string();
     if opt.is_empty() {
-        return Err(format!("--vary {s}: the option name is missing (e.g. --vary 'iodepth=1|32')"));
+        return Err(format!(
+            "--vary {s}: the option name is missing (e.g. --vary 'iodepth=1|32')"
+        ));
     }
     let values: Vec<String> = vals.split(VALUE_SEP).map(|v| v.to_string()).collect();
     if values.iter().any(|v| v.trim().is_empty()) {
@@ -45,7 +47,10 @@ pub fn parse_axis(s: &str) -> Result<Axis, String> {
         }
         seen.push(v.clone());
     }
-    Ok(Axis { option: opt, values })
+    Ok(Axis {
+        option: opt,
+        values,
+    })
 }
 
 /// The cross product of the axes, first axis slowest: each cell's values
@@ -190,7 +195,13 @@ pub struct Sweep {
 }
 
 impl Sweep {
-    pub fn new(base_args: Vec<String>, axes: Vec<Axis>, order: Order, seed: u64, trials: String) -> Sweep {
+    pub fn new(
+        base_args: Vec<String>,
+        axes: Vec<Axis>,
+        order: Order,
+        seed: u64,
+        trials: String,
+    ) -> Sweep {
         let cells = cross(&axes)
             .into_iter()
             .enumerate()
@@ -226,7 +237,8 @@ impl Sweep {
 
     /// Read a sweep's JSON.
     pub fn from_json(text: &str) -> Result<Sweep, String> {
-        let s: Sweep = serde_json::from_str(text).map_err(|e| format!("not a dioscope sweep: {e}"))?;
+        let s: Sweep =
+            serde_json::from_str(text).map_err(|e| format!("not a dioscope sweep: {e}"))?;
         if s.schema > SWEEP_SCHEMA {
             return Err(format!(
                 "sweep schema {} is newer than this dioscope reads ({SWEEP_SCHEMA}); upgrade dioscope",
@@ -327,7 +339,9 @@ pub fn job_names(s: &Sweep) -> Vec<String> {
 
 /// The metric keys of the table of a sweep, with their units.
 pub fn metric_units(keys: &[usize]) -> Vec<(&'static str, &'static str)> {
-    keys.iter().map(|&k| (METRICS[k].key, METRICS[k].unit)).collect()
+    keys.iter()
+        .map(|&k| (METRICS[k].key, METRICS[k].unit))
+        .collect()
 }
 
 #[cfg(test)]

@@ -965,7 +965,7 @@ pub static OPTIONS: &[OptDef] = &[
         name: "precision",
         aliases: &[],
         kind: Kind::Str,
-        example: "2%",
+        example: "5%",
         help: "trials=auto: the 95 % CI half-width to reach, relative to the mean (default 2%)",
         apply: Apply::Global(|g, v| {
             let p: f64 = v

@@ -12,7 +12,11 @@ pub struct SweepText;
 
 /// The metrics the table shows (IOPS and bandwidth unless chosen).
 pub fn table_metrics(s: &Sweep) -> Vec<usize> {
-    let v: Vec<usize> = s.table_metrics.iter().filter_map(|k| metric_index(k)).collect();
+    let v: Vec<usize> = s
+        .table_metrics
+        .iter()
+        .filter_map(|k| metric_index(k))
+        .collect();
     if v.is_empty() {
         vec![0, 1]
     } else {
@@ -67,19 +71,34 @@ fn grid(rows: &[Vec<String>]) -> String {
 impl Exporter<Sweep> for SweepText {
     fn render(&self, s: &Sweep) -> String {
         let ks = table_metrics(s);
-        let done = s.cells.iter().filter(|c| c.status == CellStatus::Done).count();
+        let done = s
+            .cells
+            .iter()
+            .filter(|c| c.status == CellStatus::Done)
+            .count();
         let mut out = format!(
             "dioscope sweep {}: {} cells ({} done{}), order {:?}, trials {}\n",
             s.base_args.join(" "),
             s.cells.len(),
             done,
-            if s.interrupted { ", interrupted: resume with --resume" } else { "" },
+            if s.interrupted {
+                ", interrupted: resume with --resume"
+            } else {
+                ""
+            },
             s.order,
-            if s.trials.is_empty() { "as in the job" } else { &s.trials }
+            if s.trials.is_empty() {
+                "as in the job"
+            } else {
+                &s.trials
+            }
         );
         out.push_str(&format!(
             "cells: {} · wall {:.1} s, between cells {:.2} s ({:.1} %)\n",
-            ks.iter().map(|&k| METRICS[k].label).collect::<Vec<_>>().join(" · "),
+            ks.iter()
+                .map(|&k| METRICS[k].label)
+                .collect::<Vec<_>>()
+                .join(" · "),
             s.wall_s,
             s.overhead_s,
             s.overhead_pct
@@ -87,14 +106,19 @@ impl Exporter<Sweep> for SweepText {
         let jobs = job_names(s);
         let axis = |name: &str| s.axes.iter().position(|a| a.option == name);
         for job in &jobs {
-            match s.pivot.as_ref().and_then(|(r, c)| Some((axis(r)?, axis(c)?))) {
+            match s
+                .pivot
+                .as_ref()
+                .and_then(|(r, c)| Some((axis(r)?, axis(c)?)))
+            {
                 Some((ri, ci)) => {
                     // One table per combination of the other axes.
                     let others: Vec<usize> =
                         (0..s.axes.len()).filter(|&i| i != ri && i != ci).collect();
                     let mut combos: Vec<Vec<String>> = Vec::new();
                     for c in &s.cells {
-                        let key: Vec<String> = others.iter().map(|&i| c.values[i].clone()).collect();
+                        let key: Vec<String> =
+                            others.iter().map(|&i| c.values[i].clone()).collect();
                         if !combos.contains(&key) {
                             combos.push(key);
                         }
@@ -107,10 +131,15 @@ impl Exporter<Sweep> for SweepText {
                             .collect();
                         out.push_str(&format!(
                             "\nJob '{job}'{}\n",
-                            if label.is_empty() { String::new() } else { format!(", {}", label.join(" ")) }
+                            if label.is_empty() {
+                                String::new()
+                            } else {
+                                format!(", {}", label.join(" "))
+                            }
                         ));
                         let mut rows = vec![{
-                            let mut h = vec![format!("{} \\ {}", s.axes[ri].option, s.axes[ci].option)];
+                            let mut h =
+                                vec![format!("{} \\ {}", s.axes[ri].option, s.axes[ci].option)];
                             h.extend(s.axes[ci].values.iter().cloned());
                             h
                         }];

@@ -852,7 +852,13 @@ impl Execution<'_> {
     ) -> bool {
         use crate::stats::significance::{AutoOutcome, AutoStep};
         let values: Vec<f64> = (0..grun.trials.len())
-            .filter_map(|t| group_metric(&a.metric, idx.iter().filter_map(|&i| self.jobs[i].trials.get(t)), &grun.trials[t]))
+            .filter_map(|t| {
+                group_metric(
+                    &a.metric,
+                    idx.iter().filter_map(|&i| self.jobs[i].trials.get(t)),
+                    &grun.trials[t],
+                )
+            })
             .collect();
         let now = now_ns();
         let step = a.step(
@@ -879,7 +885,11 @@ impl Execution<'_> {
         };
         self.notes.push(format!(
             "trials=auto (group {g}): {} after {} trials: {} ± {} (95 % CI), precision ±{} %{}",
-            if converged { "converged" } else { "did NOT converge" },
+            if converged {
+                "converged"
+            } else {
+                "did NOT converge"
+            },
             o.trials,
             o.metric,
             o.half_width_pct
@@ -1171,7 +1181,9 @@ fn group_metric<'a>(
         "bw" => (merged.dirs[0].bytes + merged.dirs[1].bytes) as f64 / secs,
         "lat_mean" => lat.mean(),
         "lat_p99" => lat.percentile(99.0) as f64,
-        "cpu_us_per_io" => (env.process.user_us + env.process.sys_us) as f64 / env.ios.max(1) as f64,
+        "cpu_us_per_io" => {
+            (env.process.user_us + env.process.sys_us) as f64 / env.ios.max(1) as f64
+        }
         _ => ios as f64 / secs,
     })
 }

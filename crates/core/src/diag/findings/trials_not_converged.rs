@@ -40,7 +40,7 @@ impl Describe for TrialsNotConverged {
         write!(
             f,
             "trials=auto did not converge for group {}: {} reached {reached} (95 % CI) after {} trials, \
-             not the ±{} % asked for; it stopped at --{}. Likely cause: {why}.",
+             not the ±{} % asked for; it stopped at --{}. Look at the likely cause: {why}.",
             self.group, self.metric, self.trials, self.precision_pct, self.stopped_by
         )
     }
