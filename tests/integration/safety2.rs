@@ -761,3 +761,112 @@ fn p7_absurd_values_are_refused_before_io_with_the_limit_named() {
         );
     }
 }
+
+// ---- Principle 8: bounded input ----
+
+fn run_limited(dir: &Path, args: &[&str], secs: u64) -> std::process::Output {
+    // An address-space limit turns "reads gigabytes" into a failure.
+    let mut c = Command::new("prlimit");
+    c.arg("--as=4000000000")
+        .arg(bin())
+        .args(args)
+        .current_dir(dir);
+    output_within(c, Duration::from_secs(secs))
+}
+
+#[test]
+fn p8_endless_and_special_files_as_job_files_are_clear_errors() {
+    if !ready(&["prlimit", "mkfifo"]) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let o = run_limited(d.path(), &["/dev/zero"], 20);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("/dev/zero"), "{}", stderr(&o));
+    // A FIFO as an include: nobody writes to it, so reading it would hang.
+    sh("mkfifo", &[d.path().join("fifo").to_str().unwrap()]);
+    std::fs::write(
+        d.path().join("j.fio"),
+        "[a]\ninclude fifo\nioengine=null\nsize=1m\n",
+    )
+    .unwrap();
+    let o = run_limited(d.path(), &["j.fio"], 20);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("fifo"), "{}", stderr(&o));
+    // A directory.
+    let o = run_limited(d.path(), &["."], 20);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn p8_oversized_job_files_and_include_fan_out_are_refused() {
+    if !ready(&["prlimit"]) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    // 8 MiB of comments.
+    let big = "# padding padding padding padding padding padding padding padding\n".repeat(130_000);
+    std::fs::write(
+        d.path().join("big.fio"),
+        format!("[a]\nioengine=null\nsize=1m\n{big}"),
+    )
+    .unwrap();
+    let o = run_limited(d.path(), &["big.fio"], 20);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("big.fio"), "{}", stderr(&o));
+    // Each level includes the next 16 times: 16^6 reads of the last file.
+    for lvl in 0..6 {
+        let line = format!("include l{}.inc\n", lvl + 1);
+        std::fs::write(d.path().join(format!("l{lvl}.inc")), line.repeat(16)).unwrap();
+    }
+    std::fs::write(d.path().join("l6.inc"), "bs=4k\n").unwrap();
+    std::fs::write(
+        d.path().join("fan.fio"),
+        "[a]\nioengine=null\nsize=1m\ninclude l0.inc\n",
+    )
+    .unwrap();
+    let start = Instant::now();
+    let o = run_limited(d.path(), &["fan.fio"], 30);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("include"), "{}", stderr(&o));
+    assert!(start.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn p8_sigterm_during_startdelay_is_honoured_within_a_second() {
+    let d = tempfile::tempdir().unwrap();
+    let mut c = Command::new(bin());
+    c.args([
+        "--name=s",
+        "--ioengine=null",
+        "--size=1m",
+        "--startdelay=30",
+        "--output-format=json",
+    ])
+    .current_dir(d.path())
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let pid = child.id();
+    wait_for("the worker thread", 20, || worker_io(pid, "s").is_some());
+    std::thread::sleep(Duration::from_millis(200));
+    let t = Instant::now();
+    kill(pid, 15);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let st = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("SIGTERM during startdelay was not honoured within 10 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        t.elapsed() < Duration::from_millis(1500),
+        "took {:?} to stop",
+        t.elapsed()
+    );
+    assert_eq!(st.code(), Some(128 + 15));
+}
