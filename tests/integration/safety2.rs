@@ -870,3 +870,208 @@ fn p8_sigterm_during_startdelay_is_honoured_within_a_second() {
     );
     assert_eq!(st.code(), Some(128 + 15));
 }
+
+// ---- Principle 9: messages name the right thing ----
+
+#[test]
+fn p9_a_tmpfs_path_under_dev_is_a_file_not_a_missing_device() {
+    if !Path::new("/dev/shm").is_dir() {
+        eprintln!("SKIPPED: no /dev/shm");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let p = format!("/dev/shm/dioscope-safety2-{}.dat", std::process::id());
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=t",
+            &format!("--filename={p}"),
+            "--rw=read",
+            "--output-format=json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        !stderr(&o).contains("no such device") && stderr(&o).contains("size="),
+        "{}",
+        stderr(&o)
+    );
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=t",
+            &format!("--filename={p}"),
+            "--size=1m",
+            "--rw=read",
+            "--unlink=1",
+            "--output-format=json",
+        ],
+    );
+    let _ = std::fs::remove_file(&p);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+#[test]
+fn p9_relative_paths_into_dev_are_device_paths() {
+    let d = tempfile::tempdir().unwrap();
+    let depth = d.path().components().count();
+    let rel = format!(
+        "{}dev/dioscope-typo-{}",
+        "../".repeat(depth),
+        std::process::id()
+    );
+    symlink("/dev", d.path().join("devlink")).unwrap();
+    for p in [
+        rel.clone(),
+        format!("devlink/dioscope-typo-{}", std::process::id()),
+    ] {
+        let o = run_in(
+            d.path(),
+            &[
+                "--name=t",
+                &format!("--filename={p}"),
+                "--size=1m",
+                "--rw=write",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(2), "{p}: {}", stderr(&o));
+        assert!(stderr(&o).contains("no such device"), "{p}: {}", stderr(&o));
+    }
+    let made = Path::new("/dev").join(format!("dioscope-typo-{}", std::process::id()));
+    let existed = made.exists();
+    let _ = std::fs::remove_file(&made);
+    assert!(!existed, "a regular file was created in /dev");
+}
+
+#[test]
+fn p9_read_only_device_and_active_swap_file_are_refused_with_that_reason() {
+    if !ready(&["losetup", "blockdev", "mkswap", "swapon"]) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let lo = LoopDev::new(d.path(), 16 << 20, &["-r"]);
+    let o = run_write(d.path(), lo.path(), &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("read-only"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("run as"), "{}", stderr(&o));
+
+    let swap = d.path().join("swapfile");
+    let f = std::fs::File::create(&swap).unwrap();
+    // swapon wants real blocks, not holes.
+    std::os::unix::fs::FileExt::write_all_at(&f, &vec![0u8; 16 << 20], 0).unwrap();
+    drop(f);
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&swap, std::fs::Permissions::from_mode(0o600)).unwrap();
+    sh("mkswap", &[swap.to_str().unwrap()]);
+    struct Off(PathBuf);
+    impl Drop for Off {
+        fn drop(&mut self) {
+            let _ = Command::new("swapoff").arg(&self.0).status();
+        }
+    }
+    if !Command::new("swapon")
+        .arg(&swap)
+        .status()
+        .unwrap()
+        .success()
+    {
+        assert!(!in_ci(), "swapon on a file failed in CI");
+        eprintln!("SKIPPED: swapon on a file is not allowed here");
+        return;
+    }
+    let _off = Off(swap.clone());
+    let o = run_write(d.path(), swap.to_str().unwrap(), &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("swap"), "{}", stderr(&o));
+}
+
+#[test]
+fn p9_eperm_on_an_immutable_file_is_not_run_as_root() {
+    if !ready(&["chattr"]) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("frozen.dat");
+    std::fs::write(&f, vec![1u8; 1 << 20]).unwrap();
+    struct Unfreeze(PathBuf);
+    impl Drop for Unfreeze {
+        fn drop(&mut self) {
+            let _ = Command::new("chattr").arg("-i").arg(&self.0).status();
+        }
+    }
+    if !Command::new("chattr")
+        .arg("+i")
+        .arg(&f)
+        .status()
+        .unwrap()
+        .success()
+    {
+        assert!(!in_ci(), "chattr +i failed in CI");
+        eprintln!("SKIPPED: the filesystem has no immutable flag");
+        return;
+    }
+    let _u = Unfreeze(f.clone());
+    let o = run_write(d.path(), "frozen.dat", &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(!e.contains("run as"), "{e}");
+    assert!(e.contains("immutable"), "{e}");
+}
+
+#[test]
+fn p9_a_newline_in_a_file_name_cannot_forge_report_lines() {
+    let d = tempfile::tempdir().unwrap();
+    let name = "evil\nREAD: forged\n.dat";
+    std::fs::write(d.path().join(name), vec![1u8; 1 << 20]).unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=t",
+            &format!("--filename={name}"),
+            "--rw=read",
+            "--size=1m",
+        ],
+    );
+    let all = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(
+        !all.lines().any(|l| l.starts_with("READ: forged")),
+        "a forged line: {all}"
+    );
+    assert_eq!(o.status.code(), Some(2), "{all}");
+    assert!(all.contains("control character"), "{all}");
+}
+
+#[test]
+fn p9_enospc_on_a_loop_device_names_the_backing_filesystem() {
+    if !ready(&["losetup", "mkfs.ext4"]) {
+        return;
+    }
+    // A 64 MiB sparse image on a 32 MiB ext4: writes through the loop
+    // device run out of space in the filesystem holding the image.
+    let m = MountedFs::new(32 << 20, "ext4");
+    let img = m.path().join("big.img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    let up = Attached::new(img.to_str().unwrap(), &["--direct-io=on"]);
+    let d = tempfile::tempdir().unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=w",
+            &format!("--filename={}", up.path()),
+            "--rw=write",
+            "--bs=1m",
+            "--size=60m",
+            "--direct=1",
+            "--ioengine=psync",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains(&img.display().to_string()) || e.contains(&m.path().display().to_string()),
+        "the hint does not name the backing file's filesystem: {e}"
+    );
+}
