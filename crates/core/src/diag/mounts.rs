@@ -100,6 +100,6 @@ bad line
 
     #[test]
     fn octal_escapes() {
-        assert_eq!(unescape("a\\040b\\134c"), "a b\\c");
+        assert_eq!(crate::safety::mounts::unescape("a\\040b\\134c"), "a b\\c");
     }
 }
