@@ -102,7 +102,7 @@ pub fn execute(plan: &Plan) -> Result<Finished, i32> {
         }
     };
     let opts = RunOptions {
-        progress: dioscope_sys::proc::stderr_is_tty() && !plan.global.no_progress,
+        progress: plan.global.eta.shows(dioscope_sys::proc::stderr_is_tty()),
         destroy_data_on: plan.global.destroy_data_on.clone(),
     };
     let mut hooks = DiagHooks::new(&table);

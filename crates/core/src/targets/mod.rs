@@ -170,6 +170,9 @@ pub struct TargetNeed {
     pub write: bool,
     /// Bytes the file must hold (layout size); 0 for "whatever it has".
     pub min_size: u64,
+    /// `create_on_open`: a missing file is created empty and nothing is laid
+    /// out; the job's writes fill it.
+    pub no_layout: bool,
     /// `allow_mounted_write=1` of the job that needs it. Overrides are
     /// scoped: a target shared by several writing jobs is covered only when
     /// every one of them says so (a reader's setting does not count).
@@ -237,6 +240,7 @@ impl TargetTable {
                     };
                     m.write |= n.write;
                     m.min_size = m.min_size.max(n.min_size);
+                    m.no_layout &= n.no_layout;
                 }
                 None => merged.push(n.clone()),
             }
@@ -440,7 +444,7 @@ fn open_one(n: &TargetNeed, destroy_data_on: &[String]) -> Result<Target, Target
         });
     }
     let have = opened.meta.len();
-    if have < n.min_size {
+    if have < n.min_size && !n.no_layout {
         let w = opened
             .reopen(true, 0)
             .map_err(|e| undo(io_err(&n.path, "create", e)))?;
@@ -648,6 +652,7 @@ mod tests {
                 direct: false,
                 write: false,
                 min_size: 3 << 20,
+                no_layout: false,
                 allow_mounted_write: false,
             },
             TargetNeed {
@@ -655,6 +660,7 @@ mod tests {
                 direct: false,
                 write: true,
                 min_size: 1 << 20,
+                no_layout: false,
                 allow_mounted_write: false,
             },
         ];
@@ -680,6 +686,7 @@ mod tests {
                 direct: false,
                 write: false,
                 min_size: 0,
+                no_layout: false,
                 allow_mounted_write: false,
             }],
             &[],
@@ -699,6 +706,7 @@ mod tests {
                 direct: false,
                 write: false,
                 min_size: 0,
+                no_layout: false,
                 allow_mounted_write: false,
             }],
             &[],
