@@ -1,6 +1,7 @@
 //! Renderers: one file per output format, each behind [`Exporter`], listed
-//! in one table per kind of result ([`RUN_FORMATS`] for a run; comparisons
-//! and sweeps get theirs). The table is the only list: `--output-format`'s
+//! in one table per kind of result ([`RUN_FORMATS`] for a run,
+//! [`DOCTOR_FORMATS`] for doctor's checklist, [`COMPARISON_FORMATS`] and
+//! [`SWEEP_FORMATS`] for `compare` and `sweep`). The table is the only list: `--output-format`'s
 //! choices, its help and the dispatch all come from it.
 //!
 //! Every renderer reads the typed result ([`crate::results::RunDoc`]), never
@@ -13,12 +14,14 @@
 pub mod build;
 pub mod compare_markdown;
 pub mod compare_text;
+pub mod doctor;
 pub mod json;
 pub mod sweep_csv;
 pub mod sweep_text;
 pub mod text;
 pub mod typed_json;
 
+use crate::diag::DoctorReport;
 use crate::experiment::{Comparison, Sweep};
 use crate::results::RunDoc;
 
@@ -35,6 +38,12 @@ pub struct Format<R: ?Sized + 'static> {
     pub aliases: &'static [&'static str],
     pub help: &'static str,
     pub exporter: &'static dyn Exporter<R>,
+}
+
+impl<R: ?Sized> std::fmt::Debug for Format<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
 }
 
 /// The formats of a run's result; the first is the default.
@@ -100,6 +109,22 @@ pub static SWEEP_FORMATS: &[Format<Sweep>] = &[
         aliases: &[],
         help: "one row per cell and job: options, per metric mean, CI bounds, trials; findings",
         exporter: &sweep_csv::SweepCsv,
+    },
+];
+
+/// The formats of `dioscope doctor`'s checklist; the first is the default.
+pub static DOCTOR_FORMATS: &[Format<DoctorReport>] = &[
+    Format {
+        name: "normal",
+        aliases: &[],
+        help: "the checklist: one line per check, findings below",
+        exporter: &doctor::Checklist,
+    },
+    Format {
+        name: "json",
+        aliases: &["json+"],
+        help: "the checklist, findings and environment as JSON",
+        exporter: &doctor::Json,
     },
 ];
 

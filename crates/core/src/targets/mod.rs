@@ -76,6 +76,10 @@ pub enum TargetError {
     NoDirectory { path: String, dir: String },
     #[error("{path}: permission denied (EACCES) {mode}; run as a user who may (root for block devices), or choose another target")]
     Permission { path: String, mode: &'static str },
+    #[error("{path}: operation not permitted (EPERM) {mode}, even though the permissions allow it: the file is probably immutable or append-only (`lsattr {path}` shows i or a; `chattr -i -a {path}` clears them), or a security module refused; choose another target or clear the flag")]
+    NotPermitted { path: String, mode: &'static str },
+    #[error("{path} is read-only ({why}); make it writable (`blockdev --setrw {path}`) or run a read-only job")]
+    ReadOnly { path: String, why: String },
     #[error(
         "{path}: the file does not exist and no size was given; add size=, for example size=1g"
     )]
@@ -131,9 +135,19 @@ fn io_err(path: &Path, op: &'static str, err: io::Error) -> TargetError {
                 path: p,
                 dir: d.display().to_string(),
             },
-            _ if path.starts_with("/dev") => TargetError::NoDevice { path: p },
+            _ if lands_in_dev(path) => TargetError::NoDevice { path: p },
             _ => TargetError::NotFound { path: p },
         },
+        Some(libc::EPERM) if std::fs::metadata(path).is_ok_and(|m| m.is_file()) => {
+            TargetError::NotPermitted {
+                path: p,
+                mode: match op {
+                    "read-only" => "opening it read-only",
+                    "read-write" => "opening it read-write",
+                    _ => "opening it for writing",
+                },
+            }
+        }
         Some(libc::EACCES) | Some(libc::EPERM) => TargetError::Permission {
             path: p,
             mode: match op {
@@ -153,13 +167,40 @@ fn io_err(path: &Path, op: &'static str, err: io::Error) -> TargetError {
     }
 }
 
-/// Bytes free on the filesystem holding `path` (0 if unknown), for messages.
-fn free_bytes(path: &Path) -> u64 {
-    let f = File::open(path).or_else(|_| File::open(path.parent().unwrap_or(Path::new("."))));
-    f.ok()
+/// Bytes free where writes to `path` need space, for messages: the
+/// filesystem holding a file; for a loop device, the filesystem holding its
+/// backing file (a device node's own filesystem is /dev, which says nothing);
+/// 0 when unknown. Returns the place it measured too.
+pub fn free_space(path: &Path) -> (u64, PathBuf) {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let mut place = path.to_path_buf();
+    if let Ok(m) = std::fs::metadata(path) {
+        if m.file_type().is_block_device() {
+            let rdev = crate::safety::DevNum::from_dev_t(m.rdev());
+            let backing =
+                std::fs::read_to_string(format!("/sys/dev/block/{rdev}/loop/backing_file"));
+            match backing {
+                Ok(b) => {
+                    let b = b.trim_end_matches('\n');
+                    place = PathBuf::from(b.strip_suffix(" (deleted)").unwrap_or(b));
+                }
+                // Not a loop device: its size is fixed; nothing is "free".
+                Err(_) => return (0, place),
+            }
+        }
+    }
+    let f = File::open(&place).or_else(|_| File::open(place.parent().unwrap_or(Path::new("."))));
+    let free = f
+        .ok()
         .and_then(|f| dioscope_sys::fsinfo::fstatfs(f.as_raw_fd()).ok())
         .map(|s| s.blocks_free * s.block_size)
-        .unwrap_or(0)
+        .unwrap_or(0);
+    (free, place)
+}
+
+/// [`free_space`] in bytes alone.
+pub fn free_bytes(path: &Path) -> u64 {
+    free_space(path).0
 }
 
 /// What a run needs of one target path.
@@ -245,9 +286,15 @@ impl TargetTable {
                 None => merged.push(n.clone()),
             }
         }
-        let mut table = TargetTable::default();
+        // Every target is opened and judged before any is created or laid
+        // out: a refusal for the last job leaves the first job's file as it was.
+        let mut checked = Vec::with_capacity(merged.len());
         for n in &merged {
-            let t = match open_one(n, destroy_data_on) {
+            checked.push(check_one(n, destroy_data_on)?);
+        }
+        let mut table = TargetTable::default();
+        for (n, opened) in merged.iter().zip(checked) {
+            let t = match open_one(n, opened) {
                 Ok(t) => t,
                 Err(e) => {
                     table.discard();
@@ -328,17 +375,20 @@ pub fn sysfs_block_attr(rdev: (u32, u32), attr: &str) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
-fn open_one(n: &TargetNeed, destroy_data_on: &[String]) -> Result<Target, TargetError> {
+/// Phase one: open `n` read-only and let the guard judge it when a job
+/// writes it. `None`: it does not exist and may be created (phase two).
+fn check_one(
+    n: &TargetNeed,
+    destroy_data_on: &[String],
+) -> Result<Option<crate::safety::Opened>, TargetError> {
     use crate::safety::{decide, Decision, Opened, WriteGuard};
-    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    use std::os::unix::fs::FileTypeExt;
     let p = || n.path.display().to_string();
-    let mode = if n.write { "read-write" } else { "read-only" };
-    let direct_flag = if n.direct { libc::O_DIRECT } else { 0 };
     // Open first, then decide on what was opened: the path is never looked
     // at again, so a symlink or node swapped meanwhile cannot redirect the
     // writes.
-    let (opened, created) = match Opened::open(&n.path) {
-        Ok(o) => (o, false),
+    let opened = match Opened::open(&n.path) {
+        Ok(o) => o,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             if lands_in_dev(&n.path) {
                 // Never create regular files in /dev: a typo in a device name
@@ -348,6 +398,71 @@ fn open_one(n: &TargetNeed, destroy_data_on: &[String]) -> Result<Target, Target
             if n.min_size == 0 {
                 return Err(TargetError::NeedSize { path: p() });
             }
+            return Ok(None);
+        }
+        Err(e) => {
+            let is_dev = std::fs::metadata(&n.path).is_ok_and(|m| m.file_type().is_block_device());
+            if n.write && is_dev {
+                // The guard could not look at the device: that is its refusal.
+                return Err(TargetError::Refused(
+                    crate::safety::SafetyError::Inspect {
+                        device: n.path.clone(),
+                        what: format!("read-only open of {} to check it", n.path.display()),
+                        source: e,
+                    }
+                    .to_string(),
+                ));
+            }
+            return Err(io_err(&n.path, "read-only", e));
+        }
+    };
+    let ft = opened.meta.file_type();
+    if !ft.is_block_device() && !ft.is_file() {
+        return Err(TargetError::Refused(format!(
+            "{} is neither a regular file nor a block device ({}); point filename= at a file or a block device",
+            n.path.display(),
+            kind_name(&ft)
+        )));
+    }
+    if n.write && ft.is_block_device() {
+        use std::os::unix::fs::MetadataExt;
+        let rdev = crate::safety::DevNum::from_dev_t(opened.meta.rdev());
+        if sysfs_block_attr((rdev.major, rdev.minor), "ro").as_deref() == Some("1") {
+            return Err(TargetError::ReadOnly {
+                path: p(),
+                why: format!("/sys/dev/block/{rdev}/ro is 1"),
+            });
+        }
+    }
+    if n.write {
+        let guard = WriteGuard {
+            allow_mounted_write: n.allow_mounted_write,
+            destroy_data_on,
+        };
+        if let Decision::Refuse(reasons) = decide(&opened, &n.path, &guard) {
+            let first = reasons[0].to_string();
+            let more = reasons.len() - 1;
+            return Err(TargetError::Refused(if more > 0 {
+                format!("{first} ({more} more reason(s) found)")
+            } else {
+                first
+            }));
+        }
+    }
+    Ok(Some(opened))
+}
+
+/// Phase two: create a missing file, lay out a short one, and open the
+/// descriptor the run uses — always through the judged descriptor.
+fn open_one(n: &TargetNeed, checked: Option<crate::safety::Opened>) -> Result<Target, TargetError> {
+    use crate::safety::Opened;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let p = || n.path.display().to_string();
+    let mode = if n.write { "read-write" } else { "read-only" };
+    let direct_flag = if n.direct { libc::O_DIRECT } else { 0 };
+    let (opened, created) = match checked {
+        Some(o) => (o, false),
+        None => {
             // create_new (O_CREAT|O_EXCL, no symlink followed): the inode is ours.
             let f = OpenOptions::new()
                 .read(true)
@@ -367,22 +482,6 @@ fn open_one(n: &TargetNeed, destroy_data_on: &[String]) -> Result<Target, Target
                 true,
             )
         }
-        Err(e) => {
-            use std::os::unix::fs::FileTypeExt;
-            let is_dev = std::fs::metadata(&n.path).is_ok_and(|m| m.file_type().is_block_device());
-            if n.write && is_dev {
-                // The guard could not look at the device: that is its refusal.
-                return Err(TargetError::Refused(
-                    crate::safety::SafetyError::Inspect {
-                        device: n.path.clone(),
-                        what: format!("read-only open of {} to check it", n.path.display()),
-                        source: e,
-                    }
-                    .to_string(),
-                ));
-            }
-            return Err(io_err(&n.path, "read-only", e));
-        }
     };
     let identity = created.then(|| (opened.meta.dev(), opened.meta.ino()));
     let undo = |e: TargetError| {
@@ -393,28 +492,6 @@ fn open_one(n: &TargetNeed, destroy_data_on: &[String]) -> Result<Target, Target
         e
     };
     let ft = opened.meta.file_type();
-    if !ft.is_block_device() && !ft.is_file() {
-        return Err(TargetError::Refused(format!(
-            "{} is neither a regular file nor a block device ({}); point filename= at a file or a block device",
-            n.path.display(),
-            kind_name(&ft)
-        )));
-    }
-    if n.write && !created {
-        let guard = WriteGuard {
-            allow_mounted_write: n.allow_mounted_write,
-            destroy_data_on,
-        };
-        if let Decision::Refuse(reasons) = decide(&opened, &n.path, &guard) {
-            let first = reasons[0].to_string();
-            let more = reasons.len() - 1;
-            return Err(TargetError::Refused(if more > 0 {
-                format!("{first} ({more} more reason(s) found)")
-            } else {
-                first
-            }));
-        }
-    }
     if ft.is_block_device() {
         let file = opened
             .reopen(n.write, direct_flag)
