@@ -29,7 +29,7 @@ impl Describe for TrialsNotConverged {
     fn describe(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let reached = self
             .half_width_pct
-            .map(|h| format!("±{h:.1} %"))
+            .map(|h| format!("±{} %", pct(h)))
             .unwrap_or_else(|| "no interval".into());
         let why = match self.cause.as_str() {
             "drift" => "the trials drift in one direction (warm-up, thermal throttling, a filling SSD, background work): precondition the target or lengthen ramp_time, then rerun",
@@ -41,8 +41,21 @@ impl Describe for TrialsNotConverged {
             f,
             "trials=auto did not converge for group {}: {} reached {reached} (95 % CI) after {} trials, \
              not the ±{} % asked for; it stopped at --{}. Look at the likely cause: {why}.",
-            self.group, self.metric, self.trials, self.precision_pct, self.stopped_by
+            self.group,
+            self.metric,
+            self.trials,
+            pct(self.precision_pct),
+            self.stopped_by
         )
+    }
+}
+
+/// A percentage with the digits that matter (0.0001 % stays readable).
+fn pct(x: f64) -> String {
+    if x >= 1.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2e}")
     }
 }
 
