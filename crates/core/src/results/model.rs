@@ -233,6 +233,32 @@ pub struct Dioscope {
     pub sections: OrderedMap<Value>,
 }
 
+impl Dioscope {
+    /// An optional section (`profile`, …) by its key.
+    pub fn section(&self, key: &str) -> Option<&Value> {
+        self.sections.get(key)
+    }
+
+    /// Add or replace an optional section; it renders after the built-in
+    /// ones, in the order added. A key the model already has (`jobs`,
+    /// `findings`, …) is refused: the JSON would hold it twice.
+    pub fn set_section(&mut self, key: &str, v: Value) -> Result<(), String> {
+        let builtin = serde_json::to_value(Dioscope::default())
+            .ok()
+            .and_then(|d| d.as_object().map(|o| o.contains_key(key)))
+            .unwrap_or(false);
+        // Keys left out when empty are built-in too.
+        if builtin || ["signal", "first_error", "verify", "context"].contains(&key) {
+            return Err(format!("'{key}' is a built-in key of the dioscope section"));
+        }
+        match self.sections.0.iter_mut().find(|(k, _)| k == key) {
+            Some(e) => e.1 = v,
+            None => self.sections.insert(key, v),
+        }
+        Ok(())
+    }
+}
+
 /// The run's first I/O error with the hint the CLI prints.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunError {
@@ -427,5 +453,30 @@ impl RunDoc {
     /// per fio job, in the same order).
     pub fn dioscope_job(&self, i: usize) -> Option<&DioscopeJob> {
         self.dioscope.as_ref()?.jobs.get(i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn optional_sections_render_after_the_built_in_ones_and_read_back() {
+        let mut doc = RunDoc {
+            dioscope: Some(Dioscope::default()),
+            ..Default::default()
+        };
+        let d = doc.dioscope.as_mut().unwrap();
+        d.set_section("profile", serde_json::json!({"samples": 3}))
+            .unwrap();
+        assert!(d.set_section("jobs", Value::Null).is_err());
+        assert!(d.set_section("signal", Value::Null).is_err());
+        let text = doc.to_json(true);
+        let back = RunDoc::from_json(&text).unwrap();
+        let d = back.dioscope.as_ref().unwrap();
+        assert_eq!(d.section("profile").unwrap()["samples"], 3);
+        assert_eq!(back.to_json(true), text);
+        let openers = text.find("\"openers\"").unwrap();
+        assert!(text.find("\"profile\"").unwrap() > openers);
     }
 }
