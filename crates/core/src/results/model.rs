@@ -391,8 +391,18 @@ impl DeviceTotal {
 /// The format a JSON document was read from.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
-    #[error("not a fio or dioscope JSON result: {0}")]
+    #[error("not a fio or dioscope JSON result: {0} (write one with --output-format=json)")]
     Json(#[from] serde_json::Error),
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    File {
+        path: String,
+        source: Box<ReadError>,
+    },
     #[error("dioscope result schema {found} is newer than this dioscope reads ({SCHEMA}); upgrade dioscope")]
     Schema { found: u32 },
 }
@@ -407,6 +417,19 @@ impl RunDoc {
             }
         }
         Ok(doc)
+    }
+
+    /// Read a result file (dioscope's or fio's); errors name the file.
+    pub fn read(path: &std::path::Path) -> Result<RunDoc, ReadError> {
+        let p = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ReadError::Io {
+            path: p.clone(),
+            source,
+        })?;
+        RunDoc::from_json(&text).map_err(|e| ReadError::File {
+            path: p,
+            source: Box::new(e),
+        })
     }
 
     /// The JSON text: pretty, with a final newline, as dioscope writes it.
@@ -476,6 +499,14 @@ mod tests {
         let d = back.dioscope.as_ref().unwrap();
         assert_eq!(d.section("profile").unwrap()["samples"], 3);
         assert_eq!(back.to_json(true), text);
+        let dir = std::env::temp_dir().join(format!("dioscope-model-{}", std::process::id()));
+        std::fs::write(&dir, &text).unwrap();
+        assert_eq!(RunDoc::read(&dir).unwrap(), back);
+        std::fs::write(&dir, "{}").unwrap();
+        let e = RunDoc::read(&dir).unwrap_err().to_string();
+        let _ = std::fs::remove_file(&dir);
+        assert!(e.starts_with(&dir.display().to_string()), "{e}");
+        assert!(e.contains("--output-format=json"), "{e}");
         let openers = text.find("\"openers\"").unwrap();
         assert!(text.find("\"profile\"").unwrap() > openers);
     }
