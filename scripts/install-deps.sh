@@ -38,6 +38,11 @@ command -v sgdisk >/dev/null || need+=(gdisk)
 command -v python3 >/dev/null || need+=(python3)
 # fio_jsonplus_clat2csv runs under Debian's python3 in the tests and needs six.
 /usr/bin/python3 -c 'import six' 2>/dev/null || need+=(python3-six)
+# Multi-rank runs (the mpi feature, tests/mpi): OpenMPI to build against and
+# run under, and libclang for the bindings (docs/DISTRIBUTED.md).
+command -v mpirun >/dev/null || need+=(openmpi-bin)
+dpkg-query -W -f='${Status}' libopenmpi-dev 2>/dev/null | grep -q 'ok installed' || need+=(libopenmpi-dev)
+dpkg-query -W -f='${Status}' libclang-dev 2>/dev/null | grep -q 'ok installed' || need+=(libclang-dev)
 
 if [ ${#need[@]} -eq 0 ]; then
     exit 0

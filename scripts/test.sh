@@ -5,4 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-exec cargo test --release --workspace "$@"
+# The mpi feature (multi-rank runs, tests/mpi) needs OpenMPI, installed above.
+exec cargo test --release --workspace --features dioscope/mpi "$@"

@@ -17,6 +17,8 @@
 
 pub mod commands;
 pub mod diag;
+#[cfg(feature = "mpi")]
+pub mod dist;
 pub mod engines;
 pub mod experiment;
 pub mod job;

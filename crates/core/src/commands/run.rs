@@ -40,6 +40,11 @@ pub struct Finished {
 
 fn main(args: &[String]) -> i32 {
     dioscope_sys::signal::install();
+    // Started by mpirun: every rank runs the jobs, rank 0 reports (docs/DISTRIBUTED.md).
+    #[cfg(feature = "mpi")]
+    if let Some(d) = crate::dist::Dist::from_env() {
+        return crate::dist::run::main(d, args);
+    }
     let (plan, format) = match validate(args) {
         Ok(x) => x,
         Err(e) => return eprint_err(&e),
@@ -79,27 +84,50 @@ pub fn validate(args: &[String]) -> Result<(Plan, &'static Format<RunDoc>), Stri
 /// nothing ran (bad job/target combination: 2; a stop signal during
 /// layout: 128+N), the message already printed.
 pub fn execute(plan: &Plan) -> Result<Finished, i32> {
-    let (resolved, table) = match runner::prepare(plan) {
-        Ok(x) => x,
-        Err(e) => {
-            eprint_err(&e.to_string());
-            // A stop signal during layout: nothing ran, so there is no result
-            // to write; the exit status says which signal ended it.
-            let sig = dioscope_sys::signal::last_signal();
-            return Err(if dioscope_sys::signal::stop_count() > 0 && sig > 0 {
-                128 + sig
-            } else {
-                2
-            });
-        }
-    };
+    let (resolved, table) = prepare(plan).map_err(|(msg, code)| {
+        eprint_err(&msg);
+        code
+    })?;
+    Ok(run_prepared(plan, resolved, table, &mut runner::NoHooks))
+}
+
+/// Stage one (`runner::prepare`); `Err` is the message and the exit code.
+pub fn prepare(
+    plan: &Plan,
+) -> Result<(Vec<runner::ResolvedJob>, crate::targets::TargetTable), (String, i32)> {
+    runner::prepare(plan).map_err(|e| {
+        // A stop signal during layout: nothing ran, so there is no result
+        // to write; the exit status says which signal ended it.
+        let sig = dioscope_sys::signal::last_signal();
+        let code = if dioscope_sys::signal::stop_count() > 0 && sig > 0 {
+            128 + sig
+        } else {
+            2
+        };
+        (e.to_string(), code)
+    })
+}
+
+/// Run prepared jobs with the diagnosis hooks and `extra` (a distributed
+/// run's agreement points), diagnose, clean up, build the result.
+pub fn run_prepared(
+    plan: &Plan,
+    resolved: Vec<runner::ResolvedJob>,
+    table: crate::targets::TargetTable,
+    extra: &mut dyn runner::TrialHooks,
+) -> Finished {
     let opts = RunOptions {
         progress: plan.global.eta.shows(dioscope_sys::proc::stderr_is_tty()),
         destroy_data_on: plan.global.destroy_data_on.clone(),
         auto: plan.global.auto.clone(),
     };
     let mut hooks = DiagHooks::new(&table);
-    let result = runner::execute(resolved, &table, &opts, &mut hooks);
+    let result = runner::execute(
+        resolved,
+        &table,
+        &opts,
+        &mut runner::Chain(&mut hooks, extra),
+    );
     let diagnosis = diag::diagnose(&result, &hooks);
 
     // Remove what this run created when asked (the default job's scratch
@@ -113,11 +141,11 @@ pub fn execute(plan: &Plan) -> Result<Finished, i32> {
         }
     }
     let doc = render::build::run_doc(&result, &diagnosis, context_line(plan, &diagnosis));
-    Ok(Finished {
+    Finished {
         result,
         diagnosis,
         doc,
-    })
+    }
 }
 
 /// The context line: engines, then the environment (kernel, CPU, memory,
@@ -142,7 +170,7 @@ pub fn context_line(plan: &Plan, diagnosis: &RunDiagnosis) -> String {
 /// Print the result, or write it to `--output` atomically. `Err(1)` when
 /// the file cannot be written (the result then goes to stdout: nothing is
 /// lost).
-fn write_output(plan: &Plan, text: &str) -> Result<(), i32> {
+pub fn write_output(plan: &Plan, text: &str) -> Result<(), i32> {
     match &plan.global.output {
         Some(path) => {
             // Checked again now: the run may have taken hours.
@@ -161,7 +189,7 @@ fn write_output(plan: &Plan, text: &str) -> Result<(), i32> {
 }
 
 /// The first I/O error with its hint, and verify failures, on stderr.
-fn report_errors(result: &RunResult) {
+pub fn report_errors(result: &RunResult) {
     if result.interrupted {
         return;
     }

@@ -5,7 +5,7 @@
 //! kind of value it takes, a line of help, an example, and how it sets the
 //! [`JobSpec`] (or the [`GlobalSettings`]).
 
-use super::spec::{BlockSizes, EngineKind, Eta, GlobalSettings, JobSpec, RandomDist, RwMode};
+use super::spec::{BlockSizes, EngineKind, Eta, GlobalSettings, RankStonewall, JobSpec, RandomDist, RwMode};
 use super::units::*;
 
 /// What kind of value an option takes; decides how a bare flag is treated.
@@ -1060,6 +1060,49 @@ pub static OPTIONS: &[OptDef] = &[
                 "never" => Eta::Never,
                 o => return Err(format!("'{o}' is not auto, always or never")),
             };
+            Ok(())
+        }),
+    },
+    // Multi-rank runs under mpirun (docs/DISTRIBUTED.md); ignored otherwise.
+    OptDef {
+        name: "rank_stonewall",
+        aliases: &["rank-stonewall"],
+        kind: Kind::Choice(&["off", "stop", "wearout"]),
+        example: "stop",
+        help: "mpirun: when the first rank finishes its work, stop every rank (stop) or let every rank finish the same work (wearout); both report first- and last-done figures",
+        apply: Apply::Global(|g, v| {
+            g.rank_stonewall = match v.trim() {
+                "off" | "0" => RankStonewall::Off,
+                "stop" | "1" => RankStonewall::Stop,
+                "wearout" => RankStonewall::Wearout,
+                o => return Err(format!("'{o}' is not off, stop or wearout")),
+            };
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "rank_shared_files",
+        aliases: &["rank-shared-files"],
+        kind: Kind::Flag,
+        example: "1",
+        help: "mpirun: allow ranks on one host to write the same file or device",
+        apply: Apply::Global(|g, v| {
+            g.rank_shared_files = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "rank_timeout",
+        aliases: &["rank-timeout"],
+        kind: Kind::Time,
+        example: "120s",
+        help: "mpirun: abort the run when a rank does not answer a collective step within this time (default 600s)",
+        apply: Apply::Global(|g, v| {
+            let us = parse_time_us(v, 1_000_000)?;
+            if us == 0 {
+                return Err("it must be more than 0".into());
+            }
+            g.rank_timeout_us = Some(us);
             Ok(())
         }),
     },

@@ -281,6 +281,25 @@ pub struct GlobalSettings {
     /// `--precision`, `--max-trials`, `--max-time`, `--precision-metric`
     /// for `trials=auto`.
     pub auto: crate::stats::significance::AutoTrials,
+    /// `--rank_stonewall`: under mpirun, what the first rank to finish does to the others.
+    pub rank_stonewall: RankStonewall,
+    /// `--rank_shared_files`: ranks on one host may write the same file.
+    pub rank_shared_files: bool,
+    /// `--rank_timeout`: longest wait for another rank in a collective step.
+    pub rank_timeout_us: Option<u64>,
+}
+
+/// Stonewalling across ranks (IOR's `-D`/`-O stoneWallingWearOut`), distinct
+/// from fio's `stonewall` (wait for the previous jobs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RankStonewall {
+    /// Every rank runs its own job to its end.
+    #[default]
+    Off,
+    /// The first rank done stops every other rank.
+    Stop,
+    /// The first rank done marks "first done"; every rank still finishes its work.
+    Wearout,
 }
 
 /// When the live progress line is shown on stderr.

@@ -13,6 +13,7 @@
 pub mod measure;
 pub mod model;
 pub mod ordered;
+pub mod ranks;
 pub mod summary;
 pub mod units;
 

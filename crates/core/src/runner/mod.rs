@@ -702,11 +702,76 @@ pub trait TrialHooks {
         _table: &TargetTable,
     ) {
     }
+    // Multi-process runs (`dist`): the trial loop's points of agreement.
+    /// The workers are set up and about to start (ramp, then measure).
+    fn workers_ready(&mut self, _group: u32, _trial: u32) {}
+    /// How often `stop_requested` is asked while a trial runs.
+    fn poll_every_ns(&self) -> u64 {
+        1_000_000_000
+    }
+    /// Asked while the trial runs with the I/Os and bytes measured so far
+    /// and whether this process's workers are all done; true stops them.
+    fn stop_requested(&mut self, _group: u32, _trial: u32, _ios: u64, _bytes: u64, _done: bool) -> bool {
+        false
+    }
+    /// After a trial: this process's "stop the run" → everyone's.
+    fn agree_stop(&mut self, mine: bool) -> bool {
+        mine
+    }
+    /// `trials=auto`: this process's "enough trials" → the decision all follow.
+    fn agree_enough(&mut self, mine: bool) -> bool {
+        mine
+    }
 }
 
 /// No hooks.
 pub struct NoHooks;
 impl TrialHooks for NoHooks {}
+
+/// Two sets of hooks, `0` then `1` (decisions: `1` has the last word).
+pub struct Chain<'a>(pub &'a mut dyn TrialHooks, pub &'a mut dyn TrialHooks);
+
+impl TrialHooks for Chain<'_> {
+    fn before_trial(&mut self, g: u32, t: u32, jobs: &[&ResolvedJob], table: &TargetTable) {
+        self.0.before_trial(g, t, jobs, table);
+        self.1.before_trial(g, t, jobs, table);
+    }
+    fn measure_start(&mut self, g: u32, t: u32) {
+        self.0.measure_start(g, t);
+        self.1.measure_start(g, t);
+    }
+    fn during_trial(&mut self, g: u32, t: u32) {
+        self.0.during_trial(g, t);
+        self.1.during_trial(g, t);
+    }
+    fn measure_end(&mut self, g: u32, t: u32, ios: u64) {
+        self.0.measure_end(g, t, ios);
+        self.1.measure_end(g, t, ios);
+    }
+    fn after_trial(&mut self, g: u32, t: u32, jobs: &[&ResolvedJob], table: &TargetTable) {
+        self.0.after_trial(g, t, jobs, table);
+        self.1.after_trial(g, t, jobs, table);
+    }
+    fn workers_ready(&mut self, g: u32, t: u32) {
+        self.0.workers_ready(g, t);
+        self.1.workers_ready(g, t);
+    }
+    fn poll_every_ns(&self) -> u64 {
+        self.0.poll_every_ns().min(self.1.poll_every_ns())
+    }
+    fn stop_requested(&mut self, g: u32, t: u32, ios: u64, bytes: u64, done: bool) -> bool {
+        let a = self.0.stop_requested(g, t, ios, bytes, done);
+        self.1.stop_requested(g, t, ios, bytes, done) || a
+    }
+    fn agree_stop(&mut self, mine: bool) -> bool {
+        let a = self.0.agree_stop(mine);
+        self.1.agree_stop(a)
+    }
+    fn agree_enough(&mut self, mine: bool) -> bool {
+        let a = self.0.agree_enough(mine);
+        self.1.agree_enough(a)
+    }
+}
 
 /// Stage two: run every group and trial.
 pub fn execute(
@@ -827,7 +892,8 @@ impl Execution<'_> {
                     break;
                 }
             }
-            if self.interrupted || dioscope_sys::signal::stop_count() > 0 {
+            let local_stop = self.interrupted || dioscope_sys::signal::stop_count() > 0;
+            if self.hooks.agree_stop(local_stop || stop_now) && !stop_now {
                 self.interrupted = true;
                 self.groups.push(grun);
                 return false;
@@ -876,8 +942,12 @@ impl Execution<'_> {
             (now - t_start) as f64 / 1e9,
             (now - t_trial) as f64 / 1e9,
         );
+        if !self.hooks.agree_enough(!matches!(step, AutoStep::More)) {
+            return false;
+        }
         let (converged, half, by) = match step {
-            AutoStep::More => return false,
+            // Another process (rank 0 of a distributed run) decided.
+            AutoStep::More => (false, None, "rank 0"),
             AutoStep::Converged { half } => (true, Some(half), "converged"),
             AutoStep::Limit { half, by_time } => {
                 (false, half, if by_time { "max-time" } else { "max-trials" })
@@ -922,6 +992,7 @@ impl Execution<'_> {
         let gjobs: Vec<&ResolvedJob> = idx.iter().map(|&i| &self.jobs[i].resolved).collect();
         self.hooks.before_trial(g, trial, &gjobs, self.table);
         let sp = self.spawn(trial, idx);
+        self.hooks.workers_ready(g, trial);
         sp.barrier.wait();
         let t0 = now_ns();
         let ramp = gjobs
@@ -945,11 +1016,30 @@ impl Execution<'_> {
             timed: runtime > 0,
             last: (now_ns(), 0, 0),
         };
-        while !all_done() {
-            sleep_until(now_ns() + 1_000_000_000, &all_done, &sp.stop);
+        let poll = self.hooks.poll_every_ns().clamp(1_000_000, 1_000_000_000);
+        let mut next_second = now_ns() + 1_000_000_000;
+        let measured = || {
+            sp.progs.iter().fold((0, 0), |(i, b), p| {
+                (i + p.ios.load(Ordering::Relaxed), b + p.bytes.load(Ordering::Relaxed))
+            })
+        };
+        loop {
+            let done = all_done();
+            let (ios, bytes) = measured();
+            if self.hooks.stop_requested(g, trial, ios, bytes, done) {
+                sp.stop.store(true, Ordering::Relaxed);
+            }
+            if done {
+                break;
+            }
+            sleep_until(now_ns() + poll, &all_done, &sp.stop);
             if dioscope_sys::signal::stop_count() > 0 {
                 sp.stop.store(true, Ordering::Relaxed);
             }
+            if now_ns() < next_second {
+                continue;
+            }
+            next_second += 1_000_000_000;
             if !all_done() {
                 self.hooks.during_trial(g, trial);
             }

@@ -15,6 +15,17 @@ const MAX_EXP: u32 = 44;
 /// Number of buckets.
 pub const NBUCKETS: usize = ((MAX_EXP - SUB_BITS + 2) as usize) * SUB as usize;
 
+/// A histogram's exact state, serializable: see [`Histogram::to_parts`].
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct HistParts {
+    pub buckets: Vec<(u32, u64)>,
+    pub n: u64,
+    pub min: u64,
+    pub max: u64,
+    pub sum: u64,
+    pub sum_sq: f64,
+}
+
 #[derive(Clone)]
 pub struct Histogram {
     counts: Box<[u64]>,
@@ -190,6 +201,43 @@ impl Histogram {
         self.max
     }
 
+    /// The exact state (non-empty buckets by index), to merge a histogram
+    /// recorded by another process (distributed runs send these, never
+    /// percentiles).
+    pub fn to_parts(&self) -> HistParts {
+        HistParts {
+            buckets: self
+                .counts
+                .iter()
+                .enumerate()
+                .filter(|(_, &c)| c > 0)
+                .map(|(i, &c)| (i as u32, c))
+                .collect(),
+            n: self.n,
+            min: self.min,
+            max: self.max,
+            sum: self.sum,
+            sum_sq: self.sum_sq,
+        }
+    }
+
+    /// The histogram [`Histogram::to_parts`] described; bucket indexes out
+    /// of range are dropped (they cannot come from this layout).
+    pub fn from_parts(p: &HistParts) -> Histogram {
+        let mut h = Histogram::new();
+        for &(i, c) in &p.buckets {
+            if let Some(slot) = h.counts.get_mut(i as usize) {
+                *slot = c;
+            }
+        }
+        h.n = p.n;
+        h.min = p.min;
+        h.max = p.max;
+        h.sum = p.sum;
+        h.sum_sq = p.sum_sq;
+        h
+    }
+
     /// Non-empty buckets as (representative value, count), ascending.
     pub fn bins(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.counts
@@ -206,6 +254,24 @@ impl Histogram {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parts_round_trip_and_merge_exactly() {
+        let mut a = Histogram::new();
+        let mut b = Histogram::new();
+        for v in [1u64, 90, 5_000, 77_777, 1 << 30] {
+            a.record(v);
+            b.record(v * 3 + 1);
+        }
+        let back = Histogram::from_parts(&a.to_parts());
+        assert_eq!(back.to_parts(), a.to_parts());
+        let mut m1 = a.clone();
+        m1.merge(&b);
+        let mut m2 = Histogram::from_parts(&a.to_parts());
+        m2.merge(&Histogram::from_parts(&b.to_parts()));
+        assert_eq!(m1.to_parts(), m2.to_parts());
+        assert_eq!(m2.percentile(99.0), m1.percentile(99.0));
+    }
 
     /// A small deterministic PRNG (splitmix64) so the tests need no crate.
     fn rng(seed: &mut u64) -> u64 {
