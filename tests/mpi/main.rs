@@ -22,9 +22,14 @@ fn ready() -> bool {
 
 fn mpirun(np: u32, args: &[&str]) -> Command {
     let mut c = Command::new("mpirun");
-    c.args(["--allow-run-as-root", "--oversubscribe", "-np", &np.to_string()])
-        .arg(bin())
-        .args(args);
+    c.args([
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "-np",
+        &np.to_string(),
+    ])
+    .arg(bin())
+    .args(args);
     c
 }
 
@@ -174,7 +179,10 @@ fn stonewall_stop_ends_every_rank_soon_after_the_first() {
     assert!(u(&r1["jobs"][0]["write_ios"]) < 2048, "{r1}");
     // ... within a small bound of rank 0's end.
     let spread = u(&agg["end_spread_ns"]);
-    assert!(spread < 300_000_000, "last end {spread} ns after first done");
+    assert!(
+        spread < 300_000_000,
+        "last end {spread} ns after first done"
+    );
     assert!(u(&agg["first_done_ns"]) <= u(&agg["window_ns"]));
     assert!(agg["bw_bytes_first_done"].as_f64().unwrap() > 0.0);
 }
@@ -207,8 +215,15 @@ fn ranks_on_one_host_writing_one_file_are_refused() {
     let args = ["--name=x", &f, "--rw=write", "--size=1m", "--trials=1"];
     let o = output_within(mpirun(2, &args), LIMIT);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("--rank_shared_files=1"), "{}", stderr(&o));
-    assert!(!dir.path().join("shared").exists(), "a rank wrote before the check");
+    assert!(
+        stderr(&o).contains("--rank_shared_files=1"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        !dir.path().join("shared").exists(),
+        "a rank wrote before the check"
+    );
 }
 
 #[test]
@@ -285,6 +300,9 @@ fn killing_one_rank_ends_the_run_and_names_it() {
     };
     let err = stderr(&o);
     assert!(!o.status.success());
-    assert!(err.contains("rank 1"), "the message does not name the rank: {err}");
+    assert!(
+        err.contains("rank 1"),
+        "the message does not name the rank: {err}"
+    );
     assert!(t.elapsed() < Duration::from_secs(50));
 }

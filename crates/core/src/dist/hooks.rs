@@ -137,8 +137,9 @@ impl TrialHooks for DistHooks<'_> {
     }
 
     fn agree_stop(&mut self, mine: bool) -> bool {
-        self.d
-            .decide(&mine, "the end of a trial", |all| all.into_iter().any(|x| x))
+        self.d.decide(&mine, "the end of a trial", |all| {
+            all.into_iter().any(|x| x)
+        })
     }
 
     fn agree_enough(&mut self, mine: bool) -> bool {

@@ -51,7 +51,15 @@ impl WireDir {
 type WireUsage = [u64; 7];
 
 fn usage_wire(u: &Usage) -> WireUsage {
-    [u.user_us, u.sys_us, u.vol_ctx, u.invol_ctx, u.minflt, u.majflt, u.maxrss_kb]
+    [
+        u.user_us,
+        u.sys_us,
+        u.vol_ctx,
+        u.invol_ctx,
+        u.minflt,
+        u.majflt,
+        u.maxrss_kb,
+    ]
 }
 
 fn add_usage(u: &mut Usage, w: &WireUsage) {
@@ -235,7 +243,11 @@ pub fn aggregate(reports: &[RankReport], stonewalling: bool) -> Vec<AggregateTri
         .map(|(group, trial)| {
             let ws: Vec<&Window> = reports
                 .iter()
-                .filter_map(|r| r.windows.iter().find(|w| (w.group, w.trial) == (group, trial)))
+                .filter_map(|r| {
+                    r.windows
+                        .iter()
+                        .find(|w| (w.group, w.trial) == (group, trial))
+                })
                 .collect();
             let first_start = ws.iter().map(|w| w.start_ns).min().unwrap_or(0);
             let last_start = ws.iter().map(|w| w.start_ns).max().unwrap_or(0);
@@ -253,7 +265,13 @@ pub fn aggregate(reports: &[RankReport], stonewalling: bool) -> Vec<AggregateTri
             } else {
                 (0, 0)
             };
-            let per_s = |n: u64, ns: u64| if ns > 0 { n as f64 * 1e9 / ns as f64 } else { 0.0 };
+            let per_s = |n: u64, ns: u64| {
+                if ns > 0 {
+                    n as f64 * 1e9 / ns as f64
+                } else {
+                    0.0
+                }
+            };
             AggregateTrial {
                 group,
                 trial,

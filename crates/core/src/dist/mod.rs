@@ -23,8 +23,8 @@ pub mod merge;
 pub mod run;
 
 use mpi::environment::Universe;
-use mpi::topology::SimpleCommunicator;
 use mpi::point_to_point::MatchedReceiveVec;
+use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use std::time::{Duration, Instant};
 
@@ -76,7 +76,10 @@ impl Dist {
 
     /// End the run on every rank now: the message, then MPI_Abort.
     pub fn abort(&self, why: &str) -> ! {
-        eprintln!("dioscope: error: {}: {why}; aborting the run on every rank", self.me());
+        eprintln!(
+            "dioscope: error: {}: {why}; aborting the run on every rank",
+            self.me()
+        );
         self.world.abort(3)
     }
 
@@ -195,14 +198,19 @@ impl Dist {
         for r in 0..self.size {
             if r != self.rank {
                 // Three words: sent eagerly, so this returns at once.
-                self.world.process_at_rank(r).send_with_tag(&msg[..], TAG_DONE);
+                self.world
+                    .process_at_rank(r)
+                    .send_with_tag(&msg[..], TAG_DONE);
             }
         }
     }
 
     /// A "done" message from any rank, if one has arrived.
     pub(crate) fn poll_done(&self) -> Option<[u64; 3]> {
-        let m = self.world.any_process().immediate_matched_probe_with_tag(TAG_DONE)?;
+        let m = self
+            .world
+            .any_process()
+            .immediate_matched_probe_with_tag(TAG_DONE)?;
         let (v, _) = m.matched_receive_vec::<u64>();
         Some([
             v.first().copied().unwrap_or(0),

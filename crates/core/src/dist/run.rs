@@ -159,7 +159,11 @@ pub fn main(mut d: Dist, args: &[String]) -> i32 {
         return code;
     }
     // All ranks passed preflight and the guard before any rank writes.
-    if let Some(code) = agree(&d, "preflight", step(&d, guard(&plan).err().map(|e| (e, 2)))) {
+    if let Some(code) = agree(
+        &d,
+        "preflight",
+        step(&d, guard(&plan).err().map(|e| (e, 2))),
+    ) {
         return code;
     }
     let prepared = cmd::prepare(&plan);
@@ -275,7 +279,11 @@ mod tests {
     #[test]
     fn ranks_on_one_host_may_not_write_one_file() {
         let v = verdict(vec![st("a", &["/f"]), st("a", &["/f"])], "the jobs").unwrap();
-        assert!(v.0.contains("ranks 0 and 1 (host a) would both write /f"), "{}", v.0);
+        assert!(
+            v.0.contains("ranks 0 and 1 (host a) would both write /f"),
+            "{}",
+            v.0
+        );
         assert!(v.0.contains("--rank_shared_files=1"), "{}", v.0);
         assert_eq!(v.1, 2);
         // Other hosts, other files, or allowed: fine.

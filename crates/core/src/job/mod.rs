@@ -10,4 +10,6 @@ pub mod units;
 mod audit;
 
 pub use parse::{parse_args, parse_job_text, ParseError};
-pub use spec::{BlockSizes, EngineKind, Eta, GlobalSettings, JobSpec, Plan, RandomDist, RankStonewall, RwMode};
+pub use spec::{
+    BlockSizes, EngineKind, Eta, GlobalSettings, JobSpec, Plan, RandomDist, RankStonewall, RwMode,
+};

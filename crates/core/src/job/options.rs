@@ -5,7 +5,9 @@
 //! kind of value it takes, a line of help, an example, and how it sets the
 //! [`JobSpec`] (or the [`GlobalSettings`]).
 
-use super::spec::{BlockSizes, EngineKind, Eta, GlobalSettings, RankStonewall, JobSpec, RandomDist, RwMode};
+use super::spec::{
+    BlockSizes, EngineKind, Eta, GlobalSettings, JobSpec, RandomDist, RankStonewall, RwMode,
+};
 use super::units::*;
 
 /// What kind of value an option takes; decides how a bare flag is treated.

@@ -711,7 +711,14 @@ pub trait TrialHooks {
     }
     /// Asked while the trial runs with the I/Os and bytes measured so far
     /// and whether this process's workers are all done; true stops them.
-    fn stop_requested(&mut self, _group: u32, _trial: u32, _ios: u64, _bytes: u64, _done: bool) -> bool {
+    fn stop_requested(
+        &mut self,
+        _group: u32,
+        _trial: u32,
+        _ios: u64,
+        _bytes: u64,
+        _done: bool,
+    ) -> bool {
         false
     }
     /// After a trial: this process's "stop the run" → everyone's.
@@ -1018,15 +1025,20 @@ impl Execution<'_> {
         };
         let poll = self.hooks.poll_every_ns().clamp(1_000_000, 1_000_000_000);
         let mut next_second = now_ns() + 1_000_000_000;
+        let mut stonewalled = false;
         let measured = || {
             sp.progs.iter().fold((0, 0), |(i, b), p| {
-                (i + p.ios.load(Ordering::Relaxed), b + p.bytes.load(Ordering::Relaxed))
+                (
+                    i + p.ios.load(Ordering::Relaxed),
+                    b + p.bytes.load(Ordering::Relaxed),
+                )
             })
         };
         loop {
             let done = all_done();
             let (ios, bytes) = measured();
             if self.hooks.stop_requested(g, trial, ios, bytes, done) {
+                stonewalled = true;
                 sp.stop.store(true, Ordering::Relaxed);
             }
             if done {
@@ -1051,7 +1063,13 @@ impl Execution<'_> {
             eprint!("\r\x1b[K");
         }
         let after = Snapshot::take();
-        let per_job = self.join(sp.handles, idx);
+        let mut per_job = self.join(sp.handles, idx);
+        if stonewalled && dioscope_sys::signal::stop_count() == 0 {
+            // Stopped by the hooks (another rank finished first), not by a signal.
+            for tj in &mut per_job {
+                tj.interrupted = false;
+            }
+        }
         let ios: u64 = per_job.iter().map(|t| t.dirs[0].ios + t.dirs[1].ios).sum();
         self.hooks.measure_end(g, trial, ios);
         let env = TrialEnv {
