@@ -8,11 +8,13 @@
 //!   into [`JobSummary`], per-trial [`TrialMetrics`] and their statistics.
 //! - [`model`]: the typed result document ([`RunDoc`]): fio's JSON plus
 //!   dioscope's section, written and read back (also fio's own JSON).
+//! - [`series`]: per-interval time series (bounded memory), per trial.
 //! - [`units`]: the one place numbers become human text.
 
 pub mod measure;
 pub mod model;
 pub mod ordered;
+pub mod series;
 pub mod summary;
 pub mod units;
 

@@ -11,6 +11,7 @@
 //! [`Dioscope::sections`] without touching the renderers.
 
 use super::ordered::OrderedMap;
+use super::series::TrialSeries;
 use super::summary::{TrialMetrics, TrialStats};
 use crate::stats::cpu::SysCpuPct;
 use serde::{Deserialize, Serialize};
@@ -273,6 +274,9 @@ pub struct DioscopeJob {
     #[serde(default)]
     pub directions: Vec<String>,
     pub trials: Vec<TrialMetrics>,
+    /// Per trial: IOPS, bandwidth and latency per interval, per direction.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<TrialSeries>,
     pub summary: TrialStats,
     pub cpu: Cpu,
     pub errors: u64,

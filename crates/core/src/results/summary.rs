@@ -76,8 +76,8 @@ pub struct JobSummary {
     pub wall_ns: u64,
     pub trials: Vec<TrialMetrics>,
     pub stats: TrialStats,
-    /// Per-interval counters of the last trial.
-    pub ticks: Vec<Tick>,
+    /// Per-interval counters of every trial (index = trial - 1).
+    pub ticks: Vec<Vec<Tick>>,
     pub queue: QueueStats,
     pub first_error: Option<(IoErrorInfo, String)>,
     pub max_worker_cpu: f64,
@@ -116,18 +116,13 @@ pub fn per_second(n: u64, ms: f64) -> f64 {
     }
 }
 
-/// IOPS (both directions) per interval of a tick series.
+/// IOPS (both directions) per measured interval of a tick series.
 pub fn tick_iops(ticks: &[Tick]) -> Vec<f64> {
-    let mut prev = [0u64; 2];
-    let mut prev_t = 0u64;
-    let mut out = Vec::with_capacity(ticks.len());
-    for t in ticks {
-        let dt = (t.t_ns - prev_t).max(1) as f64 / 1e9;
-        out.push((t.ios[0] + t.ios[1] - prev[0] - prev[1]) as f64 / dt);
-        prev = t.ios;
-        prev_t = t.t_ns;
-    }
-    out
+    ticks
+        .iter()
+        .filter(|t| !t.ramp)
+        .map(|t| (t.ios[0] + t.ios[1]) as f64 / (t.dur_ns.max(1) as f64 / 1e9))
+        .collect()
 }
 
 /// The units a run reports: each job alone, or with `group_reporting` the
@@ -184,9 +179,7 @@ fn summarize_unit(jobs: &[JobInput], groups: &[GroupInput], unit: Vec<usize>) ->
         for (a, b) in s.dirs.iter_mut().zip(&merged.dirs) {
             a.merge(b);
         }
-        if t + 1 == ntrials {
-            s.ticks = merged.ticks;
-        }
+        s.ticks.push(merged.ticks);
         s.trials.push(m);
     }
     s.jobs = unit;
