@@ -11,6 +11,7 @@
 
 pub mod doctor;
 pub mod options;
+pub mod report;
 pub mod run;
 
 use crate::render::{self, RUN_FORMATS};
@@ -25,7 +26,12 @@ pub struct Command {
 }
 
 /// Every command, in the order `--help` lists them.
-pub static COMMANDS: &[Command] = &[run::COMMAND, doctor::COMMAND, options::COMMAND];
+pub static COMMANDS: &[Command] = &[
+    run::COMMAND,
+    doctor::COMMAND,
+    options::COMMAND,
+    report::COMMAND,
+];
 
 /// The command `name` names, if any.
 pub fn find(name: &str) -> Option<&'static Command> {

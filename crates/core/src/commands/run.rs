@@ -111,7 +111,10 @@ pub fn execute(plan: &Plan) -> Result<Finished, i32> {
             c.remove();
         }
     }
-    let doc = render::build::run_doc(&result, &diagnosis, context_line(plan, &diagnosis));
+    let mut doc = render::build::run_doc(&result, &diagnosis, context_line(plan, &diagnosis));
+    if let Some(d) = doc.dioscope.as_mut() {
+        d.command_line = std::env::args().collect();
+    }
     Ok(Finished {
         result,
         diagnosis,

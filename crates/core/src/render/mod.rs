@@ -11,6 +11,8 @@
 //! [`Exporter`], then add one line to [`RUN_FORMATS`] (and `pub mod NAME;`).
 
 pub mod build;
+pub mod chart;
+pub mod html;
 pub mod json;
 pub mod text;
 
@@ -50,6 +52,12 @@ pub static RUN_FORMATS: &[Format<RunDoc>] = &[
         aliases: &[],
         help: "json with the latency histogram bins (fio's json+)",
         exporter: &json::Json { bins: true },
+    },
+    Format {
+        name: "html",
+        aliases: &[],
+        help: "one self-contained HTML report with charts (no network needed to view it)",
+        exporter: &html::Html,
     },
 ];
 

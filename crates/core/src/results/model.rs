@@ -213,6 +213,9 @@ pub struct Dioscope {
     /// Per job name: the read-back check's report (verify's own shape).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<OrderedMap<Value>>,
+    /// The exact command line of the run (program name first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command_line: Vec<String>,
     /// The engines and the environment in one line, as the text shows it.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub context: String,
