@@ -801,3 +801,111 @@ mod tests {
         assert_eq!(s.matches("<circle").count(), 2, "{s}");
     }
 }
+
+/// Snapshot tests: fixed inputs, the SVG compared byte for byte with the
+/// file in `render/snapshots/`. After an intended change, rerun with
+/// `UPDATE_SNAPSHOTS=1` and review the diff of the .svg files.
+#[cfg(test)]
+mod snapshots {
+    use super::*;
+
+    fn check(name: &str, svg: &str) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("src/render/snapshots")
+            .join(format!("{name}.svg"));
+        if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, svg).unwrap();
+            return;
+        }
+        let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!("{}: {e}; create it with UPDATE_SNAPSHOTS=1", path.display())
+        });
+        assert!(
+            want == svg,
+            "{name}: the SVG changed; if intended, UPDATE_SNAPSHOTS=1 and review.\n--- want\n{want}\n--- got\n{svg}"
+        );
+    }
+
+    #[test]
+    fn time_series_with_ramp() {
+        let line = |t: usize, f: f64| Line {
+            name: format!("trial {t}"),
+            points: (1..=6).map(|i| (i as f64, f * (1000.0 + 50.0 * (i % 3) as f64))).collect(),
+            color: t - 1,
+            markers: true,
+            ..Default::default()
+        };
+        check(
+            "time_series",
+            &line_chart(&LineChart {
+                id: "ts",
+                title: "IOPS per interval",
+                x_label: "time (s)",
+                y_label: "IOPS",
+                shade: vec![(0.0, 2.0, "ramp")],
+                lines: vec![line(1, 1.0), line(2, 1.1)],
+                ..Default::default()
+            }),
+        );
+    }
+
+    #[test]
+    fn log_scale_percentiles_with_error_bars() {
+        check(
+            "log_errbars",
+            &line_chart(&LineChart {
+                id: "le",
+                title: "IOPS vs iodepth",
+                x_label: "iodepth",
+                y_label: "latency",
+                log_y: true,
+                fmt_y: ns,
+                lines: vec![Line {
+                    name: "randread".into(),
+                    points: vec![(1.0, 80_000.0), (4.0, 95_000.0), (16.0, 250_000.0)],
+                    err: vec![(75_000.0, 85_000.0), (90_000.0, 99_000.0), (200_000.0, 300_000.0)],
+                    markers: true,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+        );
+    }
+
+    #[test]
+    fn dots_histogram_bars() {
+        check(
+            "dots",
+            &dot_plot(
+                "d",
+                "IOPS per trial",
+                "IOPS",
+                num,
+                &[DotGroup {
+                    name: "job".into(),
+                    values: vec![100.0, 110.0, 105.0],
+                    mean: 105.0,
+                    ci: (92.6, 117.4),
+                }],
+            ),
+        );
+        check(
+            "histogram",
+            &histogram("h", "latency histogram", &[(900, 5), (1_000, 50), (1_100, 40), (50_000, 5)]),
+        );
+        check(
+            "bars",
+            &bars(
+                "b",
+                "CPU per I/O",
+                "µs",
+                num,
+                &[BarRow {
+                    name: "job".into(),
+                    parts: vec![("user".into(), 1.5, 0), ("system".into(), 3.0, 1)],
+                }],
+            ),
+        );
+    }
+}
