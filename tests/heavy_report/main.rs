@@ -123,7 +123,10 @@ print(len(colours), dark / ((h // 2) * (w // 2)))
 /// Open `page`: no console message, the DOM has `ids`, the screenshot is
 /// not blank. Returns the screenshot's path.
 fn check_in_browser(bin: &str, dir: &Path, page: &Path, ids: &[&str]) -> PathBuf {
-    let profile = dir.join(format!("profile-{}", page.file_stem().unwrap().to_string_lossy()));
+    let profile = dir.join(format!(
+        "profile-{}",
+        page.file_stem().unwrap().to_string_lossy()
+    ));
     let dom = browser(bin, &profile, &["--dump-dom".into()], page);
     let dom_text = String::from_utf8_lossy(&dom.stdout);
     let log = String::from_utf8_lossy(&dom.stderr);
@@ -138,7 +141,10 @@ fn check_in_browser(bin: &str, dir: &Path, page: &Path, ids: &[&str]) -> PathBuf
             page.display()
         );
     }
-    let shot = dir.join(format!("{}.png", page.file_stem().unwrap().to_string_lossy()));
+    let shot = dir.join(format!(
+        "{}.png",
+        page.file_stem().unwrap().to_string_lossy()
+    ));
     let o = browser(
         bin,
         &profile,
@@ -150,10 +156,23 @@ fn check_in_browser(bin: &str, dir: &Path, page: &Path, ids: &[&str]) -> PathBuf
         ],
         page,
     );
-    assert!(shot.exists(), "no screenshot: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        shot.exists(),
+        "no screenshot: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let (colours, ink) = png_stats(&shot);
-    assert!(colours >= 8, "{}: {colours} colours: blank page?", shot.display());
-    assert!(ink > 0.02, "{}: {:.3} of the page is not white: blank?", shot.display(), ink);
+    assert!(
+        colours >= 8,
+        "{}: {colours} colours: blank page?",
+        shot.display()
+    );
+    assert!(
+        ink > 0.02,
+        "{}: {:.3} of the page is not white: blank?",
+        shot.display(),
+        ink
+    );
     shot
 }
 
@@ -221,7 +240,12 @@ fn reports_open_in_chromium_offline() {
         ]);
         assert!(run(c, Duration::from_secs(60)).status.success());
         dioscope(dir, &["report", "fio.json", "-o", "fio.html"]);
-        check_in_browser(bin, dir, &dir.join("fio.html"), &["r1-pct-0", "r1-hist-0-read"]);
+        check_in_browser(
+            bin,
+            dir,
+            &dir.join("fio.html"),
+            &["r1-pct-0", "r1-hist-0-read"],
+        );
     } else if std::env::var_os("CI").is_some() {
         panic!("CI must provide fio");
     }
@@ -229,5 +253,9 @@ fn reports_open_in_chromium_offline() {
     if let Some(keep) = std::env::var_os("DIOSCOPE_KEEP_SCREENSHOT") {
         std::fs::copy(&shot, keep).unwrap();
     }
-    assert!(t0.elapsed() < BUDGET, "took {:?}, budget {BUDGET:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < BUDGET,
+        "took {:?}, budget {BUDGET:?}",
+        t0.elapsed()
+    );
 }

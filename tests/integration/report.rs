@@ -32,8 +32,19 @@ fn null_run(dir: &Path, out: &str, fmt: &str, extra: &[&str]) {
 /// named in `ids` present as SVG.
 pub fn check_page(html: &str, ids: &[&str]) {
     assert!(html.starts_with("<!DOCTYPE html>"), "not a page");
-    assert!(html.len() < 500 * 1024, "{} bytes: not a few hundred KB", html.len());
-    for bad in ["<script src", "<link", "src=\"http", "href=\"http", "@import", "url("] {
+    assert!(
+        html.len() < 500 * 1024,
+        "{} bytes: not a few hundred KB",
+        html.len()
+    );
+    for bad in [
+        "<script src",
+        "<link",
+        "src=\"http",
+        "href=\"http",
+        "@import",
+        "url(",
+    ] {
         assert!(!html.contains(bad), "the page loads something ({bad})");
     }
     for id in ids {
@@ -70,8 +81,16 @@ fn report_of_a_run_has_every_section() {
     let mut ids = RUN_CHARTS.to_vec();
     ids.extend(["r1-hist-0-read", "r1-hist-0-write"]);
     check_page(&html, &ids);
-    for section in ["r1-summary-table", "r1-findings", "r1-env-table", "r1-command"] {
-        assert!(html.contains(&format!("id=\"{section}\"")), "{section} missing");
+    for section in [
+        "r1-summary-table",
+        "r1-findings",
+        "r1-env-table",
+        "r1-command",
+    ] {
+        assert!(
+            html.contains(&format!("id=\"{section}\"")),
+            "{section} missing"
+        );
     }
     // The command line is the exact one, and the ramp is shaded.
     assert!(html.contains("--ramp_time=1s"));

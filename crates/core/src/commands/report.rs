@@ -37,7 +37,10 @@ fn parse(args: &[String]) -> Result<Args, String> {
                 .next()
                 .ok_or_else(|| format!("{x} needs a file name (e.g. {x} report.html)"))?;
             a.output = Some(v.clone());
-        } else if let Some(v) = x.strip_prefix("--output=").or_else(|| x.strip_prefix("-o=")) {
+        } else if let Some(v) = x
+            .strip_prefix("--output=")
+            .or_else(|| x.strip_prefix("-o="))
+        {
             a.output = Some(v.to_string());
         } else if x.starts_with('-') && x != "-" {
             return Err(format!(
@@ -112,7 +115,10 @@ fn main(args: &[String]) -> i32 {
                 eprintln!("dioscope: error: {e}");
                 return 1;
             }
-            eprintln!("dioscope: report written to {out} ({} KiB)", page.len().div_ceil(1024));
+            eprintln!(
+                "dioscope: report written to {out} ({} KiB)",
+                page.len().div_ceil(1024)
+            );
         }
         None => print!("{page}"),
     }
@@ -136,10 +142,20 @@ mod tests {
                 output: Some("r.html".into())
             }
         );
-        assert_eq!(parse(&s(&["--output=x.html", "a.json"])).unwrap().output.as_deref(), Some("x.html"));
+        assert_eq!(
+            parse(&s(&["--output=x.html", "a.json"]))
+                .unwrap()
+                .output
+                .as_deref(),
+            Some("x.html")
+        );
         assert!(parse(&s(&[])).unwrap_err().contains("no result"));
-        assert!(parse(&s(&["a.json", "-o"])).unwrap_err().contains("needs a file name"));
-        assert!(parse(&s(&["a.json", "--bogus"])).unwrap_err().contains("unknown option"));
+        assert!(parse(&s(&["a.json", "-o"]))
+            .unwrap_err()
+            .contains("needs a file name"));
+        assert!(parse(&s(&["a.json", "--bogus"]))
+            .unwrap_err()
+            .contains("unknown option"));
     }
 
     #[test]

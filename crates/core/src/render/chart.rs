@@ -189,7 +189,13 @@ impl Scale {
         } else if hi <= lo {
             hi = lo + 1.0;
         }
-        Scale { lo, hi, log, p0, p1 }
+        Scale {
+            lo,
+            hi,
+            log,
+            p0,
+            p1,
+        }
     }
     fn px(&self, v: f64) -> f64 {
         let v = if self.log { v.max(1e-9).log10() } else { v };
@@ -417,7 +423,11 @@ pub fn line_chart(ch: &LineChart) -> String {
     let lg = legend(&mut o, &ch.lines);
     let h = h + lg;
     let top = MT + lg;
-    o = o.replacen(&format!("viewBox=\"0 0 {W} {H}\" width=\"{W}\" height=\"{H}\""), &format!("viewBox=\"0 0 {W} {h}\" width=\"{W}\" height=\"{h}\""), 1);
+    o = o.replacen(
+        &format!("viewBox=\"0 0 {W} {H}\" width=\"{W}\" height=\"{H}\""),
+        &format!("viewBox=\"0 0 {W} {h}\" width=\"{W}\" height=\"{h}\""),
+        1,
+    );
     let xs = Scale::new(xlo, xhi, false, ML, W - MR);
     let ys = Scale::new(ylo, yhi, ch.log_y, h - MB, top);
     for &(a, b, label) in &ch.shade {
@@ -473,10 +483,7 @@ pub fn line_chart(ch: &LineChart) -> String {
                 let xl = if ch.x_categories.is_empty() {
                     (ch.fmt_x)(x)
                 } else {
-                    ch.x_categories
-                        .get(x as usize)
-                        .cloned()
-                        .unwrap_or_default()
+                    ch.x_categories.get(x as usize).cloned().unwrap_or_default()
                 };
                 let _ = write!(
                     o,
@@ -506,7 +513,13 @@ pub struct DotGroup {
 }
 
 /// Spread of trials: one column per group.
-pub fn dot_plot(id: &str, title: &str, y_label: &str, fmt: fn(f64) -> String, groups: &[DotGroup]) -> String {
+pub fn dot_plot(
+    id: &str,
+    title: &str,
+    y_label: &str,
+    fmt: fn(f64) -> String,
+    groups: &[DotGroup],
+) -> String {
     let h = H;
     let mut o = String::new();
     let n: usize = groups.iter().map(|g| g.values.len()).sum();
@@ -526,7 +539,12 @@ pub fn dot_plot(id: &str, title: &str, y_label: &str, fmt: fn(f64) -> String, gr
         }
     }
     if n == 0 || yhi <= 0.0 {
-        let _ = write!(o, "<text x=\"{}\" y=\"{}\" class=\"empty\">no data</text></svg>", W / 2.0, h / 2.0);
+        let _ = write!(
+            o,
+            "<text x=\"{}\" y=\"{}\" class=\"empty\">no data</text></svg>",
+            W / 2.0,
+            h / 2.0
+        );
         return o;
     }
     let ch = LineChart {
@@ -598,11 +616,19 @@ pub fn histogram(id: &str, title: &str, bins: &[(u64, u64)]) -> String {
         &mut o,
         id,
         title,
-        &format!("{} bins, {total} I/Os; x: latency (log scale), y: share of I/Os in %", bins.len()),
+        &format!(
+            "{} bins, {total} I/Os; x: latency (log scale), y: share of I/Os in %",
+            bins.len()
+        ),
         h,
     );
     if total == 0 {
-        let _ = write!(o, "<text x=\"{}\" y=\"{}\" class=\"empty\">no data</text></svg>", W / 2.0, h / 2.0);
+        let _ = write!(
+            o,
+            "<text x=\"{}\" y=\"{}\" class=\"empty\">no data</text></svg>",
+            W / 2.0,
+            h / 2.0
+        );
         return o;
     }
     // Regroup the fine buckets into 10 bars per decade.
@@ -660,17 +686,34 @@ pub struct BarRow {
 }
 
 /// Horizontal stacked bars, one row per entry.
-pub fn bars(id: &str, title: &str, x_label: &str, fmt: fn(f64) -> String, rows: &[BarRow]) -> String {
+pub fn bars(
+    id: &str,
+    title: &str,
+    x_label: &str,
+    fmt: fn(f64) -> String,
+    rows: &[BarRow],
+) -> String {
     let row_h = 26.0;
     let h = MT + 8.0 + MB + row_h * rows.len().max(1) as f64;
     let mut o = String::new();
-    open_svg(&mut o, id, title, &format!("{} bar(s); x: {x_label}", rows.len()), h);
+    open_svg(
+        &mut o,
+        id,
+        title,
+        &format!("{} bar(s); x: {x_label}", rows.len()),
+        h,
+    );
     let xmax = rows
         .iter()
         .map(|r| r.parts.iter().map(|p| p.1.max(0.0)).sum::<f64>())
         .fold(0.0, f64::max);
     if rows.is_empty() || xmax <= 0.0 {
-        let _ = write!(o, "<text x=\"{}\" y=\"{}\" class=\"empty\">no data</text></svg>", W / 2.0, h / 2.0);
+        let _ = write!(
+            o,
+            "<text x=\"{}\" y=\"{}\" class=\"empty\">no data</text></svg>",
+            W / 2.0,
+            h / 2.0
+        );
         return o;
     }
     let left = 170.0;
@@ -754,7 +797,10 @@ mod tests {
     fn ticks_are_nice_and_cover() {
         assert_eq!(lin_ticks(0.0, 10.0), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
         let t = lin_ticks(0.0, 1234.0);
-        assert!(t.first() == Some(&0.0) && *t.last().unwrap() >= 1000.0, "{t:?}");
+        assert!(
+            t.first() == Some(&0.0) && *t.last().unwrap() >= 1000.0,
+            "{t:?}"
+        );
     }
 
     #[test]
@@ -831,7 +877,9 @@ mod snapshots {
     fn time_series_with_ramp() {
         let line = |t: usize, f: f64| Line {
             name: format!("trial {t}"),
-            points: (1..=6).map(|i| (i as f64, f * (1000.0 + 50.0 * (i % 3) as f64))).collect(),
+            points: (1..=6)
+                .map(|i| (i as f64, f * (1000.0 + 50.0 * (i % 3) as f64)))
+                .collect(),
             color: t - 1,
             markers: true,
             ..Default::default()
@@ -864,7 +912,11 @@ mod snapshots {
                 lines: vec![Line {
                     name: "randread".into(),
                     points: vec![(1.0, 80_000.0), (4.0, 95_000.0), (16.0, 250_000.0)],
-                    err: vec![(75_000.0, 85_000.0), (90_000.0, 99_000.0), (200_000.0, 300_000.0)],
+                    err: vec![
+                        (75_000.0, 85_000.0),
+                        (90_000.0, 99_000.0),
+                        (200_000.0, 300_000.0),
+                    ],
                     markers: true,
                     ..Default::default()
                 }],
@@ -892,7 +944,11 @@ mod snapshots {
         );
         check(
             "histogram",
-            &histogram("h", "latency histogram", &[(900, 5), (1_000, 50), (1_100, 40), (50_000, 5)]),
+            &histogram(
+                "h",
+                "latency histogram",
+                &[(900, 5), (1_000, 50), (1_100, 40), (50_000, 5)],
+            ),
         );
         check(
             "bars",

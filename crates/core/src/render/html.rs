@@ -333,7 +333,10 @@ fn time_series(o: &mut String, p: &str, views: &[JobView]) {
         };
         let multi = v.dirs.len() > 1;
         // Colour: the trial; dash: the direction (read solid, write dashed).
-        let lines = |f: &dyn Fn(&TrialSeries, usize, usize) -> f64, what: &str, dash0: usize| -> Vec<Line> {
+        let lines = |f: &dyn Fn(&TrialSeries, usize, usize) -> f64,
+                     what: &str,
+                     dash0: usize|
+         -> Vec<Line> {
             let mut out = Vec::new();
             for (k, s) in ds.series.iter().enumerate() {
                 for &d in &v.dirs {
@@ -345,10 +348,16 @@ fn time_series(o: &mut String, p: &str, views: &[JobView]) {
                         name: format!(
                             "trial {}{}{}",
                             s.trial,
-                            if multi { format!(" {}", DIRS[d]) } else { String::new() },
+                            if multi {
+                                format!(" {}", DIRS[d])
+                            } else {
+                                String::new()
+                            },
                             what
                         ),
-                        points: (0..sd.len()).map(|i| (sd.t_ms[i] / 1e3, f(s, d, i))).collect(),
+                        points: (0..sd.len())
+                            .map(|i| (sd.t_ms[i] / 1e3, f(s, d, i)))
+                            .collect(),
                         color: k,
                         dash: dash0 + d,
                         markers: sd.len() <= 60,
@@ -396,10 +405,13 @@ fn time_series(o: &mut String, p: &str, views: &[JobView]) {
             fmt_x: secs,
             ..Default::default()
         }));
-        let coarse = ds
-            .series
-            .iter()
-            .any(|s| s.read.dur_ms.iter().chain(&s.write.dur_ms).any(|&d| d > 1.5 * s.interval_ms));
+        let coarse = ds.series.iter().any(|s| {
+            s.read
+                .dur_ms
+                .iter()
+                .chain(&s.write.dur_ms)
+                .any(|&d| d > 1.5 * s.interval_ms)
+        });
         if coarse {
             o.push_str("<p class=\"muted\">Long run: neighbouring intervals were merged to keep memory fixed (p99 of a merged interval is the larger of the two).</p>");
         }
@@ -492,18 +504,57 @@ fn latency(o: &mut String, p: &str, views: &[JobView]) {
 
 fn spread(o: &mut String, p: &str, views: &[JobView]) {
     let _ = write!(o, "<h2 id=\"{p}-trials\">Spread of trials</h2>");
-    let with: Vec<&JobView> = views.iter().filter(|v| v.ds.is_some_and(|d| !d.trials.is_empty())).collect();
+    let with: Vec<&JobView> = views
+        .iter()
+        .filter(|v| v.ds.is_some_and(|d| !d.trials.is_empty()))
+        .collect();
     if with.is_empty() {
         o.push_str("<p class=\"muted\">One measurement per job (fio's JSON has no trials): nothing to spread.</p>");
         return;
     }
     type Get = fn(&crate::results::TrialMetrics) -> f64;
     type Stat = fn(&crate::results::TrialStats) -> &Summary;
-    let metrics: [(&str, &str, &str, Get, Stat, fn(f64) -> String); 4] = [
-        ("iops", "IOPS per trial", "IOPS", |t| t.iops, |s| &s.iops, num),
-        ("bw", "bandwidth per trial", "MB/s", |t| t.bw_bytes / 1e6, |s| &s.bw_bytes, num),
-        ("lat", "mean latency per trial", "latency", |t| t.lat_mean_ns, |s| &s.lat_mean_ns, ns),
-        ("p99", "p99 latency per trial", "latency", |t| t.lat_p99_ns, |s| &s.lat_p99_ns, ns),
+    type Metric = (
+        &'static str,
+        &'static str,
+        &'static str,
+        Get,
+        Stat,
+        fn(f64) -> String,
+    );
+    let metrics: [Metric; 4] = [
+        (
+            "iops",
+            "IOPS per trial",
+            "IOPS",
+            |t| t.iops,
+            |s| &s.iops,
+            num,
+        ),
+        (
+            "bw",
+            "bandwidth per trial",
+            "MB/s",
+            |t| t.bw_bytes / 1e6,
+            |s| &s.bw_bytes,
+            num,
+        ),
+        (
+            "lat",
+            "mean latency per trial",
+            "latency",
+            |t| t.lat_mean_ns,
+            |s| &s.lat_mean_ns,
+            ns,
+        ),
+        (
+            "p99",
+            "p99 latency per trial",
+            "latency",
+            |t| t.lat_p99_ns,
+            |s| &s.lat_p99_ns,
+            ns,
+        ),
     ];
     for (key, title, unit, get, stat, fmt) in metrics {
         let groups: Vec<DotGroup> = with
@@ -514,7 +565,12 @@ fn spread(o: &mut String, p: &str, views: &[JobView]) {
                 let scale = if key == "bw" { 1e6 } else { 1.0 };
                 DotGroup {
                     name: v.name.clone(),
-                    values: ds.trials.iter().filter(|t| t.runtime_ms > 0.0).map(get).collect(),
+                    values: ds
+                        .trials
+                        .iter()
+                        .filter(|t| t.runtime_ms > 0.0)
+                        .map(get)
+                        .collect(),
                     mean: s.mean / scale,
                     ci: (s.ci95.0 / scale, s.ci95.1 / scale),
                 }
@@ -564,12 +620,22 @@ fn cpu(o: &mut String, p: &str, doc: &RunDoc, views: &[JobView]) {
                 name: v.name.clone(),
                 parts: vec![
                     ("user".into(), v.fio.usr_cpu / 100.0 * rt_us / ios as f64, 0),
-                    ("system".into(), v.fio.sys_cpu / 100.0 * rt_us / ios as f64, 1),
+                    (
+                        "system".into(),
+                        v.fio.sys_cpu / 100.0 * rt_us / ios as f64,
+                        1,
+                    ),
                 ],
             });
         }
     }
-    o.push_str(&chart::bars(&format!("{p}-cpu-chart"), "CPU time per I/O", "CPU per I/O (µs)", us, &rows));
+    o.push_str(&chart::bars(
+        &format!("{p}-cpu-chart"),
+        "CPU time per I/O",
+        "CPU per I/O (µs)",
+        us,
+        &rows,
+    ));
     if doc.dioscope.is_some() {
         o.push_str("<p class=\"muted\">dioscope: the whole process's user and system time per I/O (all trials); system-wide: every CPU's busy time per I/O, which includes interrupts and other processes.</p>");
     }
@@ -577,7 +643,11 @@ fn cpu(o: &mut String, p: &str, doc: &RunDoc, views: &[JobView]) {
 
 fn devices(o: &mut String, p: &str, doc: &RunDoc) {
     let _ = write!(o, "<h2 id=\"{p}-devices\">Devices</h2>");
-    let totals = doc.dioscope.as_ref().map(|d| d.device_totals.as_slice()).unwrap_or(&[]);
+    let totals = doc
+        .dioscope
+        .as_ref()
+        .map(|d| d.device_totals.as_slice())
+        .unwrap_or(&[]);
     if totals.is_empty() && doc.disk_util.is_empty() {
         o.push_str("<p class=\"muted\">No device counters (no block device under the target, or the null engine).</p>");
         return;
@@ -585,7 +655,8 @@ fn devices(o: &mut String, p: &str, doc: &RunDoc) {
     if !totals.is_empty() {
         let _ = write!(o, "<table id=\"{p}-devices-table\"><tr><th class=\"l\">device</th><th class=\"l\">role</th><th>requests per I/O</th><th>request size</th><th>merges</th><th>utilisation</th><th>wait</th></tr>");
         for t in totals {
-            let f = |k: &str, fmt: &dyn Fn(f64) -> String| t.metric(k).map(fmt).unwrap_or("–".into());
+            let f =
+                |k: &str, fmt: &dyn Fn(f64) -> String| t.metric(k).map(fmt).unwrap_or("–".into());
             let _ = write!(
                 o,
                 "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -608,7 +679,13 @@ fn devices(o: &mut String, p: &str, doc: &RunDoc) {
                 })
             })
             .collect();
-        o.push_str(&chart::bars(&format!("{p}-dev-chart"), "Device requests per application I/O", "requests per I/O", |x| format!("{x:.2}"), &rows));
+        o.push_str(&chart::bars(
+            &format!("{p}-dev-chart"),
+            "Device requests per application I/O",
+            "requests per I/O",
+            |x| format!("{x:.2}"),
+            &rows,
+        ));
     } else {
         let _ = write!(o, "<table id=\"{p}-devices-table\"><tr><th class=\"l\">device</th><th>read ios</th><th>write ios</th><th>merges</th><th>util</th></tr>");
         for d in &doc.disk_util {
@@ -636,7 +713,7 @@ fn findings(o: &mut String, p: &str, doc: &RunDoc) {
         o.push_str("<p>No findings: nothing dioscope checks distorted this run.</p>");
     } else {
         let mut f: Vec<_> = d.findings.iter().collect();
-        f.sort_by(|a, b| b.severity.cmp(&a.severity));
+        f.sort_by_key(|x| std::cmp::Reverse(x.severity));
         let _ = write!(o, "<table id=\"{p}-findings-table\"><tr><th class=\"l\">severity</th><th class=\"l\">finding</th><th class=\"l\">what happened and what to do</th></tr>");
         for x in f {
             let (cls, name) = match x.severity {
@@ -663,12 +740,19 @@ fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
     match v {
         Value::Object(m) => {
             for (k, x) in m {
-                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
                 flatten(&key, x, out);
             }
         }
         Value::Array(a) if a.iter().all(|x| !x.is_object()) => {
-            let s: Vec<String> = a.iter().map(|x| x.to_string().trim_matches('"').to_string()).collect();
+            let s: Vec<String> = a
+                .iter()
+                .map(|x| x.to_string().trim_matches('"').to_string())
+                .collect();
             out.push((prefix.to_string(), s.join(", ")));
         }
         Value::Array(a) => {
@@ -686,7 +770,11 @@ fn environment(o: &mut String, p: &str, doc: &RunDoc) {
     let _ = write!(o, "<h2 id=\"{p}-env\">Environment and command</h2>");
     if let Some(d) = &doc.dioscope {
         if !d.command_line.is_empty() {
-            let _ = write!(o, "<p>Command line:</p><pre id=\"{p}-command\">{}</pre>", esc(&shell_join(&d.command_line)));
+            let _ = write!(
+                o,
+                "<p>Command line:</p><pre id=\"{p}-command\">{}</pre>",
+                esc(&shell_join(&d.command_line))
+            );
         }
         if !d.context.is_empty() {
             let _ = write!(o, "<p>{}</p>", esc(&d.context));
@@ -696,7 +784,12 @@ fn environment(o: &mut String, p: &str, doc: &RunDoc) {
         if !rows.is_empty() {
             let _ = write!(o, "<table id=\"{p}-env-table\">");
             for (k, v) in rows {
-                let _ = write!(o, "<tr><th class=\"l\">{}</th><td class=\"l\">{}</td></tr>", esc(&k), esc(&v));
+                let _ = write!(
+                    o,
+                    "<tr><th class=\"l\">{}</th><td class=\"l\">{}</td></tr>",
+                    esc(&k),
+                    esc(&v)
+                );
             }
             o.push_str("</table>");
         }
@@ -704,11 +797,24 @@ fn environment(o: &mut String, p: &str, doc: &RunDoc) {
     let _ = write!(o, "<h3>Job options</h3><table id=\"{p}-options\"><tr><th class=\"l\">job</th><th class=\"l\">options</th></tr>");
     if let Some(g) = &doc.global_options {
         let s: Vec<String> = g.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let _ = write!(o, "<tr><td class=\"l\">(global)</td><td class=\"l\"><code>{}</code></td></tr>", esc(&s.join(" ")));
+        let _ = write!(
+            o,
+            "<tr><td class=\"l\">(global)</td><td class=\"l\"><code>{}</code></td></tr>",
+            esc(&s.join(" "))
+        );
     }
     for j in &doc.jobs {
-        let s: Vec<String> = j.job_options.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let _ = write!(o, "<tr><td class=\"l\">{}</td><td class=\"l\"><code>{}</code></td></tr>", esc(&j.jobname), esc(&s.join(" ")));
+        let s: Vec<String> = j
+            .job_options
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let _ = write!(
+            o,
+            "<tr><td class=\"l\">{}</td><td class=\"l\"><code>{}</code></td></tr>",
+            esc(&j.jobname),
+            esc(&s.join(" "))
+        );
     }
     o.push_str("</table>");
 }
@@ -717,7 +823,10 @@ fn environment(o: &mut String, p: &str, doc: &RunDoc) {
 fn shell_join(args: &[String]) -> String {
     args.iter()
         .map(|a| {
-            if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_=./:,+%@".contains(c)) {
+            if !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_=./:,+%@".contains(c))
+            {
                 a.clone()
             } else {
                 format!("'{}'", a.replace('\'', "'\\''"))
@@ -734,7 +843,9 @@ fn comparison(o: &mut String, runs: &[(&str, &RunDoc)]) {
     for (k, (name, _)) in runs.iter().enumerate() {
         let _ = write!(o, "<b>{}</b> = {} &nbsp; ", label(k), esc(name));
     }
-    o.push_str("</p><table id=\"compare-table\"><tr><th class=\"l\">job</th><th class=\"l\">metric</th>");
+    o.push_str(
+        "</p><table id=\"compare-table\"><tr><th class=\"l\">job</th><th class=\"l\">metric</th>",
+    );
     for k in 0..runs.len() {
         let _ = write!(o, "<th>{}</th>", label(k));
         if k > 0 {
@@ -750,14 +861,29 @@ fn comparison(o: &mut String, runs: &[(&str, &RunDoc)]) {
                 ("IOPS", 0usize, num as fn(f64) -> String, true),
                 ("bandwidth", 1, mbps, true),
             ] {
-                let _ = write!(o, "<tr><td class=\"l\">{}</td><td class=\"l\">{} {metric}</td>", esc(&base.name), DIRS[d]);
-                let a: Vec<f64> = dir_trials(base, d).iter().map(|t| if idx == 0 { t.0 } else { t.1 }).collect();
+                let _ = write!(
+                    o,
+                    "<tr><td class=\"l\">{}</td><td class=\"l\">{} {metric}</td>",
+                    esc(&base.name),
+                    DIRS[d]
+                );
+                let a: Vec<f64> = dir_trials(base, d)
+                    .iter()
+                    .map(|t| if idx == 0 { t.0 } else { t.1 })
+                    .collect();
                 for (k, vs) in views.iter().enumerate() {
-                    let Some(v) = vs.iter().find(|v| v.name == base.name).or_else(|| vs.get(ji)) else {
+                    let Some(v) = vs
+                        .iter()
+                        .find(|v| v.name == base.name)
+                        .or_else(|| vs.get(ji))
+                    else {
                         o.push_str("<td>–</td>");
                         continue;
                     };
-                    let b: Vec<f64> = dir_trials(v, d).iter().map(|t| if idx == 0 { t.0 } else { t.1 }).collect();
+                    let b: Vec<f64> = dir_trials(v, d)
+                        .iter()
+                        .map(|t| if idx == 0 { t.0 } else { t.1 })
+                        .collect();
                     let sb = Summary::of(&b);
                     let _ = write!(o, "<td>{}</td>", ci_text(&sb, fmt));
                     if k > 0 {
@@ -774,14 +900,28 @@ fn comparison(o: &mut String, runs: &[(&str, &RunDoc)]) {
                 }
                 o.push_str("</tr>");
             }
-            let _ = write!(o, "<tr><td class=\"l\">{}</td><td class=\"l\">{} p99 latency (merged)</td>", esc(&base.name), DIRS[d]);
+            let _ = write!(
+                o,
+                "<tr><td class=\"l\">{}</td><td class=\"l\">{} p99 latency (merged)</td>",
+                esc(&base.name),
+                DIRS[d]
+            );
             let a99 = pct_of(main_lat(base.fio.dir(d)).0, 99.0).unwrap_or(0) as f64;
             for (k, vs) in views.iter().enumerate() {
-                let v = vs.iter().find(|v| v.name == base.name).or_else(|| vs.get(ji));
-                let b99 = v.and_then(|v| pct_of(main_lat(v.fio.dir(d)).0, 99.0)).unwrap_or(0) as f64;
+                let v = vs
+                    .iter()
+                    .find(|v| v.name == base.name)
+                    .or_else(|| vs.get(ji));
+                let b99 = v
+                    .and_then(|v| pct_of(main_lat(v.fio.dir(d)).0, 99.0))
+                    .unwrap_or(0) as f64;
                 let _ = write!(o, "<td>{}</td>", esc(&ns(b99)));
                 if k > 0 {
-                    let ch = if a99 > 0.0 { 100.0 * (b99 / a99 - 1.0) } else { 0.0 };
+                    let ch = if a99 > 0.0 {
+                        100.0 * (b99 / a99 - 1.0)
+                    } else {
+                        0.0
+                    };
                     let cls = if ch > 0.0 { "down" } else { "up" };
                     let _ = write!(o, "<td class=\"{cls}\">{ch:+.1} % <span class=\"muted\">(no CI: one merged histogram)</span></td>");
                 }
@@ -790,7 +930,13 @@ fn comparison(o: &mut String, runs: &[(&str, &RunDoc)]) {
         }
     }
     o.push_str("</table><p class=\"muted\">Change of the mean against A; the interval is the 95 % CI of the difference of means (Welch), as a share of A's mean. Green: better, orange: worse; an interval that contains 0 is no evidence of a difference.</p>");
-    o.push_str(&chart::dot_plot("compare-iops", "IOPS per trial, each result", "IOPS", num, &groups));
+    o.push_str(&chart::dot_plot(
+        "compare-iops",
+        "IOPS per trial, each result",
+        "IOPS",
+        num,
+        &groups,
+    ));
 }
 
 /// The change of `b` against `a` in % with the 95 % CI of the difference
@@ -805,7 +951,10 @@ pub fn delta(a: &[f64], b: &[f64]) -> Option<(f64, f64, f64)> {
     if sa.n < 2 || sb.n < 2 {
         return Some((pct(diff), f64::NAN, f64::NAN));
     }
-    let (va, vb) = (sa.stddev.powi(2) / sa.n as f64, sb.stddev.powi(2) / sb.n as f64);
+    let (va, vb) = (
+        sa.stddev.powi(2) / sa.n as f64,
+        sb.stddev.powi(2) / sb.n as f64,
+    );
     let se = (va + vb).sqrt();
     let df = if se > 0.0 {
         (va + vb).powi(2) / (va.powi(2) / (sa.n - 1) as f64 + vb.powi(2) / (sb.n - 1) as f64)
@@ -822,7 +971,13 @@ fn delta_cell(a: &[f64], b: &[f64], higher_better: bool) -> String {
         Some((d, lo, hi)) => {
             let better = (d > 0.0) == higher_better;
             let sure = lo.is_finite() && (lo > 0.0 || hi < 0.0);
-            let cls = if !sure { "" } else if better { "up" } else { "down" };
+            let cls = if !sure {
+                ""
+            } else if better {
+                "up"
+            } else {
+                "down"
+            };
             let ci = if lo.is_finite() {
                 format!(" <span class=\"muted\">[{lo:+.1} %, {hi:+.1} %]</span>")
             } else {
@@ -848,7 +1003,10 @@ mod tests {
     #[test]
     fn delta_ci_contains_the_change_and_needs_two_trials() {
         let (d, lo, hi) = delta(&[100.0, 102.0, 98.0], &[110.0, 112.0, 108.0]).unwrap();
-        assert!((d - 10.0).abs() < 1e-9 && lo < d && d < hi && lo > 0.0, "{d} {lo} {hi}");
+        assert!(
+            (d - 10.0).abs() < 1e-9 && lo < d && d < hi && lo > 0.0,
+            "{d} {lo} {hi}"
+        );
         let (_, lo, _) = delta(&[100.0], &[110.0]).unwrap();
         assert!(lo.is_nan());
     }

@@ -164,8 +164,16 @@ impl TrialSeries {
             trial,
             interval_ms: interval_ns as f64 / 1e6,
             ramp_ms: ramp_ns as f64 / 1e6,
-            read: if active(0) { dir(0) } else { DirSeries::default() },
-            write: if active(1) { dir(1) } else { DirSeries::default() },
+            read: if active(0) {
+                dir(0)
+            } else {
+                DirSeries::default()
+            },
+            write: if active(1) {
+                dir(1)
+            } else {
+                DirSeries::default()
+            },
         }
     }
 

@@ -708,7 +708,8 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             t.ios[k] = now[0] - base[0];
             t.bytes[k] = now[1] - base[1];
             t.lat_sum_ns[k] = now[2].wrapping_sub(base[2]);
-            [t.lat_p50_ns[k], t.lat_p99_ns[k]] = d.lat.percentiles_since(&tl.tick_lat[k], [50.0, 99.0]);
+            [t.lat_p50_ns[k], t.lat_p99_ns[k]] =
+                d.lat.percentiles_since(&tl.tick_lat[k], [50.0, 99.0]);
             tl.tick_lat[k].copy_from(&d.lat);
             tl.tick_base[k] = now;
         }
