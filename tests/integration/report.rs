@@ -118,7 +118,7 @@ fn every_trial_has_its_time_series_in_the_result() {
     for s in series {
         assert_eq!(s["ramp_ms"], 1000.0);
         for dir in ["read", "write"] {
-            let t = s[dir]["t_ms"].as_array().unwrap();
+            let t = s["t_ms"].as_array().unwrap();
             // 1 s of ramp + 2 s measured: 3 intervals of about 1 s each.
             assert!((3..=4).contains(&t.len()), "{dir}: {t:?}");
             let iops = s[dir]["iops"].as_array().unwrap();

@@ -184,8 +184,8 @@ fn dir_trials(v: &JobView, d: usize) -> Vec<(f64, f64)> {
 fn measured_rate(s: &TrialSeries, d: usize) -> Option<(f64, f64)> {
     let ds = s.dir(d);
     let (mut t, mut ios, mut bytes) = (0.0, 0.0, 0.0);
-    for i in ds.measured(s.ramp_ms) {
-        let sec = ds.dur_ms[i] / 1e3;
+    for i in s.measured().filter(|&i| i < ds.len()) {
+        let sec = s.dur(i) / 1e3;
         t += sec;
         ios += ds.iops[i] * sec;
         bytes += ds.bw_bytes[i] * sec;
@@ -355,8 +355,8 @@ fn time_series(o: &mut String, p: &str, views: &[JobView]) {
                             },
                             what
                         ),
-                        points: (0..sd.len())
-                            .map(|i| (sd.t_ms[i] / 1e3, f(s, d, i)))
+                        points: (0..sd.len().min(s.t_ms.len()))
+                            .map(|i| (s.t_ms[i] / 1e3, f(s, d, i)))
                             .collect(),
                         color: k,
                         dash: dash0 + d,
@@ -405,13 +405,10 @@ fn time_series(o: &mut String, p: &str, views: &[JobView]) {
             fmt_x: secs,
             ..Default::default()
         }));
-        let coarse = ds.series.iter().any(|s| {
-            s.read
-                .dur_ms
-                .iter()
-                .chain(&s.write.dur_ms)
-                .any(|&d| d > 1.5 * s.interval_ms)
-        });
+        let coarse = ds
+            .series
+            .iter()
+            .any(|s| s.interval_ms > 0.0 && s.dur_ms.iter().any(|&d| d > 1.5 * s.interval_ms));
         if coarse {
             o.push_str("<p class=\"muted\">Long run: neighbouring intervals were merged to keep memory fixed (p99 of a merged interval is the larger of the two).</p>");
         }

@@ -20,5 +20,6 @@ pub mod units;
 
 pub use model::{RunDoc, SCHEMA};
 pub use ordered::OrderedMap;
+pub use series::{DirSeries, TrialSeries};
 pub use summary::{summarize, GroupInput, JobInput, JobSummary, TrialMetrics, TrialStats};
 pub use units::{ctime, human_bytes, human_count, human_ns, human_rate};

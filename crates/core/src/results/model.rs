@@ -277,9 +277,6 @@ pub struct DioscopeJob {
     #[serde(default)]
     pub directions: Vec<String>,
     pub trials: Vec<TrialMetrics>,
-    /// Per trial: IOPS, bandwidth and latency per interval, per direction.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub series: Vec<TrialSeries>,
     pub summary: TrialStats,
     pub cpu: Cpu,
     pub errors: u64,
@@ -287,6 +284,10 @@ pub struct DioscopeJob {
     #[serde(default)]
     pub errors_by_direction: [u64; 2],
     pub first_error: Option<IoError>,
+    /// Per trial: IOPS, bandwidth and latency (mean, p50, p99) per
+    /// interval, per direction (results/series.rs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<TrialSeries>,
 }
 
 impl DioscopeJob {

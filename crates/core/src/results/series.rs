@@ -99,41 +99,45 @@ pub fn merge_ticks(into: &mut Vec<Tick>, from: &[Tick]) {
     }
 }
 
-/// One direction's series, column by column (compact in JSON). `t_ms` is the
-/// end of each interval from the job's start; intervals ending at or before
-/// the trial's `ramp_ms` are the ramp.
+/// One direction's series, column by column (compact in JSON), aligned
+/// with its trial's `t_ms`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DirSeries {
-    pub t_ms: Vec<f64>,
-    pub dur_ms: Vec<f64>,
     pub iops: Vec<f64>,
     pub bw_bytes: Vec<f64>,
+    /// Mean total latency of the I/Os completed in the interval (0 if none).
     pub lat_mean_ns: Vec<f64>,
+    #[serde(default)]
     pub lat_p50_ns: Vec<u64>,
+    #[serde(default)]
     pub lat_p99_ns: Vec<u64>,
 }
 
 impl DirSeries {
     pub fn len(&self) -> usize {
-        self.t_ms.len()
+        self.iops.len()
     }
     pub fn is_empty(&self) -> bool {
-        self.t_ms.is_empty()
-    }
-    /// The measured intervals only (after the ramp), as indices.
-    pub fn measured(&self, ramp_ms: f64) -> impl Iterator<Item = usize> + '_ {
-        (0..self.len()).filter(move |&i| self.t_ms[i] - self.dur_ms[i] >= ramp_ms - 0.5)
+        self.iops.is_empty()
     }
 }
 
-/// One trial's series: both directions (empty when the job does not do one).
+/// One trial's series. `t_ms` is the end of each interval from the job's
+/// start and `dur_ms` its length; intervals that end at or before
+/// `ramp_ms` are the ramp (not measured). A direction the job does not do
+/// is empty.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TrialSeries {
     pub trial: u32,
     /// Nominal interval (ms) at the start; longer intervals mean the series
     /// was coarsened to stay within its memory.
+    #[serde(default)]
     pub interval_ms: f64,
+    #[serde(default)]
     pub ramp_ms: f64,
+    pub t_ms: Vec<f64>,
+    #[serde(default)]
+    pub dur_ms: Vec<f64>,
     pub read: DirSeries,
     pub write: DirSeries,
 }
@@ -145,8 +149,6 @@ impl TrialSeries {
             let mut s = DirSeries::default();
             for t in ticks {
                 let secs = t.dur_ns.max(1) as f64 / 1e9;
-                s.t_ms.push(round3(t.end_ns as f64 / 1e6));
-                s.dur_ms.push(round3(t.dur_ns as f64 / 1e6));
                 s.iops.push(round3(t.ios[d] as f64 / secs));
                 s.bw_bytes.push((t.bytes[d] as f64 / secs).round());
                 s.lat_mean_ns.push(if t.ios[d] > 0 {
@@ -164,6 +166,14 @@ impl TrialSeries {
             trial,
             interval_ms: interval_ns as f64 / 1e6,
             ramp_ms: ramp_ns as f64 / 1e6,
+            t_ms: ticks
+                .iter()
+                .map(|t| round3(t.end_ns as f64 / 1e6))
+                .collect(),
+            dur_ms: ticks
+                .iter()
+                .map(|t| round3(t.dur_ns as f64 / 1e6))
+                .collect(),
             read: if active(0) {
                 dir(0)
             } else {
@@ -183,6 +193,16 @@ impl TrialSeries {
         } else {
             &self.write
         }
+    }
+
+    /// Length of interval `i` in ms (1 s when the result does not say).
+    pub fn dur(&self, i: usize) -> f64 {
+        self.dur_ms.get(i).copied().unwrap_or(1000.0)
+    }
+
+    /// The measured intervals (after the ramp), as indices.
+    pub fn measured(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.t_ms.len()).filter(move |&i| self.t_ms[i] - self.dur(i) >= self.ramp_ms - 0.5)
     }
 }
 
@@ -247,6 +267,6 @@ mod tests {
         assert_eq!(s.read.bw_bytes[1], 4096.0 * 1000.0);
         assert_eq!(s.read.lat_mean_ns[2], 100.0);
         assert!(s.write.is_empty());
-        assert_eq!(s.read.measured(s.ramp_ms).collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(s.measured().collect::<Vec<_>>(), vec![1, 2]);
     }
 }

@@ -239,22 +239,10 @@ fn add_group_env(s: &mut JobSummary, sys: &mut SysCpu, m: &mut TrialMetrics, e: 
     m.cpu_us_per_io = (e.process.user_us + e.process.sys_us) as f64 / gios;
     m.sys_cpu_us_per_io = e.system.busy_us() as f64 / gios;
     m.ctx_per_io = (e.process.vol_ctx + e.process.invol_ctx) as f64 / gios;
-    let p = &mut s.process_cpu;
-    p.user_us += e.process.user_us;
-    p.sys_us += e.process.sys_us;
-    p.vol_ctx += e.process.vol_ctx;
-    p.invol_ctx += e.process.invol_ctx;
-    p.maxrss_kb = p.maxrss_kb.max(e.process.maxrss_kb);
+    s.process_cpu.add(&e.process);
     s.system_busy_us += e.system.busy_us() as f64;
     s.wall_ns += e.wall_ns;
-    sys.user += e.system.user;
-    sys.nice += e.system.nice;
-    sys.system += e.system.system;
-    sys.idle += e.system.idle;
-    sys.iowait += e.system.iowait;
-    sys.irq += e.system.irq;
-    sys.softirq += e.system.softirq;
-    sys.steal += e.system.steal;
+    sys.add(&e.system);
 }
 
 /// The statistics over the trials that measured anything.
@@ -274,5 +262,89 @@ pub fn trial_stats(trials: &[TrialMetrics]) -> TrialStats {
         lat_mean_ns: col(|t| t.lat_mean_ns),
         lat_p99_ns: col(|t| t.lat_p99_ns),
         cpu_us_per_io: col(|t| t.cpu_us_per_io),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::TrialSeries;
+
+    #[test]
+    fn series_are_per_interval_rates() {
+        // Ticks are per interval (the worker takes the differences).
+        let tick = |t_s: u64, ios: [u64; 2], lat: [u64; 2]| Tick {
+            end_ns: t_s * 1_000_000_000,
+            dur_ns: 1_000_000_000,
+            ios,
+            bytes: [ios[0] * 4096, ios[1] * 4096],
+            lat_sum_ns: lat,
+            ..Default::default()
+        };
+        let s = TrialSeries::from_ticks(
+            2,
+            1_000_000_000,
+            0,
+            &[
+                tick(1, [100, 0], [100_000, 0]),
+                tick(2, [200, 10], [400_000, 50_000]),
+            ],
+        );
+        assert_eq!(s.trial, 2);
+        assert_eq!(s.t_ms, [1000.0, 2000.0]);
+        assert_eq!(s.read.iops, [100.0, 200.0]);
+        assert_eq!(s.read.bw_bytes, [409_600.0, 819_200.0]);
+        assert_eq!(s.read.lat_mean_ns, [1000.0, 2000.0]);
+        assert_eq!(s.write.iops, [0.0, 10.0]);
+        assert_eq!(s.write.lat_mean_ns, [0.0, 5000.0]);
+    }
+
+    fn trial(ios: u64, ms: u64) -> TrialJob {
+        let mut t = TrialJob {
+            runtime_ns: ms * 1_000_000,
+            ..Default::default()
+        };
+        t.dirs[0].ios = ios;
+        t.dirs[0].bytes = ios * 4096;
+        t
+    }
+
+    #[test]
+    fn group_reporting_merges_jobs_and_trials_stay_apart() {
+        let a = [trial(1000, 1000), trial(2000, 1000)];
+        let b = [trial(500, 500), trial(500, 1000)];
+        let c = [trial(7, 1000)];
+        let jobs = [
+            JobInput {
+                name: "a",
+                group: 0,
+                group_reporting: true,
+                trials: &a,
+            },
+            JobInput {
+                name: "a",
+                group: 0,
+                group_reporting: true,
+                trials: &b,
+            },
+            JobInput {
+                name: "c",
+                group: 1,
+                group_reporting: false,
+                trials: &c,
+            },
+        ];
+        let s = summarize(&jobs, &[]);
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].jobs, [0, 1]);
+        assert_eq!(s[0].dirs[0].ios, 4000);
+        // A trial lasts as long as its longest job.
+        assert_eq!(s[0].runtime_ms, 2000.0);
+        assert_eq!(s[0].trials[0].iops, 1500.0);
+        assert_eq!(s[0].trials[1].iops, 2500.0);
+        assert_eq!(s[0].stats.iops.mean, 2000.0);
+        assert_eq!(s[0].ticks.len(), 2, "every trial's series");
+        assert_eq!(s[1].name, "c");
+        assert_eq!(s[1].iops(0), 7.0);
     }
 }
