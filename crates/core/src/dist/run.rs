@@ -223,8 +223,11 @@ pub fn main(mut d: Dist, args: &[String]) -> i32 {
         RankStonewall::Wearout => "wearout",
     };
     let section = merge::section(&reports, agg, name);
-    if let (Some(ds), Ok(v)) = (doc.dioscope.as_mut(), serde_json::to_value(&section)) {
-        let _ = ds.set_section(crate::results::ranks::KEY, v);
+    if let Some(ds) = doc.dioscope.as_mut() {
+        ds.command_line = std::env::args().collect();
+        if let Ok(v) = serde_json::to_value(&section) {
+            let _ = ds.set_section(crate::results::ranks::KEY, v);
+        }
     }
     let text = format.exporter.render(&doc);
     let mut worst = code;
