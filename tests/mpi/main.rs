@@ -201,7 +201,7 @@ fn stonewall_wearout_lets_every_rank_finish_and_reports_first_and_last_done() {
     // and by then rank 1 had done only part of its work.
     assert!(u(&agg["first_done_ns"]) < u(&agg["window_ns"]), "{agg}");
     let at_first = u(&agg["ios_first_done"]);
-    assert!(at_first >= 64 && at_first < 64 + 2048, "{agg}");
+    assert!((64..64 + 2048).contains(&at_first), "{agg}");
     assert_eq!(u(&agg["ios"]), 64 + 2048);
 }
 

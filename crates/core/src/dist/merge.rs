@@ -50,6 +50,10 @@ impl WireDir {
 
 type WireUsage = [u64; 7];
 
+/// One interval: end, length, ramp, then ios, bytes, latency sum, p50, p99
+/// per direction.
+type WireTick = (u64, u64, bool, [[u64; 2]; 5]);
+
 fn usage_wire(u: &Usage) -> WireUsage {
     [
         u.user_us,
@@ -77,8 +81,7 @@ pub struct WireTrial {
     dirs: [WireDir; 2],
     sync: WireDir,
     cpu: WireUsage,
-    /// (t_ns, ios, bytes, lat_sum_ns) per interval.
-    ticks: Vec<(u64, [u64; 2], [u64; 2], [u64; 2])>,
+    ticks: Vec<WireTick>,
     workers: u32,
     max_worker_cpu: f64,
     queue: [[u64; 7]; 3],
@@ -191,7 +194,14 @@ fn wire_trial(t: &TrialJob) -> WireTrial {
         ticks: t
             .ticks
             .iter()
-            .map(|k| (k.t_ns, k.ios, k.bytes, k.lat_sum_ns))
+            .map(|k| {
+                (
+                    k.end_ns,
+                    k.dur_ns,
+                    k.ramp,
+                    [k.ios, k.bytes, k.lat_sum_ns, k.lat_p50_ns, k.lat_p99_ns],
+                )
+            })
             .collect(),
         workers: t.workers,
         max_worker_cpu: t.max_worker_cpu,
@@ -213,12 +223,18 @@ fn add_trial(into: &mut TrialJob, w: &WireTrial) {
     let ticks: Vec<Tick> = w
         .ticks
         .iter()
-        .map(|&(t_ns, ios, bytes, lat_sum_ns)| Tick {
-            t_ns,
-            ios,
-            bytes,
-            lat_sum_ns,
-        })
+        .map(
+            |&(end_ns, dur_ns, ramp, [ios, bytes, lat_sum_ns, lat_p50_ns, lat_p99_ns])| Tick {
+                end_ns,
+                dur_ns,
+                ramp,
+                ios,
+                bytes,
+                lat_sum_ns,
+                lat_p50_ns,
+                lat_p99_ns,
+            },
+        )
         .collect();
     crate::results::measure::merge_ticks(&mut into.ticks, &ticks);
     into.workers += w.workers;
