@@ -55,6 +55,18 @@ impl SysCpu {
         }
     }
 
+    /// Add another interval's jiffies.
+    pub fn add(&mut self, o: &SysCpu) {
+        self.user += o.user;
+        self.nice += o.nice;
+        self.system += o.system;
+        self.idle += o.idle;
+        self.iowait += o.iowait;
+        self.irq += o.irq;
+        self.softirq += o.softirq;
+        self.steal += o.steal;
+    }
+
     pub fn total(&self) -> u64 {
         self.user
             + self.nice
@@ -97,15 +109,7 @@ pub struct SysCpuPct {
     pub idle: f64,
 }
 
-pub fn clk_tck() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 {
-        t as u64
-    } else {
-        100
-    }
-}
+pub use dioscope_sys::proc::clk_tck;
 
 #[cfg(test)]
 mod tests {
