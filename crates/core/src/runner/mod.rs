@@ -162,6 +162,21 @@ fn job_err(j: &JobSpec, msg: impl Into<String>) -> SetupError {
     }
 }
 
+/// Every path the jobs of `plan` use as a target (for checks that must run
+/// before anything is opened, such as `--output`).
+pub fn target_paths(plan: &Plan) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for j in &plan.jobs {
+        if !caps(j.ioengine).real_io {
+            continue;
+        }
+        for c in 0..j.numjobs {
+            out.extend(job_paths(j, c, plan.is_default_job));
+        }
+    }
+    out
+}
+
 /// The paths one clone of a job uses.
 fn job_paths(j: &JobSpec, clone: u32, default_job: bool) -> Vec<PathBuf> {
     let dir = j.directory.as_deref().map(PathBuf::from);

@@ -296,23 +296,26 @@ pub fn remove_if_same(path: &Path, dev: u64, ino: u64) -> bool {
 }
 
 /// Whether `path`, once resolved (symlinks, `..`, a relative path), would
-/// land in /dev or on the same filesystem as /dev: such a path names a
-/// device, never a place to create a regular file.
+/// land on the filesystem of /dev (devtmpfs): such a path names a device,
+/// never a place to create a regular file. Separate mounts below /dev
+/// (/dev/shm) are ordinary filesystems.
 pub fn lands_in_dev(path: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
     let parent = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
         Some(p) => p.to_path_buf(),
         None => PathBuf::from("."),
     };
-    let Ok(canon) = std::fs::canonicalize(&parent) else {
-        return path.starts_with("/dev");
-    };
-    if canon.starts_with("/dev") {
-        return true;
+    match std::fs::canonicalize(&parent) {
+        Ok(dir) => is_dev_dir(&dir),
+        Err(_) => path.starts_with("/dev"),
     }
-    match (std::fs::metadata(&canon), std::fs::metadata("/dev")) {
+}
+
+/// Whether a directory is on the filesystem of /dev.
+pub fn is_dev_dir(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(dir), std::fs::metadata("/dev")) {
         (Ok(a), Ok(b)) => a.dev() == b.dev(),
-        _ => false,
+        _ => dir.starts_with("/dev"),
     }
 }
 
