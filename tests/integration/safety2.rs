@@ -691,3 +691,73 @@ fn p6_replacing_a_result_keeps_its_mode_and_owner() {
     assert_eq!(m.mode() & 0o7777, 0o640);
     assert_eq!((m.uid(), m.gid()), (65534, 65534));
 }
+
+// ---- Principle 7: validate everything before anything is written ----
+
+#[test]
+fn p7_a_refused_target_in_a_later_job_stops_the_layout_of_earlier_ones() {
+    if !ready(&["losetup", "mkfs.ext4"]) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let lo = LoopDev::new(d.path(), 16 << 20, &[]);
+    sh("mkfs.ext4", &["-q", "-F", lo.path()]);
+    // A user's short file that job [a] would extend.
+    let user: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(d.path().join("a.dat"), &user).unwrap();
+    let job = format!(
+        "[a]\nfilename=a.dat\nrw=write\nsize=4m\n[b]\nstonewall\nfilename={}\nrw=write\nsize=1m\n",
+        lo.path()
+    );
+    std::fs::write(d.path().join("j.fio"), job).unwrap();
+    let o = run_in(d.path(), &["j.fio", "--output-format=json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let now = std::fs::read(d.path().join("a.dat")).unwrap();
+    assert!(
+        now == user,
+        "job [a]'s file was laid out before job [b]'s target was refused ({} bytes now, {} before)",
+        now.len(),
+        user.len()
+    );
+    assert!(ext_intact(lo.path()));
+}
+
+#[test]
+fn p7_absurd_values_are_refused_before_io_with_the_limit_named() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("f.dat"), vec![1u8; 1 << 20]).unwrap();
+    let cases: [(&[&str], &str); 5] = [
+        (&["--ioengine=io_uring", "--iodepth=100000"], "32768"),
+        (&["--ioengine=null", "--numjobs=100000"], "worker threads"),
+        (&["--cpus_allowed=0,1000"], "online"),
+        (
+            &["--ioengine=libaio", "--iodepth=60000", "--numjobs=4"],
+            "aio-max-nr",
+        ),
+        (
+            &[
+                "--offset_increment=4611686018427387904",
+                "--numjobs=8",
+                "--size=4k",
+            ],
+            "2^64",
+        ),
+    ];
+    for (extra, want) in cases {
+        let mut a = vec![
+            "--name=x",
+            "--filename=f.dat",
+            "--rw=read",
+            "--runtime=1",
+            "--output-format=json",
+        ];
+        a.extend_from_slice(extra);
+        let o = run_in(d.path(), &a);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(want) && !stderr(&o).contains("panicked"),
+            "{extra:?}: {}",
+            stderr(&o)
+        );
+    }
+}

@@ -10,6 +10,7 @@
 
 pub mod hint;
 pub mod offsets;
+pub mod preflight;
 pub mod worker;
 
 use crate::engines::{caps, Engine, EngineOpts, SlotArena, WithEngine};
@@ -199,6 +200,7 @@ fn job_paths(j: &JobSpec, clone: u32, default_job: bool) -> Vec<PathBuf> {
 /// The destructive-write guard runs on every target a job writes, with the
 /// overrides of the jobs that write it (`targets::TargetNeed`).
 pub fn prepare(plan: &Plan) -> Result<(Vec<ResolvedJob>, TargetTable), SetupError> {
+    preflight::check(plan)?;
     let mut needs = Vec::new();
     let mut group = 0u32;
     let mut groups = Vec::new();

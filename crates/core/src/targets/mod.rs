@@ -245,9 +245,15 @@ impl TargetTable {
                 None => merged.push(n.clone()),
             }
         }
-        let mut table = TargetTable::default();
+        // Every target is opened and judged before any is created or laid
+        // out: a refusal for the last job leaves the first job's file as it was.
+        let mut checked = Vec::with_capacity(merged.len());
         for n in &merged {
-            let t = match open_one(n, destroy_data_on) {
+            checked.push(check_one(n, destroy_data_on)?);
+        }
+        let mut table = TargetTable::default();
+        for (n, opened) in merged.iter().zip(checked) {
+            let t = match open_one(n, opened) {
                 Ok(t) => t,
                 Err(e) => {
                     table.discard();
@@ -328,17 +334,20 @@ pub fn sysfs_block_attr(rdev: (u32, u32), attr: &str) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
-fn open_one(n: &TargetNeed, destroy_data_on: &[String]) -> Result<Target, TargetError> {
+/// Phase one: open `n` read-only and let the guard judge it when a job
+/// writes it. `None`: it does not exist and may be created (phase two).
+fn check_one(
+    n: &TargetNeed,
+    destroy_data_on: &[String],
+) -> Result<Option<crate::safety::Opened>, TargetError> {
     use crate::safety::{decide, Decision, Opened, WriteGuard};
-    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    use std::os::unix::fs::FileTypeExt;
     let p = || n.path.display().to_string();
-    let mode = if n.write { "read-write" } else { "read-only" };
-    let direct_flag = if n.direct { libc::O_DIRECT } else { 0 };
     // Open first, then decide on what was opened: the path is never looked
     // at again, so a symlink or node swapped meanwhile cannot redirect the
     // writes.
-    let (opened, created) = match Opened::open(&n.path) {
-        Ok(o) => (o, false),
+    let opened = match Opened::open(&n.path) {
+        Ok(o) => o,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             if lands_in_dev(&n.path) {
                 // Never create regular files in /dev: a typo in a device name
@@ -348,6 +357,61 @@ fn open_one(n: &TargetNeed, destroy_data_on: &[String]) -> Result<Target, Target
             if n.min_size == 0 {
                 return Err(TargetError::NeedSize { path: p() });
             }
+            return Ok(None);
+        }
+        Err(e) => {
+            let is_dev = std::fs::metadata(&n.path).is_ok_and(|m| m.file_type().is_block_device());
+            if n.write && is_dev {
+                // The guard could not look at the device: that is its refusal.
+                return Err(TargetError::Refused(
+                    crate::safety::SafetyError::Inspect {
+                        device: n.path.clone(),
+                        what: format!("read-only open of {} to check it", n.path.display()),
+                        source: e,
+                    }
+                    .to_string(),
+                ));
+            }
+            return Err(io_err(&n.path, "read-only", e));
+        }
+    };
+    let ft = opened.meta.file_type();
+    if !ft.is_block_device() && !ft.is_file() {
+        return Err(TargetError::Refused(format!(
+            "{} is neither a regular file nor a block device ({}); point filename= at a file or a block device",
+            n.path.display(),
+            kind_name(&ft)
+        )));
+    }
+    if n.write {
+        let guard = WriteGuard {
+            allow_mounted_write: n.allow_mounted_write,
+            destroy_data_on,
+        };
+        if let Decision::Refuse(reasons) = decide(&opened, &n.path, &guard) {
+            let first = reasons[0].to_string();
+            let more = reasons.len() - 1;
+            return Err(TargetError::Refused(if more > 0 {
+                format!("{first} ({more} more reason(s) found)")
+            } else {
+                first
+            }));
+        }
+    }
+    Ok(Some(opened))
+}
+
+/// Phase two: create a missing file, lay out a short one, and open the
+/// descriptor the run uses — always through the judged descriptor.
+fn open_one(n: &TargetNeed, checked: Option<crate::safety::Opened>) -> Result<Target, TargetError> {
+    use crate::safety::Opened;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let p = || n.path.display().to_string();
+    let mode = if n.write { "read-write" } else { "read-only" };
+    let direct_flag = if n.direct { libc::O_DIRECT } else { 0 };
+    let (opened, created) = match checked {
+        Some(o) => (o, false),
+        None => {
             // create_new (O_CREAT|O_EXCL, no symlink followed): the inode is ours.
             let f = OpenOptions::new()
                 .read(true)
@@ -367,22 +431,6 @@ fn open_one(n: &TargetNeed, destroy_data_on: &[String]) -> Result<Target, Target
                 true,
             )
         }
-        Err(e) => {
-            use std::os::unix::fs::FileTypeExt;
-            let is_dev = std::fs::metadata(&n.path).is_ok_and(|m| m.file_type().is_block_device());
-            if n.write && is_dev {
-                // The guard could not look at the device: that is its refusal.
-                return Err(TargetError::Refused(
-                    crate::safety::SafetyError::Inspect {
-                        device: n.path.clone(),
-                        what: format!("read-only open of {} to check it", n.path.display()),
-                        source: e,
-                    }
-                    .to_string(),
-                ));
-            }
-            return Err(io_err(&n.path, "read-only", e));
-        }
     };
     let identity = created.then(|| (opened.meta.dev(), opened.meta.ino()));
     let undo = |e: TargetError| {
@@ -393,28 +441,6 @@ fn open_one(n: &TargetNeed, destroy_data_on: &[String]) -> Result<Target, Target
         e
     };
     let ft = opened.meta.file_type();
-    if !ft.is_block_device() && !ft.is_file() {
-        return Err(TargetError::Refused(format!(
-            "{} is neither a regular file nor a block device ({}); point filename= at a file or a block device",
-            n.path.display(),
-            kind_name(&ft)
-        )));
-    }
-    if n.write && !created {
-        let guard = WriteGuard {
-            allow_mounted_write: n.allow_mounted_write,
-            destroy_data_on,
-        };
-        if let Decision::Refuse(reasons) = decide(&opened, &n.path, &guard) {
-            let first = reasons[0].to_string();
-            let more = reasons.len() - 1;
-            return Err(TargetError::Refused(if more > 0 {
-                format!("{first} ({more} more reason(s) found)")
-            } else {
-                first
-            }));
-        }
-    }
     if ft.is_block_device() {
         let file = opened
             .reopen(n.write, direct_flag)
