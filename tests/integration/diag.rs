@@ -853,3 +853,85 @@ fn cpu_hog_on_our_cpu_is_found_and_named() {
         assert!(!names_pid(f, "top", pid), "the hog is gone: {f:#}");
     }
 }
+
+/// The noise policy (docs/STATISTICS.md) on real repeated runs: the findings
+/// of a 5-trial run are exactly what the rules say about the per-trial IOPS
+/// the run recorded, and they obey the policy's invariants: no pattern under
+/// 10 % of the median, outliers give way to modes, `high_variance` exactly
+/// when the 95 % CI is wider than ±5 %.
+#[test]
+fn noise_policy_holds_on_real_repeated_runs() {
+    use dioscope_core::diag::consistency::{high_variance, trial_findings};
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    for rw in ["randread", "randwrite"] {
+        let rw_arg = format!("--rw={rw}");
+        let o = run_in(
+            d.path(),
+            &[
+                "--name=n",
+                "--filename=f.dat",
+                "--size=16m",
+                &rw_arg,
+                "--bs=4k",
+                "--direct=1",
+                "--ioengine=psync",
+                "--runtime=1",
+                "--time_based",
+                "--trials=5",
+                "--output-format=json",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let j = json(&o);
+        assert_findings_well_formed(&j);
+        let job = &j["dioscope"]["jobs"][0];
+        let iops: Vec<f64> = job["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["iops"].as_f64().unwrap())
+            .collect();
+        assert_eq!(iops.len(), 5);
+        let metric = "n IOPS";
+        let mut expected: Vec<String> = trial_findings(metric, &iops)
+            .into_iter()
+            .chain(high_variance(metric, &iops))
+            .map(|f| f.code().to_string())
+            .collect();
+        expected.sort();
+        let about_trials = [
+            "outlier_trials",
+            "bimodal_trials",
+            "drift_across_trials",
+            "high_variance",
+        ];
+        let mut got: Vec<String> = findings(&j)
+            .iter()
+            .filter_map(|f| f["kind"].as_str())
+            .filter(|k| about_trials.contains(k))
+            .map(str::to_string)
+            .collect();
+        got.sort();
+        println!("{rw}: IOPS per trial {iops:?} → {got:?}");
+        assert_eq!(got, expected, "{rw}: {iops:?}");
+        // The invariants, on the run's own numbers.
+        let s = &job["summary"]["iops"];
+        let (mean, hi) = (s["mean"].as_f64().unwrap(), s["ci95"][1].as_f64().unwrap());
+        let wide = (hi - mean) / mean > 0.05;
+        assert_eq!(wide, got.iter().any(|k| k == "high_variance"), "{s}");
+        let mut sorted = iops.clone();
+        sorted.sort_by(f64::total_cmp);
+        let median = sorted[2];
+        for f in of_kind(&j, "outlier_trials") {
+            for o in f["outliers"].as_array().unwrap() {
+                let v = o["value"].as_f64().unwrap();
+                assert!((v - median).abs() >= 0.1 * median, "{f}");
+            }
+        }
+        for f in of_kind(&j, "bimodal_trials") {
+            let gap = f["high_mean"].as_f64().unwrap() - f["low_mean"].as_f64().unwrap();
+            assert!(gap >= 0.1 * median, "{f}");
+            assert!(of_kind(&j, "outlier_trials").is_empty());
+        }
+    }
+}
