@@ -55,7 +55,7 @@ impl SysCpu {
         }
     }
 
-    /// Add another interval's jiffies.
+    /// Add another interval's ticks (trials summed into a run).
     pub fn add(&mut self, o: &SysCpu) {
         self.user += o.user;
         self.nice += o.nice;
