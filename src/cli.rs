@@ -2,6 +2,7 @@
 
 use dioscope_core::diag::{self, Check, DiagHooks};
 use dioscope_core::job::{self, OutputFormat, Plan};
+use dioscope_core::profile::{self, Profiler};
 use dioscope_core::report;
 use dioscope_core::runner::{self, RunOptions};
 use std::path::Path;
@@ -118,7 +119,12 @@ fn run(args: &[String]) -> i32 {
         destroy_data_on: plan.global.destroy_data_on.clone(),
     };
     let mut hooks = DiagHooks::new(&table);
-    let result = runner::execute(resolved, &table, &opts, &mut hooks);
+    let mut profiler = plan.global.profile.then(Profiler::new);
+    let result = match profiler.as_mut() {
+        Some(p) => runner::execute(resolved, &table, &opts, &mut p.hooks(&mut hooks)),
+        None => runner::execute(resolved, &table, &opts, &mut hooks),
+    };
+    let profile = profiler.map(|p| p.finish(&result));
     let diagnosis = diag::diagnose(&result, &hooks);
 
     // Remove what this run created when asked (the default job's scratch
@@ -140,14 +146,24 @@ fn run(args: &[String]) -> i32 {
                 context.push_str("\n  ");
                 context.push_str(&l);
             }
-            report::text::render(&result, &context, &diagnosis.finding_lines())
+            let mut text = report::text::render(&result, &context, &diagnosis.finding_lines());
+            if let Some(p) = &profile {
+                text.push_str(&profile::render_text(p));
+            }
+            text
         }
-        OutputFormat::Json | OutputFormat::JsonPlus => report::json::render_with_disks(
-            &result,
-            plan.global.output_format == OutputFormat::JsonPlus,
-            diagnosis.json_extra(),
-            diagnosis.disk_util(),
-        ),
+        OutputFormat::Json | OutputFormat::JsonPlus => {
+            let mut extra = diagnosis.json_extra();
+            if let Some(p) = &profile {
+                extra.insert("profile".into(), serde_json::to_value(p).unwrap_or_default());
+            }
+            report::json::render_with_disks(
+                &result,
+                plan.global.output_format == OutputFormat::JsonPlus,
+                extra,
+                diagnosis.disk_util(),
+            )
+        }
     };
     match &plan.global.output {
         Some(path) => {

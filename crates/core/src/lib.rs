@@ -16,6 +16,7 @@ pub mod diag;
 pub mod engines;
 pub mod job;
 pub mod outfile;
+pub mod profile;
 pub mod report;
 pub mod runner;
 pub mod safety;

@@ -305,6 +305,8 @@ pub struct GlobalSettings {
     pub destroy_data_on: Vec<String>,
     /// `--progress=never` / `--eta=never`.
     pub no_progress: bool,
+    /// `--profile`: perf over the measured windows (crate::profile).
+    pub profile: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
