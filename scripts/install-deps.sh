@@ -20,6 +20,20 @@ command -v kill >/dev/null || need+=(procps)
 command -v blkid >/dev/null || need+=(util-linux)
 command -v sfdisk >/dev/null || need+=(fdisk)
 command -v partx >/dev/null || need+=(util-linux)
+# The guard's signature tests (crates/core/tests/safety.rs, tests/integration/safety2.rs)
+# make each format with its real tool: FAT, exFAT, NTFS, squashfs, ISO 9660,
+# LUKS, LVM2, md, bcache, GPT.
+command -v mkfs.vfat >/dev/null || need+=(dosfstools)
+command -v mkfs.exfat >/dev/null || need+=(exfatprogs)
+command -v mkntfs >/dev/null || need+=(ntfs-3g)
+command -v mksquashfs >/dev/null || need+=(squashfs-tools)
+command -v genisoimage >/dev/null || need+=(genisoimage)
+command -v cryptsetup >/dev/null || need+=(cryptsetup-bin)
+command -v pvcreate >/dev/null || need+=(lvm2)
+command -v mdadm >/dev/null || need+=(mdadm)
+command -v make-bcache >/dev/null || need+=(bcache-tools)
+command -v sgdisk >/dev/null || need+=(gdisk)
+command -v python3 >/dev/null || need+=(python3)
 # fio_jsonplus_clat2csv runs under Debian's python3 in the tests and needs six.
 /usr/bin/python3 -c 'import six' 2>/dev/null || need+=(python3-six)
 

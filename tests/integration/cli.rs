@@ -217,7 +217,7 @@ fn summary_header_shows_block_sizes_as_given() {
             .lines()
             .next()
             .unwrap()
-            .contains("bs=4.0KiB,64.0KiB"),
+            .contains("bs=4.00 KiB,64.0 KiB"),
         "{}",
         stdout(&o)
     );
@@ -235,7 +235,7 @@ fn summary_header_shows_block_sizes_as_given() {
             .lines()
             .next()
             .unwrap()
-            .contains("bs=4.0KiB/75:64.0KiB/25"),
+            .contains("bs=4.00 KiB/75:64.0 KiB/25"),
         "{}",
         stdout(&o)
     );

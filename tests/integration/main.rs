@@ -9,5 +9,7 @@ mod engines;
 mod faults;
 mod jobfile;
 mod json;
+mod results;
+mod safety2;
 mod signals;
 mod verify;

@@ -3,11 +3,14 @@
 //! The statistics are in [`crate::stats::trials`]; this turns them into
 //! findings with 1-based trial numbers.
 
-use crate::stats::summary::median;
+use crate::stats::summary::{median, t975, Summary};
 use crate::stats::trials;
 
 use super::env::Cpu;
-use super::findings::{Finding, TrialValue};
+use super::findings::{
+    BimodalTrials, DriftAcrossTrials, DriftWithinTrial, Finding, GovernorNotPerformance,
+    HighVariance, KernelCpuBound, OutlierTrials, ToolBottleneck, TrialValue,
+};
 
 /// Findings over one value per trial of a metric (higher or lower is better,
 /// it does not matter). When the trials form two groups, the members of the
@@ -17,17 +20,17 @@ pub fn trial_findings(metric: &str, values: &[f64]) -> Vec<Finding> {
     let bimodal = trials::bimodality(values).filter(|b| b.bimodal);
     if let Some(b) = &bimodal {
         let one_based = |v: &[usize]| v.iter().map(|i| i + 1).collect::<Vec<_>>();
-        out.push(Finding::BimodalTrials {
+        out.push(Finding::BimodalTrials(BimodalTrials {
             metric: metric.to_string(),
             low_trials: one_based(&b.split.low),
             high_trials: one_based(&b.split.high),
             low_mean: b.split.low_mean,
             high_mean: b.split.high_mean,
-        });
+        }));
     } else {
         let o = trials::outliers(values);
         if !o.is_empty() {
-            out.push(Finding::OutlierTrials {
+            out.push(Finding::OutlierTrials(OutlierTrials {
                 metric: metric.to_string(),
                 median: median(values),
                 outliers: o
@@ -38,16 +41,16 @@ pub fn trial_findings(metric: &str, values: &[f64]) -> Vec<Finding> {
                         score: o.score,
                     })
                     .collect(),
-            });
+            }));
         }
     }
     if let Some(d) = trials::drift(values).filter(|d| d.drifting) {
-        out.push(Finding::DriftAcrossTrials {
+        out.push(Finding::DriftAcrossTrials(DriftAcrossTrials {
             metric: metric.to_string(),
             trials: values.len(),
             rel_change: d.rel_change,
             p_value: d.p_value,
-        });
+        }));
     }
     out
 }
@@ -63,12 +66,14 @@ pub fn series_findings(metric: &str, trial: usize, series: &[f64]) -> Vec<Findin
     };
     trials::drift(s)
         .filter(|d| d.drifting)
-        .map(|d| Finding::DriftWithinTrial {
-            metric: metric.to_string(),
-            trial,
-            intervals: s.len(),
-            rel_change: d.rel_change,
-            p_value: d.p_value,
+        .map(|d| {
+            Finding::DriftWithinTrial(DriftWithinTrial {
+                metric: metric.to_string(),
+                trial,
+                intervals: s.len(),
+                rel_change: d.rel_change,
+                p_value: d.p_value,
+            })
         })
         .into_iter()
         .collect()
@@ -78,16 +83,82 @@ pub fn series_findings(metric: &str, trial: usize, series: &[f64]) -> Vec<Findin
 /// accounting granularity and the time the thread sleeps between batches).
 pub const BOTTLENECK_CPU_PCT: f64 = 95.0;
 
-/// [`Finding::ToolBottleneck`] when the busiest worker of `job` was at
-/// ≥ 95 % of a CPU; `busiest` is its user+system CPU time over its wall time
-/// (from `getrusage(RUSAGE_THREAD)` in the worker; 1.0 = a whole CPU).
-pub fn tool_bottleneck(job: &str, busiest: f64) -> Option<Finding> {
-    let cpu_pct = 100.0 * busiest;
-    (cpu_pct >= BOTTLENECK_CPU_PCT).then(|| Finding::ToolBottleneck {
-        job: job.to_string(),
-        cpu_pct: cpu_pct.min(100.0),
+/// Share of the workers' CPU time in user space from which dioscope's own
+/// code, not the kernel, is what a saturated worker spends its CPU on.
+pub const TOOL_USER_SHARE: f64 = 0.5;
+
+/// When the busiest worker of `job` was at ≥ 95 % of a CPU (`busiest` is
+/// its user+system CPU time over its wall time, from
+/// `getrusage(RUSAGE_THREAD)`; 1.0 = a whole CPU): [`ToolBottleneck`] when
+/// the workers' CPU time (`user_us`, `sys_us`, summed over workers) was
+/// mostly user space, dioscope's own code; [`KernelCpuBound`] when it was
+/// mostly the kernel (system calls, block layer, a RAM-backed device's
+/// copies), where a faster tool would not help.
+pub fn cpu_bound(job: &str, busiest: f64, user_us: u64, sys_us: u64) -> Option<Finding> {
+    let cpu_pct = (100.0 * busiest).min(100.0);
+    if cpu_pct < BOTTLENECK_CPU_PCT {
+        return None;
+    }
+    let total = (user_us + sys_us) as f64;
+    let user_share = if total > 0.0 {
+        user_us as f64 / total
+    } else {
+        1.0
+    };
+    Some(if user_share >= TOOL_USER_SHARE {
+        ToolBottleneck {
+            job: job.to_string(),
+            cpu_pct,
+        }
+        .into()
+    } else {
+        KernelCpuBound {
+            job: job.to_string(),
+            cpu_pct,
+            kernel_pct: 100.0 * (1.0 - user_share),
+        }
+        .into()
     })
 }
+
+/// [`HighVariance`] when the 95 % confidence interval of the mean of
+/// `values` (Student's t) is wider than ±[`HIGH_VARIANCE_PCT`] % of it.
+/// Needs 2 values: one trial has no interval at all.
+pub fn high_variance(metric: &str, values: &[f64]) -> Option<Finding> {
+    let n = values.len();
+    if n < 2 {
+        return None;
+    }
+    let s = Summary::of(values);
+    if s.mean <= 0.0 {
+        return None;
+    }
+    let half_pct = 100.0 * (s.ci95.1 - s.mean) / s.mean;
+    if half_pct <= HIGH_VARIANCE_PCT {
+        return None;
+    }
+    let cv = s.stddev / s.mean;
+    let trials_needed = (n..=MAX_TRIALS_SUGGESTED)
+        .find(|&k| 100.0 * t975(k - 1) * cv / (k as f64).sqrt() <= HIGH_VARIANCE_PCT)
+        .unwrap_or(MAX_TRIALS_SUGGESTED);
+    Some(
+        HighVariance {
+            metric: metric.to_string(),
+            trials: n,
+            mean: s.mean,
+            ci_half_pct: half_pct,
+            cv_pct: 100.0 * cv,
+            trials_needed,
+        }
+        .into(),
+    )
+}
+
+/// The CI half-width, in % of the mean, above which a result is too noisy.
+pub const HIGH_VARIANCE_PCT: f64 = 5.0;
+/// The most trials [`high_variance`] suggests (beyond, the noise needs
+/// removing, not averaging).
+pub const MAX_TRIALS_SUGGESTED: usize = 100;
 
 /// [`Finding::GovernorNotPerformance`] when any CPU's governor is not
 /// `performance`; nothing when the kernel exposes no cpufreq.
@@ -95,8 +166,10 @@ pub fn governor_finding(cpu: &Cpu) -> Option<Finding> {
     cpu.governors
         .iter()
         .any(|(g, _)| g != "performance")
-        .then(|| Finding::GovernorNotPerformance {
-            governors: cpu.governors.clone(),
+        .then(|| {
+            Finding::GovernorNotPerformance(GovernorNotPerformance {
+                governors: cpu.governors.clone(),
+            })
         })
 }
 
@@ -116,11 +189,11 @@ mod tests {
         );
         assert_eq!(codes(&f), vec!["bimodal_trials"]);
         match &f[0] {
-            Finding::BimodalTrials {
+            Finding::BimodalTrials(BimodalTrials {
                 low_trials,
                 high_trials,
                 ..
-            } => {
+            }) => {
                 assert_eq!(low_trials, &vec![2, 5]);
                 assert_eq!(high_trials, &vec![1, 3, 4, 6]);
             }
@@ -149,10 +222,19 @@ mod tests {
 
     #[test]
     fn bottleneck_and_governor() {
-        let f = tool_bottleneck("j", 0.99).unwrap();
-        assert!(matches!(f, Finding::ToolBottleneck { ref job, .. } if job == "j"));
-        assert!(tool_bottleneck("j", 0.4).is_none());
-        assert!(tool_bottleneck("j", 0.0).is_none());
+        // Mostly user space: dioscope's own code is the limit.
+        let f = cpu_bound("j", 0.99, 800, 200).unwrap();
+        assert!(
+            matches!(f, Finding::ToolBottleneck(ref t) if t.job == "j"),
+            "{f:?}"
+        );
+        // Mostly the kernel (psync on a RAM-backed device): not the tool.
+        match cpu_bound("j", 0.99, 100, 900).unwrap() {
+            Finding::KernelCpuBound(k) => assert!((k.kernel_pct - 90.0).abs() < 1e-9),
+            f => panic!("{f:?}"),
+        }
+        assert!(cpu_bound("j", 0.4, 0, 1000).is_none());
+        assert!(cpu_bound("j", 0.0, 0, 0).is_none());
         let mut cpu = Cpu {
             governors: vec![("performance".into(), 2)],
             ..Default::default()

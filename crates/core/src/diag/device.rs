@@ -16,7 +16,7 @@ use serde::Serialize;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use super::env::{mount_for, read_mountinfo};
+use super::mounts::{mount_for, read_mountinfo};
 
 /// How a device relates to the target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -9,14 +9,15 @@
 //!   loop device goes through the backing file's page cache. This applies both
 //!   to a loop device as the target and to a file on a file system on one.
 
+use crate::diag::findings::SilentlyBuffered;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use dioscope_sys::fsinfo;
 
 use super::device::{read_trimmed, resolve};
-use super::env::{mount_for, read_mountinfo};
 use super::findings::{BufferedReason, Finding};
+use super::mounts::{mount_for, read_mountinfo};
 
 /// First kernel whose btrfs buffers direct writes to checksummed files.
 pub const BTRFS_DIO_FALLBACK_SINCE: (u32, u32) = (6, 14);
@@ -41,21 +42,21 @@ pub fn silent_buffering(path: &Path, kernel: Option<(u32, u32)>) -> Option<Findi
             .to_string();
         match fs.fs_type {
             fsinfo::TMPFS_MAGIC | fsinfo::RAMFS_MAGIC => {
-                return Some(Finding::SilentlyBuffered {
+                return Some(Finding::SilentlyBuffered(SilentlyBuffered {
                     target,
                     fs_type: fs_name,
                     reason: BufferedReason::MemoryFilesystem,
-                });
+                }));
             }
             fsinfo::BTRFS_SUPER_MAGIC
                 if kernel.is_none_or_at_least(BTRFS_DIO_FALLBACK_SINCE)
                     && btrfs_has_checksums(&f, &existing) =>
             {
-                return Some(Finding::SilentlyBuffered {
+                return Some(Finding::SilentlyBuffered(SilentlyBuffered {
                     target,
                     fs_type: fs_name,
                     reason: BufferedReason::BtrfsDataChecksums,
-                });
+                }));
             }
             _ => {}
         }
@@ -66,13 +67,13 @@ pub fn silent_buffering(path: &Path, kernel: Option<(u32, u32)>) -> Option<Findi
             continue;
         };
         if read_trimmed(&d.sysfs.join("loop/dio")).as_deref() == Some("0") {
-            return Some(Finding::SilentlyBuffered {
+            return Some(Finding::SilentlyBuffered(SilentlyBuffered {
                 target,
                 fs_type: "loop".into(),
                 reason: BufferedReason::LoopWithoutDirectIo {
                     backing_file: backing.display().to_string(),
                 },
-            });
+            }));
         }
     }
     None
@@ -126,10 +127,10 @@ mod tests {
         if let Some(f) = silent_buffering(&p, None) {
             assert!(matches!(
                 f,
-                Finding::SilentlyBuffered {
+                Finding::SilentlyBuffered(SilentlyBuffered {
                     reason: BufferedReason::LoopWithoutDirectIo { .. },
                     ..
-                }
+                })
             ));
         }
         // A file that does not exist yet is judged by its directory.
@@ -148,11 +149,11 @@ mod tests {
         let f = silent_buffering(&p, None);
         std::fs::remove_file(&p).unwrap();
         match f {
-            Some(Finding::SilentlyBuffered {
+            Some(Finding::SilentlyBuffered(SilentlyBuffered {
                 reason: BufferedReason::MemoryFilesystem,
                 fs_type,
                 ..
-            }) => assert_eq!(fs_type, "tmpfs"),
+            })) => assert_eq!(fs_type, "tmpfs"),
             other => panic!("expected tmpfs finding, got {other:?}"),
         }
     }

@@ -112,7 +112,8 @@ fn now_us() -> u64 {
     dioscope_sys::clock::now_ns() / 1000
 }
 
-fn openers_of(path: &Path) -> Vec<Opener> {
+/// Other processes that have `path` open now.
+pub fn openers_of(path: &std::path::Path) -> Vec<Opener> {
     crate::safety::other_openers(path)
         .into_iter()
         .map(|o| Opener {

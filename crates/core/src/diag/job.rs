@@ -1,6 +1,7 @@
 //! Checks of a job against its target, before anything runs: buffered I/O,
 //! sizes and offsets direct I/O cannot use, hipri without polled queues.
 
+use crate::diag::findings::{BufferedIo, HipriWithoutPoll, Misaligned};
 use crate::job::spec::{BlockSizes, JobSpec};
 use crate::job::units::SizeOrPct;
 
@@ -41,14 +42,14 @@ pub fn check_value(option: &str, value: u64, a: &Alignment, zero_ok: bool) -> Op
     }
     let down = value / a.bytes * a.bytes;
     let lower = (down > 0 || zero_ok).then_some(down);
-    Some(Finding::Misaligned {
+    Some(Finding::Misaligned(Misaligned {
         option: option.to_string(),
         value,
         alignment: a.bytes,
         source: a.source.clone(),
         lower,
         upper: down + a.bytes,
-    })
+    }))
 }
 
 fn bs_option(b: &BlockSizes) -> &'static str {
@@ -63,9 +64,9 @@ fn bs_option(b: &BlockSizes) -> &'static str {
 pub fn job_findings(spec: &JobSpec, t: &TargetEnv) -> Vec<Finding> {
     let mut out = Vec::new();
     if !spec.direct {
-        out.push(Finding::BufferedIo {
+        out.push(Finding::BufferedIo(BufferedIo {
             job: spec.name.clone(),
-        });
+        }));
     }
     if spec.direct {
         if let Some(a) = required_alignment(t) {
@@ -99,10 +100,10 @@ pub fn job_findings(spec: &JobSpec, t: &TargetEnv) -> Vec<Finding> {
     if spec.hipri {
         if let Some(d) = &t.device {
             if d.queue.io_poll == Some(false) {
-                out.push(Finding::HipriWithoutPoll {
+                out.push(Finding::HipriWithoutPoll(HipriWithoutPoll {
                     device: d.name.clone(),
                     requested: true,
-                });
+                }));
             }
         }
     }
@@ -143,19 +144,21 @@ mod tests {
         };
         assert_eq!(check_value("bs", 8192, &a, false), None);
         match check_value("bs", 6000, &a, false).unwrap() {
-            Finding::Misaligned { lower, upper, .. } => {
+            Finding::Misaligned(Misaligned { lower, upper, .. }) => {
                 assert_eq!((lower, upper), (Some(4096), 8192))
             }
             f => panic!("{f:?}"),
         }
         match check_value("bs", 100, &a, false).unwrap() {
-            Finding::Misaligned { lower, upper, .. } => assert_eq!((lower, upper), (None, 4096)),
+            Finding::Misaligned(Misaligned { lower, upper, .. }) => {
+                assert_eq!((lower, upper), (None, 4096))
+            }
             f => panic!("{f:?}"),
         }
         assert!(check_value("bs", 0, &a, false).is_some());
         assert_eq!(check_value("offset", 0, &a, true), None);
         match check_value("offset", 100, &a, true).unwrap() {
-            Finding::Misaligned { lower, .. } => assert_eq!(lower, Some(0)),
+            Finding::Misaligned(Misaligned { lower, .. }) => assert_eq!(lower, Some(0)),
             f => panic!("{f:?}"),
         }
     }
@@ -184,7 +187,9 @@ mod tests {
             .iter()
             .map(|f| {
                 let opt = match f {
-                    Finding::Misaligned { option, value, .. } => format!("{option}={value}"),
+                    Finding::Misaligned(Misaligned { option, value, .. }) => {
+                        format!("{option}={value}")
+                    }
                     _ => String::new(),
                 };
                 (f.code(), opt)

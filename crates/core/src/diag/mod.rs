@@ -2,9 +2,12 @@
 //! and after a run, each reported as a [`Finding`] that says what to do.
 //!
 //! One module per source of findings:
-//! - [`findings`]: the [`Finding`] enum, severities and texts.
+//! - [`findings`]: the [`Finding`] enum; one file per finding with its
+//!   fields, severity and text.
+//! - [`checks`]: the one table of checks that `doctor` and `diagnose` walk.
 //! - [`device`]: the block devices under a target and their `/sys/block/*/stat`
 //!   deltas (requests per I/O, request size, merges, utilisation).
+//! - [`mounts`]: /proc/self/mountinfo (below `device` and `env`).
 //! - [`env`]: kernel, CPU, memory, file system, device and queue limits.
 //! - [`pagecache`]: page-cache pages of the target; dropping them.
 //! - [`sparse`]: holes, unwritten extents, fragmentation, zram contents.
@@ -21,6 +24,8 @@
 //! Other processes holding the target open are found by `crate::safety`;
 //! its result becomes [`Finding::OtherOpeners`].
 
+pub mod checklist;
+pub mod checks;
 pub mod consistency;
 pub mod device;
 pub mod doctor;
@@ -29,6 +34,7 @@ pub mod findings;
 pub mod fs;
 pub mod hooks;
 pub mod job;
+pub mod mounts;
 pub mod pagecache;
 pub mod run;
 pub mod sparse;

@@ -10,6 +10,7 @@
 //! trigger udev's watch (that fires on close after write), so the check itself
 //! adds no pages.
 
+use crate::diag::findings::{PageCacheKept, PageCacheOnTarget};
 use serde::Serialize;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
@@ -158,12 +159,12 @@ pub fn trial_findings(
     if !invalidate {
         let max = pages.max();
         return if max > 0 {
-            vec![Finding::PageCacheKept {
+            vec![Finding::PageCacheKept(PageCacheKept {
                 target: target.to_string(),
                 pages: max,
                 page_size,
                 slowdown_pct: None,
-            }]
+            })]
         } else {
             Vec::new()
         };
@@ -182,13 +183,15 @@ pub fn trial_findings(
     .into_iter()
     .filter_map(|(phase, n, dropped)| {
         let n = n?;
-        (n > 0).then(|| Finding::PageCacheOnTarget {
-            target: target.to_string(),
-            phase,
-            trial: Some(trial),
-            pages: n,
-            page_size,
-            dropped,
+        (n > 0).then(|| {
+            Finding::PageCacheOnTarget(PageCacheOnTarget {
+                target: target.to_string(),
+                phase,
+                trial: Some(trial),
+                pages: n,
+                page_size,
+                dropped,
+            })
         })
     })
     .collect()
@@ -255,12 +258,12 @@ mod tests {
         assert_eq!(f[0].code(), "page_cache_on_target");
         assert!(matches!(
             f[0],
-            Finding::PageCacheOnTarget {
+            Finding::PageCacheOnTarget(PageCacheOnTarget {
                 phase: Phase::During,
                 pages: 25,
                 trial: Some(2),
                 ..
-            }
+            })
         ));
         let kept = trial_findings("/dev/x", 2, &p, false, 4096);
         assert_eq!(kept.len(), 1);
@@ -277,12 +280,12 @@ mod tests {
         assert_eq!(f.len(), 1);
         assert!(matches!(
             f[0],
-            Finding::PageCacheOnTarget {
+            Finding::PageCacheOnTarget(PageCacheOnTarget {
                 phase: Phase::Before,
                 pages: 256,
                 dropped: true,
                 ..
-            }
+            })
         ));
         assert!(f[0].to_string().contains("dropped them"), "{}", f[0]);
     }

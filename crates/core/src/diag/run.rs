@@ -3,29 +3,18 @@
 //! carries under `"dioscope"` (environment, findings, per-trial device
 //! accounting and page-cache counts) and in fio's top-level `disk_util`.
 //!
-//! The findings come from:
-//! - the targets (before the run): O_DIRECT silently buffered;
-//! - the jobs against their targets: direct=0, misalignment, hipri;
-//! - the hooks: page-cache pages before/during/after each trial, other
-//!   openers, never-written read ranges, fragmented files;
-//! - the trial metrics: outlier, bimodal and drifting trials, drift within a
-//!   trial, and the busiest worker's CPU;
-//! - the environment: the CPU frequency governor.
+//! The findings come from the run side of every check in
+//! [`super::checks::CHECKS`].
 
 use serde::Serialize;
-use serde_json::{json, Map, Value};
-use std::fmt::Write as _;
+use serde_json::Value;
 
-use super::consistency::{governor_finding, series_findings, tool_bottleneck, trial_findings};
+use super::checks::{after_run_all, RunCtx};
 use super::device::{DevRole, DeviceMetrics, DiskStat};
-use super::doctor::wrap;
 use super::env::Environment;
-use super::findings::{Finding, Opener, Severity};
+use super::findings::{Finding, Severity};
 use super::hooks::{DiagHooks, TrialRecord};
-use super::job::job_findings;
-use super::pagecache::{self, TrialPages};
-use crate::engines::caps;
-use crate::report::{summarize, TrialMetrics};
+use crate::results::model::{Dioscope, DiskUtil, TrialDevices};
 use crate::runner::RunResult;
 
 /// One device's counters summed over every trial that touched it.
@@ -47,153 +36,19 @@ pub struct RunDiagnosis {
     pub devices: Vec<DeviceTotal>,
 }
 
-fn push(out: &mut Vec<Finding>, f: Finding) {
-    if !out.contains(&f) {
-        out.push(f);
-    }
-}
-
-/// Findings over the trials of one job (or one group-reported unit).
-/// Interrupted trials and those that did no I/O are left out; only a prefix
-/// of the trials is used, so trial numbers stay those of the run.
-pub fn metric_findings(job: &str, trials: &[TrialMetrics]) -> Vec<Finding> {
-    let done: Vec<&TrialMetrics> = trials
-        .iter()
-        .take_while(|t| !t.interrupted && t.runtime_ms > 0.0)
-        .collect();
-    let metric = format!("{job} IOPS");
-    let iops: Vec<f64> = done.iter().map(|t| t.iops).collect();
-    let mut out = trial_findings(&metric, &iops);
-    for t in &done {
-        out.extend(series_findings(&metric, t.trial as usize, &t.iops_series));
-    }
-    out
-}
-
-/// Diagnose a finished run.
+/// Diagnose a finished run: the run side of every check in
+/// [`super::checks::CHECKS`], most severe first.
 pub fn diagnose(r: &RunResult, hooks: &DiagHooks) -> RunDiagnosis {
-    let env = &hooks.environment;
-    let mut found: Vec<Finding> = Vec::new();
-    for f in &hooks.target_findings {
-        push(&mut found, f.clone());
-    }
-    // The jobs against their targets.
-    for j in &r.jobs {
-        let spec = &j.resolved.spec;
-        let mut seen = Vec::new();
-        for f in j.resolved.clones.iter().flatten() {
-            if seen.contains(&f.path) {
-                continue;
-            }
-            seen.push(f.path.clone());
-            if let Some(t) = env.targets.iter().find(|t| t.path == f.path) {
-                for x in job_findings(spec, t) {
-                    push(&mut found, x);
-                }
-            }
-        }
-    }
-    // What the hooks saw, trial by trial.
-    let mut kept: Vec<(String, u64, u64)> = Vec::new();
-    let mut openers: Vec<(String, Vec<Opener>)> = Vec::new();
-    for rec in &hooks.trials {
-        for tp in &rec.page_cache {
-            if tp.invalidate {
-                for f in pagecache::trial_findings(
-                    &tp.target,
-                    rec.trial as usize,
-                    &tp.pages,
-                    true,
-                    tp.page_size,
-                ) {
-                    push(&mut found, f);
-                }
-            } else if tp.pages.max() > 0 {
-                match kept.iter_mut().find(|k| k.0 == tp.target) {
-                    Some(k) => k.1 = k.1.max(tp.pages.max()),
-                    None => kept.push((tp.target.clone(), tp.pages.max(), tp.page_size)),
-                }
-            }
-        }
-        for o in &rec.openers {
-            let entry = match openers.iter_mut().position(|x| x.0 == o.target) {
-                Some(i) => &mut openers[i].1,
-                None => {
-                    openers.push((o.target.clone(), Vec::new()));
-                    &mut openers.last_mut().expect("just pushed").1
-                }
-            };
-            for p in o.before.iter().chain(&o.after) {
-                match entry.iter_mut().find(|x| x.pid == p.pid) {
-                    Some(x) => x.writable |= p.writable,
-                    None => entry.push(p.clone()),
-                }
-            }
-        }
-    }
-    let sums = summarize(r);
-    for (target, pages, page_size) in kept {
-        // What the pages cost here, when some trials had them and some not.
-        let slowdown_pct = sums.iter().find_map(|s| {
-            let per: Vec<TrialPages> = s
-                .trials
-                .iter()
-                .map(|t| {
-                    hooks
-                        .record(s.group, t.trial)
-                        .and_then(|rec| rec.page_cache.iter().find(|p| p.target == target))
-                        .map(|p| p.pages)
-                        .unwrap_or_default()
-                })
-                .collect();
-            let iops: Vec<f64> = s.trials.iter().map(|t| t.iops).collect();
-            pagecache::slowdown_pct(&iops, &per)
-        });
-        push(
-            &mut found,
-            Finding::PageCacheKept {
-                target,
-                pages,
-                page_size,
-                slowdown_pct,
-            },
-        );
-    }
-    for (target, list) in openers {
-        if !list.is_empty() {
-            let mut list = list;
-            list.sort_by_key(|o| o.pid);
-            push(
-                &mut found,
-                Finding::OtherOpeners {
-                    target,
-                    openers: list,
-                },
-            );
-        }
-    }
-    for f in &hooks.layout_findings {
-        push(&mut found, f.clone());
-    }
-    // The trials' numbers.
-    for s in &sums {
-        let real_io = s
-            .runs
-            .iter()
-            .any(|j| caps(j.resolved.spec.ioengine).real_io);
-        for f in metric_findings(&s.name, &s.trials) {
-            push(&mut found, f);
-        }
-        if real_io {
-            found.extend(tool_bottleneck(&s.name, s.max_worker_cpu));
-        }
-    }
-    found.extend(governor_finding(&env.cpu));
-    // Most severe first; the sort is stable, so the order found stays within
-    // a severity.
+    let sums = r.summarize();
+    let mut found = after_run_all(&RunCtx {
+        result: r,
+        hooks,
+        sums: &sums,
+    });
+    // The sort is stable: within a severity, the table's order stays.
     found.sort_by_key(|f| std::cmp::Reverse(f.severity()));
     RunDiagnosis {
-        environment: env.clone(),
+        environment: hooks.environment.clone(),
         findings: found,
         trials: hooks.trials.clone(),
         devices: device_totals(&hooks.trials),
@@ -249,130 +104,75 @@ fn device_totals(trials: &[TrialRecord]) -> Vec<DeviceTotal> {
 }
 
 impl RunDiagnosis {
-    /// The entries for the JSON's `"dioscope"` object.
-    pub fn json_extra(&self) -> Map<String, Value> {
-        let mut m = Map::new();
-        m.insert(
-            "environment".into(),
-            serde_json::to_value(&self.environment).unwrap_or(Value::Null),
-        );
-        m.insert(
-            "findings".into(),
-            Value::Array(
-                self.findings
-                    .iter()
-                    .map(|f| serde_json::to_value(f.reported()).unwrap_or(Value::Null))
-                    .collect(),
-            ),
-        );
-        let devices: Vec<Value> = self
+    /// Fill the result's diagnosis entries: environment, findings, per-trial
+    /// device accounting, device totals, page-cache and opener samples.
+    pub fn fill(&self, d: &mut Dioscope) {
+        d.environment = value(&self.environment);
+        d.findings = self
+            .findings
+            .iter()
+            .map(|f| from_value(value(f.reported())))
+            .collect();
+        d.devices = self
             .trials
             .iter()
-            .map(|t| {
-                json!({
-                    "group": t.group,
-                    "trial": t.trial,
-                    "jobs": t.jobs,
-                    "app_ios": t.app_ios,
-                    "wall_us": t.wall_us,
-                    "devices": t.devices,
-                })
+            .map(|t| TrialDevices {
+                group: t.group,
+                trial: t.trial,
+                jobs: t.jobs.clone(),
+                app_ios: t.app_ios,
+                wall_us: t.wall_us,
+                devices: t.devices.iter().map(value).collect(),
             })
             .collect();
-        m.insert("devices".into(), Value::Array(devices));
-        m.insert(
-            "device_totals".into(),
-            serde_json::to_value(&self.devices).unwrap_or(Value::Null),
-        );
-        let mut pages = Vec::new();
-        let mut openers = Vec::new();
+        d.device_totals = self.devices.iter().map(|x| from_value(value(x))).collect();
+        d.page_cache.clear();
+        d.openers.clear();
         for t in &self.trials {
             for p in &t.page_cache {
-                let mut v = serde_json::to_value(p).unwrap_or(Value::Null);
+                let mut v = value(p);
                 if let Some(o) = v.as_object_mut() {
-                    o.insert("group".into(), json!(t.group));
-                    o.insert("trial".into(), json!(t.trial));
+                    o.insert("group".into(), t.group.into());
+                    o.insert("trial".into(), t.trial.into());
                 }
-                pages.push(v);
+                d.page_cache.push(v);
             }
             for o in &t.openers {
-                openers.push(json!({
-                    "group": t.group,
-                    "trial": t.trial,
-                    "target": o.target,
-                    "before": o.before,
-                    "after": o.after,
-                }));
+                let mut m = serde_json::Map::new();
+                m.insert("group".into(), t.group.into());
+                m.insert("trial".into(), t.trial.into());
+                m.insert("target".into(), o.target.clone().into());
+                m.insert("before".into(), value(&o.before));
+                m.insert("after".into(), value(&o.after));
+                d.openers.push(Value::Object(m));
             }
         }
-        m.insert("page_cache".into(), Value::Array(pages));
-        m.insert("openers".into(), Value::Array(openers));
-        m
     }
 
     /// fio's top-level `disk_util`: one entry per device, counters summed
     /// over the measured intervals; `util` is the share of that time the
     /// device was busy, in %.
-    pub fn disk_util(&self) -> Vec<Value> {
+    pub fn disk_util(&self) -> Vec<DiskUtil> {
         self.devices
             .iter()
             .map(|d| {
                 let s = &d.delta;
-                json!({
-                    "name": d.device,
-                    "read_ios": s.read_ios,
-                    "write_ios": s.write_ios,
-                    "read_merges": s.read_merges,
-                    "write_merges": s.write_merges,
-                    "read_sectors": s.read_sectors,
-                    "write_sectors": s.write_sectors,
-                    "read_ticks": s.read_ticks_ms,
-                    "write_ticks": s.write_ticks_ms,
-                    "in_queue": s.time_in_queue_ms,
-                    "util": d.metrics.util_pct.unwrap_or(0.0),
-                })
+                DiskUtil {
+                    name: d.device.clone(),
+                    read_ios: s.read_ios,
+                    write_ios: s.write_ios,
+                    read_merges: s.read_merges,
+                    write_merges: s.write_merges,
+                    read_sectors: Some(s.read_sectors),
+                    write_sectors: Some(s.write_sectors),
+                    read_ticks: s.read_ticks_ms,
+                    write_ticks: s.write_ticks_ms,
+                    in_queue: s.time_in_queue_ms,
+                    util: d.metrics.util_pct.unwrap_or(0.0),
+                    other: Default::default(),
+                }
             })
             .collect()
-    }
-
-    /// One line per device for the text summary: requests per I/O, request
-    /// size, merges and utilisation over all trials.
-    pub fn device_lines(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for d in &self.devices {
-            let m = &d.metrics;
-            let mut s = format!("device {} ({}):", d.device, role_name(d.role));
-            match m.requests_per_io {
-                Some(r) => {
-                    let _ = write!(s, " {r:.2} requests/IO");
-                }
-                None => s.push_str(" no application I/O"),
-            }
-            if let Some(b) = m.avg_request_bytes {
-                let _ = write!(s, ", {}/request", super::findings::human_bytes(b as u64));
-            }
-            let _ = write!(s, ", {} merges", m.merges);
-            if let Some(u) = m.util_pct {
-                let _ = write!(s, ", util {u:.0} %");
-            }
-            out.push(s);
-        }
-        out
-    }
-
-    /// One entry per finding for the text summary: severity, then the text
-    /// wrapped at 100 columns.
-    pub fn finding_lines(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for f in &self.findings {
-            let label = match f.severity() {
-                Severity::Critical => "CRITICAL",
-                Severity::Warning => "WARNING ",
-                Severity::Info => "info    ",
-            };
-            out.push(format!("{label} {}", wrap(&f.to_string(), 11)));
-        }
-        out
     }
 
     /// Whether any finding is critical.
@@ -383,14 +183,14 @@ impl RunDiagnosis {
     }
 }
 
-fn role_name(r: DevRole) -> &'static str {
-    match r {
-        DevRole::Target => "target",
-        DevRole::Filesystem => "file system",
-        DevRole::ParentDisk => "parent disk",
-        DevRole::LoopBacking => "under the loop's backing file",
-        DevRole::Slave => "component",
-    }
+/// A diagnosis value in its own JSON shape.
+fn value<T: Serialize>(v: T) -> Value {
+    serde_json::to_value(v).unwrap_or_default()
+}
+
+/// A diagnosis value in the result model's type (the same JSON shape).
+fn from_value<T: serde::de::DeserializeOwned + Default>(v: Value) -> T {
+    serde_json::from_value(v).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -451,27 +251,30 @@ mod tests {
         let d = diagnose(&r, &DiagHooks::empty());
         assert!(codes(&d).contains(&"bimodal_trials"), "{:?}", d.findings);
         match d.findings.iter().find(|f| f.code() == "bimodal_trials") {
-            Some(Finding::BimodalTrials {
+            Some(Finding::BimodalTrials(crate::diag::findings::BimodalTrials {
                 low_trials,
                 high_trials,
                 metric,
                 ..
-            }) => {
+            })) => {
                 assert_eq!(low_trials, &vec![2, 5]);
                 assert_eq!(high_trials, &vec![1, 3, 4, 6]);
                 assert_eq!(metric, "x IOPS");
             }
             f => panic!("{f:?}"),
         }
-        // And in the JSON, with severity, kind and message.
-        let extra = d.json_extra();
-        let j = extra["findings"].as_array().unwrap();
-        assert_eq!(j.len(), d.findings.len());
-        for (v, f) in j.iter().zip(&d.findings) {
-            assert_eq!(v["kind"], f.code());
-            assert_eq!(v["message"], f.to_string());
-            assert!(v["severity"].is_string());
+        // And in the result, with severity, kind and message.
+        let mut doc = Dioscope::default();
+        d.fill(&mut doc);
+        assert_eq!(doc.findings.len(), d.findings.len());
+        for (v, f) in doc.findings.iter().zip(&d.findings) {
+            assert_eq!(v.kind(), f.code());
+            assert_eq!(v.message, f.to_string());
         }
+        assert_eq!(
+            doc.findings[0].severity,
+            crate::results::model::Severity::Warning
+        );
     }
 
     #[test]
@@ -540,14 +343,13 @@ mod tests {
             devices: totals,
         };
         let u = d.disk_util();
-        assert_eq!(u[0]["name"], "loop0");
-        assert_eq!(u[0]["write_ios"], 128);
-        assert_eq!(u[0]["write_sectors"], 1024);
-        assert_eq!(u[0]["util"], 50.0);
-        assert!(
-            d.device_lines()[0].contains("8.00 requests/IO"),
-            "{:?}",
-            d.device_lines()
-        );
+        assert_eq!(u[0].name, "loop0");
+        assert_eq!(u[0].write_ios, 128);
+        assert_eq!(u[0].write_sectors, Some(1024));
+        assert_eq!(u[0].util, 50.0);
+        let mut doc = Dioscope::default();
+        d.fill(&mut doc);
+        assert_eq!(doc.device_totals[0].role, "filesystem");
+        assert_eq!(doc.device_totals[0].metric("requests_per_io"), Some(8.0));
     }
 }

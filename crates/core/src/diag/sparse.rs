@@ -6,6 +6,7 @@
 //! benchmark over a sparse or merely fallocated file, or over a fresh zram
 //! device, measures the kernel's zero-fill rather than the storage.
 
+use crate::diag::findings::{FragmentedFile, ReadsOfUnwrittenRegions, ZramNeverWritten};
 use serde::Serialize;
 use std::io;
 use std::os::fd::RawFd;
@@ -153,24 +154,28 @@ pub fn fragmentation_finding(target: &str, l: &FileLayout, block_size: u64) -> O
     }
     let ios = l.len.div_ceil(block_size).max(1);
     let split_pct = 100.0 * (fragments - 1) as f64 / ios as f64;
-    (split_pct > FRAGMENT_SPLIT_PCT).then(|| Finding::FragmentedFile {
-        target: target.to_string(),
-        size: l.file_size,
-        extents: l.extents.unwrap_or(fragments),
-        fragments,
-        split_pct: split_pct.min(100.0),
-        block_size,
+    (split_pct > FRAGMENT_SPLIT_PCT).then(|| {
+        Finding::FragmentedFile(FragmentedFile {
+            target: target.to_string(),
+            size: l.file_size,
+            extents: l.extents.unwrap_or(fragments),
+            fragments,
+            split_pct: split_pct.min(100.0),
+            block_size,
+        })
     })
 }
 
 /// [`Finding::ReadsOfUnwrittenRegions`] when the read range has holes or
 /// unwritten extents.
 pub fn unwritten_finding(target: &str, l: &FileLayout) -> Option<Finding> {
-    (l.hole_bytes + l.unwritten_bytes > 0).then(|| Finding::ReadsOfUnwrittenRegions {
-        target: target.to_string(),
-        hole_bytes: l.hole_bytes,
-        unwritten_bytes: l.unwritten_bytes,
-        range_bytes: l.len,
+    (l.hole_bytes + l.unwritten_bytes > 0).then(|| {
+        Finding::ReadsOfUnwrittenRegions(ReadsOfUnwrittenRegions {
+            target: target.to_string(),
+            hole_bytes: l.hole_bytes,
+            unwritten_bytes: l.unwritten_bytes,
+            range_bytes: l.len,
+        })
     })
 }
 
@@ -218,10 +223,12 @@ impl ZramStat {
 /// [`Finding::ZramNeverWritten`] when reads cover more than the device has
 /// stored: at least `range − stored` bytes of them hit never-written pages.
 pub fn zram_finding(device: &str, z: &ZramStat, read_range: u64) -> Option<Finding> {
-    (read_range > z.orig_data_size).then(|| Finding::ZramNeverWritten {
-        device: device.to_string(),
-        stored_bytes: z.orig_data_size,
-        range_bytes: read_range,
+    (read_range > z.orig_data_size).then(|| {
+        Finding::ZramNeverWritten(ZramNeverWritten {
+            device: device.to_string(),
+            stored_bytes: z.orig_data_size,
+            range_bytes: read_range,
+        })
     })
 }
 
@@ -267,7 +274,10 @@ mod tests {
         };
         // 11 boundaries in 1024 I/Os of 1 MiB: 1.07 % > 1 %.
         let f = fragmentation_finding("f", &l, 1 << 20).unwrap();
-        assert!(matches!(f, Finding::FragmentedFile { fragments: 12, .. }));
+        assert!(matches!(
+            f,
+            Finding::FragmentedFile(FragmentedFile { fragments: 12, .. })
+        ));
         // With 4 KiB I/Os the same file is fine.
         assert!(fragmentation_finding("f", &l, 4096).is_none());
         let ok = FileLayout {

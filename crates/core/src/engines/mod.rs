@@ -1,17 +1,17 @@
-//! I/O engines: one file each, behind one [`Engine`] trait.
+//! I/O engines: one file each, listed once in [`engine_list!`] at the end of
+//! this file. That list generates [`EngineKind`] (the `ioengine=` values and
+//! their fio aliases), the capabilities the rest of dioscope asks about, and
+//! the dispatch from a kind to its monomorphised worker loop.
 //!
-//! The runner is generic over `Engine`, so each engine gets its own
-//! monomorphised worker loop with no dynamic dispatch per I/O. The core never
-//! branches on an engine's name: it asks for its [`Caps`].
+//! The runner is generic over [`Engine`], so each engine gets its own worker
+//! loop with no dynamic dispatch per I/O. Nothing outside this module
+//! branches on an engine's name or kind: it asks for its [`Caps`].
 
-pub mod libaio;
-pub mod null;
-pub mod sync;
-pub mod uring;
+mod blocking;
 
-use crate::job::EngineKind;
 pub use dioscope_sys::queue::{Completion, IoDesc, SlotArena};
 use std::io;
+use std::os::fd::RawFd;
 
 /// One engine instance belongs to one worker thread.
 pub trait Engine {
@@ -26,28 +26,176 @@ pub trait Engine {
     fn arena(&mut self) -> &mut SlotArena;
 }
 
-/// What an engine can do; the runner decides by these, never by name.
+/// What an engine can do; the core decides by these, never by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Caps {
     /// Each I/O completes inside its submission: at most one in flight.
     pub sync: bool,
     /// Does real I/O (false for null: no target is opened).
     pub real_io: bool,
+    /// `hipri`: polled completions (RWF_HIPRI or IORING_SETUP_IOPOLL).
+    pub hipri: bool,
+    /// `nowait`: RWF_NOWAIT.
+    pub nowait: bool,
+    /// `sqthread_poll`: a kernel thread polls the submission queue.
+    pub sqpoll: bool,
+    /// `fixedbufs`: buffers registered with the kernel once.
+    pub fixed_bufs: bool,
+    /// `registerfiles`: files registered with the kernel once.
+    pub registered_files: bool,
 }
 
+impl Caps {
+    /// Nothing beyond plain asynchronous I/O; engines override what they have.
+    pub const BASE: Caps = Caps {
+        sync: false,
+        real_io: true,
+        hipri: false,
+        nowait: false,
+        sqpoll: false,
+        fixed_bufs: false,
+        registered_files: false,
+    };
+}
+
+/// How a worker wants its engine, from the job's options. The runner builds
+/// it; an engine reads the parts its [`Caps`] say it has.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EngineOpts {
+    /// Queue depth (slots).
+    pub depth: u32,
+    pub hipri: bool,
+    pub nowait: bool,
+    pub sqpoll: bool,
+    pub fixed_bufs: bool,
+    pub registered_files: bool,
+}
+
+impl EngineOpts {
+    /// The RWF_* flags for engines that pass them per I/O.
+    pub fn rw_flags(&self) -> dioscope_sys::io::RwfFlags {
+        let mut f = 0;
+        if self.hipri {
+            f |= dioscope_sys::io::RWF_HIPRI;
+        }
+        if self.nowait {
+            f |= dioscope_sys::io::RWF_NOWAIT;
+        }
+        f
+    }
+}
+
+/// The work a worker does with its engine. Generic over the engine, so the
+/// worker loop is compiled once per engine.
+pub trait WithEngine {
+    type Out;
+    fn run<E: Engine>(self, e: &mut E) -> Self::Out;
+}
+
+/// One engine: its names, what it can do, and how it is built.
+pub trait EngineDef {
+    /// The `ioengine=` name first, then fio aliases that mean the same here.
+    const NAMES: &'static [&'static str];
+    const CAPS: Caps;
+    /// Build the engine on this thread over `arena` and `fds`, and run `f`
+    /// with it. Returns `f`'s output and an optional note for the report
+    /// (what the kernel accepted), or why the engine could not be set up,
+    /// with a fix.
+    fn with<W: WithEngine>(
+        arena: SlotArena,
+        fds: &[RawFd],
+        opts: &EngineOpts,
+        f: W,
+    ) -> Result<(W::Out, Option<String>), String>;
+}
+
+macro_rules! engine_list {
+    ($($module:ident => $Kind:ident,)*) => {
+        $(pub mod $module;)*
+
+        /// I/O engine (`ioengine=`).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum EngineKind {
+            $($Kind,)*
+        }
+
+        impl EngineKind {
+            pub const ALL: &'static [EngineKind] = &[$(EngineKind::$Kind,)*];
+            /// Each engine's own name (aliases are accepted by [`EngineKind::parse`]).
+            pub const NAMES: &'static [&'static str] = &[$(<$module::Def as EngineDef>::NAMES[0],)*];
+
+            /// The name and the fio aliases of this engine.
+            pub fn names(self) -> &'static [&'static str] {
+                match self {
+                    $(EngineKind::$Kind => <$module::Def as EngineDef>::NAMES,)*
+                }
+            }
+
+            pub fn as_str(self) -> &'static str {
+                self.names()[0]
+            }
+
+            pub fn parse(s: &str) -> Option<EngineKind> {
+                Self::ALL.iter().copied().find(|k| k.names().contains(&s))
+            }
+
+            pub fn caps(self) -> Caps {
+                match self {
+                    $(EngineKind::$Kind => <$module::Def as EngineDef>::CAPS,)*
+                }
+            }
+
+            /// Build this engine and run `f` with it (see [`EngineDef::with`]).
+            pub fn with<W: WithEngine>(
+                self,
+                arena: SlotArena,
+                fds: &[RawFd],
+                opts: &EngineOpts,
+                f: W,
+            ) -> Result<(W::Out, Option<String>), String> {
+                match self {
+                    $(EngineKind::$Kind => <$module::Def as EngineDef>::with(arena, fds, opts, f),)*
+                }
+            }
+        }
+    };
+}
+
+/// What an engine can do (kept for callers that hold a kind).
 pub fn caps(kind: EngineKind) -> Caps {
-    match kind {
-        EngineKind::Psync | EngineKind::Pvsync2 => Caps {
-            sync: true,
-            real_io: true,
-        },
-        EngineKind::Libaio | EngineKind::IoUring => Caps {
-            sync: false,
-            real_io: true,
-        },
-        EngineKind::Null => Caps {
-            sync: false,
-            real_io: false,
-        },
+    kind.caps()
+}
+
+// The engine list: `file => Kind`, one line per engine.
+engine_list! {
+    psync => Psync,
+    pvsync2 => Pvsync2,
+    libaio => Libaio,
+    io_uring => IoUring,
+    null => Null,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_round_trip() {
+        let mut all: Vec<&str> = EngineKind::ALL
+            .iter()
+            .flat_map(|k| k.names())
+            .copied()
+            .collect();
+        let n = all.len();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), n, "an engine name or alias is listed twice");
+        for &k in EngineKind::ALL {
+            for name in k.names() {
+                assert_eq!(EngineKind::parse(name), Some(k));
+            }
+            assert_eq!(EngineKind::parse(k.as_str()), Some(k));
+        }
+        assert_eq!(EngineKind::NAMES.len(), EngineKind::ALL.len());
     }
 }

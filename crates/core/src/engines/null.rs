@@ -1,8 +1,27 @@
 //! null: every I/O completes at once without touching a device. What is left
 //! is the tool's own cost per I/O: offsets, slots, clocks and statistics.
 
-use super::{Completion, Engine, IoDesc, SlotArena};
+use super::{Caps, Completion, Engine, EngineDef, EngineOpts, IoDesc, SlotArena, WithEngine};
 use std::io;
+use std::os::fd::RawFd;
+
+pub struct Def;
+
+impl EngineDef for Def {
+    const NAMES: &'static [&'static str] = &["null"];
+    const CAPS: Caps = Caps {
+        real_io: false,
+        ..Caps::BASE
+    };
+    fn with<W: WithEngine>(
+        arena: SlotArena,
+        _: &[RawFd],
+        _: &EngineOpts,
+        f: W,
+    ) -> Result<(W::Out, Option<String>), String> {
+        Ok((f.run(&mut NullEngine::new(arena)), None))
+    }
+}
 
 pub struct NullEngine {
     arena: SlotArena,

@@ -6,6 +6,4 @@ pub mod spec;
 pub mod units;
 
 pub use parse::{parse_args, parse_job_text, ParseError};
-pub use spec::{
-    BlockSizes, EngineKind, GlobalSettings, JobSpec, OutputFormat, Plan, RandomDist, RwMode,
-};
+pub use spec::{BlockSizes, EngineKind, GlobalSettings, JobSpec, Plan, RandomDist, RwMode};

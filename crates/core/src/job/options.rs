@@ -5,9 +5,7 @@
 //! kind of value it takes, a line of help, an example, and how it sets the
 //! [`JobSpec`] (or the [`GlobalSettings`]).
 
-use super::spec::{
-    BlockSizes, EngineKind, GlobalSettings, JobSpec, OutputFormat, RandomDist, RwMode,
-};
+use super::spec::{BlockSizes, EngineKind, GlobalSettings, JobSpec, RandomDist, RwMode};
 use super::units::*;
 
 /// What kind of value an option takes; decides how a bare flag is treated.
@@ -332,7 +330,7 @@ pub static OPTIONS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Choice(EngineKind::NAMES),
         example: "io_uring",
-        help: "I/O engine: psync, pvsync2, libaio, io_uring, null",
+        help: "I/O engine",
         apply: job!(|j, v| {
             j.ioengine = EngineKind::parse(v.trim())
                 .ok_or_else(|| format!("'{}' is not an engine dioscope has", v.trim()))?;
@@ -763,7 +761,7 @@ pub static OPTIONS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         example: "1",
-        help: "pvsync2/io_uring: RWF_NOWAIT",
+        help: "RWF_NOWAIT: fail an I/O rather than block (pvsync2, libaio, io_uring)",
         apply: job!(|j, v| {
             j.nowait = parse_bool(v)?;
             Ok(())
@@ -933,16 +931,11 @@ pub static OPTIONS: &[OptDef] = &[
     OptDef {
         name: "output-format",
         aliases: &["output_format"],
-        kind: Kind::Choice(&["normal", "json", "json+"]),
+        kind: Kind::Str,
         example: "json",
-        help: "normal, json or json+ (json with latency bins)",
+        help: "The output format: one of those listed under OUTPUT FORMATS in --help",
         apply: Apply::Global(|g, v| {
-            g.output_format = match v.trim() {
-                "normal" | "terse" => OutputFormat::Normal,
-                "json" => OutputFormat::Json,
-                "json+" => OutputFormat::JsonPlus,
-                o => return Err(format!("'{o}' is not an output format")),
-            };
+            g.output_format = v.trim().to_string();
             Ok(())
         }),
     },
@@ -1121,6 +1114,16 @@ pub fn closest(name: &str) -> Option<(&'static str, &'static OptDef)> {
         .map(|(_, n, o)| (n, o))
 }
 
+/// An option's help, with its choices when it has a fixed set of values.
+fn full_help(o: &OptDef) -> String {
+    match o.kind {
+        Kind::Choice(c) if !c.iter().any(|v| o.help.contains(v)) => {
+            format!("{} ({})", o.help, c.join(", "))
+        }
+        _ => o.help.to_string(),
+    }
+}
+
 /// `--help` text, generated from the table.
 pub fn help_text() -> String {
     let mut s = String::new();
@@ -1132,7 +1135,7 @@ pub fn help_text() -> String {
         s.push_str(&format!(
             "  --{:<34} {}\n",
             format!("{names}={}", o.example),
-            o.help
+            full_help(o)
         ));
     }
     s
@@ -1152,7 +1155,7 @@ pub fn markdown_table() -> String {
                 .collect::<Vec<_>>()
                 .join(" "),
             o.example,
-            o.help
+            full_help(o)
         ));
     }
     s

@@ -430,14 +430,32 @@ pub fn validate(j: &JobSpec) -> Result<(), ParseError> {
             }
         }
     }
-    if j.hipri && !matches!(j.ioengine, EngineKind::IoUring | EngineKind::Pvsync2) {
-        return invalid(format!(
-            "hipri works with io_uring or pvsync2, not {}",
-            j.ioengine.as_str()
-        ));
-    }
-    if j.sqthread_poll && j.ioengine != EngineKind::IoUring {
-        return invalid("sqthread_poll needs ioengine=io_uring".into());
+    engine_can(j)?;
+    Ok(())
+}
+
+/// Refuse an engine option the job's engine cannot honour, rather than ignore it.
+fn engine_can(j: &JobSpec) -> Result<(), ParseError> {
+    type Has = fn(&crate::engines::Caps) -> bool;
+    let wanted: [(&str, bool, Has); 3] = [
+        ("hipri", j.hipri, |c| c.hipri),
+        ("nowait", j.nowait, |c| c.nowait),
+        ("sqthread_poll", j.sqthread_poll, |c| c.sqpoll),
+    ];
+    for (opt, on, has) in wanted {
+        if on && !has(&j.ioengine.caps()) {
+            let with: Vec<&str> = EngineKind::ALL
+                .iter()
+                .filter(|k| has(&k.caps()))
+                .map(|k| k.as_str())
+                .collect();
+            return Err(ParseError::Invalid(format!(
+                "job '{}': {opt} works with {}, not {}; drop {opt} or change ioengine=",
+                j.name,
+                with.join(" or "),
+                j.ioengine.as_str()
+            )));
+        }
     }
     Ok(())
 }
@@ -570,7 +588,6 @@ pub fn parse_args<S: AsRef<str>>(args: &[S]) -> Result<Plan, ParseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::spec::OutputFormat;
 
     #[test]
     fn fio_style_job_text() {
@@ -647,7 +664,7 @@ mod tests {
             "8k",
         ])
         .unwrap();
-        assert_eq!(p.global.output_format, OutputFormat::Json);
+        assert_eq!(p.global.output_format, "json");
         assert_eq!(p.jobs.len(), 2);
         assert_eq!(p.jobs[0].ioengine, EngineKind::Null);
         assert_eq!(p.jobs[1].ioengine, EngineKind::Null);

@@ -57,39 +57,7 @@ impl RwMode {
     }
 }
 
-/// I/O engine (`ioengine=`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EngineKind {
-    Psync,
-    Pvsync2,
-    Libaio,
-    IoUring,
-    Null,
-}
-
-impl EngineKind {
-    pub const NAMES: &'static [&'static str] = &["psync", "pvsync2", "libaio", "io_uring", "null"];
-
-    pub fn parse(s: &str) -> Option<EngineKind> {
-        Some(match s {
-            "psync" | "sync" => EngineKind::Psync,
-            "pvsync2" => EngineKind::Pvsync2,
-            "libaio" => EngineKind::Libaio,
-            "io_uring" => EngineKind::IoUring,
-            "null" => EngineKind::Null,
-            _ => return None,
-        })
-    }
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EngineKind::Psync => "psync",
-            EngineKind::Pvsync2 => "pvsync2",
-            EngineKind::Libaio => "libaio",
-            EngineKind::IoUring => "io_uring",
-            EngineKind::Null => "null",
-        }
-    }
-}
+pub use crate::engines::EngineKind;
 
 /// Block-size distribution for one direction.
 #[derive(Debug, Clone, PartialEq)]
@@ -297,7 +265,10 @@ impl JobSpec {
 /// Settings for the whole invocation rather than a job.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct GlobalSettings {
-    pub output_format: OutputFormat,
+    /// `--output-format` as given (empty: the default). The command
+    /// resolves it in its table of renderers (`render::RUN_FORMATS`), which
+    /// is the one list of formats.
+    pub output_format: String,
     pub output: Option<String>,
     /// `--trials` from the command line (overrides every job).
     pub trials: Option<u32>,
@@ -307,14 +278,6 @@ pub struct GlobalSettings {
     pub no_progress: bool,
     /// `--profile`: perf over the measured windows (crate::profile).
     pub profile: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum OutputFormat {
-    #[default]
-    Normal,
-    Json,
-    JsonPlus,
 }
 
 /// A whole invocation: global settings and the jobs in order, each with its

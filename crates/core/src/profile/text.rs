@@ -109,7 +109,7 @@ pub fn render_text(p: &ProfileResult) -> String {
             "group {} ({}): {} I/Os in {} recorded trial(s)",
             g.group,
             g.jobs.join(", "),
-            crate::report::human_count(g.ios as f64),
+            crate::results::human_count(g.ios as f64),
             g.trials.iter().filter(|t| t.error.is_none()).count()
         );
         let b = &g.process;

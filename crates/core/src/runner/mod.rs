@@ -12,8 +12,9 @@ pub mod hint;
 pub mod offsets;
 pub mod worker;
 
-use crate::engines::{caps, null::NullEngine, sync::SyncEngine, SlotArena};
-use crate::job::{EngineKind, JobSpec, Plan};
+use crate::engines::{caps, Engine, EngineOpts, SlotArena, WithEngine};
+use crate::job::{JobSpec, Plan};
+pub use crate::results::measure::{TrialEnv, TrialJob};
 use crate::stats::cpu::SysCpu;
 use crate::targets::{
     check_aligned, sysfs_block_attr, TargetInfo, TargetKind, TargetNeed, TargetTable,
@@ -60,31 +61,6 @@ pub struct ResolvedJob {
     pub spec: JobSpec,
     pub group: u32,
     pub clones: Vec<Vec<FileUse>>,
-}
-
-/// One job's result in one trial (all its clones merged).
-#[derive(Debug, Clone, Default)]
-pub struct TrialJob {
-    pub dirs: [DirStats; 2],
-    pub sync: DirStats,
-    pub runtime_ns: u64,
-    pub thread_cpu: Usage,
-    pub ticks: Vec<Tick>,
-    pub first_error: Option<(IoErrorInfo, String)>,
-    pub interrupted: bool,
-    /// Busiest worker's CPU share of its wall time (1.0 = a full CPU).
-    pub max_worker_cpu: f64,
-    pub workers: u32,
-    pub queue: QueueStats,
-}
-
-/// Whole-process and system-wide measurements of one group trial.
-#[derive(Debug, Clone, Default)]
-pub struct TrialEnv {
-    pub wall_ns: u64,
-    pub process: Usage,
-    pub system: SysCpu,
-    pub ios: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -141,6 +117,30 @@ impl RunResult {
         })
     }
 
+    /// The per-job summaries every renderer and the diagnosis read: trials
+    /// merged, and with `group_reporting` the jobs of a group.
+    pub fn summarize(&self) -> Vec<crate::results::JobSummary> {
+        let jobs: Vec<crate::results::JobInput> = self
+            .jobs
+            .iter()
+            .map(|j| crate::results::JobInput {
+                name: &j.resolved.spec.name,
+                group: j.resolved.group,
+                group_reporting: j.resolved.spec.group_reporting,
+                trials: &j.trials,
+            })
+            .collect();
+        let groups: Vec<crate::results::GroupInput> = self
+            .groups
+            .iter()
+            .map(|g| crate::results::GroupInput {
+                id: g.id,
+                trials: &g.trials,
+            })
+            .collect();
+        crate::results::summarize(&jobs, &groups)
+    }
+
     /// An I/O error ended the run early (a job without `continue_on_error`
     /// failed): the result is partial.
     pub fn stopped_by_error(&self) -> bool {
@@ -181,10 +181,9 @@ fn job_paths(j: &JobSpec, clone: u32, default_job: bool) -> Vec<PathBuf> {
 }
 
 /// Stage one: resolve and open everything, check alignment. No I/O yet.
-pub fn prepare(
-    plan: &Plan,
-    check_write: &dyn Fn(&Path) -> Result<(), String>,
-) -> Result<(Vec<ResolvedJob>, TargetTable), SetupError> {
+/// The destructive-write guard runs on every target a job writes, with the
+/// overrides of the jobs that write it (`targets::TargetNeed`).
+pub fn prepare(plan: &Plan) -> Result<(Vec<ResolvedJob>, TargetTable), SetupError> {
     let mut needs = Vec::new();
     let mut group = 0u32;
     let mut groups = Vec::new();
@@ -216,11 +215,12 @@ pub fn prepare(
                     direct: j.direct,
                     write: j.rw.writes() && !j.verify_only,
                     min_size,
+                    allow_mounted_write: j.allow_mounted_write,
                 });
             }
         }
     }
-    let table = TargetTable::open_all(&needs, check_write)?;
+    let table = TargetTable::open_all(&needs, &plan.global.destroy_data_on)?;
     match resolve(plan, &table, &groups) {
         Ok(out) => Ok((out, table)),
         Err(e) => {
@@ -411,69 +411,59 @@ fn run_worker<H: BlockHook>(
     if j.rw.writes() {
         arena.fill_random(j.randseed ^ 0xD10);
     }
+    let opts = engine_opts(j, plan.depth);
     let fds = plan.fds.clone();
-    let mut rwf = 0;
-    if j.hipri {
-        rwf |= dioscope_sys::io::RWF_HIPRI;
-    }
-    if j.nowait {
-        rwf |= dioscope_sys::io::RWF_NOWAIT;
-    }
-    let startdelay = j.startdelay_us;
-    let start = |barrier: &Barrier| {
-        barrier.wait();
-        if startdelay > 0 {
-            std::thread::sleep(std::time::Duration::from_micros(startdelay));
-        }
-        now_ns()
+    let run = RunOnEngine {
+        plan,
+        barrier,
+        startdelay_us: j.startdelay_us,
+        stop,
+        prog,
+        hook,
     };
-    match j.ioengine {
-        EngineKind::Null => {
-            let mut e = NullEngine::new(arena);
-            let t = start(barrier);
-            worker::run_with_hook(&mut e, plan, t, stop, prog, hook)
-        }
-        EngineKind::Psync | EngineKind::Pvsync2 => {
-            let v2 = (j.ioengine == EngineKind::Pvsync2).then_some(rwf);
-            let mut e = SyncEngine::new(arena, &fds, v2);
-            let t = start(barrier);
-            worker::run_with_hook(&mut e, plan, t, stop, prog, hook)
-        }
-        EngineKind::Libaio => match dioscope_sys::aio::AioQueue::new(arena, &fds, rwf) {
-            Ok(mut e) => {
-                let t = start(barrier);
-                worker::run_with_hook(&mut e, plan, t, stop, prog, hook)
+    match j.ioengine.with(arena, &fds, &opts, run) {
+        Ok((mut r, note)) => {
+            if note.is_some() {
+                r.setup_note = note;
             }
-            Err(e) => fail(format!(
-                "io_setup failed: {e}; raise /proc/sys/fs/aio-max-nr or lower iodepth"
-            )),
-        },
-        EngineKind::IoUring => {
-            let opts = dioscope_sys::uring::UringOpts {
-                entries: plan.depth,
-                fixed_bufs: j.fixedbufs,
-                register_files: j.registerfiles,
-                sqpoll: j.sqthread_poll,
-                iopoll: j.hipri,
-                nowait: j.nowait,
-            };
-            let mut plan = Some(plan);
-            let r = dioscope_sys::uring::with_queue(&opts, &fds, &mut arena, |q| {
-                let feats = q.features();
-                let t = start(barrier);
-                let mut r =
-                    worker::run_with_hook(q, plan.take().expect("once"), t, stop, prog, hook);
-                r.setup_note = Some(format!(
-                    "io_uring: single_issuer={} defer_taskrun={} coop_taskrun={} fixed_bufs={} registered_files={} registered_ring={} sqpoll={} iopoll={}",
-                    feats.single_issuer, feats.defer_taskrun, feats.coop_taskrun, feats.fixed_bufs, feats.registered_files, feats.registered_ring, feats.sqpoll, feats.iopoll
-                ));
-                r
-            });
-            match r {
-                Ok(r) => r,
-                Err(e) => fail(format!("io_uring setup failed: {e}; try ioengine=libaio")),
-            }
+            r
         }
+        Err(msg) => fail(msg),
+    }
+}
+
+/// The engine options of a job.
+fn engine_opts(j: &JobSpec, depth: u32) -> EngineOpts {
+    EngineOpts {
+        depth,
+        hipri: j.hipri,
+        nowait: j.nowait,
+        sqpoll: j.sqthread_poll,
+        fixed_bufs: j.fixedbufs,
+        registered_files: j.registerfiles,
+    }
+}
+
+/// What a worker does once its engine is built: wait for the common start,
+/// then run its loop.
+struct RunOnEngine<'a, H: BlockHook> {
+    plan: WorkerPlan,
+    barrier: &'a Barrier,
+    startdelay_us: u64,
+    stop: &'a AtomicBool,
+    prog: &'a Progress,
+    hook: &'a mut H,
+}
+
+impl<H: BlockHook> WithEngine for RunOnEngine<'_, H> {
+    type Out = WorkerResult;
+    fn run<E: Engine>(self, e: &mut E) -> WorkerResult {
+        self.barrier.wait();
+        if self.startdelay_us > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(self.startdelay_us));
+        }
+        let t = now_ns();
+        worker::run_with_hook(e, self.plan, t, self.stop, self.prog, self.hook)
     }
 }
 
@@ -680,32 +670,93 @@ pub fn execute(
     hooks: &mut dyn TrialHooks,
 ) -> RunResult {
     let start_ms = dioscope_sys::clock::wall_ms();
-    let mut jobs: Vec<JobRun> = resolved
-        .into_iter()
-        .map(|r| JobRun {
-            resolved: r,
-            trials: Vec::new(),
-            verify: None,
-        })
-        .collect();
-    let ngroups = jobs
+    let ngroups = resolved
         .iter()
-        .map(|j| j.resolved.group)
+        .map(|j| j.group)
         .max()
         .map(|g| g + 1)
         .unwrap_or(0);
-    let mut groups = Vec::new();
-    let mut notes = Vec::new();
-    let mut interrupted = false;
-    // The intervals each write worker stamped in the last trial, per job and clone.
-    let mut written: Vec<Vec<Option<Written>>> = jobs.iter().map(|_| Vec::new()).collect();
-    'groups: for g in 0..ngroups {
-        let idx: Vec<usize> = (0..jobs.len())
-            .filter(|&i| jobs[i].resolved.group == g)
+    let mut ex = Execution {
+        written: resolved.iter().map(|_| Vec::new()).collect(),
+        jobs: resolved
+            .into_iter()
+            .map(|r| JobRun {
+                resolved: r,
+                trials: Vec::new(),
+                verify: None,
+            })
+            .collect(),
+        table,
+        opts,
+        hooks,
+        groups: Vec::new(),
+        notes: Vec::new(),
+        interrupted: false,
+    };
+    for g in 0..ngroups {
+        if !ex.run_group(g) {
+            break;
+        }
+    }
+    RunResult {
+        jobs: ex.jobs,
+        groups: ex.groups,
+        targets: table.targets.iter().map(|t| t.info.clone()).collect(),
+        interrupted: ex.interrupted,
+        signal: dioscope_sys::signal::last_signal(),
+        start_ms,
+        notes: ex.notes,
+    }
+}
+
+/// What stage two accumulates while it runs the groups.
+struct Execution<'a> {
+    jobs: Vec<JobRun>,
+    table: &'a TargetTable,
+    opts: &'a RunOptions,
+    hooks: &'a mut dyn TrialHooks,
+    groups: Vec<GroupRun>,
+    notes: Vec<String>,
+    interrupted: bool,
+    /// The intervals each write worker stamped in the last trial, per job and clone.
+    written: Vec<Vec<Option<Written>>>,
+}
+
+/// The running workers of one trial.
+struct Spawned {
+    /// (job index, clone, thread).
+    handles: Vec<(usize, usize, WorkerThread)>,
+    barrier: Arc<Barrier>,
+    stop: Arc<AtomicBool>,
+    progs: Vec<Arc<Progress>>,
+}
+
+/// Process and system counters at the start or end of a measurement.
+struct Snapshot {
+    usage: Usage,
+    cpu: SysCpu,
+    ns: u64,
+}
+
+impl Snapshot {
+    fn take() -> Snapshot {
+        Snapshot {
+            usage: usage_self(),
+            cpu: SysCpu::read(),
+            ns: now_ns(),
+        }
+    }
+}
+
+impl Execution<'_> {
+    /// Run every trial of group `g`, then its read-back. False: stop the run.
+    fn run_group(&mut self, g: u32) -> bool {
+        let idx: Vec<usize> = (0..self.jobs.len())
+            .filter(|&i| self.jobs[i].resolved.group == g)
             .collect();
         let trials = idx
             .iter()
-            .map(|&i| jobs[i].resolved.spec.trials)
+            .map(|&i| self.jobs[i].resolved.spec.trials)
             .max()
             .unwrap_or(1);
         let mut grun = GroupRun {
@@ -713,220 +764,276 @@ pub fn execute(
             trials: Vec::new(),
         };
         for trial in 0..trials {
-            let gjobs: Vec<&ResolvedJob> = idx.iter().map(|&i| &jobs[i].resolved).collect();
-            hooks.before_trial(g, trial, &gjobs, table);
-            let nworkers: usize = gjobs.iter().map(|j| j.clones.len()).sum();
-            let barrier = Arc::new(Barrier::new(nworkers + 1));
-            let stop = Arc::new(AtomicBool::new(false));
-            let progs: Vec<Arc<Progress>> = (0..nworkers)
-                .map(|_| Arc::new(Progress::default()))
-                .collect();
-            let mut handles = Vec::new();
-            let mut k = 0;
-            for &i in &idx {
-                let rj = &jobs[i].resolved;
-                for (c, files) in rj.clones.iter().enumerate() {
-                    let (plan, hook) = trial_plan(&rj.spec, files, table, c as u32, trial);
-                    let spec = rj.spec.clone();
-                    let (b, s, p) = (barrier.clone(), stop.clone(), progs[k].clone());
-                    k += 1;
-                    let h = std::thread::Builder::new()
-                        .name(format!("{}.{}", spec.name, c))
-                        .spawn(move || run_hooked(&spec, plan, &b, &s, &p, hook))
-                        .expect("spawn worker thread");
-                    handles.push((i, c, h));
-                }
-            }
-            barrier.wait();
-            let t0 = now_ns();
-            let ramp = gjobs
-                .iter()
-                .map(|j| j.spec.ramp_time_us * 1000)
-                .max()
-                .unwrap_or(0);
-            let runtime = gjobs
-                .iter()
-                .map(|j| j.spec.runtime_us * 1000)
-                .max()
-                .unwrap_or(0);
-            let all_done = || progs.iter().all(|p| p.done.load(Ordering::Relaxed));
-            sleep_until(t0 + ramp, &all_done, &stop);
-            let (u0, s0, m0) = (usage_self(), SysCpu::read(), now_ns());
-            hooks.measure_start(g, trial);
-            let mut last = (now_ns(), 0u64, 0u64);
-            while !all_done() {
-                sleep_until(now_ns() + 1_000_000_000, &all_done, &stop);
-                if dioscope_sys::signal::stop_count() > 0 {
-                    stop.store(true, Ordering::Relaxed);
-                }
-                if !all_done() {
-                    hooks.during_trial(g, trial);
-                }
-                if opts.progress {
-                    let ios: u64 = progs.iter().map(|p| p.ios.load(Ordering::Relaxed)).sum();
-                    let bytes: u64 = progs.iter().map(|p| p.bytes.load(Ordering::Relaxed)).sum();
-                    let now = now_ns();
-                    let dt = (now - last.0).max(1) as f64 / 1e9;
-                    let el = (now - t0) as f64 / 1e9;
-                    let total = (ramp + runtime) as f64 / 1e9;
-                    let remain = if runtime > 0 {
-                        format!(" remaining {:.0}s", (total - el).max(0.0))
-                    } else {
-                        String::new()
-                    };
-                    eprint!(
-                        "\r\x1b[K[group {g} trial {}/{trials}] elapsed {:.0}s{remain}  IOPS {}  BW {}/s",
-                        trial + 1,
-                        el,
-                        crate::report::human_count((ios.saturating_sub(last.1)) as f64 / dt),
-                        crate::report::human_bytes((bytes.saturating_sub(last.2)) as f64 / dt)
-                    );
-                    last = (now, ios, bytes);
-                }
-            }
-            if opts.progress {
-                eprint!("\r\x1b[K");
-            }
-            let (u1, s1, m1) = (usage_self(), SysCpu::read(), now_ns());
-            let mut per_job: Vec<TrialJob> = idx.iter().map(|_| TrialJob::default()).collect();
-            for (i, clone, h) in handles {
-                let (r, out) = h
-                    .join()
-                    .unwrap_or_else(|_| (panicked_worker(), HookOut::None));
-                match out {
-                    HookOut::None => {}
-                    HookOut::Written(w) => {
-                        let slot = &mut written[i];
-                        if slot.len() <= clone {
-                            slot.resize_with(clone + 1, || None);
-                        }
-                        slot[clone] = Some(w);
-                    }
-                    HookOut::Checked(c) => {
-                        let paths: Vec<String> = jobs[i].resolved.clones[clone]
-                            .iter()
-                            .map(|f| f.path.display().to_string())
-                            .collect();
-                        jobs[i]
-                            .verify
-                            .get_or_insert_with(VerifyReport::default)
-                            .add(&c, &paths);
-                    }
-                }
-                let pos = idx.iter().position(|&x| x == i).expect("job index");
-                let tj = &mut per_job[pos];
-                for (a, b) in tj.dirs.iter_mut().zip(&r.dirs) {
-                    a.merge(b);
-                }
-                tj.sync.merge(&r.sync);
-                tj.runtime_ns = tj.runtime_ns.max(r.runtime_ns);
-                tj.thread_cpu.add(&r.thread_cpu);
-                tj.max_worker_cpu = tj.max_worker_cpu.max(r.cpu_busy);
-                tj.interrupted |= r.interrupted;
-                tj.workers += 1;
-                tj.queue.add(&r.queue);
-                merge_ticks(&mut tj.ticks, &r.ticks);
-                if let Some(n) = r.setup_note {
-                    if !notes.contains(&n) {
-                        notes.push(n);
-                    }
-                }
-                if tj.first_error.is_none() {
-                    if let Some(e) = r.first_error {
-                        let path = jobs[i]
-                            .resolved
-                            .clones
-                            .first()
-                            .and_then(|f| f.get(e.file as usize))
-                            .map(|f| f.path.display().to_string())
-                            .unwrap_or_default();
-                        tj.first_error = Some((e, path));
-                    }
-                }
-            }
-            let ios: u64 = per_job.iter().map(|t| t.dirs[0].ios + t.dirs[1].ios).sum();
-            hooks.measure_end(g, trial, ios);
-            grun.trials.push(TrialEnv {
-                wall_ns: m1 - m0,
-                process: u1.since(&u0),
-                system: s1.since(&s0),
-                ios,
-            });
-            let gjobs: Vec<&ResolvedJob> = idx.iter().map(|&i| &jobs[i].resolved).collect();
-            hooks.after_trial(g, trial, &gjobs, table);
-            let mut stop_now = false;
-            for (pos, tj) in per_job.into_iter().enumerate() {
-                interrupted |= tj.interrupted;
-                let fatal =
-                    tj.first_error.is_some() && !jobs[idx[pos]].resolved.spec.continue_on_error;
-                stop_now |= fatal;
-                jobs[idx[pos]].trials.push(tj);
-            }
-            if interrupted || dioscope_sys::signal::stop_count() > 0 {
-                interrupted = true;
-                groups.push(grun);
-                break 'groups;
+            let (env, stop_now) = self.run_trial(g, trial, trials, &idx);
+            grun.trials.push(env);
+            if self.interrupted || dioscope_sys::signal::stop_count() > 0 {
+                self.interrupted = true;
+                self.groups.push(grun);
+                return false;
             }
             if stop_now {
-                groups.push(grun);
-                break 'groups;
+                self.groups.push(grun);
+                return false;
             }
         }
-        // Read back what the group's verifying writers wrote.
         for &i in &idx {
-            let spec = jobs[i].resolved.spec.clone();
-            if !(spec.do_verify && spec.rw.writes() && !spec.verify_only) {
-                continue;
-            }
-            let Some(vs) = verify_spec(&spec, trials as u64) else {
-                continue;
-            };
-            let clones = jobs[i].resolved.clones.clone();
-            let mut report = jobs[i].verify.take().unwrap_or_default();
-            for (c, files) in clones.iter().enumerate() {
-                let Some(w) = written[i].get_mut(c).and_then(Option::take) else {
-                    continue;
-                };
-                let mut checker = Checker::new(vs, Some(w), Some(vs.generation), spec.verify_fatal);
-                let plan = verify_read_plan(&spec, files, table, vs.interval as u64);
-                let barrier = Barrier::new(1);
-                let (stop, prog) = (AtomicBool::new(false), Progress::default());
-                let r = run_worker(&spec, plan, &barrier, &stop, &prog, &mut checker);
-                let paths: Vec<String> =
-                    files.iter().map(|f| f.path.display().to_string()).collect();
-                report.add(&checker, &paths);
-                if let Some(e) = r.first_error {
-                    report.read_errors += r.dirs[0].errors.max(1);
-                    report.first_read_error.get_or_insert(format!(
-                        "read of {} bytes at offset {} of {}: {}",
-                        e.len,
-                        e.offset,
-                        paths
-                            .get(e.file as usize)
-                            .map(String::as_str)
-                            .unwrap_or("?"),
-                        std::io::Error::from_raw_os_error(e.errno)
-                    ));
-                }
-            }
-            jobs[i].verify = Some(report);
+            self.read_back(i, trials);
         }
+        self.groups.push(grun);
         if dioscope_sys::signal::stop_count() > 0 {
             // Stopped during the read-back: the verify report is partial too.
-            interrupted = true;
-            groups.push(grun);
-            break 'groups;
+            self.interrupted = true;
+            return false;
         }
-        groups.push(grun);
+        true
     }
-    let targets = table.targets.iter().map(|t| t.info.clone()).collect();
-    RunResult {
-        jobs,
-        groups,
-        targets,
-        interrupted,
-        signal: dioscope_sys::signal::last_signal(),
-        start_ms,
-        notes,
+
+    /// One trial of the jobs `idx` of group `g`. Returns the group's
+    /// measurements and whether an I/O error ends the run.
+    fn run_trial(&mut self, g: u32, trial: u32, trials: u32, idx: &[usize]) -> (TrialEnv, bool) {
+        let gjobs: Vec<&ResolvedJob> = idx.iter().map(|&i| &self.jobs[i].resolved).collect();
+        self.hooks.before_trial(g, trial, &gjobs, self.table);
+        let sp = self.spawn(trial, idx);
+        sp.barrier.wait();
+        let t0 = now_ns();
+        let ramp = gjobs
+            .iter()
+            .map(|j| j.spec.ramp_time_us * 1000)
+            .max()
+            .unwrap_or(0);
+        let runtime = gjobs
+            .iter()
+            .map(|j| j.spec.runtime_us * 1000)
+            .max()
+            .unwrap_or(0);
+        let all_done = || sp.progs.iter().all(|p| p.done.load(Ordering::Relaxed));
+        sleep_until(t0 + ramp, &all_done, &sp.stop);
+        let before = Snapshot::take();
+        self.hooks.measure_start(g, trial);
+        let mut meter = ProgressLine {
+            label: format!("[group {g} trial {}/{trials}]", trial + 1),
+            t0,
+            total_ns: ramp + runtime,
+            timed: runtime > 0,
+            last: (now_ns(), 0, 0),
+        };
+        while !all_done() {
+            sleep_until(now_ns() + 1_000_000_000, &all_done, &sp.stop);
+            if dioscope_sys::signal::stop_count() > 0 {
+                sp.stop.store(true, Ordering::Relaxed);
+            }
+            if !all_done() {
+                self.hooks.during_trial(g, trial);
+            }
+            if self.opts.progress {
+                meter.show(&sp.progs);
+            }
+        }
+        if self.opts.progress {
+            eprint!("\r\x1b[K");
+        }
+        let after = Snapshot::take();
+        let per_job = self.join(sp.handles, idx);
+        let ios: u64 = per_job.iter().map(|t| t.dirs[0].ios + t.dirs[1].ios).sum();
+        self.hooks.measure_end(g, trial, ios);
+        let env = TrialEnv {
+            wall_ns: after.ns - before.ns,
+            process: after.usage.since(&before.usage),
+            system: after.cpu.since(&before.cpu),
+            ios,
+        };
+        let gjobs: Vec<&ResolvedJob> = idx.iter().map(|&i| &self.jobs[i].resolved).collect();
+        self.hooks.after_trial(g, trial, &gjobs, self.table);
+        let mut stop_now = false;
+        for (pos, tj) in per_job.into_iter().enumerate() {
+            let job = &mut self.jobs[idx[pos]];
+            self.interrupted |= tj.interrupted;
+            stop_now |= tj.first_error.is_some() && !job.resolved.spec.continue_on_error;
+            job.trials.push(tj);
+        }
+        (env, stop_now)
+    }
+
+    /// Start one thread per clone of the jobs `idx`; they wait at the barrier.
+    fn spawn(&self, trial: u32, idx: &[usize]) -> Spawned {
+        let nworkers: usize = idx
+            .iter()
+            .map(|&i| self.jobs[i].resolved.clones.len())
+            .sum();
+        let barrier = Arc::new(Barrier::new(nworkers + 1));
+        let stop = Arc::new(AtomicBool::new(false));
+        let progs: Vec<Arc<Progress>> = (0..nworkers)
+            .map(|_| Arc::new(Progress::default()))
+            .collect();
+        let mut handles = Vec::new();
+        let mut k = 0;
+        for &i in idx {
+            let rj = &self.jobs[i].resolved;
+            for (c, files) in rj.clones.iter().enumerate() {
+                let (plan, hook) = trial_plan(&rj.spec, files, self.table, c as u32, trial);
+                let spec = rj.spec.clone();
+                let (b, s, p) = (barrier.clone(), stop.clone(), progs[k].clone());
+                k += 1;
+                let h = std::thread::Builder::new()
+                    .name(format!("{}.{}", spec.name, c))
+                    .spawn(move || run_hooked(&spec, plan, &b, &s, &p, hook))
+                    .expect("spawn worker thread");
+                handles.push((i, c, h));
+            }
+        }
+        Spawned {
+            handles,
+            barrier,
+            stop,
+            progs,
+        }
+    }
+
+    /// Wait for the workers and merge their results per job (in `idx` order).
+    fn join(&mut self, handles: Vec<(usize, usize, WorkerThread)>, idx: &[usize]) -> Vec<TrialJob> {
+        let mut per_job: Vec<TrialJob> = idx.iter().map(|_| TrialJob::default()).collect();
+        for (i, clone, h) in handles {
+            let (r, out) = h
+                .join()
+                .unwrap_or_else(|_| (panicked_worker(), HookOut::None));
+            self.keep_hook_out(i, clone, out);
+            if let Some(n) = &r.setup_note {
+                if !self.notes.contains(n) {
+                    self.notes.push(n.clone());
+                }
+            }
+            let pos = idx.iter().position(|&x| x == i).expect("job index");
+            per_job[pos].add_worker(r, &self.jobs[i].resolved);
+        }
+        per_job
+    }
+
+    /// Keep what a worker's block hook leaves: the intervals it wrote, or
+    /// the blocks it checked.
+    fn keep_hook_out(&mut self, i: usize, clone: usize, out: HookOut) {
+        match out {
+            HookOut::None => {}
+            HookOut::Written(w) => {
+                let slot = &mut self.written[i];
+                if slot.len() <= clone {
+                    slot.resize_with(clone + 1, || None);
+                }
+                slot[clone] = Some(w);
+            }
+            HookOut::Checked(c) => {
+                let paths = clone_paths(&self.jobs[i].resolved.clones[clone]);
+                self.jobs[i]
+                    .verify
+                    .get_or_insert_with(VerifyReport::default)
+                    .add(&c, &paths);
+            }
+        }
+    }
+
+    /// Read back what job `i`'s verifying writers wrote in the group's last trial.
+    fn read_back(&mut self, i: usize, trials: u32) {
+        let spec = self.jobs[i].resolved.spec.clone();
+        if !(spec.do_verify && spec.rw.writes() && !spec.verify_only) {
+            return;
+        }
+        let Some(vs) = verify_spec(&spec, trials as u64) else {
+            return;
+        };
+        let clones = self.jobs[i].resolved.clones.clone();
+        let mut report = self.jobs[i].verify.take().unwrap_or_default();
+        for (c, files) in clones.iter().enumerate() {
+            let Some(w) = self.written[i].get_mut(c).and_then(Option::take) else {
+                continue;
+            };
+            let mut checker = Checker::new(vs, Some(w), Some(vs.generation), spec.verify_fatal);
+            let plan = verify_read_plan(&spec, files, self.table, vs.interval as u64);
+            let barrier = Barrier::new(1);
+            let (stop, prog) = (AtomicBool::new(false), Progress::default());
+            let r = run_worker(&spec, plan, &barrier, &stop, &prog, &mut checker);
+            let paths = clone_paths(files);
+            report.add(&checker, &paths);
+            if let Some(e) = r.first_error {
+                report.read_errors += r.dirs[0].errors.max(1);
+                report.first_read_error.get_or_insert(format!(
+                    "read of {} bytes at offset {} of {}: {}",
+                    e.len,
+                    e.offset,
+                    paths
+                        .get(e.file as usize)
+                        .map(String::as_str)
+                        .unwrap_or("?"),
+                    std::io::Error::from_raw_os_error(e.errno)
+                ));
+            }
+        }
+        self.jobs[i].verify = Some(report);
+    }
+}
+
+type WorkerThread = std::thread::JoinHandle<(WorkerResult, HookOut)>;
+
+fn clone_paths(files: &[FileUse]) -> Vec<String> {
+    files.iter().map(|f| f.path.display().to_string()).collect()
+}
+
+impl TrialJob {
+    /// Merge one worker (clone) of `job` into the job's trial result.
+    fn add_worker(&mut self, r: WorkerResult, job: &ResolvedJob) {
+        for (a, b) in self.dirs.iter_mut().zip(&r.dirs) {
+            a.merge(b);
+        }
+        self.sync.merge(&r.sync);
+        self.runtime_ns = self.runtime_ns.max(r.runtime_ns);
+        self.thread_cpu.add(&r.thread_cpu);
+        self.max_worker_cpu = self.max_worker_cpu.max(r.cpu_busy);
+        self.interrupted |= r.interrupted;
+        self.workers += 1;
+        self.queue.add(&r.queue);
+        merge_ticks(&mut self.ticks, &r.ticks);
+        if self.first_error.is_none() {
+            if let Some(e) = r.first_error {
+                let path = job
+                    .clones
+                    .first()
+                    .and_then(|f| f.get(e.file as usize))
+                    .map(|f| f.path.display().to_string())
+                    .unwrap_or_default();
+                self.first_error = Some((e, path));
+            }
+        }
+    }
+}
+
+/// The live line on stderr: elapsed, remaining, IOPS and bandwidth since the last update.
+struct ProgressLine {
+    label: String,
+    t0: u64,
+    total_ns: u64,
+    timed: bool,
+    /// (time, ios, bytes) at the last update.
+    last: (u64, u64, u64),
+}
+
+impl ProgressLine {
+    fn show(&mut self, progs: &[Arc<Progress>]) {
+        let ios: u64 = progs.iter().map(|p| p.ios.load(Ordering::Relaxed)).sum();
+        let bytes: u64 = progs.iter().map(|p| p.bytes.load(Ordering::Relaxed)).sum();
+        let now = now_ns();
+        let dt = (now - self.last.0).max(1) as f64 / 1e9;
+        let el = (now - self.t0) as f64 / 1e9;
+        let total = self.total_ns as f64 / 1e9;
+        let remain = if self.timed {
+            format!(" remaining {:.0}s", (total - el).max(0.0))
+        } else {
+            String::new()
+        };
+        eprint!(
+            "\r\x1b[K{} elapsed {:.0}s{remain}  IOPS {}  BW {}/s",
+            self.label,
+            el,
+            crate::results::human_count((ios.saturating_sub(self.last.1)) as f64 / dt),
+            crate::results::human_rate((bytes.saturating_sub(self.last.2)) as f64 / dt)
+        );
+        self.last = (now, ios, bytes);
     }
 }

@@ -11,85 +11,12 @@
 
 use super::offsets::{BsPicker, OffsetGen};
 use crate::engines::{Completion, Engine, IoDesc};
-use crate::stats::Histogram;
+pub use crate::verify::{BlockHook, NoHook};
 use dioscope_sys::clock::now_ns;
 use dioscope_sys::proc::{usage_thread, Usage};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-/// Counters of one direction.
-#[derive(Debug, Clone, Default)]
-pub struct DirStats {
-    pub ios: u64,
-    pub bytes: u64,
-    pub short_ios: u64,
-    pub errors: u64,
-    pub slat: Histogram,
-    pub clat: Histogram,
-    pub lat: Histogram,
-}
-
-impl DirStats {
-    pub fn merge(&mut self, o: &DirStats) {
-        self.ios += o.ios;
-        self.bytes += o.bytes;
-        self.short_ios += o.short_ios;
-        self.errors += o.errors;
-        self.slat.merge(&o.slat);
-        self.clat.merge(&o.clat);
-        self.lat.merge(&o.lat);
-    }
-    /// Forget the measurements (end of ramp). Errors are kept: a fault
-    /// during the ramp is still a fault of the run.
-    fn reset(&mut self) {
-        self.ios = 0;
-        self.bytes = 0;
-        self.short_ios = 0;
-        self.slat.reset();
-        self.clat.reset();
-        self.lat.reset();
-    }
-}
-
-/// Cumulative counters at one interval boundary.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Tick {
-    /// Nanoseconds since measurement start.
-    pub t_ns: u64,
-    pub ios: [u64; 2],
-    pub bytes: [u64; 2],
-    pub lat_sum_ns: [u64; 2],
-}
-
-impl Tick {
-    /// Add another worker's counters at the same interval boundary.
-    pub fn add(&mut self, o: &Tick) {
-        for d in 0..2 {
-            self.ios[d] += o.ios[d];
-            self.bytes[d] += o.bytes[d];
-            self.lat_sum_ns[d] += o.lat_sum_ns[d];
-        }
-    }
-}
-
-/// Sum per-interval series of several workers, aligned by interval index.
-pub fn merge_ticks(into: &mut Vec<Tick>, from: &[Tick]) {
-    for (i, t) in from.iter().enumerate() {
-        match into.get_mut(i) {
-            Some(a) => a.add(t),
-            None => into.push(*t),
-        }
-    }
-}
-
-/// The first I/O error a worker saw.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IoErrorInfo {
-    pub file: u32,
-    pub offset: u64,
-    pub len: u32,
-    pub write: bool,
-    pub errno: i32,
-}
+pub use crate::results::measure::{merge_ticks, DirStats, IoErrorInfo, QueueStats, Tick};
 
 /// Everything a worker reports when it ends.
 #[derive(Debug, Clone, Default)]
@@ -105,28 +32,6 @@ pub struct WorkerResult {
     pub cpu_busy: f64,
     pub setup_note: Option<String>,
     pub queue: QueueStats,
-}
-
-/// How deep the queue ran and how big the batches were (fio's
-/// iodepth_level, iodepth_submit and iodepth_complete).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct QueueStats {
-    /// Commits by in-flight depth after staging: 1, 2, 4, 8, 16, 32, >=64.
-    pub depth_level: [u64; 7],
-    /// Commits by I/Os submitted: 0, 1-4, 5-8, 9-16, 17-32, 33-64, >64.
-    pub submit_batches: [u64; 7],
-    /// Reaps by I/Os completed, same buckets.
-    pub complete_batches: [u64; 7],
-}
-
-impl QueueStats {
-    pub fn add(&mut self, o: &QueueStats) {
-        for b in 0..7 {
-            self.depth_level[b] += o.depth_level[b];
-            self.submit_batches[b] += o.submit_batches[b];
-            self.complete_batches[b] += o.complete_batches[b];
-        }
-    }
 }
 
 /// Bucket of fio's iodepth_level map: 1, 2, 4, 8, 16, 32, >=64, each
@@ -212,15 +117,6 @@ pub struct WorkerPlan {
     pub tick_ns: u64,
 }
 
-struct SlotMeta {
-    stage_ns: u64,
-    commit_ns: u64,
-    offset: u64,
-    len: u32,
-    file: u32,
-    write: bool,
-}
-
 #[cold]
 #[inline(never)]
 fn record_error(r: &mut WorkerResult, m: &SlotMeta, res: i32) {
@@ -268,286 +164,490 @@ pub fn run<E: Engine>(
     run_with_hook(eng, p, start_ns, stop, prog, &mut NoHook)
 }
 
-/// Per-block work around the I/O itself: filling a block before it is
-/// written and checking it after it is read (verify). The worker loop is
-/// generic over the hook, so a run without one pays nothing for it.
-pub trait BlockHook {
-    /// False for the no-op hook: the calls below are compiled out.
-    const ACTIVE: bool;
-    /// Fill `buf` (the whole block) before it is written at `offset` of file `file`.
-    fn before_write(&mut self, _buf: &mut [u8], _file: u32, _offset: u64) {}
-    /// Check `buf` (the `res` bytes read) after a read from `offset` of file `file` completed.
-    fn after_read(&mut self, _buf: &[u8], _file: u32, _offset: u64) {}
-    /// Whether the worker should stop issuing (verify_fatal after a bad block).
-    fn should_stop(&self) -> bool {
-        false
-    }
-}
-
-/// No per-block work.
-pub struct NoHook;
-impl BlockHook for NoHook {
-    const ACTIVE: bool = false;
-}
-
 /// [`run`] with a [`BlockHook`].
 pub fn run_with_hook<E: Engine, H: BlockHook>(
     eng: &mut E,
-    mut p: WorkerPlan,
+    p: WorkerPlan,
     start_ns: u64,
     stop: &AtomicBool,
     prog: &Progress,
     hook: &mut H,
 ) -> WorkerResult {
-    let depth = p.depth.max(1) as usize;
-    let mut res = WorkerResult {
-        ticks: Vec::with_capacity(4096),
-        ..Default::default()
-    };
-    let mut meta: Vec<SlotMeta> = (0..depth)
-        .map(|_| SlotMeta {
-            stage_ns: 0,
-            commit_ns: 0,
-            offset: 0,
-            len: 0,
-            file: 0,
-            write: false,
-        })
-        .collect();
-    let mut free: Vec<u32> = (0..depth as u32).rev().collect();
-    let mut staged_list: Vec<u32> = Vec::with_capacity(depth);
-    let mut comps = vec![Completion::default(); depth];
-    let batch = if p.batch_submit == 0 {
-        depth
-    } else {
-        p.batch_submit as usize
-    };
-    let complete_min = p.complete_min.max(1);
-    let ramp_end = start_ns + p.ramp_ns;
-    let end = if p.runtime_ns > 0 {
-        ramp_end + p.runtime_ns
-    } else {
-        u64::MAX
-    };
-    let mut measuring = p.ramp_ns == 0;
-    let mut meas_start = start_ns;
-    let mut cpu0 = usage_thread();
-    let mut next_tick = meas_start + p.tick_ns;
-    let mut inflight = 0usize;
-    let mut issuing = true;
-    let mut measured_bytes = 0u64;
-    // Bytes issued while measuring: the size limit stops issuing, not
-    // reaping, so a deep queue does not overshoot `size`.
-    let mut issued_bytes = 0u64;
-    let mut writes_since_sync = 0u32;
-    let mut last_write_fd = p.fds.first().copied().unwrap_or(-1);
-    let rate_gap = 1_000_000_000u64.checked_div(p.rate_iops).unwrap_or(0);
-    let mut next_allowed = start_ns;
-    let mut now = now_ns();
-    if measuring {
-        prog.measuring.store(true, Ordering::Relaxed);
-    }
-
+    let mut w = Worker::new(eng, hook, p, start_ns, stop, prog);
     loop {
-        // Stage.
-        if issuing && (stop.load(Ordering::Relaxed) || dioscope_sys::signal::stop_count() > 0) {
-            issuing = false;
-            res.interrupted = true;
-        }
-        if H::ACTIVE && issuing && hook.should_stop() {
-            issuing = false;
-        }
-        let t_stage = now;
-        staged_list.clear();
-        while issuing && inflight < depth && staged_list.len() < batch {
-            if rate_gap > 0 {
-                if t_stage < next_allowed {
-                    break;
-                }
-                next_allowed += rate_gap;
-            }
-            let write = match p.read_pct {
-                100 => false,
-                0 => true,
-                pct => p.offsets.rng.below(100) >= pct as u64,
-            };
-            let len = p.bs[write as usize].pick(&mut p.offsets.rng);
-            if p.io_limit > 0 && measuring {
-                if issued_bytes >= p.io_limit {
-                    issuing = false;
-                    break;
-                }
-                issued_bytes += len;
-            }
-            let (file, offset) = p.offsets.next(len);
-            let slot = free.pop().expect("a free slot while inflight < depth");
-            let m = &mut meta[slot as usize];
-            m.stage_ns = t_stage;
-            m.offset = offset;
-            m.len = len as u32;
-            m.file = file;
-            m.write = write;
-            if H::ACTIVE && write {
-                hook.before_write(
-                    &mut eng.arena().slot_mut(slot)[..len as usize],
-                    file,
-                    offset,
-                );
-            }
-            eng.stage(IoDesc {
-                slot,
-                write,
-                file,
-                offset,
-                len: len as u32,
-            });
-            staged_list.push(slot);
-            inflight += 1;
-        }
-        if inflight == 0 {
-            if !issuing {
+        w.check_stop();
+        w.stage_batch();
+        if w.inflight == 0 {
+            if !w.issuing {
                 break;
             }
-            if rate_gap > 0 {
-                // Ahead of the rate with nothing in flight: sleep until allowed.
-                let wait = next_allowed.saturating_sub(now_ns());
-                std::thread::sleep(std::time::Duration::from_nanos(wait));
-                now = now_ns();
+            if w.rate.limited() {
+                w.sleep_for_rate();
                 continue;
             }
         }
-        // Commit: wait only when the queue is full or nothing more will be issued.
-        let min = if inflight >= depth || !issuing || (rate_gap > 0 && staged_list.is_empty()) {
-            complete_min.min(inflight as u32)
+        if w.commit().is_err() {
+            break;
+        }
+        w.reap_and_account();
+        w.maybe_sync();
+        w.advance_timeline();
+    }
+    w.finish()
+}
+
+/// What the worker remembers of each slot while its I/O is in flight.
+struct SlotMeta {
+    stage_ns: u64,
+    commit_ns: u64,
+    offset: u64,
+    len: u32,
+    file: u32,
+    write: bool,
+}
+
+/// The slots of one worker: what each in-flight I/O is, which are idle, which
+/// were staged in this batch, and room for one reap.
+struct Slots {
+    meta: Vec<SlotMeta>,
+    free: Vec<u32>,
+    staged: Vec<u32>,
+    comps: Vec<Completion>,
+}
+
+impl Slots {
+    fn new(depth: usize) -> Slots {
+        Slots {
+            meta: (0..depth)
+                .map(|_| SlotMeta {
+                    stage_ns: 0,
+                    commit_ns: 0,
+                    offset: 0,
+                    len: 0,
+                    file: 0,
+                    write: false,
+                })
+                .collect(),
+            free: (0..depth as u32).rev().collect(),
+            staged: Vec::with_capacity(depth),
+            comps: vec![Completion::default(); depth],
+        }
+    }
+}
+
+/// `rate_iops`: the earliest time the next I/O may be issued.
+struct RateLimit {
+    /// Nanoseconds between I/Os; 0: no limit.
+    gap: u64,
+    next_allowed: u64,
+}
+
+impl RateLimit {
+    #[inline(always)]
+    fn limited(&self) -> bool {
+        self.gap > 0
+    }
+
+    /// Take a turn at `now`, or say that it is too early.
+    #[inline(always)]
+    fn take(&mut self, now: u64) -> bool {
+        if self.gap == 0 {
+            return true;
+        }
+        if now < self.next_allowed {
+            return false;
+        }
+        self.next_allowed += self.gap;
+        true
+    }
+}
+
+/// Ramp, measurement and interval boundaries of one worker.
+struct Timeline {
+    ramp_end: u64,
+    /// End of the run (u64::MAX: no time limit).
+    end: u64,
+    measuring: bool,
+    meas_start: u64,
+    next_tick: u64,
+    tick_ns: u64,
+    cpu0: Usage,
+}
+
+/// The state of one running worker. Its steps are separate methods, inlined
+/// into the one loop of [`run_with_hook`], which stays monomorphised per
+/// engine and hook.
+struct Worker<'a, E: Engine, H: BlockHook> {
+    eng: &'a mut E,
+    hook: &'a mut H,
+    p: WorkerPlan,
+    stop: &'a AtomicBool,
+    prog: &'a Progress,
+    res: WorkerResult,
+    slots: Slots,
+    depth: usize,
+    batch: usize,
+    complete_min: u32,
+    tl: Timeline,
+    rate: RateLimit,
+    inflight: usize,
+    issuing: bool,
+    measured_bytes: u64,
+    /// Bytes issued while measuring: the size limit stops issuing, not
+    /// reaping, so a deep queue does not overshoot `size`.
+    issued_bytes: u64,
+    writes_since_sync: u32,
+    last_write_fd: i32,
+    now: u64,
+}
+
+impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
+    fn new(
+        eng: &'a mut E,
+        hook: &'a mut H,
+        p: WorkerPlan,
+        start_ns: u64,
+        stop: &'a AtomicBool,
+        prog: &'a Progress,
+    ) -> Self {
+        let depth = p.depth.max(1) as usize;
+        let batch = if p.batch_submit == 0 {
+            depth
+        } else {
+            p.batch_submit as usize
+        };
+        let ramp_end = start_ns + p.ramp_ns;
+        let tl = Timeline {
+            ramp_end,
+            end: if p.runtime_ns > 0 {
+                ramp_end + p.runtime_ns
+            } else {
+                u64::MAX
+            },
+            measuring: p.ramp_ns == 0,
+            meas_start: start_ns,
+            next_tick: start_ns + p.tick_ns,
+            tick_ns: p.tick_ns,
+            cpu0: usage_thread(),
+        };
+        if tl.measuring {
+            prog.measuring.store(true, Ordering::Relaxed);
+        }
+        Worker {
+            eng,
+            hook,
+            stop,
+            prog,
+            res: WorkerResult {
+                ticks: Vec::with_capacity(4096),
+                ..Default::default()
+            },
+            slots: Slots::new(depth),
+            depth,
+            batch,
+            complete_min: p.complete_min.max(1),
+            tl,
+            rate: RateLimit {
+                gap: 1_000_000_000u64.checked_div(p.rate_iops).unwrap_or(0),
+                next_allowed: start_ns,
+            },
+            inflight: 0,
+            issuing: true,
+            measured_bytes: 0,
+            issued_bytes: 0,
+            writes_since_sync: 0,
+            last_write_fd: p.fds.first().copied().unwrap_or(-1),
+            now: now_ns(),
+            p,
+        }
+    }
+
+    /// Stop issuing on the runner's stop flag, a signal, or the hook's word.
+    #[inline(always)]
+    fn check_stop(&mut self) {
+        if self.issuing
+            && (self.stop.load(Ordering::Relaxed) || dioscope_sys::signal::stop_count() > 0)
+        {
+            self.issuing = false;
+            self.res.interrupted = true;
+        }
+        if H::ACTIVE && self.issuing && self.hook.should_stop() {
+            self.issuing = false;
+        }
+    }
+
+    /// Stage I/Os into free slots, up to the batch size, the queue depth,
+    /// the size limit and the rate.
+    #[inline(always)]
+    fn stage_batch(&mut self) {
+        let t_stage = self.now;
+        self.slots.staged.clear();
+        while self.issuing && self.inflight < self.depth && self.slots.staged.len() < self.batch {
+            if !self.rate.take(t_stage) {
+                break;
+            }
+            let write = match self.p.read_pct {
+                100 => false,
+                0 => true,
+                pct => self.p.offsets.rng.below(100) >= pct as u64,
+            };
+            let len = self.p.bs[write as usize].pick(&mut self.p.offsets.rng);
+            if !self.within_size(len) {
+                break;
+            }
+            self.stage_one(t_stage, write, len);
+        }
+    }
+
+    /// Count `len` against the size limit; false (and stop issuing) when it is reached.
+    #[inline(always)]
+    fn within_size(&mut self, len: u64) -> bool {
+        if self.p.io_limit > 0 && self.tl.measuring {
+            if self.issued_bytes >= self.p.io_limit {
+                self.issuing = false;
+                return false;
+            }
+            self.issued_bytes += len;
+        }
+        true
+    }
+
+    #[inline(always)]
+    fn stage_one(&mut self, t_stage: u64, write: bool, len: u64) {
+        let (file, offset) = self.p.offsets.next(len);
+        let slot = self
+            .slots
+            .free
+            .pop()
+            .expect("a free slot while inflight < depth");
+        let m = &mut self.slots.meta[slot as usize];
+        m.stage_ns = t_stage;
+        m.offset = offset;
+        m.len = len as u32;
+        m.file = file;
+        m.write = write;
+        if H::ACTIVE && write {
+            self.hook.before_write(
+                &mut self.eng.arena().slot_mut(slot)[..len as usize],
+                file,
+                offset,
+            );
+        }
+        self.eng.stage(IoDesc {
+            slot,
+            write,
+            file,
+            offset,
+            len: len as u32,
+        });
+        self.slots.staged.push(slot);
+        self.inflight += 1;
+    }
+
+    /// Ahead of the rate with nothing in flight: sleep until allowed.
+    #[cold]
+    fn sleep_for_rate(&mut self) {
+        let wait = self.rate.next_allowed.saturating_sub(now_ns());
+        std::thread::sleep(std::time::Duration::from_nanos(wait));
+        self.now = now_ns();
+    }
+
+    /// Hand the batch to the kernel, waiting only when the queue is full or
+    /// nothing more will be issued. An error of the queue itself ends the worker.
+    #[inline(always)]
+    fn commit(&mut self) -> Result<(), ()> {
+        let wait = self.inflight >= self.depth
+            || !self.issuing
+            || (self.rate.limited() && self.slots.staged.is_empty());
+        let min = if wait {
+            self.complete_min.min(self.inflight as u32)
         } else {
             0
         };
         let t_commit = now_ns();
-        for &s in &staged_list {
-            meta[s as usize].commit_ns = t_commit;
+        for &s in &self.slots.staged {
+            self.slots.meta[s as usize].commit_ns = t_commit;
         }
-        if let Err(e) = eng.commit(min) {
-            res.first_error.get_or_insert(IoErrorInfo {
-                file: 0,
-                offset: 0,
-                len: 0,
-                write: false,
-                errno: e.raw_os_error().unwrap_or(libc::EIO),
-            });
-            res.dirs[0].errors += 1;
-            break;
+        if let Err(e) = self.eng.commit(min) {
+            self.queue_failed(e);
+            return Err(());
         }
-        now = now_ns();
-        let n = eng.reap(&mut comps);
-        if measuring {
-            res.queue.depth_level[depth_bucket(inflight)] += 1;
-            res.queue.submit_batches[batch_bucket(staged_list.len())] += 1;
-            res.queue.complete_batches[batch_bucket(n)] += 1;
-        }
-        for c in &comps[..n] {
-            let m = &meta[c.slot as usize];
-            let d = m.write as usize;
-            if c.res < 0 {
-                record_error(&mut res, m, c.res);
-                if !p.continue_on_error {
-                    issuing = false;
-                }
-            } else {
-                if H::ACTIVE && !m.write {
-                    hook.after_read(
-                        &eng.arena().slot_mut(c.slot)[..c.res as usize],
-                        m.file,
-                        m.offset,
-                    );
-                }
-                if (c.res as u32) < m.len {
-                    res.dirs[d].short_ios += 1;
-                    if c.res == 0 {
-                        // Nothing read or written: the target shrank or is
-                        // full. An error, counted even when the job goes on.
-                        record_error(
-                            &mut res,
-                            m,
-                            if m.write { -libc::ENOSPC } else { -libc::EIO },
-                        );
-                        if !p.continue_on_error {
-                            issuing = false;
-                        }
-                    }
-                }
-                if measuring {
-                    let st = &mut res.dirs[d];
-                    st.ios += 1;
-                    st.bytes += c.res as u64;
-                    st.slat.record(m.commit_ns - m.stage_ns);
-                    st.clat.record(now - m.commit_ns);
-                    st.lat.record(now - m.stage_ns);
-                    measured_bytes += c.res as u64;
-                }
-            }
-            if m.write {
-                if let Some(&fd) = p.fds.get(m.file as usize) {
-                    last_write_fd = fd;
-                }
-                writes_since_sync += 1;
-            }
-            free.push(c.slot);
-        }
-        inflight -= n;
-        if last_write_fd < 0 {
-            // null engine: nothing to sync.
-        } else if p.fsync_every > 0 && writes_since_sync >= p.fsync_every {
-            do_sync(last_write_fd, false, &mut res.sync);
-            writes_since_sync = 0;
-        } else if p.fdatasync_every > 0 && writes_since_sync >= p.fdatasync_every {
-            do_sync(last_write_fd, true, &mut res.sync);
-            writes_since_sync = 0;
-        }
+        self.now = now_ns();
+        Ok(())
+    }
 
-        // Timeline.
-        if !measuring && now >= ramp_end {
-            measuring = true;
-            meas_start = now;
-            next_tick = now + p.tick_ns;
-            cpu0 = usage_thread();
-            for d in &mut res.dirs {
-                d.reset();
-            }
-            res.queue = QueueStats::default();
-            res.sync.reset();
-            prog.measuring.store(true, Ordering::Relaxed);
+    #[cold]
+    #[inline(never)]
+    fn queue_failed(&mut self, e: std::io::Error) {
+        self.res.first_error.get_or_insert(IoErrorInfo {
+            file: 0,
+            offset: 0,
+            len: 0,
+            write: false,
+            errno: e.raw_os_error().unwrap_or(libc::EIO),
+        });
+        self.res.dirs[0].errors += 1;
+    }
+
+    /// Take the ready completions and account each one.
+    #[inline(always)]
+    fn reap_and_account(&mut self) {
+        let n = self.eng.reap(&mut self.slots.comps);
+        if self.tl.measuring {
+            let q = &mut self.res.queue;
+            q.depth_level[depth_bucket(self.inflight)] += 1;
+            q.submit_batches[batch_bucket(self.slots.staged.len())] += 1;
+            q.complete_batches[batch_bucket(n)] += 1;
         }
-        if measuring {
-            if now >= next_tick {
-                res.ticks.push(Tick {
-                    t_ns: next_tick - meas_start,
-                    ios: [res.dirs[0].ios, res.dirs[1].ios],
-                    bytes: [res.dirs[0].bytes, res.dirs[1].bytes],
-                    lat_sum_ns: [res.dirs[0].lat.sum_ns(), res.dirs[1].lat.sum_ns()],
-                });
-                next_tick += p.tick_ns;
+        for i in 0..n {
+            let c = self.slots.comps[i];
+            self.complete(c);
+        }
+        self.inflight -= n;
+    }
+
+    #[inline(always)]
+    fn complete(&mut self, c: Completion) {
+        let m = &self.slots.meta[c.slot as usize];
+        if c.res < 0 {
+            record_error(&mut self.res, m, c.res);
+            if !self.p.continue_on_error {
+                self.issuing = false;
             }
-            prog.ios
-                .store(res.dirs[0].ios + res.dirs[1].ios, Ordering::Relaxed);
-            prog.bytes.store(measured_bytes, Ordering::Relaxed);
-            if now >= end || (p.io_limit > 0 && issued_bytes >= p.io_limit) {
-                issuing = false;
+        } else {
+            if H::ACTIVE && !m.write {
+                self.hook.after_read(
+                    &self.eng.arena().slot_mut(c.slot)[..c.res as usize],
+                    m.file,
+                    m.offset,
+                );
             }
-        } else if now >= end {
-            issuing = false;
+            if (c.res as u32) < m.len {
+                self.short_io(c.slot, c.res);
+            }
+            if self.tl.measuring {
+                let m = &self.slots.meta[c.slot as usize];
+                let st = &mut self.res.dirs[m.write as usize];
+                st.ios += 1;
+                st.bytes += c.res as u64;
+                st.slat.record(m.commit_ns - m.stage_ns);
+                st.clat.record(self.now - m.commit_ns);
+                st.lat.record(self.now - m.stage_ns);
+                self.measured_bytes += c.res as u64;
+            }
+        }
+        let m = &self.slots.meta[c.slot as usize];
+        if m.write {
+            if let Some(&fd) = self.p.fds.get(m.file as usize) {
+                self.last_write_fd = fd;
+            }
+            self.writes_since_sync += 1;
+        }
+        self.slots.free.push(c.slot);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn short_io(&mut self, slot: u32, res: i32) {
+        let m = &self.slots.meta[slot as usize];
+        self.res.dirs[m.write as usize].short_ios += 1;
+        if res == 0 {
+            // Nothing read or written: the target shrank or is full. An
+            // error, counted even when the job goes on.
+            let errno = if m.write { -libc::ENOSPC } else { -libc::EIO };
+            record_error(&mut self.res, m, errno);
+            if !self.p.continue_on_error {
+                self.issuing = false;
+            }
         }
     }
-    let end_ns = now_ns();
-    res.runtime_ns = if measuring {
-        end_ns.saturating_sub(meas_start)
-    } else {
-        0
-    };
-    res.thread_cpu = usage_thread().since(&cpu0);
-    if res.runtime_ns > 0 {
-        res.cpu_busy = (res.thread_cpu.user_us + res.thread_cpu.sys_us) as f64 * 1000.0
-            / res.runtime_ns as f64;
+
+    /// fsync / fdatasync after every N writes.
+    #[inline(always)]
+    fn maybe_sync(&mut self) {
+        if self.last_write_fd < 0 {
+            // null engine: nothing to sync.
+        } else if self.p.fsync_every > 0 && self.writes_since_sync >= self.p.fsync_every {
+            do_sync(self.last_write_fd, false, &mut self.res.sync);
+            self.writes_since_sync = 0;
+        } else if self.p.fdatasync_every > 0 && self.writes_since_sync >= self.p.fdatasync_every {
+            do_sync(self.last_write_fd, true, &mut self.res.sync);
+            self.writes_since_sync = 0;
+        }
     }
-    prog.done.store(true, Ordering::Relaxed);
-    res
+
+    /// End the ramp, close intervals, publish progress, stop at the end.
+    #[inline(always)]
+    fn advance_timeline(&mut self) {
+        let now = self.now;
+        if !self.tl.measuring && now >= self.tl.ramp_end {
+            self.start_measuring();
+        }
+        if self.tl.measuring {
+            if now >= self.tl.next_tick {
+                self.close_interval();
+            }
+            self.prog.ios.store(
+                self.res.dirs[0].ios + self.res.dirs[1].ios,
+                Ordering::Relaxed,
+            );
+            self.prog
+                .bytes
+                .store(self.measured_bytes, Ordering::Relaxed);
+            if now >= self.tl.end || (self.p.io_limit > 0 && self.issued_bytes >= self.p.io_limit) {
+                self.issuing = false;
+            }
+        } else if now >= self.tl.end {
+            self.issuing = false;
+        }
+    }
+
+    /// The ramp is over: forget what it measured.
+    #[cold]
+    #[inline(never)]
+    fn start_measuring(&mut self) {
+        let now = self.now;
+        self.tl.measuring = true;
+        self.tl.meas_start = now;
+        self.tl.next_tick = now + self.tl.tick_ns;
+        self.tl.cpu0 = usage_thread();
+        for d in &mut self.res.dirs {
+            d.reset();
+        }
+        self.res.queue = QueueStats::default();
+        self.res.sync.reset();
+        self.prog.measuring.store(true, Ordering::Relaxed);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn close_interval(&mut self) {
+        let d = &self.res.dirs;
+        let t = Tick {
+            t_ns: self.tl.next_tick - self.tl.meas_start,
+            ios: [d[0].ios, d[1].ios],
+            bytes: [d[0].bytes, d[1].bytes],
+            lat_sum_ns: [d[0].lat.sum_ns(), d[1].lat.sum_ns()],
+        };
+        self.res.ticks.push(t);
+        self.tl.next_tick += self.tl.tick_ns;
+    }
+
+    /// Runtime and CPU of the measured part.
+    fn finish(self) -> WorkerResult {
+        let mut res = self.res;
+        let end_ns = now_ns();
+        res.runtime_ns = if self.tl.measuring {
+            end_ns.saturating_sub(self.tl.meas_start)
+        } else {
+            0
+        };
+        res.thread_cpu = usage_thread().since(&self.tl.cpu0);
+        if res.runtime_ns > 0 {
+            res.cpu_busy = (res.thread_cpu.user_us + res.thread_cpu.sys_us) as f64 * 1000.0
+                / res.runtime_ns as f64;
+        }
+        self.prog.done.store(true, Ordering::Relaxed);
+        res
+    }
 }

@@ -157,6 +157,110 @@ pub fn family(sys: &Path, dev: DevNum) -> io::Result<Vec<Member>> {
     Ok(out)
 }
 
+/// What a block device is built on, looking down the stack.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Below {
+    /// The disk a partition lives on; the partition covers `len` bytes of it
+    /// from `start`.
+    Disk {
+        devnum: DevNum,
+        name: String,
+        start: u64,
+        len: u64,
+    },
+    /// The device or file a loop device reads, from `offset` for `len` bytes
+    /// (`len` is the loop device's size).
+    LoopBacking {
+        loop_name: String,
+        backing: PathBuf,
+        offset: u64,
+        len: u64,
+    },
+}
+
+fn read_u64(p: &Path) -> Option<u64> {
+    fs::read_to_string(p).ok()?.trim().parse().ok()
+}
+
+/// The next layer down from `dev`, if any: a partition's disk or a loop
+/// device's backing device or file (with the range it covers).
+pub fn below(sys: &Path, dev: DevNum) -> io::Result<Option<Below>> {
+    let dir = fs::canonicalize(sys.join("dev/block").join(dev.to_string()))?;
+    let size = read_u64(&dir.join("size")).unwrap_or(0) * 512;
+    if dir.join("partition").is_file() {
+        let disk = dir
+            .parent()
+            .ok_or_else(|| io::Error::other("a partition without a disk in sysfs"))?;
+        let start = read_u64(&dir.join("start")).unwrap_or(0) * 512;
+        return Ok(Some(Below::Disk {
+            devnum: read_devnum(disk)?,
+            name: name_of(disk),
+            start,
+            len: size,
+        }));
+    }
+    let backing = match fs::read_to_string(dir.join("loop/backing_file")) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let backing = backing.trim_end_matches('\n');
+    let backing = backing.strip_suffix(" (deleted)").unwrap_or(backing);
+    Ok(Some(Below::LoopBacking {
+        loop_name: name_of(&dir),
+        backing: PathBuf::from(backing),
+        offset: read_u64(&dir.join("loop/offset")).unwrap_or(0),
+        len: size,
+    }))
+}
+
+/// Attached loop devices whose backing file is the regular file with this
+/// device and inode number: writing the file writes them.
+pub fn loops_over_file(sys: &Path, dev: u64, ino: u64) -> Vec<(DevNum, String)> {
+    let Ok(entries) = fs::read_dir(sys.join("class/block")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in entries.flatten() {
+        let Ok(dir) = fs::canonicalize(e.path()) else {
+            continue;
+        };
+        let Ok(backing) = fs::read_to_string(dir.join("loop/backing_file")) else {
+            continue;
+        };
+        let backing = backing.trim_end_matches('\n');
+        let backing = backing.strip_suffix(" (deleted)").unwrap_or(backing);
+        let same = fs::metadata(backing).is_ok_and(|m| m.dev() == dev && m.ino() == ino);
+        if let (true, Ok(d)) = (same, read_devnum(&dir)) {
+            out.push((d, name_of(&dir)));
+        }
+    }
+    out
+}
+
+/// Partitions of `dev` in sysfs with their byte ranges on it.
+pub fn partitions(sys: &Path, dev: DevNum) -> Vec<(String, u64, u64)> {
+    let Ok(dir) = fs::canonicalize(sys.join("dev/block").join(dev.to_string())) else {
+        return Vec::new();
+    };
+    let Ok(entries) = fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.join("partition").is_file() {
+            let start = read_u64(&p.join("start")).unwrap_or(0) * 512;
+            let len = read_u64(&p.join("size")).unwrap_or(0) * 512;
+            if len > 0 {
+                out.push((name_of(&p), start, len));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

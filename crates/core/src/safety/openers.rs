@@ -74,10 +74,146 @@ pub fn flags_writable(flags: u32) -> bool {
     acc == libc::O_WRONLY as u32 || acc == libc::O_RDWR as u32
 }
 
+/// Why a scan could not be completed: a process whose descriptors or
+/// mappings we may not read could be using the target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    pub pid: i32,
+    pub what: String,
+    pub error: String,
+}
+
 /// Walk `proc` (normally `/proc`) for processes other than `self_pid` with a
-/// descriptor on `id`. One entry per process, sorted by pid. Processes that
-/// exit or deny access while we look are skipped.
+/// descriptor on `id` or a mapping of it (`/proc/PID/maps`: a process may
+/// close the descriptor and keep the mapping). One entry per process, sorted
+/// by pid. Processes that exit while we look are skipped; one whose `fd/`
+/// we may not read makes the scan fail, since it could be a user.
+pub fn scan_strict(proc: &Path, id: &Identity, self_pid: i32) -> Result<Vec<Opener>, Unreadable> {
+    let mut found: BTreeMap<i32, Opener> = BTreeMap::new();
+    let procs = fs::read_dir(proc).map_err(|e| Unreadable {
+        pid: 0,
+        what: proc.display().to_string(),
+        error: e.to_string(),
+    })?;
+    let gone = |e: &std::io::Error| {
+        e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ESRCH)
+    };
+    for p in procs.flatten() {
+        let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if pid == self_pid {
+            continue;
+        }
+        let comm = || {
+            fs::read_to_string(p.path().join("comm"))
+                .map(|c| c.trim_end().to_string())
+                .unwrap_or_else(|_| "?".into())
+        };
+        let fds = match fs::read_dir(p.path().join("fd")) {
+            Ok(f) => f,
+            Err(e) if gone(&e) => continue,
+            Err(e) => {
+                return Err(Unreadable {
+                    pid,
+                    what: format!("{}/fd ({})", p.path().display(), comm()),
+                    error: e.to_string(),
+                })
+            }
+        };
+        for fd in fds.flatten() {
+            // Sockets, pipes and anonymous inodes read as "type:[inode]";
+            // skipping them saves a stat per descriptor.
+            match fs::read_link(fd.path()) {
+                Ok(t) if t.is_absolute() => {}
+                _ => continue,
+            }
+            // The /proc fd link is "magic": stat follows it to the open
+            // object even when its path has since been renamed or unlinked.
+            let Ok(m) = fs::metadata(fd.path()) else {
+                continue;
+            };
+            if !id.matches(&m) {
+                continue;
+            }
+            let fdinfo = p.path().join("fdinfo").join(fd.file_name());
+            let writable = fs::read_to_string(fdinfo)
+                .ok()
+                .and_then(|t| parse_fdinfo_flags(&t))
+                .is_some_and(flags_writable);
+            let entry = found.entry(pid).or_insert_with(|| Opener {
+                pid,
+                comm: comm(),
+                writable: false,
+            });
+            entry.writable |= writable;
+        }
+        // Mappings are read where the kernel lets us: a process whose fd/
+        // we may read but whose maps we may not (a ptrace-protected one in a
+        // sandbox) is judged by its descriptors alone.
+        let Ok(maps) = fs::read_to_string(p.path().join("maps")) else {
+            continue;
+        };
+        if let Some(writable) = maps_use(&p.path(), &maps, id) {
+            let entry = found.entry(pid).or_insert_with(|| Opener {
+                pid,
+                comm: comm(),
+                writable: false,
+            });
+            entry.writable |= writable;
+        }
+    }
+    Ok(found.into_values().collect())
+}
+
+/// Whether a process maps the target: each distinct mapped file (by the
+/// device and inode maps prints) is stat'ed once through `map_files/`,
+/// which follows to the mapped object itself. `Some(writable)` when found.
+fn maps_use(pid_dir: &Path, maps: &str, id: &Identity) -> Option<bool> {
+    let mut seen: HashSet<(&str, &str)> = HashSet::new();
+    let mut hit: Option<bool> = None;
+    let mut matched: HashSet<(&str, &str)> = HashSet::new();
+    for line in maps.lines() {
+        // addr perms offset dev inode path
+        let mut f = line.split_whitespace();
+        let (Some(range), Some(perms), Some(_), Some(dev), Some(ino)) =
+            (f.next(), f.next(), f.next(), f.next(), f.next())
+        else {
+            continue;
+        };
+        if ino == "0" {
+            continue;
+        }
+        let key = (dev, ino);
+        let writable = perms.contains('w') && perms.contains('s');
+        if matched.contains(&key) {
+            hit = Some(hit.unwrap_or(false) | writable);
+            continue;
+        }
+        if !seen.insert(key) {
+            continue;
+        }
+        let Ok(m) = fs::metadata(pid_dir.join("map_files").join(range)) else {
+            continue;
+        };
+        if id.matches(&m) {
+            matched.insert(key);
+            hit = Some(hit.unwrap_or(false) | writable);
+        }
+    }
+    hit
+}
+
+/// [`scan_strict`], with processes we may not look at skipped (for the
+/// diagnostics, which report what they can see).
 pub fn scan(proc: &Path, id: &Identity, self_pid: i32) -> Vec<Opener> {
+    match scan_strict(proc, id, self_pid) {
+        Ok(v) => v,
+        Err(_) => scan_lenient(proc, id, self_pid),
+    }
+}
+
+fn scan_lenient(proc: &Path, id: &Identity, self_pid: i32) -> Vec<Opener> {
     let mut found: BTreeMap<i32, Opener> = BTreeMap::new();
     let Ok(procs) = fs::read_dir(proc) else {
         return Vec::new();
@@ -93,14 +229,6 @@ pub fn scan(proc: &Path, id: &Identity, self_pid: i32) -> Vec<Opener> {
             continue;
         };
         for fd in fds.flatten() {
-            // Sockets, pipes and anonymous inodes read as "type:[inode]";
-            // skipping them saves a stat per descriptor.
-            match fs::read_link(fd.path()) {
-                Ok(t) if t.is_absolute() => {}
-                _ => continue,
-            }
-            // The /proc fd link is "magic": stat follows it to the open
-            // object even when its path has since been renamed or unlinked.
             let Ok(m) = fs::metadata(fd.path()) else {
                 continue;
             };

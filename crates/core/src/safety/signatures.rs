@@ -18,8 +18,9 @@ use std::os::unix::fs::{FileExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// Bytes read from the start of the device: enough for the btrfs superblock
-/// magic at 64 KiB + 64 and a swap signature on 64 KiB pages.
+/// Bytes the original head checks need: the btrfs superblock magic at
+/// 64 KiB + 64 and a swap signature on 64 KiB pages. [`probe_magic_fd`]
+/// reads more ([`HEAD_BYTES`], [`TAIL_BYTES`]) for the other formats.
 pub const PROBE_BYTES: usize = 70 * 1024;
 
 /// A signature found on a device. Names follow blkid's `TYPE`/`PTTYPE` values.
@@ -213,32 +214,184 @@ pub fn detect_magic(head: &[u8]) -> Vec<Signature> {
     out
 }
 
+/// The signatures in the last bytes of a range: a GPT backup header, md
+/// superblocks kept at the end (0.90, 1.0) and the ZFS labels L2/L3.
+/// `tail` holds the last `tail.len()` bytes of a range `size` bytes long.
+pub fn detect_tail(tail: &[u8], size: u64) -> Vec<Signature> {
+    let mut out = Vec::new();
+    let base = size.saturating_sub(tail.len() as u64);
+    let at_abs =
+        |abs: u64, magic: &[u8]| -> bool { abs >= base && has(tail, (abs - base) as usize, magic) };
+    // The backup GPT header lives in the last LBA.
+    if [512u64, 4096]
+        .iter()
+        .any(|&lba| size >= lba && at_abs(size - lba, b"EFI PART"))
+    {
+        out.push(Signature::Gpt);
+    }
+    // md 0.90: 64 KiB-aligned, 64 KiB before the end; md 1.0: 4 KiB-aligned,
+    // 8 KiB before the end. Magic 0xa92b4efc in either byte order (0.90 is
+    // host-endian).
+    let md = |abs: u64| at_abs(abs, &MD_MAGIC_LE) || at_abs(abs, &MD_MAGIC_BE);
+    let v090 = (size & !0xffff).checked_sub(0x10000);
+    let v10 = size.checked_sub(8192).map(|o| o & !4095);
+    if v090.is_some_and(md) || v10.is_some_and(md) {
+        out.push(Signature::Other("linux_raid_member".into()));
+    }
+    // ZFS labels 2 and 3 in the last 512 KiB of the 256 KiB-aligned size.
+    let psize = size & !(ZFS_LABEL - 1);
+    let zfs = [2u64, 1].iter().any(|&k| {
+        psize
+            .checked_sub(k * ZFS_LABEL)
+            .is_some_and(|l| l >= base && zfs_label(tail, (l - base) as usize))
+    });
+    if zfs {
+        out.push(Signature::Other("zfs_member".into()));
+    }
+    out
+}
+
+const MD_MAGIC_LE: [u8; 4] = [0xfc, 0x4e, 0x2b, 0xa9];
+const MD_MAGIC_BE: [u8; 4] = [0xa9, 0x2b, 0x4e, 0xfc];
+const ZFS_LABEL: u64 = 256 * 1024;
+
+/// Whether a ZFS vdev label starts at `off` of `buf`: an uberblock with the
+/// magic 0x00bab10c (either byte order) in its uberblock ring (second half).
+fn zfs_label(buf: &[u8], off: usize) -> bool {
+    const LE: [u8; 8] = [0x0c, 0xb1, 0xba, 0, 0, 0, 0, 0];
+    const BE: [u8; 8] = [0, 0, 0, 0, 0, 0xba, 0xb1, 0x0c];
+    (0..128).any(|i| {
+        let o = off + 128 * 1024 + i * 1024;
+        has(buf, o, &LE) || has(buf, o, &BE)
+    })
+}
+
+/// A FAT boot sector: a jump instruction, a plausible BIOS parameter block
+/// and one of the FAT type strings (or the boot signature).
+fn is_fat(head: &[u8]) -> bool {
+    let Some(b) = at(head, 0, 512) else {
+        return false;
+    };
+    let bps = u16::from_le_bytes([b[11], b[12]]);
+    let spc = b[13];
+    let reserved = u16::from_le_bytes([b[14], b[15]]);
+    let fats = b[16];
+    (b[0] == 0xeb || b[0] == 0xe9)
+        && [512, 1024, 2048, 4096].contains(&bps)
+        && spc.is_power_of_two()
+        && reserved > 0
+        && (1..=2).contains(&fats)
+        && (has(head, 54, b"FAT1")
+            || has(head, 54, b"FAT ")
+            || has(head, 82, b"FAT32")
+            || has(head, 510, &[0x55, 0xaa]))
+}
+
+/// Signatures that live at the start of a range, beyond [`detect_magic`]'s
+/// original set: FAT, exFAT, NTFS, ISO 9660, squashfs, md 1.1/1.2, bcache,
+/// ZFS labels 0/1.
+fn detect_more(head: &[u8]) -> Vec<Signature> {
+    let mut out = Vec::new();
+    let other = |s: &str| Signature::Other(s.into());
+    if has(head, 3, b"EXFAT   ") {
+        out.push(other("exfat"));
+    } else if has(head, 3, b"NTFS    ") {
+        out.push(other("ntfs"));
+    } else if is_fat(head) {
+        out.push(other("vfat"));
+    }
+    if has(head, 0x8001, b"CD001") {
+        out.push(other("iso9660"));
+    }
+    if has(head, 0, b"hsqs") || has(head, 0, b"sqsh") {
+        out.push(other("squashfs"));
+    }
+    if has(head, 0, &MD_MAGIC_LE) || has(head, 4096, &MD_MAGIC_LE) {
+        out.push(other("linux_raid_member"));
+    }
+    const BCACHE: [u8; 16] = [
+        0xc6, 0x85, 0x73, 0xf6, 0x4e, 0x1a, 0x45, 0xca, 0x82, 0x65, 0xf5, 0x7f, 0x48, 0xba, 0x6d,
+        0x81,
+    ];
+    if has(head, 4096 + 24, &BCACHE) {
+        out.push(other("bcache"));
+    }
+    if zfs_label(head, 0) || zfs_label(head, ZFS_LABEL as usize) {
+        out.push(other("zfs_member"));
+    }
+    out
+}
+
 /// Drop the cached pages of an open file or device (best effort: the pages
 /// a read-only probe leaves behind would distort the direct I/O to come).
 fn drop_cache(f: &File) {
     let _ = dioscope_sys::fs::fadvise_dontneed(f.as_raw_fd());
 }
 
-/// Read the first [`PROBE_BYTES`] of `path` read-only and run
-/// [`detect_magic`] on them. Works on image files as well as devices.
-pub fn probe_magic(path: &Path) -> io::Result<Vec<Signature>> {
-    let f = File::open(path)?;
-    let mut buf = vec![0u8; PROBE_BYTES];
+/// Bytes read at each end of a probed range.
+pub const HEAD_BYTES: usize = 512 * 1024;
+pub const TAIL_BYTES: usize = 1024 * 1024;
+
+fn read_full(f: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
     let mut len = 0;
     while len < buf.len() {
-        match f.read_at(&mut buf[len..], len as u64) {
+        match f.read_at(&mut buf[len..], at + len as u64) {
             Ok(0) => break,
             Ok(n) => len += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
-    drop_cache(&f);
-    Ok(detect_magic(&buf[..len]))
+    Ok(len)
 }
 
-/// The `blkid` executable, if installed (it usually lives in an sbin
-/// directory that is not in a normal user's `PATH`).
+/// Size in bytes of an open file or block device.
+pub fn size_of(f: &File) -> io::Result<u64> {
+    use std::os::unix::fs::FileTypeExt;
+    let m = f.metadata()?;
+    if m.file_type().is_block_device() {
+        dioscope_sys::block::size_bytes(f.as_raw_fd())
+    } else {
+        Ok(m.len())
+    }
+}
+
+/// Our own magic-byte checks over `len` bytes of `f` from `start`: its head
+/// and its tail, read-only, through the descriptor (never a path).
+pub fn probe_magic_fd(f: &File, start: u64, len: u64) -> io::Result<Vec<Signature>> {
+    let mut head = vec![0u8; HEAD_BYTES.min(len as usize)];
+    let n = read_full(f, &mut head, start)?;
+    head.truncate(n);
+    let mut found = detect_magic(&head);
+    for s in detect_more(&head) {
+        if !found.contains(&s) {
+            found.push(s);
+        }
+    }
+    let tlen = (TAIL_BYTES as u64).min(len);
+    let mut tail = vec![0u8; tlen as usize];
+    let n = read_full(f, &mut tail, start + len - tlen)?;
+    if n as u64 == tlen {
+        for s in detect_tail(&tail, len) {
+            if !found.contains(&s) {
+                found.push(s);
+            }
+        }
+    }
+    drop_cache(f);
+    Ok(found)
+}
+
+/// Read the head of `path` read-only and run the magic-byte checks on it.
+/// Works on image files as well as devices.
+pub fn probe_magic(path: &Path) -> io::Result<Vec<Signature>> {
+    let f = File::open(path)?;
+    let len = size_of(&f)?;
+    probe_magic_fd(&f, 0, len)
+}
+
+/// The `blkid` executable: the first in `PATH`, then the sbin directories
+/// (it usually lives in one that is not in a normal user's `PATH`).
 pub fn find_blkid() -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
@@ -261,45 +414,104 @@ pub fn parse_blkid_export(text: &str) -> Vec<Signature> {
         .collect()
 }
 
-/// Ask `blkid -p` (low-level probing, no cache) what `path` carries. `None`
-/// when blkid is missing or failed; an empty list when it found nothing.
-pub fn probe_blkid(blkid: &Path, path: &Path) -> Option<Vec<Signature>> {
-    let out = Command::new(blkid)
-        .args(["-p", "-o", "export"])
-        .arg(path)
+/// Whether text is what `blkid -o export` prints: `KEY=value` lines with
+/// upper-case keys, DEVNAME among them. Anything else came from another
+/// program or another format, and proves nothing.
+pub fn is_blkid_export(text: &str) -> bool {
+    let mut devname = false;
+    for l in text.lines().filter(|l| !l.is_empty()) {
+        let Some((k, _)) = l.split_once('=') else {
+            return false;
+        };
+        if k.is_empty()
+            || !k
+                .bytes()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_')
+        {
+            return false;
+        }
+        devname |= k == "DEVNAME";
+    }
+    devname
+}
+
+/// Ask util-linux's `blkid -p` (low-level probing, no cache) what `len`
+/// bytes of `f` from `start` carry. The device is handed over as blkid's
+/// standard input, so blkid reads the object we opened, whatever its path
+/// points at now. `Err` says why the check could not be made: blkid missing,
+/// not util-linux's, not startable, or printing something unexpected.
+pub fn probe_blkid_fd(f: &File, start: u64, len: u64) -> Result<Vec<Signature>, String> {
+    let blkid = find_blkid()
+        .ok_or_else(|| "blkid (util-linux) is not installed; install util-linux".to_string())?;
+    let version = Command::new(&blkid)
+        .arg("-V")
         .stdin(Stdio::null())
         .stderr(Stdio::null())
         .output()
-        .ok()?;
-    // blkid reads through the page cache: drop what it left.
-    if let Ok(f) = File::open(path) {
-        drop_cache(&f);
+        .map_err(|e| format!("{} could not be started: {e}", blkid.display()))?;
+    let v = String::from_utf8_lossy(&version.stdout);
+    if !version.status.success() || !v.contains("util-linux") {
+        return Err(format!(
+            "{} is not util-linux's blkid (`blkid -V` printed {:?})",
+            blkid.display(),
+            v.trim()
+        ));
     }
+    let stdin = f
+        .try_clone()
+        .map_err(|e| format!("duplicating the descriptor for blkid: {e}"))?;
+    let out = Command::new(&blkid)
+        .args(["-p", "-o", "export", "-O", &start.to_string()])
+        .args(["-S", &len.to_string(), "/dev/stdin"])
+        .stdin(Stdio::from(stdin))
+        .stderr(Stdio::null())
+        .output()
+        .map_err(|e| format!("{} could not be started: {e}", blkid.display()))?;
+    drop_cache(f);
+    let text = String::from_utf8_lossy(&out.stdout);
     match out.status.code() {
-        Some(0) => Some(parse_blkid_export(&String::from_utf8_lossy(&out.stdout))),
-        // Nothing found.
-        Some(2) => Some(Vec::new()),
-        // Several signatures that contradict each other: still data.
-        Some(8) => Some(vec![Signature::Other(
+        Some(0) if is_blkid_export(&text) => Ok(parse_blkid_export(&text)),
+        Some(2) if text.trim().is_empty() => Ok(Vec::new()),
+        Some(8) => Ok(vec![Signature::Other(
             "ambivalent (several signatures)".into(),
         )]),
-        _ => None,
+        code => Err(format!(
+            "{} -p gave an unexpected answer (exit {}, output {:?})",
+            blkid.display(),
+            code.map_or("by signal".into(), |c| c.to_string()),
+            text.chars().take(80).collect::<String>()
+        )),
     }
 }
 
-/// Every signature found on `path` by our magic-byte check and, when
-/// `use_blkid` and it is installed, by blkid.
-pub fn probe(path: &Path, use_blkid: bool) -> io::Result<Vec<Signature>> {
-    let mut found = probe_magic(path)?;
-    let blkid = if use_blkid { find_blkid() } else { None };
-    if let Some(more) = blkid.and_then(|b| probe_blkid(&b, path)) {
-        for s in more {
-            if !found.contains(&s) {
-                found.push(s);
+/// Every signature in `len` bytes of `f` from `start`: our magic-byte check,
+/// then blkid. A blkid that cannot answer is an error (fail closed), unless
+/// our own check already found something.
+pub fn probe_fd(f: &File, start: u64, len: u64) -> Result<Vec<Signature>, String> {
+    let mut found =
+        probe_magic_fd(f, start, len).map_err(|e| format!("reading the device: {e}"))?;
+    match probe_blkid_fd(f, start, len) {
+        Ok(more) => {
+            for s in more {
+                if !found.contains(&s) {
+                    found.push(s);
+                }
             }
         }
+        Err(e) if found.is_empty() => return Err(e),
+        Err(_) => {}
     }
     Ok(found)
+}
+
+/// Every signature on `path` (opened read-only here), our check and blkid.
+pub fn probe(path: &Path, use_blkid: bool) -> io::Result<Vec<Signature>> {
+    let f = File::open(path)?;
+    let len = size_of(&f)?;
+    if !use_blkid {
+        return probe_magic_fd(&f, 0, len);
+    }
+    probe_fd(&f, 0, len).map_err(io::Error::other)
 }
 
 #[cfg(test)]

@@ -87,7 +87,7 @@ impl SysCpu {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct SysCpuPct {
     pub user: f64,
     pub system: f64,

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 /// Summary of a small sample (one value per trial).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize, Default)]
 pub struct Summary {
     pub n: usize,
     pub mean: f64,

@@ -5,7 +5,7 @@
 //! taken from the kernel (statx STATX_DIOALIGN, the logical block size) and
 //! checked before any I/O.
 
-use dioscope_sys::fs::{statx_fd, statx_path};
+use dioscope_sys::fs::statx_fd;
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -44,6 +44,12 @@ pub struct TargetInfo {
 pub struct Target {
     pub info: TargetInfo,
     pub file: File,
+    /// The read-only descriptor the guard decided on (`O_EXCL` on a block
+    /// device: kept for the run, so nothing can mount it meanwhile).
+    pub checked: Option<crate::safety::Opened>,
+    /// Device and inode of a file this run created, to remove it by
+    /// identity only.
+    pub identity: Option<(u64, u64)>,
 }
 
 impl std::ops::Deref for Target {
@@ -164,6 +170,10 @@ pub struct TargetNeed {
     pub write: bool,
     /// Bytes the file must hold (layout size); 0 for "whatever it has".
     pub min_size: u64,
+    /// `allow_mounted_write=1` of the job that needs it. Overrides are
+    /// scoped: a target shared by several writing jobs is covered only when
+    /// every one of them says so (a reader's setting does not count).
+    pub allow_mounted_write: bool,
 }
 
 /// The set of open targets of a run.
@@ -180,12 +190,18 @@ impl TargetTable {
             .map(|&i| &self.targets[i])
     }
 
-    /// Files created by this run.
-    pub fn created_files(&self) -> Vec<PathBuf> {
+    /// Files created by this run, with their identity.
+    pub fn created_files(&self) -> Vec<CreatedFile> {
         self.targets
             .iter()
             .filter(|t| t.created)
-            .map(|t| t.path.clone())
+            .filter_map(|t| {
+                t.identity.map(|(dev, ino)| CreatedFile {
+                    path: t.path.clone(),
+                    dev,
+                    ino,
+                })
+            })
             .collect()
     }
 
@@ -195,9 +211,8 @@ impl TargetTable {
     pub fn discard(self) {
         let created = self.created_files();
         drop(self);
-        for p in &created {
-            let _ = std::fs::remove_file(p);
-            dioscope_sys::signal::unregister_scratch(p);
+        for c in &created {
+            c.remove();
         }
     }
 
@@ -205,7 +220,7 @@ impl TargetTable {
     /// that will be written, before it is opened for writing.
     pub fn open_all(
         needs: &[TargetNeed],
-        check_write: &dyn Fn(&Path) -> Result<(), String>,
+        destroy_data_on: &[String],
     ) -> Result<TargetTable, TargetError> {
         // Merge needs per (path, direct).
         let mut merged: Vec<TargetNeed> = Vec::new();
@@ -215,6 +230,11 @@ impl TargetTable {
                 .find(|m| m.path == n.path && m.direct == n.direct)
             {
                 Some(m) => {
+                    m.allow_mounted_write = match (m.write, n.write) {
+                        (true, true) => m.allow_mounted_write && n.allow_mounted_write,
+                        (false, true) => n.allow_mounted_write,
+                        _ => m.allow_mounted_write,
+                    };
                     m.write |= n.write;
                     m.min_size = m.min_size.max(n.min_size);
                 }
@@ -223,7 +243,7 @@ impl TargetTable {
         }
         let mut table = TargetTable::default();
         for n in &merged {
-            let t = match open_one(n, check_write) {
+            let t = match open_one(n, destroy_data_on) {
                 Ok(t) => t,
                 Err(e) => {
                     table.discard();
@@ -239,6 +259,59 @@ impl TargetTable {
     }
 }
 
+/// A file this run created, known by device and inode.
+#[derive(Debug, Clone)]
+pub struct CreatedFile {
+    pub path: PathBuf,
+    pub dev: u64,
+    pub ino: u64,
+}
+
+impl CreatedFile {
+    /// Remove the file only if the path still names the inode this run
+    /// created: a user's file put there meanwhile (or a symlink) stays.
+    /// Returns whether it was removed.
+    pub fn remove(&self) -> bool {
+        dioscope_sys::signal::unregister_scratch(&self.path);
+        remove_if_same(&self.path, self.dev, self.ino)
+    }
+}
+
+/// Unlink `path` when it is (not follows to) the regular file `dev`/`ino`.
+/// The gap between this lstat and the unlink is a few instructions; a
+/// replacement by the user in between is the remaining window (Linux has no
+/// compare-and-unlink).
+pub fn remove_if_same(path: &Path, dev: u64, ino: u64) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_file() && m.dev() == dev && m.ino() == ino => {
+            std::fs::remove_file(path).is_ok()
+        }
+        _ => false,
+    }
+}
+
+/// Whether `path`, once resolved (symlinks, `..`, a relative path), would
+/// land in /dev or on the same filesystem as /dev: such a path names a
+/// device, never a place to create a regular file.
+pub fn lands_in_dev(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let parent = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(p) => p.to_path_buf(),
+        None => PathBuf::from("."),
+    };
+    let Ok(canon) = std::fs::canonicalize(&parent) else {
+        return path.starts_with("/dev");
+    };
+    if canon.starts_with("/dev") {
+        return true;
+    }
+    match (std::fs::metadata(&canon), std::fs::metadata("/dev")) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev(),
+        _ => false,
+    }
+}
+
 /// Block device queue values from sysfs by device number (no open needed).
 pub fn sysfs_block_attr(rdev: (u32, u32), attr: &str) -> Option<String> {
     let base = format!("/sys/dev/block/{}:{}", rdev.0, rdev.1);
@@ -248,33 +321,111 @@ pub fn sysfs_block_attr(rdev: (u32, u32), attr: &str) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
-fn open_one(
-    n: &TargetNeed,
-    check_write: &dyn Fn(&Path) -> Result<(), String>,
-) -> Result<Target, TargetError> {
-    let existing = statx_path(&n.path).ok();
-    if let Some(st) = existing.filter(|s| s.is_block_device()) {
-        if n.write {
-            check_write(&n.path).map_err(TargetError::Refused)?;
+fn open_one(n: &TargetNeed, destroy_data_on: &[String]) -> Result<Target, TargetError> {
+    use crate::safety::{decide, Decision, Opened, WriteGuard};
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let p = || n.path.display().to_string();
+    let mode = if n.write { "read-write" } else { "read-only" };
+    let direct_flag = if n.direct { libc::O_DIRECT } else { 0 };
+    // Open first, then decide on what was opened: the path is never looked
+    // at again, so a symlink or node swapped meanwhile cannot redirect the
+    // writes.
+    let (opened, created) = match Opened::open(&n.path) {
+        Ok(o) => (o, false),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if lands_in_dev(&n.path) {
+                // Never create regular files in /dev: a typo in a device name
+                // must not turn into a file that fills the devtmpfs.
+                return Err(TargetError::NoDevice { path: p() });
+            }
+            if n.min_size == 0 {
+                return Err(TargetError::NeedSize { path: p() });
+            }
+            // create_new (O_CREAT|O_EXCL, no symlink followed): the inode is ours.
+            let f = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .mode(0o644)
+                .open(&n.path)
+                .map_err(|e| io_err(&n.path, "create", e))?;
+            let meta = f.metadata().map_err(|e| io_err(&n.path, "fstat", e))?;
+            dioscope_sys::signal::register_scratch(&n.path);
+            (
+                Opened {
+                    file: f,
+                    meta,
+                    exclusive: true,
+                },
+                true,
+            )
         }
-        let mut oo = OpenOptions::new();
-        oo.read(true).write(n.write);
-        if n.direct {
-            oo.custom_flags(libc::O_DIRECT);
+        Err(e) => {
+            use std::os::unix::fs::FileTypeExt;
+            let is_dev = std::fs::metadata(&n.path).is_ok_and(|m| m.file_type().is_block_device());
+            if n.write && is_dev {
+                // The guard could not look at the device: that is its refusal.
+                return Err(TargetError::Refused(
+                    crate::safety::SafetyError::Inspect {
+                        device: n.path.clone(),
+                        what: format!("read-only open of {} to check it", n.path.display()),
+                        source: e,
+                    }
+                    .to_string(),
+                ));
+            }
+            return Err(io_err(&n.path, "read-only", e));
         }
-        let file = oo
-            .open(&n.path)
-            .map_err(|e| io_err(&n.path, if n.write { "read-write" } else { "read-only" }, e))?;
+    };
+    let identity = created.then(|| (opened.meta.dev(), opened.meta.ino()));
+    let undo = |e: TargetError| {
+        if let Some((dev, ino)) = identity {
+            dioscope_sys::signal::unregister_scratch(&n.path);
+            remove_if_same(&n.path, dev, ino);
+        }
+        e
+    };
+    let ft = opened.meta.file_type();
+    if !ft.is_block_device() && !ft.is_file() {
+        return Err(TargetError::Refused(format!(
+            "{} is neither a regular file nor a block device ({}); point filename= at a file or a block device",
+            n.path.display(),
+            kind_name(&ft)
+        )));
+    }
+    if n.write && !created {
+        let guard = WriteGuard {
+            allow_mounted_write: n.allow_mounted_write,
+            destroy_data_on,
+        };
+        if let Decision::Refuse(reasons) = decide(&opened, &n.path, &guard) {
+            let first = reasons[0].to_string();
+            let more = reasons.len() - 1;
+            return Err(TargetError::Refused(if more > 0 {
+                format!("{first} ({more} more reason(s) found)")
+            } else {
+                first
+            }));
+        }
+    }
+    if ft.is_block_device() {
+        let file = opened
+            .reopen(n.write, direct_flag)
+            .map_err(|e| io_err(&n.path, mode, e))?;
         let size = dioscope_sys::block::size_bytes(file.as_raw_fd())
             .map_err(|e| io_err(&n.path, "BLKGETSIZE64", e))?;
+        let rdev = crate::safety::DevNum::from_dev_t(opened.meta.rdev());
         let lbs = dioscope_sys::block::logical_block_size(file.as_raw_fd())
             .ok()
             .or_else(|| {
-                sysfs_block_attr(st.rdev, "queue/logical_block_size").and_then(|s| s.parse().ok())
+                sysfs_block_attr((rdev.major, rdev.minor), "queue/logical_block_size")
+                    .and_then(|s| s.parse().ok())
             })
             .unwrap_or(512);
         return Ok(Target {
             file,
+            checked: Some(opened),
+            identity: None,
             info: TargetInfo {
                 path: n.path.clone(),
                 kind: TargetKind::BlockDevice,
@@ -288,73 +439,30 @@ fn open_one(
             },
         });
     }
-    if let Some(st) = existing {
-        if !st.is_regular() {
-            return Err(TargetError::Refused(format!(
-                "{} is neither a regular file nor a block device; point filename= at a file or a block device",
-                n.path.display()
-            )));
-        }
-    }
-    let created = existing.is_none();
-    let have = existing.map(|s| s.size).unwrap_or(0);
-    if created && n.path.starts_with("/dev") {
-        // Never create regular files in /dev: a typo in a device name must not
-        // turn into a file that fills the devtmpfs.
-        return Err(TargetError::NoDevice {
-            path: n.path.display().to_string(),
-        });
-    }
-    if created && n.min_size == 0 {
-        return Err(TargetError::NeedSize {
-            path: n.path.display().to_string(),
-        });
-    }
+    let have = opened.meta.len();
     if have < n.min_size {
-        layout(&n.path, have, n.min_size, created).map_err(|mut e| {
+        let w = opened
+            .reopen(true, 0)
+            .map_err(|e| undo(io_err(&n.path, "create", e)))?;
+        layout(&n.path, &opened, &w, have, n.min_size, created).map_err(|mut e| {
             if let TargetError::NoSpace { free, .. } = &mut e {
-                // Free once the partial layout is gone and closed: what the user has.
+                // Free once the partial layout is gone: what the user has.
                 *free = free_bytes(&n.path);
             }
-            e
+            undo(e)
         })?;
     }
-    // From here on a failure must not leave the file this call created.
-    let undo = |e: TargetError| {
-        if created {
-            let _ = std::fs::remove_file(&n.path);
-            dioscope_sys::signal::unregister_scratch(&n.path);
-        }
-        e
-    };
-    let mut oo = OpenOptions::new();
-    // Opened read-write only when a job writes; layout above used its own handle.
-    oo.read(true).write(n.write);
-    if n.direct {
-        oo.custom_flags(libc::O_DIRECT);
-    }
-    let file = match oo.open(&n.path) {
+    // Opened read-write only when a job writes; layout used its own handle.
+    let file = match opened.reopen(n.write, direct_flag) {
         Ok(f) => f,
         Err(e) if n.direct && e.raw_os_error() == Some(libc::EINVAL) => {
-            return Err(undo(TargetError::DirectUnsupported {
-                path: n.path.display().to_string(),
-            }))
+            return Err(undo(TargetError::DirectUnsupported { path: p() }))
         }
-        Err(e) => {
-            return Err(undo(io_err(
-                &n.path,
-                if n.write { "read-write" } else { "read-only" },
-                e,
-            )))
-        }
+        Err(e) => return Err(undo(io_err(&n.path, mode, e))),
     };
     let st = statx_fd(file.as_raw_fd()).map_err(|e| undo(io_err(&n.path, "statx", e)))?;
     let (mem_align, offset_align, src) = match st.dio_align {
-        Some((0, 0)) if n.direct => {
-            return Err(undo(TargetError::DirectUnsupported {
-                path: n.path.display().to_string(),
-            }))
-        }
+        Some((0, 0)) if n.direct => return Err(undo(TargetError::DirectUnsupported { path: p() })),
         Some((m, o)) if o > 0 => (m.max(1), o, "statx STATX_DIOALIGN"),
         _ => {
             // Kernel or filesystem does not say: the underlying device's logical block size.
@@ -366,6 +474,8 @@ fn open_one(
     };
     Ok(Target {
         file,
+        checked: Some(opened),
+        identity,
         info: TargetInfo {
             path: n.path.clone(),
             kind: TargetKind::File,
@@ -380,6 +490,21 @@ fn open_one(
     })
 }
 
+fn kind_name(ft: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if ft.is_dir() {
+        "a directory"
+    } else if ft.is_fifo() {
+        "a FIFO"
+    } else if ft.is_socket() {
+        "a socket"
+    } else if ft.is_char_device() {
+        "a character device"
+    } else {
+        "not a file"
+    }
+}
+
 /// Create or extend a file to `need` bytes of incompressible data. Writes
 /// with O_DIRECT where the filesystem allows (no page-cache pollution), in
 /// 1 MiB chunks. Space is reserved first so a full disk fails early.
@@ -388,35 +513,27 @@ fn open_one(
 /// are never rewritten (an unaligned tail is extended with a buffered write
 /// first), and on failure or a stop signal a created file is removed and an
 /// extended one is cut back to its old size.
-fn layout(path: &Path, have: u64, need: u64, create: bool) -> Result<(), TargetError> {
-    let open = |direct: bool| {
-        let mut oo = OpenOptions::new();
-        oo.write(true);
-        if create {
-            // create_new: a file that appeared since the check is not ours to remove.
-            oo.create_new(true);
-        }
-        if direct {
-            oo.custom_flags(libc::O_DIRECT);
-        }
-        oo.open(path)
-    };
-    let (f, direct) = match open(true) {
+fn layout(
+    path: &Path,
+    opened: &crate::safety::Opened,
+    plain: &File,
+    have: u64,
+    need: u64,
+    create: bool,
+) -> Result<(), TargetError> {
+    // Everything goes through descriptors proven to be the opened inode.
+    let (f, direct) = match opened.reopen(true, libc::O_DIRECT) {
         Ok(f) => (f, true),
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-            (open(false).map_err(|e| io_err(path, "create", e))?, false)
-        }
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => (
+            plain.try_clone().map_err(|e| io_err(path, "create", e))?,
+            false,
+        ),
         Err(e) => return Err(io_err(path, "create", e)),
     };
-    if create {
-        dioscope_sys::signal::register_scratch(path);
-    }
     let fd = f.as_raw_fd();
+    // The caller removes a created file (by identity) on error.
     let cleanup = |e: TargetError| {
-        if create {
-            let _ = std::fs::remove_file(path);
-            dioscope_sys::signal::unregister_scratch(path);
-        } else {
+        if !create {
             let _ = dioscope_sys::fs::ftruncate(fd, have);
         }
         e
@@ -443,11 +560,11 @@ fn layout(path: &Path, have: u64, need: u64, create: bool) -> Result<(), TargetE
         // existing bytes of the partial block are kept.
         let head = (have.next_multiple_of(4096).min(need) - have) as usize;
         arena.fill_random(seed);
-        let wrote = OpenOptions::new().write(true).open(path).and_then(|b| {
-            let n = dioscope_sys::io::pwrite(b.as_raw_fd(), &arena.slot_mut(0)[..head], have)?;
-            dioscope_sys::io::fdatasync(b.as_raw_fd())?;
+        let wrote = (|| -> io::Result<usize> {
+            let n = dioscope_sys::io::pwrite(plain.as_raw_fd(), &arena.slot_mut(0)[..head], have)?;
+            dioscope_sys::io::fdatasync(plain.as_raw_fd())?;
             Ok(n)
-        });
+        })();
         match wrote {
             Ok(n) if n == head => off += n as u64,
             Ok(_) => return Err(cleanup(no_space(have))),
@@ -531,15 +648,17 @@ mod tests {
                 direct: false,
                 write: false,
                 min_size: 3 << 20,
+                allow_mounted_write: false,
             },
             TargetNeed {
                 path: p.clone(),
                 direct: false,
                 write: true,
                 min_size: 1 << 20,
+                allow_mounted_write: false,
             },
         ];
-        let t = TargetTable::open_all(&needs, &|_| Ok(())).unwrap();
+        let t = TargetTable::open_all(&needs, &[]).unwrap();
         assert_eq!(t.targets.len(), 1, "one open per path");
         let tg = &t.targets[0];
         assert!(tg.created && tg.writable);
@@ -561,8 +680,9 @@ mod tests {
                 direct: false,
                 write: false,
                 min_size: 0,
+                allow_mounted_write: false,
             }],
-            &|_| Ok(()),
+            &[],
         )
         .unwrap_err();
         assert!(e.to_string().contains("size="), "{e}");
@@ -579,8 +699,9 @@ mod tests {
                 direct: false,
                 write: false,
                 min_size: 0,
+                allow_mounted_write: false,
             }],
-            &|_| Ok(()),
+            &[],
         )
         .unwrap();
         let mut tg = TargetTable::default();
@@ -588,6 +709,8 @@ mod tests {
         let t0 = &t.targets[0];
         let fake = Target {
             file: t0.file.try_clone().unwrap(),
+            checked: None,
+            identity: None,
             info: TargetInfo {
                 offset_align: 512,
                 ..t0.info.clone()

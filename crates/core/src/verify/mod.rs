@@ -29,8 +29,7 @@
 //! - **torn write**: a valid header whose payload does not match: part of
 //!   the write is missing.
 
-use crate::runner::worker::BlockHook;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
 pub const HEADER_LEN: usize = 80;
@@ -38,7 +37,29 @@ const MAGIC: &[u8; 4] = b"DIOV";
 /// How many bad blocks are kept in full (all are counted).
 pub const MAX_REPORTED: usize = 1000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// Per-block work around the I/O itself: filling a block before it is
+/// written and checking it after it is read (verify). The worker loop is
+/// generic over the hook, so a run without one pays nothing for it.
+pub trait BlockHook {
+    /// False for the no-op hook: the calls below are compiled out.
+    const ACTIVE: bool;
+    /// Fill `buf` (the whole block) before it is written at `offset` of file `file`.
+    fn before_write(&mut self, _buf: &mut [u8], _file: u32, _offset: u64) {}
+    /// Check `buf` (the `res` bytes read) after a read from `offset` of file `file` completed.
+    fn after_read(&mut self, _buf: &[u8], _file: u32, _offset: u64) {}
+    /// Whether the worker should stop issuing (verify_fatal after a bad block).
+    fn should_stop(&self) -> bool {
+        false
+    }
+}
+
+/// No per-block work.
+pub struct NoHook;
+impl BlockHook for NoHook {
+    const ACTIVE: bool = false;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Algo {
     Crc32c,
@@ -79,7 +100,7 @@ impl Algo {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BadKind {
     LostWrite,
@@ -100,7 +121,7 @@ impl BadKind {
 }
 
 /// One interval that read back wrong.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BadBlock {
     pub file: u32,
     pub offset: u64,
@@ -369,7 +390,7 @@ impl BlockHook for Checker {
 }
 
 /// The verify outcome of one job, for the report.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct VerifyReport {
     pub algo: Option<Algo>,
     pub interval: u32,

@@ -1,4 +1,5 @@
-//! psync (pread/pwrite) and pvsync2 (preadv2/pwritev2 with RWF flags).
+//! The blocking engine under psync (pread/pwrite) and pvsync2
+//! (preadv2/pwritev2 with RWF flags).
 //!
 //! A synchronous engine does its I/O inside `commit`; the runner keeps at most
 //! one I/O in flight for it (`Caps::sync`).
@@ -8,7 +9,7 @@ use dioscope_sys::io::{pread, preadv2, pwrite, pwritev2, RwfFlags};
 use std::io;
 use std::os::fd::RawFd;
 
-pub struct SyncEngine {
+pub struct Blocking {
     arena: SlotArena,
     fds: Vec<RawFd>,
     /// `Some(flags)` for pvsync2.
@@ -17,9 +18,9 @@ pub struct SyncEngine {
     done: Option<Completion>,
 }
 
-impl SyncEngine {
-    pub fn new(arena: SlotArena, fds: &[RawFd], v2: Option<RwfFlags>) -> SyncEngine {
-        SyncEngine {
+impl Blocking {
+    pub fn new(arena: SlotArena, fds: &[RawFd], v2: Option<RwfFlags>) -> Blocking {
+        Blocking {
             arena,
             fds: fds.to_vec(),
             v2,
@@ -29,7 +30,7 @@ impl SyncEngine {
     }
 }
 
-impl Engine for SyncEngine {
+impl Engine for Blocking {
     #[inline]
     fn stage(&mut self, d: IoDesc) {
         debug_assert!(

@@ -1,0 +1,109 @@
+//! `dioscope doctor TARGET`: the workload-free checks as a checklist (or
+//! JSON). Exit 0 when nothing is critical, 1 when a check fails, 2 when the
+//! target does not exist or the arguments are wrong.
+
+use super::{eprint_err, Command};
+use crate::diag;
+use std::path::Path;
+
+pub const COMMAND: Command = Command {
+    name: "doctor",
+    usage: &[(
+        "doctor TARGET [--output-format=json]",
+        "check a file or block device without a\n\
+         workload: page cache, other openers,\n\
+         buffering, holes, layout, governor\n\
+         (exit 1 when a check fails)",
+    )],
+    main,
+};
+
+/// The target and whether JSON was asked for, or the error to print.
+fn parse(args: &[String]) -> Result<(&str, bool), String> {
+    let mut json = false;
+    let mut target: Option<&str> = None;
+    for a in args {
+        match a.as_str() {
+            "--output-format=json" | "--output-format=json+" => json = true,
+            "--output-format=normal" => json = false,
+            s if s.starts_with("--") => {
+                return Err(format!(
+                    "doctor: unknown option {s}; the only option is --output-format=json \
+                     (e.g. dioscope doctor /dev/nvme0n1 --output-format=json)"
+                ))
+            }
+            s if target.is_none() => target = Some(s),
+            s => {
+                return Err(format!(
+                    "doctor: one target at a time, got a second one: {s}"
+                ))
+            }
+        }
+    }
+    match target {
+        Some(t) => Ok((t, json)),
+        None => {
+            Err("doctor needs a target: dioscope doctor /dev/sdX or dioscope doctor FILE".into())
+        }
+    }
+}
+
+/// The workload-free checks of `doctor` on `target`; `true` when the
+/// target does not exist.
+pub fn check(target: &str) -> (diag::DoctorReport, bool) {
+    let r = diag::doctor(Path::new(target));
+    let missing =
+        r.environment.targets.first().map(|t| t.kind) == Some(diag::env::TargetKind::Missing);
+    (r, missing)
+}
+
+fn main(args: &[String]) -> i32 {
+    let (target, json) = match parse(args) {
+        Ok(x) => x,
+        Err(e) => return eprint_err(&e),
+    };
+    let (r, missing) = check(target);
+    if json {
+        match serde_json::to_string_pretty(&r) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("dioscope: error: cannot render the report: {e}");
+                return 1;
+            }
+        }
+    } else {
+        print!("{}", r.render_text());
+    }
+    if missing {
+        eprintln!(
+            "dioscope: error: {target} does not exist; give an existing file or block device"
+        );
+        2
+    } else if r.failed() || r.worst() == Some(diag::Severity::Critical) {
+        1
+    } else {
+        0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn arguments() {
+        assert_eq!(
+            parse(&s(&["/dev/x", "--output-format=json"])),
+            Ok(("/dev/x", true))
+        );
+        assert!(parse(&s(&[])).unwrap_err().contains("needs a target"));
+        assert!(parse(&s(&["a", "b"])).unwrap_err().contains("one target"));
+        assert!(parse(&s(&["--x"]))
+            .unwrap_err()
+            .contains("unknown option --x"));
+    }
+}

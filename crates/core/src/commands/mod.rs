@@ -1,0 +1,133 @@
+//! Commands: one file each, listed in [`COMMANDS`], the one table the
+//! dispatch and the usage text come from. The binary only calls [`main`].
+//!
+//! A first argument that is not a command name is fio's invocation
+//! (`dioscope JOBFILE…`, `dioscope --name=…`) and runs. A job file named
+//! like a command runs with `dioscope run FILE` or `dioscope ./FILE`.
+//!
+//! To add a command: write `commands/NAME.rs` with
+//! `pub const COMMAND: Command` and `fn main(args: &[String]) -> i32`, then
+//! add one line to [`COMMANDS`] (and `pub mod NAME;`).
+
+pub mod doctor;
+pub mod options;
+pub mod run;
+
+use crate::render::{self, RUN_FORMATS};
+
+/// One command: its name, the usage lines it adds to `--help` (synopsis,
+/// what it does), and its entry point (arguments after the name → exit
+/// code: 0 ok, 1 failed, 2 bad input, 128+N interrupted by signal N).
+pub struct Command {
+    pub name: &'static str,
+    pub usage: &'static [(&'static str, &'static str)],
+    pub main: fn(&[String]) -> i32,
+}
+
+/// Every command, in the order `--help` lists them.
+pub static COMMANDS: &[Command] = &[run::COMMAND, doctor::COMMAND, options::COMMAND];
+
+/// The command `name` names, if any.
+pub fn find(name: &str) -> Option<&'static Command> {
+    COMMANDS.iter().find(|c| c.name == name)
+}
+
+/// The whole invocation: arguments without the program name → exit code.
+pub fn main(args: Vec<String>) -> i32 {
+    match args.first().map(String::as_str) {
+        Some("-h") | Some("--help") | Some("help") => {
+            print!("{}", usage());
+            0
+        }
+        Some("--version") | Some("-V") => {
+            println!("dioscope {}", env!("CARGO_PKG_VERSION"));
+            0
+        }
+        Some(name) => match find(name) {
+            Some(c) => (c.main)(&args[1..]),
+            // fio's invocation: job files and options, no command name.
+            None => (run::COMMAND.main)(&args),
+        },
+        None => (run::COMMAND.main)(&args),
+    }
+}
+
+/// `dioscope: error: MSG` on stderr; the exit code of bad input.
+pub fn eprint_err(msg: &str) -> i32 {
+    eprintln!("dioscope: error: {msg}");
+    2
+}
+
+/// `--help`: generated from the command table, the run formats and the
+/// option table.
+pub fn usage() -> String {
+    let mut lines: Vec<(String, &str)> = Vec::new();
+    for c in COMMANDS {
+        for (syn, what) in c.usage {
+            lines.push((format!("dioscope {syn}").trim_end().to_string(), what));
+        }
+    }
+    lines.push(("dioscope --help | --version".into(), ""));
+    let w = lines
+        .iter()
+        .map(|(s, _)| s.chars().count())
+        .max()
+        .unwrap_or(0)
+        + 3;
+    let mut out = String::from(
+        "dioscope — benchmark and diagnose direct I/O (O_DIRECT) on Linux\n\nUSAGE:\n",
+    );
+    for (syn, what) in &lines {
+        let mut first = true;
+        for l in what.lines() {
+            let left = if first { syn.as_str() } else { "" };
+            out.push_str(&format!("  {left:w$}{l}\n"));
+            first = false;
+        }
+        if first {
+            out.push_str(&format!("  {syn}\n"));
+        }
+    }
+    let names: Vec<&str> = COMMANDS.iter().map(|c| c.name).collect();
+    out.push_str(&format!(
+        "\nA first argument that is not a command ({}) is a job file or an option,\n\
+         as fio takes them. A job file named like a command runs with\n\
+         `dioscope run FILE` or `dioscope ./FILE`.\n",
+        names.join(", ")
+    ));
+    out.push_str(
+        "\nExit codes: 0 ok, 1 I/O errors during the run, 2 bad input (nothing written),\n\
+         128+N stopped by signal N (partial result printed and marked interrupted).\n",
+    );
+    out.push_str("\nOUTPUT FORMATS (--output-format=NAME):\n");
+    out.push_str(&render::help(RUN_FORMATS));
+    out.push_str(
+        "\nOPTIONS (fio's names, units and defaults; 4k = 4096, 1m, 1g, %, times in s/ms/us/m/h):\n",
+    );
+    out.push_str(&crate::job::options::help_text());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_lists_every_command_and_format() {
+        let u = usage();
+        for c in COMMANDS {
+            assert!(u.contains(&format!("dioscope {}", c.name)), "{u}");
+        }
+        for f in RUN_FORMATS {
+            assert!(u.contains(&format!("  {}", f.name)), "{u}");
+        }
+        assert!(u.contains("dioscope ./FILE"), "{u}");
+    }
+
+    #[test]
+    fn command_names_are_unique() {
+        for (i, c) in COMMANDS.iter().enumerate() {
+            assert!(COMMANDS[i + 1..].iter().all(|d| d.name != c.name));
+        }
+    }
+}

@@ -1,0 +1,82 @@
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+use super::{list, Describe, Severity};
+
+/// A process that used CPU time during the trials (`/proc/PID/stat`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuProcess {
+    pub pid: i32,
+    pub comm: String,
+    /// utime + stime over the trial, in % of one CPU.
+    pub cpu_pct: f64,
+}
+
+/// Other processes kept the CPUs dioscope may run on busy during the trials.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuContention {
+    /// 1-based trials where it happened.
+    pub trials: Vec<usize>,
+    /// CPUs dioscope may run on (its affinity).
+    pub cpus: usize,
+    /// Busy time of those CPUs, in % of their capacity (the worst trial).
+    pub busy_pct: f64,
+    /// dioscope's own share of it, in % of one CPU.
+    pub ours_pct: f64,
+    /// Everyone else's, in % of one CPU.
+    pub others_pct: f64,
+    /// The busiest other processes, busiest first.
+    pub top: Vec<CpuProcess>,
+}
+
+impl Describe for CpuContention {
+    fn severity(&self) -> Severity {
+        Severity::Warning
+    }
+
+    fn describe(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "other processes used {:.0} % of a CPU during trial{} {} while dioscope used \
+             {:.0} %, leaving the {} CPU{} it may run on {:.0} % busy: workers waited for a \
+             CPU, so IOPS and latency measure the contention as well as the device",
+            self.others_pct,
+            if self.trials.len() == 1 { "" } else { "s" },
+            list(&self.trials),
+            self.ours_pct,
+            self.cpus,
+            if self.cpus == 1 { "" } else { "s" },
+            self.busy_pct,
+        )?;
+        if !self.top.is_empty() {
+            let who: Vec<String> = self
+                .top
+                .iter()
+                .map(|p| format!("pid {} ({}, {:.0} %)", p.pid, p.comm, p.cpu_pct))
+                .collect();
+            write!(f, " (busiest: {})", who.join(", "))?;
+        }
+        write!(
+            f,
+            ". Stop them, or pin dioscope and them to different CPUs (`taskset`, \
+             cpus_allowed=), and repeat the run."
+        )
+    }
+}
+
+#[cfg(test)]
+pub(super) fn example() -> super::Finding {
+    CpuContention {
+        trials: vec![1],
+        cpus: 2,
+        busy_pct: 98.0,
+        ours_pct: 95.0,
+        others_pct: 100.0,
+        top: vec![CpuProcess {
+            pid: 777,
+            comm: "hog".into(),
+            cpu_pct: 99.0,
+        }],
+    }
+    .into()
+}

@@ -1,0 +1,104 @@
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+use super::{human_bytes, list, Describe, Severity};
+
+/// A process that held a device, or a file on its file system, open during
+/// a trial and did block I/O meanwhile (`/proc/PID/io`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IoProcess {
+    pub pid: i32,
+    pub comm: String,
+    /// `read_bytes` / `write_bytes` of `/proc/PID/io` over the trial: I/O the
+    /// process caused on any device (it held this one open, so likely here).
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+}
+
+/// The device moved more data than the benchmark did: someone else did I/O
+/// on it during the trials.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OtherDeviceIo {
+    pub device: String,
+    /// 1-based trials where it happened.
+    pub trials: Vec<usize>,
+    /// Bytes the benchmark's jobs transferred in those trials.
+    pub our_bytes: u64,
+    /// Bytes the device transferred (`/sys/block/*/stat` sectors × 512).
+    pub device_bytes: u64,
+    /// Who held the device or its file system open and did I/O, busiest
+    /// first; empty when the culprit exited or is the kernel (writeback).
+    pub processes: Vec<IoProcess>,
+}
+
+impl Describe for OtherDeviceIo {
+    fn severity(&self) -> Severity {
+        // Someone else moved as much as we did: the numbers are shared.
+        if self.device_bytes >= 2 * self.our_bytes {
+            Severity::Critical
+        } else {
+            Severity::Warning
+        }
+    }
+
+    fn describe(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let extra = self.device_bytes.saturating_sub(self.our_bytes);
+        write!(
+            f,
+            "{} transferred {} during trial{} {} but the benchmark only {}: {} came from \
+             someone else, competing for the device and distorting latency and throughput. ",
+            self.device,
+            human_bytes(self.device_bytes),
+            if self.trials.len() == 1 { "" } else { "s" },
+            list(&self.trials),
+            human_bytes(self.our_bytes),
+            human_bytes(extra),
+        )?;
+        if self.processes.is_empty() {
+            write!(
+                f,
+                "No process holding it open did I/O (the culprit exited, or it is the \
+                 kernel's writeback of buffered writes); find it with `iotop -o` or \
+                 `fuser -vm /dev/{}`, stop it, and repeat the run.",
+                self.device
+            )
+        } else {
+            let who: Vec<String> = self
+                .processes
+                .iter()
+                .map(|p| {
+                    format!(
+                        "pid {} ({}, read {}, wrote {})",
+                        p.pid,
+                        p.comm,
+                        human_bytes(p.read_bytes),
+                        human_bytes(p.write_bytes)
+                    )
+                })
+                .collect();
+            write!(
+                f,
+                "Processes with the device or a file on it open that did I/O meanwhile: {}. \
+                 Stop them and repeat the run.",
+                who.join(", ")
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+pub(super) fn example() -> super::Finding {
+    OtherDeviceIo {
+        device: "loop7".into(),
+        trials: vec![1, 2],
+        our_bytes: 400 << 20,
+        device_bytes: 650 << 20,
+        processes: vec![IoProcess {
+            pid: 4242,
+            comm: "dd".into(),
+            read_bytes: 0,
+            write_bytes: 250 << 20,
+        }],
+    }
+    .into()
+}

@@ -1,0 +1,63 @@
+//! io_uring: see `dioscope_sys::uring` for the ring set-up and its fallbacks.
+
+use super::{Caps, Completion, Engine, EngineDef, EngineOpts, IoDesc, SlotArena, WithEngine};
+use dioscope_sys::uring::{with_queue, UringOpts, UringQueue};
+use std::io;
+use std::os::fd::RawFd;
+
+pub struct Def;
+
+impl EngineDef for Def {
+    const NAMES: &'static [&'static str] = &["io_uring"];
+    const CAPS: Caps = Caps {
+        hipri: true,
+        nowait: true,
+        sqpoll: true,
+        fixed_bufs: true,
+        registered_files: true,
+        ..Caps::BASE
+    };
+    fn with<W: WithEngine>(
+        mut arena: SlotArena,
+        fds: &[RawFd],
+        o: &EngineOpts,
+        f: W,
+    ) -> Result<(W::Out, Option<String>), String> {
+        let opts = UringOpts {
+            entries: o.depth,
+            fixed_bufs: o.fixed_bufs,
+            register_files: o.registered_files,
+            sqpoll: o.sqpoll,
+            iopoll: o.hipri,
+            nowait: o.nowait,
+        };
+        with_queue(&opts, fds, &mut arena, |q| {
+            let feats = q.features();
+            let out = f.run(q);
+            let note = format!(
+                "io_uring: single_issuer={} defer_taskrun={} coop_taskrun={} fixed_bufs={} registered_files={} registered_ring={} sqpoll={} iopoll={}",
+                feats.single_issuer, feats.defer_taskrun, feats.coop_taskrun, feats.fixed_bufs, feats.registered_files, feats.registered_ring, feats.sqpoll, feats.iopoll
+            );
+            (out, Some(note))
+        })
+        .map_err(|e| format!("io_uring setup failed: {e}; try ioengine=libaio"))
+    }
+}
+
+impl Engine for UringQueue<'_> {
+    #[inline]
+    fn stage(&mut self, d: IoDesc) {
+        UringQueue::stage(self, d)
+    }
+    #[inline]
+    fn commit(&mut self, min: u32) -> io::Result<u32> {
+        UringQueue::commit(self, min)
+    }
+    #[inline]
+    fn reap(&mut self, out: &mut [Completion]) -> usize {
+        UringQueue::reap(self, out)
+    }
+    fn arena(&mut self) -> &mut SlotArena {
+        UringQueue::arena(self)
+    }
+}

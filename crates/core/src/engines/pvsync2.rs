@@ -1,0 +1,26 @@
+//! pvsync2: preadv2/pwritev2 with RWF flags (hipri, nowait), one I/O at a time.
+
+use super::blocking::Blocking;
+use super::{Caps, EngineDef, EngineOpts, SlotArena, WithEngine};
+use std::os::fd::RawFd;
+
+pub struct Def;
+
+impl EngineDef for Def {
+    const NAMES: &'static [&'static str] = &["pvsync2"];
+    const CAPS: Caps = Caps {
+        sync: true,
+        hipri: true,
+        nowait: true,
+        ..Caps::BASE
+    };
+    fn with<W: WithEngine>(
+        arena: SlotArena,
+        fds: &[RawFd],
+        opts: &EngineOpts,
+        f: W,
+    ) -> Result<(W::Out, Option<String>), String> {
+        let mut e = Blocking::new(arena, fds, Some(opts.rw_flags()));
+        Ok((f.run(&mut e), None))
+    }
+}

@@ -1,0 +1,342 @@
+//! The typed result of a finished run: the runner's raw measurements, their
+//! summaries and the diagnosis turned into one [`RunDoc`], which every
+//! renderer reads. fio's fields follow fio's formulas (see FIO-COMPAT.md).
+
+use crate::diag::RunDiagnosis;
+use crate::job::JobSpec;
+use crate::results::model::{
+    Cpu, Dioscope, DioscopeJob, Dir, IoError, Job, Lat, RunError, Sync, SCHEMA,
+};
+use crate::results::{human_bytes, JobSummary, OrderedMap, RunDoc};
+use crate::runner::{DirStats, IoErrorInfo, RunResult};
+use crate::stats::{Histogram, Summary};
+
+/// The whole result of a run. `context` is the engines-and-environment line.
+pub fn run_doc(r: &RunResult, diagnosis: &RunDiagnosis, context: String) -> RunDoc {
+    let sums = r.summarize();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let mut d = status(r);
+    d.jobs = sums.iter().map(|s| dioscope_job(r, s)).collect();
+    d.context = context;
+    diagnosis.fill(&mut d);
+    RunDoc {
+        fio_version: format!("dioscope-{}", env!("CARGO_PKG_VERSION")),
+        timestamp: now.as_secs(),
+        timestamp_ms: now.as_millis() as u64,
+        time: crate::results::ctime(now.as_secs() as i64),
+        global_options: None,
+        jobs: sums.iter().map(|s| job(r, s)).collect(),
+        disk_util: diagnosis.disk_util(),
+        dioscope: Some(d),
+        other: OrderedMap::new(),
+    }
+}
+
+fn spec<'a>(r: &'a RunResult, s: &JobSummary) -> &'a JobSpec {
+    &r.jobs[s.jobs[0]].resolved.spec
+}
+
+fn lat(h: &Histogram, percentiles: Option<&[f64]>) -> Lat {
+    Lat {
+        min: h.min(),
+        max: h.max(),
+        mean: h.mean(),
+        stddev: h.stddev(),
+        n: h.count(),
+        percentile: percentiles.map(|ps| {
+            ps.iter()
+                .map(|&p| (format!("{p:.6}"), h.percentile(p)))
+                .collect()
+        }),
+        // fio writes "bins" only for latencies that have samples; consumers
+        // such as fio_jsonplus_clat2csv rely on that. json (not json+)
+        // leaves them out when rendering.
+        bins: (h.count() > 0).then(|| h.bins().map(|(v, c)| (v.to_string(), c)).collect()),
+    }
+}
+
+/// Per-interval samples of the last trial for direction `d`: (KiB/s, IOPS).
+fn interval_samples(s: &JobSummary, d: usize) -> (Vec<f64>, Vec<f64>) {
+    let (mut bws, mut iopss) = (Vec::new(), Vec::new());
+    let mut prev = (0u64, 0u64, 0u64);
+    for t in &s.ticks {
+        let dt = (t.t_ns - prev.2).max(1) as f64 / 1e9;
+        bws.push((t.bytes[d] - prev.0) as f64 / 1024.0 / dt);
+        iopss.push((t.ios[d] - prev.1) as f64 / dt);
+        prev = (t.bytes[d], t.ios[d], t.t_ns);
+    }
+    (bws, iopss)
+}
+
+fn dir(r: &RunResult, s: &JobSummary, d: Option<usize>) -> Dir {
+    let empty = DirStats::default();
+    let st = d.map(|d| &s.dirs[d]).unwrap_or(&empty);
+    let spec = spec(r, s);
+    let rt = s.runtime_ms;
+    let bw_bytes = crate::results::summary::per_second(st.bytes, rt);
+    let (bws, iopss) = d.map(|d| interval_samples(s, d)).unwrap_or_default();
+    let (sm, si) = (Summary::of(&bws), Summary::of(&iopss));
+    let pct = spec
+        .clat_percentiles
+        .then_some(spec.percentile_list.as_slice());
+    let lat_pct = spec
+        .lat_percentiles
+        .then_some(spec.percentile_list.as_slice());
+    let total_bw: f64 = s.dirs.iter().map(|x| x.bytes as f64).sum();
+    let min_max = |v: &[f64], x: f64| if v.is_empty() { 0 } else { x.round() as u64 };
+    Dir {
+        io_bytes: st.bytes,
+        io_kbytes: st.bytes / 1024,
+        bw_bytes: bw_bytes.round() as u64,
+        bw: (bw_bytes / 1024.0).round() as u64,
+        iops: crate::results::summary::per_second(st.ios, rt),
+        runtime: rt.round() as u64,
+        total_ios: st.ios,
+        short_ios: st.short_ios,
+        drop_ios: 0,
+        slat_ns: lat(&st.slat, None),
+        clat_ns: lat(&st.clat, pct),
+        lat_ns: lat(&st.lat, lat_pct),
+        bw_min: min_max(&bws, sm.min),
+        bw_max: min_max(&bws, sm.max),
+        bw_agg: if total_bw > 0.0 {
+            100.0 * st.bytes as f64 / total_bw
+        } else {
+            0.0
+        },
+        bw_mean: sm.mean,
+        bw_dev: sm.stddev,
+        bw_samples: bws.len() as u64,
+        iops_min: min_max(&iopss, si.min),
+        iops_max: min_max(&iopss, si.max),
+        iops_mean: si.mean,
+        iops_stddev: si.stddev,
+        iops_samples: iopss.len() as u64,
+    }
+}
+
+fn pct_map(keys: &[&str], counts: &[u64]) -> OrderedMap<f64> {
+    let total: u64 = counts.iter().sum();
+    keys.iter()
+        .zip(counts)
+        .map(|(k, &c)| {
+            let v = if total > 0 {
+                100.0 * c as f64 / total as f64
+            } else {
+                0.0
+            };
+            (k.to_string(), v)
+        })
+        .collect()
+}
+
+/// fio's latency_ns/us/ms maps: percent of I/Os whose total latency falls
+/// in each bucket (a bucket holds values up to its key, above the previous).
+fn latency_buckets(h: &Histogram) -> [OrderedMap<f64>; 3] {
+    let ns_keys = [2u64, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
+    let ms_keys = [2u64, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000];
+    let mut ns = [0u64; 10];
+    let mut us = [0u64; 10];
+    let mut ms = [0u64; 12];
+    for (v, c) in h.bins() {
+        if v < 1000 {
+            let i = ns_keys.iter().position(|&k| v <= k).unwrap_or(9);
+            ns[i] += c;
+        } else if v < 1_000_000 {
+            let u = v / 1000;
+            let i = ns_keys.iter().position(|&k| u <= k).unwrap_or(9);
+            us[i] += c;
+        } else {
+            let m = v / 1_000_000;
+            let i = ms_keys.iter().position(|&k| m <= k).unwrap_or(11);
+            ms[i] += c;
+        }
+    }
+    let total = h.count().max(1) as f64;
+    let mk = |keys: &[&str], v: &[u64]| -> OrderedMap<f64> {
+        keys.iter()
+            .zip(v)
+            .map(|(k, &c)| (k.to_string(), 100.0 * c as f64 / total))
+            .collect()
+    };
+    let k10 = [
+        "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000",
+    ];
+    let k12 = [
+        "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000", "2000", ">=2000",
+    ];
+    [mk(&k10, &ns), mk(&k10, &us), mk(&k12, &ms)]
+}
+
+/// Which directions a job shows: verify_only turns a write job into a
+/// read-back, so what ran is shown.
+fn shows(spec: &JobSpec, s: &JobSummary) -> [bool; 2] {
+    [
+        spec.rw.reads() || s.dirs[0].ios > 0,
+        spec.rw.writes() && !spec.verify_only || s.dirs[1].ios > 0,
+    ]
+}
+
+fn job(r: &RunResult, s: &JobSummary) -> Job {
+    let spec = spec(r, s);
+    let mut opts = OrderedMap::new();
+    opts.insert("name", spec.name.clone());
+    for (k, v) in &spec.given {
+        opts.insert(k.clone(), v.clone());
+    }
+    let rt = s.runtime_ms.max(1e-9);
+    let mut all_lat = s.dirs[0].lat.clone();
+    all_lat.merge(&s.dirs[1].lat);
+    let [lns, lus, lms] = latency_buckets(&all_lat);
+    let show = shows(spec, s);
+    let batches = ["0", "4", "8", "16", "32", "64", ">=64"];
+    Job {
+        jobname: spec.name.clone(),
+        groupid: s.group,
+        error: s.first_error.as_ref().map(|(e, _)| e.errno).unwrap_or(0),
+        eta: 0,
+        elapsed: ((s.wall_ns as f64) / 1e9).round() as u64,
+        job_options: opts,
+        read: dir(r, s, show[0].then_some(0)),
+        write: dir(r, s, show[1].then_some(1)),
+        trim: dir(r, s, None),
+        sync: Sync {
+            total_ios: s.sync.ios,
+            lat_ns: lat(&s.sync.lat, None),
+        },
+        job_runtime: s.runtime_ms.round() as u64,
+        usr_cpu: 100.0 * s.thread_cpu.user_us as f64 / 1000.0 / rt,
+        sys_cpu: 100.0 * s.thread_cpu.sys_us as f64 / 1000.0 / rt,
+        ctx: s.thread_cpu.vol_ctx + s.thread_cpu.invol_ctx,
+        majf: s.thread_cpu.majflt,
+        minf: s.thread_cpu.minflt,
+        iodepth_level: pct_map(
+            &["1", "2", "4", "8", "16", "32", ">=64"],
+            &s.queue.depth_level,
+        ),
+        iodepth_submit: pct_map(&batches, &s.queue.submit_batches),
+        iodepth_complete: pct_map(&batches, &s.queue.complete_batches),
+        latency_ns: lns,
+        latency_us: lus,
+        latency_ms: lms,
+        latency_depth: spec.iodepth,
+        latency_target: 0,
+        latency_percentile: 100.0,
+        latency_window: 0,
+        other: OrderedMap::new(),
+    }
+}
+
+fn io_error(e: &IoErrorInfo, path: &str) -> IoError {
+    IoError {
+        path: path.to_string(),
+        offset: e.offset,
+        length: e.len,
+        direction: if e.write { "write" } else { "read" }.into(),
+        errno: e.errno,
+        error: std::io::Error::from_raw_os_error(e.errno).to_string(),
+    }
+}
+
+/// The block sizes as given: `4.00 KiB`, `4.00 KiB-64.0 KiB`,
+/// `4.00 KiB/60:64.0 KiB/40`, and `R,W` when reads and writes differ.
+pub fn bs_text(spec: &JobSpec) -> String {
+    use crate::job::BlockSizes;
+    let one = |b: &BlockSizes| match b {
+        BlockSizes::Fixed(x) => human_bytes(*x),
+        BlockSizes::Range(lo, hi) => format!("{}-{}", human_bytes(*lo), human_bytes(*hi)),
+        BlockSizes::Split(v) => v
+            .iter()
+            .map(|(sz, pct)| format!("{}/{pct}", human_bytes(*sz)))
+            .collect::<Vec<_>>()
+            .join(":"),
+    };
+    let (r, w) = (one(&spec.bs[0]), one(&spec.bs[1]));
+    if r == w || !spec.rw.writes() {
+        r
+    } else if !spec.rw.reads() {
+        w
+    } else {
+        format!("{r},{w}")
+    }
+}
+
+/// dioscope's measurements for one job.
+fn dioscope_job(r: &RunResult, s: &JobSummary) -> DioscopeJob {
+    let spec = spec(r, s);
+    let show = shows(spec, s);
+    DioscopeJob {
+        jobname: spec.name.clone(),
+        groupid: s.group,
+        ioengine: spec.ioengine.as_str().into(),
+        iodepth: spec.iodepth,
+        direct: spec.direct,
+        rw: spec.rw.as_str().into(),
+        bs: bs_text(spec),
+        numjobs: s
+            .jobs
+            .iter()
+            .map(|&i| r.jobs[i].resolved.spec.numjobs)
+            .sum(),
+        directions: ["read", "write"]
+            .iter()
+            .zip(show)
+            .filter(|(_, on)| *on)
+            .map(|(d, _)| d.to_string())
+            .collect(),
+        trials: s.trials.clone(),
+        summary: s.stats.clone(),
+        cpu: Cpu {
+            process_usr_us: s.process_cpu.user_us,
+            process_sys_us: s.process_cpu.sys_us,
+            process_us_per_io: s.cpu_us_per_io(),
+            system_busy_us: s.system_busy_us,
+            system_us_per_io: s.sys_cpu_us_per_io(),
+            system_percent: s.system_pct,
+            ctx_per_io: s.ctx_per_io(),
+            workers_thread_us: s.thread_cpu.user_us + s.thread_cpu.sys_us,
+            busiest_worker_cpu_fraction: s.max_worker_cpu,
+            peak_rss_kb: s.process_cpu.maxrss_kb,
+        },
+        errors: s.dirs[0].errors + s.dirs[1].errors,
+        errors_by_direction: [s.dirs[0].errors, s.dirs[1].errors],
+        first_error: s.first_error.as_ref().map(|(e, p)| io_error(e, p)),
+    }
+}
+
+/// The run's status: version, interruption, errors, targets, notes, verify.
+fn status(r: &RunResult) -> Dioscope {
+    let verify: OrderedMap<serde_json::Value> = r
+        .jobs
+        .iter()
+        .filter_map(|j| {
+            j.verify.as_ref().map(|v| {
+                (
+                    j.resolved.spec.name.clone(),
+                    serde_json::to_value(v).unwrap_or_default(),
+                )
+            })
+        })
+        .collect();
+    Dioscope {
+        schema: SCHEMA,
+        version: env!("CARGO_PKG_VERSION").into(),
+        interrupted: r.interrupted,
+        signal: r.interrupted.then_some(r.signal),
+        io_errors: r.io_errors(),
+        // Partial: a signal or an I/O error ended the run before its end.
+        partial: r.interrupted || r.stopped_by_error(),
+        stopped_by_error: r.stopped_by_error(),
+        first_error: r.first_error().map(|(job, e, path)| RunError {
+            job: job.to_string(),
+            error: io_error(e, path),
+            hint: crate::runner::hint::io_error_hint(e, path, r),
+        }),
+        targets: serde_json::to_value(&r.targets).unwrap_or_default(),
+        notes: r.notes.clone(),
+        verify: (!verify.is_empty()).then_some(verify),
+        ..Default::default()
+    }
+}

@@ -1,0 +1,86 @@
+//! Renderers: one file per output format, each behind [`Exporter`], listed
+//! in one table per kind of result ([`RUN_FORMATS`] for a run; comparisons
+//! and sweeps get theirs). The table is the only list: `--output-format`'s
+//! choices, its help and the dispatch all come from it.
+//!
+//! Every renderer reads the typed result ([`crate::results::RunDoc`]), never
+//! the runner's raw measurements, so a result read back from a file (ours
+//! or fio's) renders like a fresh one.
+//!
+//! To add a format: write `render/NAME.rs` with a unit struct implementing
+//! [`Exporter`], then add one line to [`RUN_FORMATS`] (and `pub mod NAME;`).
+
+pub mod build;
+pub mod json;
+pub mod text;
+
+use crate::results::RunDoc;
+
+/// One output format of one kind of result (`R`: the result it renders).
+pub trait Exporter<R: ?Sized>: Sync {
+    /// The whole output (with its final newline).
+    fn render(&self, result: &R) -> String;
+}
+
+/// A format in a table: the name `--output-format` takes, other names it
+/// accepts, one line of help, and the renderer.
+pub struct Format<R: ?Sized + 'static> {
+    pub name: &'static str,
+    pub aliases: &'static [&'static str],
+    pub help: &'static str,
+    pub exporter: &'static dyn Exporter<R>,
+}
+
+/// The formats of a run's result; the first is the default.
+pub static RUN_FORMATS: &[Format<RunDoc>] = &[
+    Format {
+        name: "normal",
+        aliases: &["terse"],
+        help: "the human summary: per job IOPS, bandwidth, latency, CPU per I/O, trials, findings",
+        exporter: &text::Text,
+    },
+    Format {
+        name: "json",
+        aliases: &[],
+        help: "fio's JSON, with dioscope's measurements and diagnosis under \"dioscope\"",
+        exporter: &json::Json { bins: false },
+    },
+    Format {
+        name: "json+",
+        aliases: &[],
+        help: "json with the latency histogram bins (fio's json+)",
+        exporter: &json::Json { bins: true },
+    },
+];
+
+/// Look a format up by name or alias; `None` means "not a format of this
+/// kind" (the caller says which exist with [`names`]).
+pub fn find<R: ?Sized>(table: &'static [Format<R>], name: &str) -> Option<&'static Format<R>> {
+    let name = name.trim();
+    table
+        .iter()
+        .find(|f| f.name == name || f.aliases.contains(&name))
+}
+
+/// `normal, json, json+`: the choices, for errors and help.
+pub fn names<R: ?Sized>(table: &[Format<R>]) -> String {
+    table.iter().map(|f| f.name).collect::<Vec<_>>().join(", ")
+}
+
+/// One line per format for `--help`.
+pub fn help<R: ?Sized>(table: &[Format<R>]) -> String {
+    let w = table.iter().map(|f| f.name.len()).max().unwrap_or(0);
+    table
+        .iter()
+        .map(|f| format!("  {:w$}  {}\n", f.name, f.help))
+        .collect()
+}
+
+/// The error for an unknown format: which exist and an example.
+pub fn unknown<R: ?Sized>(table: &[Format<R>], given: &str) -> String {
+    format!(
+        "--output-format={given}: '{given}' is not an output format; choose one of {} \
+         (e.g. --output-format=json)",
+        names(table)
+    )
+}

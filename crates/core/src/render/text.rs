@@ -1,0 +1,291 @@
+//! The human summary: per job IOPS, bandwidth, latency percentiles, CPU per
+//! I/O, and the trial statistics; then the context, the devices, the
+//! findings and whether the result is partial. It reads only the typed
+//! result, so fio's own JSON renders too (without dioscope's sections).
+
+use super::Exporter;
+use crate::results::model::{DeviceTotal, Dioscope, DioscopeJob, Dir, Job, Severity};
+use crate::results::{human_bytes, human_count, human_ns, human_rate, units::wrap, RunDoc};
+use crate::verify::VerifyReport;
+use std::fmt::Write;
+
+/// The `normal` format.
+pub struct Text;
+
+impl Exporter<RunDoc> for Text {
+    fn render(&self, doc: &RunDoc) -> String {
+        let mut out = String::new();
+        for (i, j) in doc.jobs.iter().enumerate() {
+            job_block(&mut out, j, doc.dioscope_job(i));
+        }
+        if let Some(d) = &doc.dioscope {
+            verify_block(&mut out, d);
+            if let Some(p) = &d.profile {
+                out.push('\n');
+                out.push_str(&crate::profile::render_text(p));
+            }
+            tail(&mut out, d);
+        }
+        out
+    }
+}
+
+/// An option of the job as given, or what dioscope recorded.
+fn opt<'a>(j: &'a Job, k: &str) -> Option<&'a str> {
+    j.job_options.get(k).map(String::as_str)
+}
+
+fn header(out: &mut String, j: &Job, dj: Option<&DioscopeJob>) {
+    let (rw, bs, engine, depth, direct, jobs) = match dj {
+        Some(d) => (
+            d.rw.clone(),
+            d.bs.clone(),
+            d.ioengine.clone(),
+            d.iodepth.to_string(),
+            (d.direct as u8).to_string(),
+            d.numjobs.to_string(),
+        ),
+        // fio's JSON: what the job file said, fio's defaults otherwise.
+        None => (
+            opt(j, "rw")
+                .or(opt(j, "readwrite"))
+                .unwrap_or("read")
+                .into(),
+            opt(j, "bs").or(opt(j, "blocksize")).unwrap_or("4k").into(),
+            opt(j, "ioengine").unwrap_or("psync").into(),
+            opt(j, "iodepth").unwrap_or("1").into(),
+            opt(j, "direct").unwrap_or("0").into(),
+            opt(j, "numjobs").unwrap_or("1").into(),
+        ),
+    };
+    let ntrials = dj.map(|d| d.trials.len()).unwrap_or(1);
+    let _ = writeln!(
+        out,
+        "{}: (g={}) rw={rw} bs={bs} ioengine={engine} iodepth={depth} direct={direct} jobs={jobs}{}",
+        j.jobname,
+        j.groupid,
+        if ntrials > 1 {
+            format!(", {ntrials} trials")
+        } else {
+            String::new()
+        }
+    );
+}
+
+fn job_block(out: &mut String, j: &Job, dj: Option<&DioscopeJob>) {
+    header(out, j, dj);
+    // Measured time: the trials' sum (exact) when dioscope recorded it.
+    let runtime_ms = dj
+        .map(|d| d.trials.iter().map(|t| t.runtime_ms).sum::<f64>())
+        .unwrap_or(j.job_runtime as f64);
+    for (d, name) in ["read", "write"].iter().enumerate() {
+        let shown = match dj {
+            Some(x) => x.measures(name),
+            None => j.dir(d).total_ios > 0,
+        };
+        if shown {
+            let errors = dj.map(|x| x.errors_by_direction[d]).unwrap_or(0);
+            dir_block(out, name, j.dir(d), runtime_ms, errors);
+        }
+    }
+    if j.sync.total_ios > 0 {
+        let _ = writeln!(
+            out,
+            "  sync: {} calls, mean {}",
+            j.sync.total_ios,
+            human_ns(j.sync.lat_ns.mean)
+        );
+    }
+    if let Some(d) = dj {
+        trials_block(out, d);
+        cpu_block(out, j, d);
+    }
+}
+
+fn dir_block(out: &mut String, name: &str, st: &Dir, runtime_ms: f64, errors: u64) {
+    let per_s = |n: u64| crate::results::summary::per_second(n, runtime_ms);
+    let _ = writeln!(
+        out,
+        "  {name}: IOPS={}, BW={}/s ({} in {:.1}s)",
+        human_count(per_s(st.total_ios)),
+        human_rate(per_s(st.io_bytes)),
+        human_bytes(st.io_bytes),
+        runtime_ms / 1000.0
+    );
+    let l = &st.lat_ns;
+    let _ = writeln!(
+        out,
+        "    lat: min={} mean={} σ={} max={}   (slat mean={}, clat mean={})",
+        human_ns(l.min as f64),
+        human_ns(l.mean),
+        human_ns(l.stddev),
+        human_ns(l.max as f64),
+        human_ns(st.slat_ns.mean),
+        human_ns(st.clat_ns.mean)
+    );
+    let pcts = st.clat_ns.percentiles();
+    if !pcts.is_empty() && st.clat_ns.n > 0 {
+        let ps: Vec<String> = pcts
+            .iter()
+            .filter(|(p, _)| [1.0, 50.0, 90.0, 99.0, 99.9, 99.99].contains(p) || pcts.len() <= 8)
+            .map(|(p, v)| format!("p{p}={}", human_ns(*v as f64)))
+            .collect();
+        let _ = writeln!(out, "    clat percentiles: {}", ps.join(" "));
+    }
+    if errors > 0 || st.short_ios > 0 {
+        let _ = writeln!(out, "    errors={errors} short={}", st.short_ios);
+    }
+}
+
+fn trials_block(out: &mut String, d: &DioscopeJob) {
+    if d.trials.len() <= 1 {
+        return;
+    }
+    let st = &d.summary.iops;
+    let _ = writeln!(
+        out,
+        "  trials: IOPS {} ± {} (median {}, range {}…{}, 95% CI {}…{}, CV {:.1}%)",
+        human_count(st.mean),
+        human_count(st.stddev),
+        human_count(st.median),
+        human_count(st.min),
+        human_count(st.max),
+        human_count(st.ci95.0),
+        human_count(st.ci95.1),
+        100.0 * st.cv
+    );
+    let per: Vec<String> = d.trials.iter().map(|t| human_count(t.iops)).collect();
+    let _ = writeln!(out, "          per trial: {}", per.join(", "));
+}
+
+fn cpu_block(out: &mut String, j: &Job, d: &DioscopeJob) {
+    let ios = (j.read.total_ios + j.write.total_ios).max(1) as f64;
+    let c = &d.cpu;
+    let p = &c.system_percent;
+    let _ = writeln!(
+        out,
+        "  cpu: {:.2} µs/IO process (usr {:.2}, sys {:.2}), {:.2} µs/IO system-wide; ctx {:.3}/IO; system usr={:.1}% sys={:.1}% irq={:.1}% softirq={:.1}% iowait={:.1}%",
+        c.process_us_per_io,
+        c.process_usr_us as f64 / ios,
+        c.process_sys_us as f64 / ios,
+        c.system_us_per_io,
+        c.ctx_per_io,
+        p.user,
+        p.system,
+        p.irq,
+        p.softirq,
+        p.iowait
+    );
+    if let Some(e) = &d.first_error {
+        let _ = writeln!(
+            out,
+            "  first error: {} of {} bytes at offset {} of {}: {} (errno {})",
+            e.direction,
+            e.length,
+            e.offset,
+            if e.path.is_empty() { "?" } else { &e.path },
+            e.error,
+            e.errno
+        );
+    }
+}
+
+fn verify_block(out: &mut String, d: &Dioscope) {
+    for (name, v) in d.verify.iter().flat_map(|m| m.iter()) {
+        let Ok(v) = serde_json::from_value::<VerifyReport>(v.clone()) else {
+            continue;
+        };
+        let _ = writeln!(
+            out,
+            "{name}: verify ({}, {} B intervals): {} checked, {} bad (lost {}, torn {}, misplaced {}, stale {}){}",
+            v.algo.map(|a| format!("{a:?}").to_lowercase()).unwrap_or_default(),
+            v.interval,
+            v.checked,
+            v.bad,
+            v.lost_writes,
+            v.torn_writes,
+            v.misplaced_writes,
+            v.stale_generations,
+            if v.read_errors > 0 { format!(", {} read errors", v.read_errors) } else { String::new() }
+        );
+        for (path, b) in v.bad_blocks.iter().take(20) {
+            let _ = writeln!(
+                out,
+                "  BAD {path} offset {} ({} bytes): {}",
+                b.offset,
+                b.len,
+                b.kind.describe()
+            );
+        }
+        if v.bad_blocks.len() > 20 {
+            let _ = writeln!(out, "  … {} more in the JSON result", v.bad - 20);
+        }
+        if let Some(e) = &v.first_read_error {
+            let _ = writeln!(out, "  read-back error: {e}");
+        }
+    }
+}
+
+/// One line per device: requests per I/O, request size, merges, utilisation.
+pub fn device_line(d: &DeviceTotal) -> String {
+    let role = match d.role.as_str() {
+        "filesystem" => "file system",
+        "parent_disk" => "parent disk",
+        "loop_backing" => "under the loop's backing file",
+        "slave" => "component",
+        r => r,
+    };
+    let mut s = format!("device {} ({role}):", d.device);
+    match d.metric("requests_per_io") {
+        Some(r) => {
+            let _ = write!(s, " {r:.2} requests/IO");
+        }
+        None => s.push_str(" no application I/O"),
+    }
+    if let Some(b) = d.metric("avg_request_bytes") {
+        let _ = write!(s, ", {}/request", human_bytes(b as u64));
+    }
+    let _ = write!(s, ", {} merges", d.metric("merges").unwrap_or(0.0));
+    if let Some(u) = d.metric("util_pct") {
+        let _ = write!(s, ", util {u:.0} %");
+    }
+    s
+}
+
+/// Context, devices, notes, findings and the partial-result banner.
+fn tail(out: &mut String, d: &Dioscope) {
+    if !d.context.is_empty() {
+        let _ = write!(out, "\ncontext: {}", d.context);
+        for t in &d.device_totals {
+            let _ = write!(out, "\n  {}", device_line(t));
+        }
+        out.push('\n');
+    }
+    for n in &d.notes {
+        let _ = writeln!(out, "  {n}");
+    }
+    if !d.findings.is_empty() {
+        let _ = writeln!(out, "\nfindings:");
+        for f in &d.findings {
+            let label = match f.severity {
+                Severity::Critical => "CRITICAL",
+                Severity::Warning => "WARNING ",
+                Severity::Info => "info    ",
+            };
+            let _ = writeln!(out, "  {label} {}", wrap(&f.message, 11));
+        }
+    }
+    if d.interrupted {
+        let _ = writeln!(
+            out,
+            "\nINTERRUPTED (signal {}): the results above are partial.",
+            d.signal.unwrap_or(0)
+        );
+    } else if d.stopped_by_error {
+        let _ = writeln!(
+            out,
+            "\nSTOPPED by an I/O error ({} in all): the results above are partial.",
+            d.io_errors
+        );
+    }
+}

@@ -1,0 +1,132 @@
+//! The raw measurements of a run, as the runner collects them: per
+//! direction counters and latency histograms, per-interval ticks, the first
+//! I/O error, queue-depth buckets, and one job's and one group's trial.
+//! The runner fills these (the worker loop updates [`DirStats`] in place);
+//! [`super::summary`] aggregates them. They live here, below the runner, so
+//! aggregation and rendering never import the runner.
+
+use crate::stats::cpu::SysCpu;
+use crate::stats::Histogram;
+use dioscope_sys::proc::Usage;
+
+/// Counters of one direction.
+#[derive(Debug, Clone, Default)]
+pub struct DirStats {
+    pub ios: u64,
+    pub bytes: u64,
+    pub short_ios: u64,
+    pub errors: u64,
+    pub slat: Histogram,
+    pub clat: Histogram,
+    pub lat: Histogram,
+}
+
+impl DirStats {
+    pub fn merge(&mut self, o: &DirStats) {
+        self.ios += o.ios;
+        self.bytes += o.bytes;
+        self.short_ios += o.short_ios;
+        self.errors += o.errors;
+        self.slat.merge(&o.slat);
+        self.clat.merge(&o.clat);
+        self.lat.merge(&o.lat);
+    }
+    /// Forget the measurements (end of ramp). Errors are kept: a fault
+    /// during the ramp is still a fault of the run.
+    pub fn reset(&mut self) {
+        self.ios = 0;
+        self.bytes = 0;
+        self.short_ios = 0;
+        self.slat.reset();
+        self.clat.reset();
+        self.lat.reset();
+    }
+}
+
+/// Cumulative counters at one interval boundary.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Tick {
+    /// Nanoseconds since measurement start.
+    pub t_ns: u64,
+    pub ios: [u64; 2],
+    pub bytes: [u64; 2],
+    pub lat_sum_ns: [u64; 2],
+}
+
+impl Tick {
+    /// Add another worker's counters at the same interval boundary.
+    pub fn add(&mut self, o: &Tick) {
+        for d in 0..2 {
+            self.ios[d] += o.ios[d];
+            self.bytes[d] += o.bytes[d];
+            self.lat_sum_ns[d] += o.lat_sum_ns[d];
+        }
+    }
+}
+
+/// Sum per-interval series of several workers, aligned by interval index.
+pub fn merge_ticks(into: &mut Vec<Tick>, from: &[Tick]) {
+    for (i, t) in from.iter().enumerate() {
+        match into.get_mut(i) {
+            Some(a) => a.add(t),
+            None => into.push(*t),
+        }
+    }
+}
+
+/// The first I/O error a worker saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IoErrorInfo {
+    pub file: u32,
+    pub offset: u64,
+    pub len: u32,
+    pub write: bool,
+    pub errno: i32,
+}
+
+/// How deep the queue ran and how big the batches were (fio's
+/// iodepth_level, iodepth_submit and iodepth_complete).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueStats {
+    /// Commits by in-flight depth after staging: 1, 2, 4, 8, 16, 32, >=64.
+    pub depth_level: [u64; 7],
+    /// Commits by I/Os submitted: 0, 1-4, 5-8, 9-16, 17-32, 33-64, >64.
+    pub submit_batches: [u64; 7],
+    /// Reaps by I/Os completed, same buckets.
+    pub complete_batches: [u64; 7],
+}
+
+impl QueueStats {
+    pub fn add(&mut self, o: &QueueStats) {
+        for b in 0..7 {
+            self.depth_level[b] += o.depth_level[b];
+            self.submit_batches[b] += o.submit_batches[b];
+            self.complete_batches[b] += o.complete_batches[b];
+        }
+    }
+}
+
+/// One job's result in one trial (all its clones merged).
+#[derive(Debug, Clone, Default)]
+pub struct TrialJob {
+    pub dirs: [DirStats; 2],
+    pub sync: DirStats,
+    pub runtime_ns: u64,
+    pub thread_cpu: Usage,
+    pub ticks: Vec<Tick>,
+    pub first_error: Option<(IoErrorInfo, String)>,
+    pub interrupted: bool,
+    /// Busiest worker's CPU share of its wall time (1.0 = a full CPU).
+    pub max_worker_cpu: f64,
+    pub workers: u32,
+    pub queue: QueueStats,
+}
+
+/// Whole-process and system-wide measurements of one group trial.
+#[derive(Debug, Clone, Default)]
+pub struct TrialEnv {
+    pub wall_ns: u64,
+    pub process: Usage,
+    pub system: SysCpu,
+    pub ios: u64,
+}

@@ -1,0 +1,430 @@
+//! The typed result: one document per run, serialised as fio's JSON (same
+//! keys, same types, same order) with dioscope's own measurements under
+//! `"dioscope"`. The same types read fio 3.x JSON (`json` and `json+`):
+//! everything dioscope adds is optional, and keys fio writes that dioscope
+//! does not model are kept (in `other`) so they render back unchanged.
+//!
+//! Sections owned by other layers (environment, targets, verify details,
+//! page-cache and opener samples) are carried as JSON values here: their
+//! types live with the code that measures them, which is above this layer.
+//! Optional dioscope sections added later (e.g. `profile`) go into
+//! [`Dioscope::sections`] without touching the renderers.
+
+use super::ordered::OrderedMap;
+use super::summary::{TrialMetrics, TrialStats};
+use crate::stats::cpu::SysCpuPct;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Version of the `"dioscope"` section's layout; bump on incompatible change.
+pub const SCHEMA: u32 = 1;
+
+/// One run: fio's top level plus dioscope's section.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RunDoc {
+    #[serde(rename = "fio version")]
+    pub fio_version: String,
+    pub timestamp: u64,
+    pub timestamp_ms: u64,
+    pub time: String,
+    #[serde(
+        rename = "global options",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub global_options: Option<OrderedMap<String>>,
+    pub jobs: Vec<Job>,
+    #[serde(default)]
+    pub disk_util: Vec<DiskUtil>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dioscope: Option<Dioscope>,
+    /// Top-level keys fio writes that are not modelled.
+    #[serde(flatten)]
+    pub other: OrderedMap<Value>,
+}
+
+/// fio's per-job object.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Job {
+    pub jobname: String,
+    pub groupid: u32,
+    pub error: i32,
+    #[serde(default)]
+    pub eta: u64,
+    #[serde(default)]
+    pub elapsed: u64,
+    #[serde(rename = "job options", default)]
+    pub job_options: OrderedMap<String>,
+    pub read: Dir,
+    pub write: Dir,
+    #[serde(default)]
+    pub trim: Dir,
+    #[serde(default)]
+    pub sync: Sync,
+    pub job_runtime: u64,
+    pub usr_cpu: f64,
+    pub sys_cpu: f64,
+    pub ctx: u64,
+    pub majf: u64,
+    pub minf: u64,
+    pub iodepth_level: OrderedMap<f64>,
+    #[serde(default)]
+    pub iodepth_submit: OrderedMap<f64>,
+    #[serde(default)]
+    pub iodepth_complete: OrderedMap<f64>,
+    pub latency_ns: OrderedMap<f64>,
+    pub latency_us: OrderedMap<f64>,
+    pub latency_ms: OrderedMap<f64>,
+    #[serde(default)]
+    pub latency_depth: u32,
+    #[serde(default)]
+    pub latency_target: u64,
+    #[serde(default)]
+    pub latency_percentile: f64,
+    #[serde(default)]
+    pub latency_window: u64,
+    /// Keys fio writes that are not modelled (e.g. `steadystate`).
+    #[serde(flatten)]
+    pub other: OrderedMap<Value>,
+}
+
+impl Job {
+    pub fn dir(&self, d: usize) -> &Dir {
+        if d == 0 {
+            &self.read
+        } else {
+            &self.write
+        }
+    }
+}
+
+/// One direction of one job.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Dir {
+    pub io_bytes: u64,
+    pub io_kbytes: u64,
+    pub bw_bytes: u64,
+    pub bw: u64,
+    pub iops: f64,
+    pub runtime: u64,
+    pub total_ios: u64,
+    pub short_ios: u64,
+    pub drop_ios: u64,
+    pub slat_ns: Lat,
+    pub clat_ns: Lat,
+    pub lat_ns: Lat,
+    pub bw_min: u64,
+    pub bw_max: u64,
+    pub bw_agg: f64,
+    pub bw_mean: f64,
+    pub bw_dev: f64,
+    pub bw_samples: u64,
+    pub iops_min: u64,
+    pub iops_max: u64,
+    pub iops_mean: f64,
+    pub iops_stddev: f64,
+    pub iops_samples: u64,
+}
+
+/// A latency distribution: summary, percentiles (`"99.000000": ns`) and,
+/// in json+, the histogram bins (`"ns": count`, only when there are samples).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Lat {
+    pub min: u64,
+    pub max: u64,
+    pub mean: f64,
+    pub stddev: f64,
+    #[serde(rename = "N")]
+    pub n: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percentile: Option<OrderedMap<u64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bins: Option<OrderedMap<u64>>,
+}
+
+impl Lat {
+    /// The percentiles as numbers, in their order.
+    pub fn percentiles(&self) -> Vec<(f64, u64)> {
+        self.percentile
+            .iter()
+            .flat_map(|m| m.iter())
+            .filter_map(|(k, v)| k.parse().ok().map(|p| (p, *v)))
+            .collect()
+    }
+    /// The json+ bins as (latency ns, count), in their order.
+    pub fn bin_counts(&self) -> Vec<(u64, u64)> {
+        self.bins
+            .iter()
+            .flat_map(|m| m.iter())
+            .filter_map(|(k, v)| k.parse().ok().map(|ns| (ns, *v)))
+            .collect()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Sync {
+    pub total_ios: u64,
+    pub lat_ns: Lat,
+}
+
+/// fio's `disk_util` entry (counters over the measured time).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct DiskUtil {
+    pub name: String,
+    pub read_ios: u64,
+    pub write_ios: u64,
+    pub read_merges: u64,
+    pub write_merges: u64,
+    /// dioscope adds the sector counts; fio does not write them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_sectors: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_sectors: Option<u64>,
+    pub read_ticks: u64,
+    pub write_ticks: u64,
+    pub in_queue: u64,
+    pub util: f64,
+    /// fio's `aggr_*` keys for md and other stacked devices.
+    #[serde(flatten)]
+    pub other: OrderedMap<Value>,
+}
+
+/// dioscope's own section: status, per-job trials and CPU, diagnosis.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Dioscope {
+    #[serde(default)]
+    pub schema: u32,
+    pub version: String,
+    pub interrupted: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    pub io_errors: u64,
+    pub partial: bool,
+    pub stopped_by_error: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_error: Option<RunError>,
+    #[serde(default)]
+    pub targets: Value,
+    #[serde(default)]
+    pub notes: Vec<String>,
+    #[serde(default)]
+    pub jobs: Vec<DioscopeJob>,
+    /// Per job name: the read-back check's report (verify's own shape).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<OrderedMap<Value>>,
+    /// The engines and the environment in one line, as the text shows it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub context: String,
+    #[serde(default)]
+    pub environment: Value,
+    #[serde(default)]
+    pub findings: Vec<FindingDoc>,
+    /// Per trial: the devices' counters (diag's shape).
+    #[serde(default)]
+    pub devices: Vec<TrialDevices>,
+    #[serde(default)]
+    pub device_totals: Vec<DeviceTotal>,
+    #[serde(default)]
+    pub page_cache: Vec<Value>,
+    #[serde(default)]
+    pub openers: Vec<Value>,
+    /// `--profile`: CPU per I/O by function and subsystem (perf).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::profile::result::ProfileResult>,
+    /// Optional sections other layers add, in order.
+    #[serde(flatten)]
+    pub sections: OrderedMap<Value>,
+}
+
+/// The run's first I/O error with the hint the CLI prints.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RunError {
+    pub job: String,
+    #[serde(flatten)]
+    pub error: IoError,
+    pub hint: String,
+}
+
+/// Where an I/O failed and why.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct IoError {
+    pub path: String,
+    pub offset: u64,
+    pub length: u32,
+    pub direction: String,
+    pub errno: i32,
+    pub error: String,
+}
+
+/// dioscope's measurements of one job (or reporting group).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct DioscopeJob {
+    pub jobname: String,
+    pub groupid: u32,
+    pub ioengine: String,
+    pub iodepth: u32,
+    pub direct: bool,
+    /// `rw=` and the block sizes as given (`4.00 KiB,64.0 KiB`).
+    #[serde(default)]
+    pub rw: String,
+    #[serde(default)]
+    pub bs: String,
+    /// Threads over all merged jobs.
+    #[serde(default)]
+    pub numjobs: u32,
+    /// The directions the job measures (`read`, `write`).
+    #[serde(default)]
+    pub directions: Vec<String>,
+    pub trials: Vec<TrialMetrics>,
+    pub summary: TrialStats,
+    pub cpu: Cpu,
+    pub errors: u64,
+    /// Errors per direction: read, write.
+    #[serde(default)]
+    pub errors_by_direction: [u64; 2],
+    pub first_error: Option<IoError>,
+}
+
+impl DioscopeJob {
+    pub fn measures(&self, dir: &str) -> bool {
+        self.directions.iter().any(|d| d == dir)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Cpu {
+    pub process_usr_us: u64,
+    pub process_sys_us: u64,
+    pub process_us_per_io: f64,
+    pub system_busy_us: f64,
+    pub system_us_per_io: f64,
+    pub system_percent: SysCpuPct,
+    pub ctx_per_io: f64,
+    pub workers_thread_us: u64,
+    pub busiest_worker_cpu_fraction: f64,
+    pub peak_rss_kb: u64,
+}
+
+/// A finding as reported: severity, message, then `kind` and its fields.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct FindingDoc {
+    pub severity: Severity,
+    pub message: String,
+    #[serde(flatten)]
+    pub fields: OrderedMap<Value>,
+}
+
+impl FindingDoc {
+    pub fn kind(&self) -> &str {
+        self.fields
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+}
+
+/// How much a finding matters (the same scale as the diagnosis').
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    #[default]
+    Info,
+    Warning,
+    Critical,
+}
+
+/// The devices' counters during one trial of one group.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TrialDevices {
+    pub group: u32,
+    pub trial: u32,
+    pub jobs: Vec<String>,
+    pub app_ios: u64,
+    pub wall_us: u64,
+    pub devices: Vec<Value>,
+}
+
+/// One device's counters over the whole run with the derived metrics
+/// (requests per I/O, request size, merges, utilisation).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct DeviceTotal {
+    pub device: String,
+    pub role: String,
+    pub delta: OrderedMap<u64>,
+    pub metrics: OrderedMap<Value>,
+}
+
+impl DeviceTotal {
+    /// A derived metric (`None` when absent or null).
+    pub fn metric(&self, k: &str) -> Option<f64> {
+        self.metrics.get(k).and_then(Value::as_f64)
+    }
+}
+
+/// The format a JSON document was read from.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("not a fio or dioscope JSON result: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("dioscope result schema {found} is newer than this dioscope reads ({SCHEMA}); upgrade dioscope")]
+    Schema { found: u32 },
+}
+
+impl RunDoc {
+    /// Read dioscope's or fio's (3.x, json or json+) JSON result.
+    pub fn from_json(text: &str) -> Result<RunDoc, ReadError> {
+        let doc: RunDoc = serde_json::from_str(text)?;
+        if let Some(d) = &doc.dioscope {
+            if d.schema > SCHEMA {
+                return Err(ReadError::Schema { found: d.schema });
+            }
+        }
+        Ok(doc)
+    }
+
+    /// The JSON text: pretty, with a final newline, as dioscope writes it.
+    /// `bins` keeps the json+ latency bins; without it they are left out.
+    pub fn to_json(&self, bins: bool) -> String {
+        let mut s = if bins {
+            serde_json::to_string_pretty(self)
+        } else {
+            let mut d = self.clone();
+            d.strip_bins();
+            serde_json::to_string_pretty(&d)
+        }
+        .unwrap_or_else(|_| "{}".into());
+        s.push('\n');
+        s
+    }
+
+    /// Whether any latency carries json+ bins.
+    pub fn has_bins(&self) -> bool {
+        self.lats().any(|l| l.bins.is_some())
+    }
+
+    fn lats(&self) -> impl Iterator<Item = &Lat> {
+        self.jobs.iter().flat_map(|j| {
+            [&j.read, &j.write, &j.trim]
+                .into_iter()
+                .flat_map(|d| [&d.slat_ns, &d.clat_ns, &d.lat_ns])
+                .chain([&j.sync.lat_ns])
+        })
+    }
+
+    fn strip_bins(&mut self) {
+        for j in &mut self.jobs {
+            for d in [&mut j.read, &mut j.write, &mut j.trim] {
+                for l in [&mut d.slat_ns, &mut d.clat_ns, &mut d.lat_ns] {
+                    l.bins = None;
+                }
+            }
+            j.sync.lat_ns.bins = None;
+        }
+    }
+
+    /// dioscope's measurements of fio job `i` (dioscope writes one entry
+    /// per fio job, in the same order).
+    pub fn dioscope_job(&self, i: usize) -> Option<&DioscopeJob> {
+        self.dioscope.as_ref()?.jobs.get(i)
+    }
+}

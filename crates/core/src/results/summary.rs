@@ -1,0 +1,285 @@
+//! Aggregation: the trials of a job (and, with `group_reporting`, the jobs
+//! of a group) merged into one [`JobSummary`], with one [`TrialMetrics`] per
+//! trial and the [`TrialStats`] over them. Every renderer and the diagnosis
+//! read these; nothing here knows the runner or the job parser, only the raw
+//! measurements of [`super::measure`].
+
+use super::measure::{merge_ticks, DirStats, IoErrorInfo, QueueStats, Tick, TrialEnv, TrialJob};
+use crate::stats::cpu::{SysCpu, SysCpuPct};
+use crate::stats::Summary;
+use dioscope_sys::proc::Usage;
+use serde::{Deserialize, Serialize};
+
+/// Metrics of one trial of one job, the unit the trial statistics work on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrialMetrics {
+    pub trial: u32,
+    pub iops: f64,
+    pub bw_bytes: f64,
+    pub read_iops: f64,
+    pub write_iops: f64,
+    pub lat_mean_ns: f64,
+    pub lat_p99_ns: f64,
+    pub runtime_ms: f64,
+    /// Process-wide CPU (all threads) per I/O, µs; the group's if jobs shared it.
+    pub cpu_us_per_io: f64,
+    /// System-wide busy CPU per I/O, µs.
+    pub sys_cpu_us_per_io: f64,
+    pub ctx_per_io: f64,
+    /// IOPS per 1 s interval.
+    pub iops_series: Vec<f64>,
+    pub errors: u64,
+    pub interrupted: bool,
+}
+
+/// Statistics of the main metrics over trials.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrialStats {
+    pub iops: Summary,
+    pub bw_bytes: Summary,
+    pub lat_mean_ns: Summary,
+    pub lat_p99_ns: Summary,
+    pub cpu_us_per_io: Summary,
+}
+
+/// One job of a run as the aggregation sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct JobInput<'a> {
+    pub name: &'a str,
+    pub group: u32,
+    pub group_reporting: bool,
+    pub trials: &'a [TrialJob],
+}
+
+/// One group's whole-process and system-wide figures, per trial.
+#[derive(Debug, Clone, Copy)]
+pub struct GroupInput<'a> {
+    pub id: u32,
+    pub trials: &'a [TrialEnv],
+}
+
+/// One job (or reporting group) ready to render.
+#[derive(Debug, Clone, Default)]
+pub struct JobSummary {
+    pub name: String,
+    pub group: u32,
+    /// Indices of the merged jobs in the input (the first names the unit).
+    pub jobs: Vec<usize>,
+    pub dirs: [DirStats; 2],
+    pub sync: DirStats,
+    /// Measured time summed over trials (ms).
+    pub runtime_ms: f64,
+    pub thread_cpu: Usage,
+    pub process_cpu: Usage,
+    pub system_busy_us: f64,
+    pub system_pct: SysCpuPct,
+    pub wall_ns: u64,
+    pub trials: Vec<TrialMetrics>,
+    pub stats: TrialStats,
+    /// Per-interval counters of the last trial.
+    pub ticks: Vec<Tick>,
+    pub queue: QueueStats,
+    pub first_error: Option<(IoErrorInfo, String)>,
+    pub max_worker_cpu: f64,
+}
+
+impl JobSummary {
+    pub fn total_ios(&self) -> u64 {
+        self.dirs[0].ios + self.dirs[1].ios
+    }
+    pub fn iops(&self, d: usize) -> f64 {
+        per_second(self.dirs[d].ios, self.runtime_ms)
+    }
+    pub fn bw_bytes(&self, d: usize) -> f64 {
+        per_second(self.dirs[d].bytes, self.runtime_ms)
+    }
+    /// Process-wide CPU µs per I/O (user + system, all threads).
+    pub fn cpu_us_per_io(&self) -> f64 {
+        let ios = self.total_ios().max(1) as f64;
+        (self.process_cpu.user_us + self.process_cpu.sys_us) as f64 / ios
+    }
+    pub fn sys_cpu_us_per_io(&self) -> f64 {
+        self.system_busy_us / self.total_ios().max(1) as f64
+    }
+    pub fn ctx_per_io(&self) -> f64 {
+        (self.process_cpu.vol_ctx + self.process_cpu.invol_ctx) as f64
+            / self.total_ios().max(1) as f64
+    }
+}
+
+/// `n` per second over `ms` milliseconds (0 when no time was measured).
+pub fn per_second(n: u64, ms: f64) -> f64 {
+    if ms > 0.0 {
+        n as f64 * 1000.0 / ms
+    } else {
+        0.0
+    }
+}
+
+/// IOPS (both directions) per interval of a tick series.
+pub fn tick_iops(ticks: &[Tick]) -> Vec<f64> {
+    let mut prev = [0u64; 2];
+    let mut prev_t = 0u64;
+    let mut out = Vec::with_capacity(ticks.len());
+    for t in ticks {
+        let dt = (t.t_ns - prev_t).max(1) as f64 / 1e9;
+        out.push((t.ios[0] + t.ios[1] - prev[0] - prev[1]) as f64 / dt);
+        prev = t.ios;
+        prev_t = t.t_ns;
+    }
+    out
+}
+
+/// The units a run reports: each job alone, or with `group_reporting` the
+/// consecutive jobs of one group together (indices into `jobs`).
+fn units(jobs: &[JobInput]) -> Vec<Vec<usize>> {
+    let mut units: Vec<Vec<usize>> = Vec::new();
+    for (i, j) in jobs.iter().enumerate() {
+        match units.last_mut() {
+            Some(u)
+                if j.group_reporting
+                    && jobs[u[0]].group == j.group
+                    && jobs[u[0]].group_reporting =>
+            {
+                u.push(i)
+            }
+            _ => units.push(vec![i]),
+        }
+    }
+    units
+}
+
+/// Merge trials (and, with group_reporting, the jobs of a group).
+pub fn summarize(jobs: &[JobInput], groups: &[GroupInput]) -> Vec<JobSummary> {
+    units(jobs)
+        .into_iter()
+        .filter(|u| u.iter().any(|&i| !jobs[i].trials.is_empty()))
+        .map(|u| summarize_unit(jobs, groups, u))
+        .collect()
+}
+
+/// One unit's trials, merged trial by trial, then the statistics over them.
+fn summarize_unit(jobs: &[JobInput], groups: &[GroupInput], unit: Vec<usize>) -> JobSummary {
+    let first = &jobs[unit[0]];
+    let genv = groups.iter().find(|g| g.id == first.group);
+    let ntrials = unit
+        .iter()
+        .map(|&i| jobs[i].trials.len())
+        .max()
+        .unwrap_or(0);
+    let mut s = JobSummary {
+        name: first.name.to_string(),
+        group: first.group,
+        ..Default::default()
+    };
+    let mut sys_total = SysCpu::default();
+    for t in 0..ntrials {
+        let merged = merge_trial(&mut s, unit.iter().filter_map(|&i| jobs[i].trials.get(t)));
+        let env = genv.and_then(|g| g.trials.get(t));
+        let mut m = trial_metrics(t, &merged);
+        if let Some(e) = env {
+            add_group_env(&mut s, &mut sys_total, &mut m, e);
+        }
+        s.runtime_ms += m.runtime_ms;
+        for (a, b) in s.dirs.iter_mut().zip(&merged.dirs) {
+            a.merge(b);
+        }
+        if t + 1 == ntrials {
+            s.ticks = merged.ticks;
+        }
+        s.trials.push(m);
+    }
+    s.jobs = unit;
+    s.system_pct = sys_total.percents();
+    s.stats = trial_stats(&s.trials);
+    s
+}
+
+/// The jobs of a unit in one trial, merged; the per-unit totals that do not
+/// depend on the trial's time (sync, thread CPU, queue) go straight into `s`.
+fn merge_trial<'a>(s: &mut JobSummary, trials: impl Iterator<Item = &'a TrialJob>) -> TrialJob {
+    let mut out = TrialJob::default();
+    for tj in trials {
+        for (a, b) in out.dirs.iter_mut().zip(&tj.dirs) {
+            a.merge(b);
+        }
+        s.sync.merge(&tj.sync);
+        out.runtime_ns = out.runtime_ns.max(tj.runtime_ns);
+        s.thread_cpu.add(&tj.thread_cpu);
+        s.queue.add(&tj.queue);
+        s.max_worker_cpu = s.max_worker_cpu.max(tj.max_worker_cpu);
+        out.interrupted |= tj.interrupted;
+        if s.first_error.is_none() {
+            s.first_error = tj.first_error.clone();
+        }
+        merge_ticks(&mut out.ticks, &tj.ticks);
+    }
+    out
+}
+
+/// The metrics of one merged trial (CPU figures come from the group).
+fn trial_metrics(t: usize, merged: &TrialJob) -> TrialMetrics {
+    let dirs = &merged.dirs;
+    let rt_ms = merged.runtime_ns as f64 / 1e6;
+    let mut lat = dirs[0].lat.clone();
+    lat.merge(&dirs[1].lat);
+    TrialMetrics {
+        trial: t as u32 + 1,
+        runtime_ms: rt_ms,
+        errors: dirs[0].errors + dirs[1].errors,
+        interrupted: merged.interrupted,
+        iops_series: tick_iops(&merged.ticks),
+        iops: per_second(dirs[0].ios + dirs[1].ios, rt_ms),
+        read_iops: per_second(dirs[0].ios, rt_ms),
+        write_iops: per_second(dirs[1].ios, rt_ms),
+        bw_bytes: per_second(dirs[0].bytes + dirs[1].bytes, rt_ms),
+        lat_mean_ns: lat.mean(),
+        lat_p99_ns: lat.percentile(99.0) as f64,
+        ..Default::default()
+    }
+}
+
+/// Process-wide and system-wide figures belong to the whole group: per I/O
+/// of the group into the trial, summed into the unit.
+fn add_group_env(s: &mut JobSummary, sys: &mut SysCpu, m: &mut TrialMetrics, e: &TrialEnv) {
+    let gios = e.ios.max(1) as f64;
+    m.cpu_us_per_io = (e.process.user_us + e.process.sys_us) as f64 / gios;
+    m.sys_cpu_us_per_io = e.system.busy_us() as f64 / gios;
+    m.ctx_per_io = (e.process.vol_ctx + e.process.invol_ctx) as f64 / gios;
+    let p = &mut s.process_cpu;
+    p.user_us += e.process.user_us;
+    p.sys_us += e.process.sys_us;
+    p.vol_ctx += e.process.vol_ctx;
+    p.invol_ctx += e.process.invol_ctx;
+    p.maxrss_kb = p.maxrss_kb.max(e.process.maxrss_kb);
+    s.system_busy_us += e.system.busy_us() as f64;
+    s.wall_ns += e.wall_ns;
+    sys.user += e.system.user;
+    sys.nice += e.system.nice;
+    sys.system += e.system.system;
+    sys.idle += e.system.idle;
+    sys.iowait += e.system.iowait;
+    sys.irq += e.system.irq;
+    sys.softirq += e.system.softirq;
+    sys.steal += e.system.steal;
+}
+
+/// The statistics over the trials that measured anything.
+pub fn trial_stats(trials: &[TrialMetrics]) -> TrialStats {
+    let col = |f: fn(&TrialMetrics) -> f64| {
+        Summary::of(
+            &trials
+                .iter()
+                .filter(|t| t.runtime_ms > 0.0)
+                .map(f)
+                .collect::<Vec<_>>(),
+        )
+    };
+    TrialStats {
+        iops: col(|t| t.iops),
+        bw_bytes: col(|t| t.bw_bytes),
+        lat_mean_ns: col(|t| t.lat_mean_ns),
+        lat_p99_ns: col(|t| t.lat_p99_ns),
+        cpu_us_per_io: col(|t| t.cpu_us_per_io),
+    }
+}

@@ -1,0 +1,398 @@
+//! The guard, round two (issue 10): end to end through the binary, on real
+//! loop devices. Every test owns its devices (dropped even on panic) and
+//! checks the data it protects is still there afterwards, not only the exit
+//! status.
+
+use crate::common::*;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn ready(tools: &[&str]) -> bool {
+    let ok = is_root() && tools.iter().all(|t| have_tool(t));
+    can_run(&format!("root and {}", tools.join(", ")), ok)
+}
+
+/// A loop device over any backing (a device, a file, with options);
+/// detached on drop.
+struct Attached(PathBuf);
+
+impl Attached {
+    fn new(backing: &str, extra: &[&str]) -> Attached {
+        let mut args = vec!["-f", "--show"];
+        args.extend_from_slice(extra);
+        args.push(backing);
+        Attached(PathBuf::from(sh("losetup", &args).trim()))
+    }
+    fn path(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").arg("-d").arg(&self.0).status();
+    }
+}
+
+/// The ext2/3/4 superblock magic is still at 1024 + 0x38.
+fn ext_intact(dev: &str) -> bool {
+    let mut b = [0u8; 2];
+    let f = std::fs::File::open(dev).unwrap();
+    std::os::unix::fs::FileExt::read_exact_at(&f, &mut b, 1024 + 0x38).unwrap();
+    b == [0x53, 0xef]
+}
+
+fn write_args(target: &str) -> Vec<String> {
+    [
+        "--name=w",
+        &format!("--filename={target}"),
+        "--rw=write",
+        "--bs=64k",
+        "--size=1m",
+        "--ioengine=psync",
+        "--output-format=json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+fn run_write(dir: &Path, target: &str, extra: &[&str]) -> std::process::Output {
+    let mut a = write_args(target);
+    a.extend(extra.iter().map(|s| s.to_string()));
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    run_in(dir, &a)
+}
+
+// ---- Principle 1: an override covers the device / job it names only ----
+
+#[test]
+fn p1_allow_mounted_write_in_one_job_does_not_cover_another() {
+    if !ready(&["losetup", "mkfs.ext4"]) {
+        return;
+    }
+    let m = MountedFs::new(32 << 20, "ext4");
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("plain"), vec![7u8; 1 << 20]).unwrap();
+    let job = format!(
+        "[a]\nfilename=plain\nrw=read\nsize=1m\nallow_mounted_write=1\n\
+         [b]\nfilename={}\nrw=write\nbs=64k\nsize=1m\nioengine=psync\n",
+        m.lo.path()
+    );
+    std::fs::write(d.path().join("j.fio"), job).unwrap();
+    let o = run_in(d.path(), &["j.fio", "--output-format=json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("mounted"), "{}", stderr(&o));
+    assert!(ext_intact(m.lo.path()), "the mounted ext4 was overwritten");
+}
+
+#[test]
+fn p1_allow_mounted_write_in_global_covers_the_jobs_below() {
+    if !ready(&["losetup", "mkfs.ext4"]) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let lo = LoopDev::new(d.path(), 16 << 20, &[]);
+    sh("mkfs.ext4", &["-q", "-F", lo.path()]);
+    let job = format!(
+        "[global]\nallow_mounted_write=1\n[b]\nfilename={}\nrw=write\nbs=64k\nsize=1m\nioengine=psync\n",
+        lo.path()
+    );
+    std::fs::write(d.path().join("j.fio"), job).unwrap();
+    let o = run_in(d.path(), &["j.fio", "--output-format=json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+// ---- Principle 2: decide on the descriptor that is written ----
+
+/// A symlink flipped between a blank file and a formatted device, as fast as
+/// a thread can rename, while dioscope writes "the file" again and again:
+/// the device must never be written.
+#[test]
+fn p2_symlink_flipped_to_a_device_never_gets_it_written() {
+    if !ready(&["losetup", "mkfs.ext4"]) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let lo = LoopDev::new(d.path(), 16 << 20, &[]);
+    sh("mkfs.ext4", &["-q", "-F", lo.path()]);
+    let blank = d.path().join("blank");
+    std::fs::write(&blank, vec![0u8; 1 << 20]).unwrap();
+    let link = d.path().join("target");
+    symlink(&blank, &link).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flipper = {
+        let (stop, link, blank, dev) = (stop.clone(), link.clone(), blank.clone(), lo.dev.clone());
+        std::thread::spawn(move || {
+            let tmp = link.with_extension("tmp");
+            let mut i = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let to = if i.is_multiple_of(2) { &dev } else { &blank };
+                let _ = std::fs::remove_file(&tmp);
+                if symlink(to, &tmp).is_ok() {
+                    let _ = std::fs::rename(&tmp, &link);
+                }
+                i += 1;
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        })
+    };
+    let start = Instant::now();
+    let mut attempts = 0;
+    let mut wrote_file = 0;
+    let mut broken = false;
+    while attempts < 60 && start.elapsed() < Duration::from_secs(45) {
+        attempts += 1;
+        let o = run_write(d.path(), "target", &[]);
+        if o.status.code() == Some(0) {
+            wrote_file += 1;
+        }
+        if !ext_intact(lo.path()) {
+            broken = true;
+            break;
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    flipper.join().unwrap();
+    assert!(
+        !broken,
+        "the formatted device was overwritten through the flipped symlink (attempt {attempts})"
+    );
+    eprintln!("{attempts} attempts, {wrote_file} wrote the blank file");
+}
+
+// ---- Principle 3: up and down the whole stack ----
+
+#[test]
+fn p3_loop_with_offset_over_a_mounted_ext4_is_refused() {
+    if !ready(&["losetup", "mkfs.ext4"]) {
+        return;
+    }
+    let m = MountedFs::new(32 << 20, "ext4");
+    let upper = Attached::new(m.lo.path(), &["-o", "3145728"]);
+    let d = tempfile::tempdir().unwrap();
+    let o = run_write(d.path(), upper.path(), &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("mounted"), "{}", stderr(&o));
+}
+
+#[test]
+fn p3_image_file_behind_a_mounted_loop_device_is_refused() {
+    if !ready(&["losetup", "mkfs.ext4"]) {
+        return;
+    }
+    let m = MountedFs::new(32 << 20, "ext4");
+    let d = tempfile::tempdir().unwrap();
+    let img = m.lo.image.to_str().unwrap().to_string();
+    let o = run_write(d.path(), &img, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(m.lo.path()) && stderr(&o).contains("mounted"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(ext_intact(m.lo.path()));
+}
+
+#[test]
+fn p3_whole_disk_is_refused_while_a_partition_holds_ext4() {
+    if !ready(&["losetup", "mkfs.ext4", "sfdisk", "partx"]) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let lo = LoopDev::new(d.path(), 32 << 20, &["-P"]);
+    let o = Command::new("sfdisk")
+        .arg(lo.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin.take().unwrap().write_all(b"label: dos\n,16M,L\n")?;
+            c.wait()
+        })
+        .unwrap();
+    assert!(o.success());
+    let p1 = format!("{}p1", lo.path());
+    if !Path::new(&p1).exists() {
+        let _ = Command::new("partx").args(["-a", lo.path()]).status();
+    }
+    assert!(Path::new(&p1).exists(), "no partition node {p1}");
+    sh("mkfs.ext4", &["-q", "-F", &p1]);
+    // Wipe the partition table: the kernel still has the partition, and the
+    // partition still holds ext4.
+    sh(
+        "dd",
+        &[
+            "if=/dev/zero",
+            &format!("of={}", lo.path()),
+            "bs=512",
+            "count=1",
+            "conv=notrunc",
+        ],
+    );
+    let o = run_write(d.path(), lo.path(), &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("ext4"), "{}", stderr(&o));
+    assert!(ext_intact(&p1));
+}
+
+#[test]
+fn p3_scratch_loop_over_a_blank_image_stays_writable() {
+    if !ready(&["losetup"]) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let lo = LoopDev::new(d.path(), 16 << 20, &[]);
+    let o = run_write(d.path(), lo.path(), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // And a loop with offset over it, too.
+    let upper = Attached::new(lo.path(), &["-o", "1048576"]);
+    let o = run_write(d.path(), upper.path(), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+// ---- Principle 4: fail closed ----
+
+/// A directory holding a `blkid` that is not util-linux's.
+fn fake_blkid(script: &str) -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("blkid");
+    std::fs::write(&p, script).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+fn run_with_path(dir: &Path, path_first: &Path, args: &[String]) -> std::process::Output {
+    let mut c = Command::new(bin());
+    let path = format!(
+        "{}:{}",
+        path_first.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    c.args(args).current_dir(dir).env("PATH", path);
+    output_within(c, Duration::from_secs(60))
+}
+
+#[test]
+fn p4_a_blkid_that_is_not_util_linux_is_a_failed_check() {
+    if !ready(&["losetup"]) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let lo = LoopDev::new(d.path(), 16 << 20, &[]);
+    for script in [
+        "#!/bin/sh\nexit 2\n",
+        "#!/bin/sh\necho 'something else'\nexit 0\n",
+        "#!/nonexistent/interpreter\n",
+    ] {
+        let fake = fake_blkid(script);
+        let o = run_with_path(d.path(), fake.path(), &write_args(lo.path()));
+        assert_eq!(o.status.code(), Some(2), "{script}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains("blkid") && e.contains("--destroy-data-on"),
+            "{script}: {e}"
+        );
+    }
+}
+
+#[test]
+fn p4_vfat_and_squashfs_are_refused_without_a_working_blkid() {
+    if !ready(&["losetup", "mkfs.vfat", "mksquashfs"]) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let fake = fake_blkid("#!/nonexistent/interpreter\n");
+    let lo = LoopDev::new(d.path(), 16 << 20, &[]);
+    sh("mkfs.vfat", &[lo.path()]);
+    let o = run_with_path(d.path(), fake.path(), &write_args(lo.path()));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let src = tempfile::tempdir().unwrap();
+    std::fs::write(src.path().join("f"), b"data").unwrap();
+    let sq = d.path().join("sq.img");
+    sh(
+        "mksquashfs",
+        &[
+            src.path().to_str().unwrap(),
+            sq.to_str().unwrap(),
+            "-quiet",
+            "-noappend",
+        ],
+    );
+    let lo2 = Attached::new(sq.to_str().unwrap(), &[]);
+    // A squashfs image is small: write what it has.
+    let mut a = write_args(lo2.path());
+    a.retain(|s| !s.starts_with("--size") && !s.starts_with("--bs"));
+    a.push("--bs=4k".into());
+    let o = run_with_path(d.path(), fake.path(), &a);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("squashfs"), "{}", stderr(&o));
+}
+
+#[test]
+fn p4_gpt_backup_header_alone_is_refused() {
+    if !ready(&["losetup", "sgdisk"]) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let lo = LoopDev::new(d.path(), 16 << 20, &[]);
+    sh("sgdisk", &["-n", "1:2048:+4M", lo.path()]);
+    // Wipe the protective MBR and the primary header: only the backup at the
+    // end of the disk is left (wipefs still lists it).
+    sh(
+        "dd",
+        &[
+            "if=/dev/zero",
+            &format!("of={}", lo.path()),
+            "bs=512",
+            "count=34",
+            "conv=notrunc",
+        ],
+    );
+    let o = run_write(d.path(), lo.path(), &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("gpt"), "{}", stderr(&o));
+}
+
+#[test]
+fn p4_a_process_mapping_the_device_counts_as_a_user() {
+    // Python's own mmap module keeps a duplicate descriptor; map through
+    // libc and close the only descriptor, so nothing but the mapping is left.
+    if !ready(&["losetup", "python3"]) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let lo = LoopDev::new(d.path(), 16 << 20, &[]);
+    let script = format!(
+        "import ctypes,os,time\nc=ctypes.CDLL(None,use_errno=True)\nc.mmap.restype=ctypes.c_void_p\nc.mmap.argtypes=[ctypes.c_void_p,ctypes.c_size_t,ctypes.c_int,ctypes.c_int,ctypes.c_int,ctypes.c_long]\nfd=os.open('{}',os.O_RDONLY)\na=c.mmap(None,4096,1,1,fd,0)\nassert a not in (None,ctypes.c_void_p(-1).value)\nos.close(fd)\nprint('ok',flush=True)\ntime.sleep(60)\n",
+        lo.path()
+    );
+    let mut child = Command::new("python3")
+        .args(["-c", &script])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    struct K(std::process::Child);
+    impl Drop for K {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut out = child.stdout.take().unwrap();
+    let child = K(child);
+    let mut b = [0u8; 2];
+    std::io::Read::read_exact(&mut out, &mut b).unwrap();
+    let o = run_write(d.path(), lo.path(), &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&child.0.id().to_string()),
+        "{}",
+        stderr(&o)
+    );
+}
