@@ -34,6 +34,9 @@ command -v mdadm >/dev/null || need+=(mdadm)
 command -v make-bcache >/dev/null || need+=(bcache-tools)
 command -v sgdisk >/dev/null || need+=(gdisk)
 command -v python3 >/dev/null || need+=(python3)
+# --profile's tests record with perf (Debian's linux-perf: one perf for all
+# kernels; its version need not match the running kernel's).
+command -v perf >/dev/null || need+=(linux-perf)
 # fio_jsonplus_clat2csv runs under Debian's python3 in the tests and needs six.
 /usr/bin/python3 -c 'import six' 2>/dev/null || need+=(python3-six)
 

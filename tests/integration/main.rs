@@ -9,6 +9,7 @@ mod engines;
 mod faults;
 mod jobfile;
 mod json;
+mod profile;
 mod results;
 mod safety2;
 mod signals;

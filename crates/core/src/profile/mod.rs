@@ -20,9 +20,9 @@
 //! result says why and what to do ([`ProfileStatus`]).
 
 pub mod perf;
+pub mod result;
 pub mod script;
 pub mod subsys;
-pub mod result;
 mod text;
 
 pub use result::*;
@@ -62,6 +62,8 @@ struct TrialRec {
     enable_latency_us: u64,
     perf_cpu_us: Option<u64>,
     window_us: u64,
+    window_cpu_us: u64,
+    migrations: u64,
 }
 
 /// The recording in progress.
@@ -73,6 +75,12 @@ struct Current {
     enabled_at: u64,
     window_us: u64,
     ios: u64,
+    /// The process's CPU time while perf recorded (getrusage, µs).
+    window_cpu_us: u64,
+    usage0: Option<dioscope_sys::proc::Usage>,
+    /// Migrations per thread when the window opened, and as last read.
+    mig0: std::collections::HashMap<u32, u64>,
+    mig: std::collections::HashMap<u32, u64>,
     comms: std::collections::HashMap<u32, String>,
     error: Option<String>,
 }
@@ -128,7 +136,11 @@ impl Profiler {
 
     fn before_trial(&mut self, group: u32, trial: u32, jobs: &[&ResolvedJob]) {
         for j in jobs {
-            if !self.jobs.iter().any(|(g, n)| *g == group && *n == j.spec.name) {
+            if !self
+                .jobs
+                .iter()
+                .any(|(g, n)| *g == group && *n == j.spec.name)
+            {
                 self.jobs.push((group, j.spec.name.clone()));
             }
         }
@@ -149,6 +161,10 @@ impl Profiler {
                     enabled_at: 0,
                     window_us: 0,
                     ios: 0,
+                    window_cpu_us: 0,
+                    usage0: None,
+                    mig0: Default::default(),
+                    mig: Default::default(),
                     comms: Default::default(),
                     error: None,
                 })
@@ -170,6 +186,8 @@ impl Profiler {
             enable_latency_us: 0,
             perf_cpu_us: None,
             window_us: 0,
+            window_cpu_us: 0,
+            migrations: 0,
         });
         if self.done.iter().all(|t| t.data.is_err()) {
             self.tool = Err((
@@ -190,11 +208,25 @@ impl Profiler {
             }
             c.enabled_at = now_us();
             c.enable_latency_us = c.enabled_at - t0;
+            c.usage0 = Some(dioscope_sys::proc::usage_self());
+            c.mig0 = script::our_migrations();
+        }
+    }
+
+    /// Threads end with the trial and take their counts with them: read
+    /// them while they run (about once a second).
+    fn during_trial(&mut self) {
+        if let Some(c) = self.current.as_mut() {
+            c.mig.extend(script::our_migrations());
         }
     }
 
     fn measure_end(&mut self, ios: u64) {
         if let Some(c) = self.current.as_mut() {
+            if let Some(u0) = &c.usage0 {
+                let u = dioscope_sys::proc::usage_self().since(u0);
+                c.window_cpu_us = u.user_us + u.sys_us;
+            }
             if let Err(e) = c.rec.disable() {
                 c.error.get_or_insert(e);
             }
@@ -202,6 +234,7 @@ impl Profiler {
             // io-wq workers linger a few seconds after their last work:
             // their names are still there to read.
             c.comms = script::our_threads();
+            c.mig.extend(script::our_migrations());
             c.ios = ios;
         }
     }
@@ -211,6 +244,11 @@ impl Profiler {
             return;
         };
         let perf_cpu_us = c.rec.cpu_us();
+        let migrations = c
+            .mig
+            .iter()
+            .map(|(tid, n)| n.saturating_sub(c.mig0.get(tid).copied().unwrap_or(0)))
+            .sum();
         let stopped = c.rec.stop();
         let data = match (c.error, stopped) {
             (Some(e), _) | (None, Err(e)) => Err(e),
@@ -243,6 +281,8 @@ impl Profiler {
             enable_latency_us: c.enable_latency_us,
             perf_cpu_us,
             window_us: c.window_us,
+            window_cpu_us: c.window_cpu_us,
+            migrations,
         });
     }
 
@@ -250,7 +290,9 @@ impl Profiler {
     pub fn finish(mut self, run: &RunResult) -> ProfileResult {
         let out = self.build(run);
         if let Some(d) = self.dir.take() {
-            if std::env::var_os("DIOSCOPE_PROFILE_KEEP").is_none() { let _ = std::fs::remove_dir_all(d); }
+            if std::env::var_os("DIOSCOPE_PROFILE_KEEP").is_none() {
+                let _ = std::fs::remove_dir_all(d);
+            }
         }
         out
     }
@@ -284,7 +326,7 @@ impl Profiler {
         for g in groups {
             let mut tally = Tally::default();
             let mut trials = Vec::new();
-            let (mut ios, mut measured_us) = (0u64, 0u64);
+            let (mut ios, mut measured_us, mut measured_ios) = (0u64, 0u64, 0u64);
             let (mut vol, mut invol, mut minflt, mut majflt) = (0u64, 0u64, 0u64, 0u64);
             for t in self.done.iter().filter(|t| t.group == g) {
                 let env = run
@@ -292,8 +334,21 @@ impl Profiler {
                     .iter()
                     .find(|x| x.id == g)
                     .and_then(|x| x.trials.get(t.trial as usize));
-                let m_us = env.map(|e| e.process.user_us + e.process.sys_us).unwrap_or(0);
+                let m_us = env
+                    .map(|e| e.process.user_us + e.process.sys_us)
+                    .unwrap_or(0);
                 let t_ios = env.map(|e| e.ios).unwrap_or(t.ios);
+                // perf's window opens when perf answers `enable`: under load
+                // that can be a good part of a short window late. The I/Os
+                // of the part it recorded, at the trial's mean rate.
+                let wall_us = env.map(|e| e.wall_ns / 1000).unwrap_or(0);
+                let rec_ios = if wall_us > 0 {
+                    (t_ios as f64 * wall_us.saturating_sub(t.enable_latency_us) as f64
+                        / wall_us as f64)
+                        .round() as u64
+                } else {
+                    t_ios
+                };
                 let parsed = match &t.data {
                     Ok(p) => t.ctx.read(&tool.path, p),
                     Err(e) => Err(e.clone()),
@@ -301,23 +356,32 @@ impl Profiler {
                 let mut tp = TrialProfile {
                     trial: t.trial + 1,
                     ios: t_ios,
+                    recorded_ios: rec_ios,
                     samples: 0,
                     sampled_us_per_io: 0.0,
                     measured_us_per_io: per_io(m_us as f64, t_ios),
                     enable_latency_us: t.enable_latency_us,
+                    window_us: t.window_us,
+                    window_cpu_us: t.window_cpu_us,
                     perf_cpu_share: t
                         .perf_cpu_us
                         .filter(|_| t.window_us > 0)
                         .map(|c| c as f64 / t.window_us as f64),
+                    window_coverage: None,
                     error: None,
                 };
                 match parsed {
                     Ok(tt) => {
                         tp.samples = tt.samples.get(&Owner::Process).copied().unwrap_or(0);
+                        tp.window_coverage = (t.window_cpu_us > 0).then(|| {
+                            tt.ns_of(Owner::Process) as f64 / 1000.0 / t.window_cpu_us as f64
+                        });
                         tp.sampled_us_per_io =
-                            per_io(tt.ns_of(Owner::Process) as f64 / 1000.0, t_ios);
+                            per_io(tt.ns_of(Owner::Process) as f64 / 1000.0, rec_ios);
                         tally.add(&tt);
-                        ios += t_ios;
+                        tally.migrations += t.migrations;
+                        ios += rec_ios;
+                        measured_ios += t_ios;
                         measured_us += m_us;
                         if let Some(e) = env {
                             vol += e.process.vol_ctx;
@@ -337,7 +401,7 @@ impl Profiler {
                 continue;
             }
             let process = breakdown(&tally, Owner::Process, ios, TOP_FUNCTIONS);
-            let measured = per_io(measured_us as f64, ios);
+            let measured = per_io(measured_us as f64, measured_ios);
             res.groups.push(GroupProfile {
                 group: g,
                 jobs: self
@@ -393,7 +457,9 @@ impl Drop for Profiler {
     fn drop(&mut self) {
         self.current = None;
         if let Some(d) = self.dir.take() {
-            if std::env::var_os("DIOSCOPE_PROFILE_KEEP").is_none() { let _ = std::fs::remove_dir_all(d); }
+            if std::env::var_os("DIOSCOPE_PROFILE_KEEP").is_none() {
+                let _ = std::fs::remove_dir_all(d);
+            }
         }
     }
 }
@@ -403,7 +469,7 @@ fn notes(scope: Scope) -> Vec<String> {
     let mut n = vec![
         "cpu-clock samples of the measured windows only (not the ramp, not the layout); µs per I/O = samples × period ÷ I/Os".to_string(),
         "the process's figures cover all its threads, io_uring's io-wq workers included; they fall short of the measured CPU by the context-switch path, where interrupts are off and cpu-clock charges the next task (docs/PERFORMANCE.md)".to_string(),
-        "context switches and page faults per I/O are the process's (getrusage); migrations are perf's".to_string(),
+        "context switches and page faults per I/O are the process's (getrusage); migrations are its threads' se.nr_migrations (/proc), read about once a second, so a thread's last second before it ends may be missed".to_string(),
         "perf itself runs during the window: IOPS of a profiled run are a little lower".to_string(),
     ];
     match scope {
@@ -521,6 +587,7 @@ impl TrialHooks for WithProfile<'_> {
         self.inner.measure_start(g, t);
     }
     fn during_trial(&mut self, g: u32, t: u32) {
+        self.profiler.during_trial();
         self.inner.during_trial(g, t);
     }
     fn measure_end(&mut self, g: u32, t: u32, ios: u64) {

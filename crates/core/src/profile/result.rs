@@ -104,7 +104,11 @@ pub struct Counters {
 pub struct TrialProfile {
     /// 1-based.
     pub trial: u32,
+    /// I/Os of the measured window.
     pub ios: u64,
+    /// I/Os of the part of it perf recorded (all but the `enable` latency,
+    /// at the trial's mean rate): what the sampled figures are divided by.
+    pub recorded_ios: u64,
     pub samples: u64,
     /// Our process's sampled CPU per I/O.
     pub sampled_us_per_io: f64,
@@ -112,6 +116,15 @@ pub struct TrialProfile {
     pub measured_us_per_io: f64,
     /// How long perf took to answer `enable` (the window opens that late).
     pub enable_latency_us: u64,
+    /// How long perf recorded: from `enable` answered to `disable` sent,
+    /// which is after the workers have ended.
+    pub window_us: u64,
+    /// The process's CPU time in that window (getrusage).
+    pub window_cpu_us: u64,
+    /// Sampled ÷ `window_cpu_us`: how much of the CPU time the process
+    /// used while perf recorded the samples account for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_coverage: Option<f64>,
     /// perf's own CPU time during the trial, as a share of the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub perf_cpu_share: Option<f64>,
@@ -124,7 +137,8 @@ pub struct TrialProfile {
 pub struct GroupProfile {
     pub group: u32,
     pub jobs: Vec<String>,
-    /// I/Os of the recorded trials' measured windows.
+    /// I/Os of the recorded part of the trials' measured windows (see
+    /// [`TrialProfile::recorded_ios`]): the divisor of every figure here.
     pub ios: u64,
     /// The process's CPU per I/O as the run measured it (getrusage over
     /// the same trials): what `process` should add up to.
@@ -147,4 +161,3 @@ pub struct GroupProfile {
     /// flamegraph.pl or speedscope; a sample is `perf.period_us` of CPU.
     pub folded: String,
 }
-

@@ -163,9 +163,17 @@ fn kthread_class(comm: &str) -> String {
 /// Kernel threads whose names say so, for the rare one that came and went
 /// within a trial.
 fn looks_like_kthread(comm: &str) -> bool {
-    ["kworker/", "ksoftirqd/", "irq/", "kswapd", "kcompactd", "rcu", "migration/"]
-        .iter()
-        .any(|p| comm.starts_with(p))
+    [
+        "kworker/",
+        "ksoftirqd/",
+        "irq/",
+        "kswapd",
+        "kcompactd",
+        "rcu",
+        "migration/",
+    ]
+    .iter()
+    .any(|p| comm.starts_with(p))
 }
 
 /// Frames that mean "inside an interrupt": a sample of the idle task with
@@ -394,6 +402,31 @@ pub fn kernel_threads() -> HashSet<u32> {
     out
 }
 
+/// CPU migrations of each of our threads so far (`se.nr_migrations` in
+/// /proc/self/task/TID/sched).
+pub fn our_migrations() -> HashMap<u32, u64> {
+    let mut out = HashMap::new();
+    if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
+        for e in dir.flatten() {
+            let Some(tid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            let n = std::fs::read_to_string(e.path().join("sched"))
+                .ok()
+                .and_then(|s| {
+                    s.lines()
+                        .find(|l| l.starts_with("se.nr_migrations"))
+                        .and_then(|l| l.rsplit(':').next())
+                        .and_then(|v| v.trim().parse().ok())
+                });
+            if let Some(n) = n {
+                out.insert(tid, n);
+            }
+        }
+    }
+    out
+}
+
 /// Our threads' names by thread id.
 pub fn our_threads() -> HashMap<u32, String> {
     let mut out = HashMap::new();
@@ -500,9 +533,24 @@ swapper     0/0         250000 cpu-clock/period=250000/: \n\
         // Every sample is in exactly one function, one subsystem and one
         // thread class.
         for o in [Owner::Process, Owner::KernelThread, Owner::IdleIrq] {
-            let f: u64 = t.functions.iter().filter(|(k, _)| k.0 == o).map(|(_, v)| v).sum();
-            let s: u64 = t.subsystems.iter().filter(|(k, _)| k.0 == o).map(|(_, v)| v).sum();
-            let c: u64 = t.threads.iter().filter(|(k, _)| k.0 == o).map(|(_, v)| v).sum();
+            let f: u64 = t
+                .functions
+                .iter()
+                .filter(|(k, _)| k.0 == o)
+                .map(|(_, v)| v)
+                .sum();
+            let s: u64 = t
+                .subsystems
+                .iter()
+                .filter(|(k, _)| k.0 == o)
+                .map(|(_, v)| v)
+                .sum();
+            let c: u64 = t
+                .threads
+                .iter()
+                .filter(|(k, _)| k.0 == o)
+                .map(|(_, v)| v)
+                .sum();
             assert_eq!(f, t.ns_of(o));
             assert_eq!(s, t.ns_of(o));
             assert_eq!(c, t.ns_of(o));
@@ -511,8 +559,12 @@ swapper     0/0         250000 cpu-clock/period=250000/: \n\
 
     #[test]
     fn headers_with_spaces_in_the_command() {
-        let h = parse_header("lto cgu.10 13828/14363     250000 cpu-clock/period=250000/: ").unwrap();
-        assert_eq!((h.comm.as_str(), h.pid, h.tid, h.period), ("lto cgu.10", 13828, 14363, 250000));
+        let h =
+            parse_header("lto cgu.10 13828/14363     250000 cpu-clock/period=250000/: ").unwrap();
+        assert_eq!(
+            (h.comm.as_str(), h.pid, h.tid, h.period),
+            ("lto cgu.10", 13828, 14363, 250000)
+        );
         assert!(h.clock);
         assert!(parse_header("garbage").is_none());
         assert_eq!(kthread_class("kworker/0:1H-kblockd"), "kworker");

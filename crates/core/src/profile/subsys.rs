@@ -397,7 +397,7 @@ const MODULES: &[(&str, &str)] = &[
 /// A symbol without the compiler's clone suffixes (`.isra.0`, `.constprop.0`,
 /// `.part.0`, `.cold`) and Rust's hash (`::h0123456789abcdef`).
 pub fn clean_symbol(sym: &str) -> &str {
-    let s = match sym.find(|c| c == '.') {
+    let s = match sym.find('.') {
         // Kernel clones: the suffix starts with a dot; Rust paths have none
         // outside generics, which come with "::" or '<'.
         Some(i) if i > 0 && !sym[..i].contains("::") && !sym.contains('<') => &sym[..i],
@@ -434,7 +434,9 @@ pub fn user_subsystem(dso: &str, exe: &str) -> &'static str {
     let base = dso.rsplit('/').next().unwrap_or(dso);
     if !exe.is_empty() && (dso == exe || base == exe.rsplit('/').next().unwrap_or(exe)) {
         USER_DIOSCOPE
-    } else if base.starts_with("libc.so") || base.starts_with("libc-") || base.starts_with("ld-linux")
+    } else if base.starts_with("libc.so")
+        || base.starts_with("libc-")
+        || base.starts_with("ld-linux")
     {
         USER_LIBC
     } else {
@@ -470,7 +472,10 @@ mod tests {
         );
         assert_eq!(kernel_subsystem("iov_iter_extract_pages", k), Some(MEMORY));
         assert_eq!(kernel_subsystem("do_syscall_64", k), Some(SYSCALL));
-        assert_eq!(kernel_subsystem("__sysvec_apic_timer_interrupt", k), Some(IRQ));
+        assert_eq!(
+            kernel_subsystem("__sysvec_apic_timer_interrupt", k),
+            Some(IRQ)
+        );
         // Generic helpers defer to their caller.
         assert_eq!(kernel_subsystem("_raw_spin_unlock_irqrestore", k), None);
         assert_eq!(kernel_subsystem("copy_page", k), None);
@@ -481,7 +486,10 @@ mod tests {
 
     #[test]
     fn symbols_lose_clone_suffixes_and_rust_hashes() {
-        assert_eq!(clean_symbol("finish_task_switch.isra.0"), "finish_task_switch");
+        assert_eq!(
+            clean_symbol("finish_task_switch.isra.0"),
+            "finish_task_switch"
+        );
         assert_eq!(clean_symbol("copy_page.cold"), "copy_page");
         assert_eq!(
             clean_symbol("dioscope_core::runner::worker::run::h0123456789abcdef"),

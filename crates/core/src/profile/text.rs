@@ -162,7 +162,10 @@ pub fn render_text(p: &ProfileResult) -> String {
         let _ = writeln!(
             out,
             "  folded stacks for a flame graph: dioscope.profile.groups[{}].folded in the JSON",
-            p.groups.iter().position(|x| x.group == g.group).unwrap_or(0)
+            p.groups
+                .iter()
+                .position(|x| x.group == g.group)
+                .unwrap_or(0)
         );
     }
     out
@@ -183,7 +186,10 @@ mod tests {
             },
         );
         let t = render_text(&p);
-        assert!(t.contains("profile: not recorded: perf is not installed"), "{t}");
+        assert!(
+            t.contains("profile: not recorded: perf is not installed"),
+            "{t}"
+        );
         assert!(t.contains("fix: apt-get install linux-perf"), "{t}");
     }
 
