@@ -20,6 +20,8 @@ command -v kill >/dev/null || need+=(procps)
 command -v blkid >/dev/null || need+=(util-linux)
 command -v sfdisk >/dev/null || need+=(fdisk)
 command -v partx >/dev/null || need+=(util-linux)
+command -v taskset >/dev/null || need+=(util-linux)
+command -v dd >/dev/null || need+=(coreutils)
 # The guard's signature tests (crates/core/tests/safety.rs, tests/integration/safety2.rs)
 # make each format with its real tool: FAT, exFAT, NTFS, squashfs, ISO 9660,
 # LUKS, LVM2, md, bcache, GPT.

@@ -603,3 +603,335 @@ fn reads_of_never_written_zram_are_flagged() {
     assert_eq!(f[0]["range_bytes"], 32 << 20);
     assert_eq!(f[0]["severity"], "critical");
 }
+
+/// A background shell script in its own process group; the whole group is
+/// killed on drop.
+struct Background(Child);
+
+impl Background {
+    fn new(script: &str, pin: Option<&str>) -> Background {
+        use std::os::unix::process::CommandExt;
+        let mut c = match pin {
+            Some(cpu) => {
+                let mut c = Command::new("taskset");
+                c.args(["-c", cpu, "sh", "-c", script]);
+                c
+            }
+            None => {
+                let mut c = Command::new("sh");
+                c.args(["-c", script]);
+                c
+            }
+        };
+        let child = c
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("spawn sh");
+        Background(child)
+    }
+    fn pid(&self) -> i64 {
+        self.0.id() as i64
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-9", "--", &format!("-{}", self.0.id())])
+            .status();
+        let _ = self.0.wait();
+    }
+}
+
+/// A fresh ext4 on a loop device of our own, every inode table written at
+/// mkfs time (no lazy init writing in the background during a run).
+fn quiet_ext4(dir: &Path) -> (LoopDev, Mounted) {
+    let lo = LoopDev::new(dir, 256 << 20, &[]);
+    let mk = Command::new("mkfs.ext4")
+        .args(["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"])
+        .arg(&lo.dev)
+        .output()
+        .unwrap();
+    assert!(
+        mk.status.success(),
+        "{}",
+        String::from_utf8_lossy(&mk.stderr)
+    );
+    let m = Mounted::new(&lo.dev);
+    (lo, m)
+}
+
+/// Two one-second trials of `rw` on `target`, in JSON; `pin` runs dioscope
+/// under `taskset -c`.
+fn short_run(dir: &Path, target: &str, rw: &str, pin: Option<&str>) -> Value {
+    let filename = format!("--filename={target}");
+    let rw = format!("--rw={rw}");
+    let args = [
+        "--name=j",
+        filename.as_str(),
+        "--size=32m",
+        rw.as_str(),
+        "--bs=64k",
+        "--direct=1",
+        "--ioengine=psync",
+        "--runtime=1",
+        "--time_based",
+        "--trials=2",
+        "--output-format=json",
+    ];
+    let mut c = match pin {
+        Some(cpu) => {
+            let mut c = Command::new("taskset");
+            c.args(["-c", cpu, bin()]);
+            c
+        }
+        None => Command::new(bin()),
+    };
+    c.args(args).current_dir(dir);
+    let o = output_within(c, Duration::from_secs(60));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json(&o);
+    assert_findings_well_formed(&j);
+    j
+}
+
+fn names_pid(f: &Value, list: &str, pid: i64) -> bool {
+    f[list]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|p| p["pid"].as_i64() == Some(pid)))
+}
+
+/// Planted condition: another process writes another file on the same file
+/// system during the run. The device moved more than dioscope did, and the
+/// finding names the writer; without it, no such finding.
+#[test]
+fn other_io_on_the_same_file_system_is_found_and_named() {
+    if !can_run(
+        "root, losetup, mkfs.ext4, mount and dd",
+        is_root() && have_tool("losetup") && have_tool("mkfs.ext4") && have_tool("dd"),
+    ) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let (lo, m) = quiet_ext4(d.path());
+    let name = lo.dev.file_name().unwrap().to_str().unwrap().to_string();
+    let target = m.path().join("f").display().to_string();
+    let about_ours = |j: &Value| -> Vec<Value> {
+        of_kind(j, "other_device_io")
+            .into_iter()
+            .filter(|f| f["device"] == name.as_str())
+            .cloned()
+            .collect()
+    };
+
+    let j = short_run(d.path(), &target, "randread", None);
+    assert!(
+        about_ours(&j).is_empty(),
+        "nobody else: {:#}",
+        j["dioscope"]["findings"]
+    );
+
+    // The shell holds a file on the file system open; its dd children write
+    // another one, and reaped children's I/O counts in the shell's
+    // /proc/PID/io.
+    let other = m.path().join("other").display().to_string();
+    let writer = Background::new(
+        &format!(
+            "exec 3>>{other}; while :; do dd if=/dev/zero of={other} bs=1M count=32 \
+             oflag=direct conv=notrunc status=none; done"
+        ),
+        None,
+    );
+    let pid = writer.pid();
+    let j = short_run(d.path(), &target, "randread", None);
+    drop(writer);
+    let found = about_ours(&j);
+    assert_eq!(found.len(), 1, "{:#}", j["dioscope"]["findings"]);
+    assert!(
+        names_pid(&found[0], "processes", pid),
+        "pid {pid}: {:#}",
+        found[0]
+    );
+    assert!(found[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("pid {pid} (sh")));
+    drop(m);
+}
+
+/// Planted condition: another process reads the device directly during a
+/// run on the device.
+#[test]
+fn other_reads_of_the_device_are_found_and_named() {
+    if !can_run(
+        "root, losetup and dd",
+        is_root() && have_tool("losetup") && have_tool("dd"),
+    ) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let lo = LoopDev::new(d.path(), 64 << 20, &[]);
+    lo.fill_random();
+    let dev = lo.path().to_string();
+    let name = lo.dev.file_name().unwrap().to_str().unwrap().to_string();
+    let about_ours = |j: &Value| -> Vec<Value> {
+        of_kind(j, "other_device_io")
+            .into_iter()
+            .filter(|f| f["device"] == name.as_str())
+            .cloned()
+            .collect()
+    };
+    let j = short_run(d.path(), &dev, "randread", None);
+    assert!(
+        about_ours(&j).is_empty(),
+        "nobody else: {:#}",
+        j["dioscope"]["findings"]
+    );
+
+    let reader = Background::new(
+        &format!(
+            "exec 3<{dev}; while :; do dd if={dev} of=/dev/null bs=1M count=64 \
+             iflag=direct status=none; done"
+        ),
+        None,
+    );
+    let pid = reader.pid();
+    let j = short_run(d.path(), &dev, "randread", None);
+    drop(reader);
+    let found = about_ours(&j);
+    assert_eq!(found.len(), 1, "{:#}", j["dioscope"]["findings"]);
+    assert!(
+        names_pid(&found[0], "processes", pid),
+        "pid {pid}: {:#}",
+        found[0]
+    );
+    assert!(found[0]["processes"][0]["read_bytes"].as_u64() > Some(0));
+}
+
+/// Planted condition: a busy loop pinned to the CPU dioscope is pinned to.
+/// The CPU-contention finding names it; without it, the finding (which the
+/// other work on a shared machine may still cause) does not.
+#[test]
+fn cpu_hog_on_our_cpu_is_found_and_named() {
+    if !can_run(
+        "root, losetup and taskset",
+        is_root() && have_tool("losetup") && have_tool("taskset"),
+    ) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let lo = LoopDev::new(d.path(), 64 << 20, &[]);
+    lo.fill_random();
+    let dev = lo.path().to_string();
+    // The last CPU we may use.
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let cpu = list.rsplit([',', '-']).next().unwrap().to_string();
+    let hog = Background::new("while :; do :; done", Some(&cpu));
+    let pid = hog.pid();
+    let j = short_run(d.path(), &dev, "randread", Some(&cpu));
+    drop(hog);
+    let found = of_kind(&j, "cpu_contention");
+    assert_eq!(found.len(), 1, "{:#}", j["dioscope"]["findings"]);
+    assert!(names_pid(found[0], "top", pid), "pid {pid}: {:#}", found[0]);
+    // Not a tool bottleneck: dioscope's worker did not have the CPU.
+    assert!(
+        of_kind(&j, "tool_bottleneck").is_empty(),
+        "{:#}",
+        j["dioscope"]["findings"]
+    );
+
+    let j = short_run(d.path(), &dev, "randread", Some(&cpu));
+    for f in of_kind(&j, "cpu_contention") {
+        assert!(!names_pid(f, "top", pid), "the hog is gone: {f:#}");
+    }
+}
+
+/// The noise policy (docs/STATISTICS.md) on real repeated runs: the findings
+/// of a 5-trial run are exactly what the rules say about the per-trial IOPS
+/// the run recorded, and they obey the policy's invariants: no pattern under
+/// 10 % of the median, outliers give way to modes, `high_variance` exactly
+/// when the 95 % CI is wider than ±5 %.
+#[test]
+fn noise_policy_holds_on_real_repeated_runs() {
+    use dioscope_core::diag::consistency::{high_variance, trial_findings};
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    for rw in ["randread", "randwrite"] {
+        let rw_arg = format!("--rw={rw}");
+        let o = run_in(
+            d.path(),
+            &[
+                "--name=n",
+                "--filename=f.dat",
+                "--size=16m",
+                &rw_arg,
+                "--bs=4k",
+                "--direct=1",
+                "--ioengine=psync",
+                "--runtime=1",
+                "--time_based",
+                "--trials=5",
+                "--output-format=json",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let j = json(&o);
+        assert_findings_well_formed(&j);
+        let job = &j["dioscope"]["jobs"][0];
+        let iops: Vec<f64> = job["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["iops"].as_f64().unwrap())
+            .collect();
+        assert_eq!(iops.len(), 5);
+        let metric = "n IOPS";
+        let mut expected: Vec<String> = trial_findings(metric, &iops)
+            .into_iter()
+            .chain(high_variance(metric, &iops))
+            .map(|f| f.code().to_string())
+            .collect();
+        expected.sort();
+        let about_trials = [
+            "outlier_trials",
+            "bimodal_trials",
+            "drift_across_trials",
+            "high_variance",
+        ];
+        let mut got: Vec<String> = findings(&j)
+            .iter()
+            .filter_map(|f| f["kind"].as_str())
+            .filter(|k| about_trials.contains(k))
+            .map(str::to_string)
+            .collect();
+        got.sort();
+        println!("{rw}: IOPS per trial {iops:?} → {got:?}");
+        assert_eq!(got, expected, "{rw}: {iops:?}");
+        // The invariants, on the run's own numbers.
+        let s = &job["summary"]["iops"];
+        let (mean, hi) = (s["mean"].as_f64().unwrap(), s["ci95"][1].as_f64().unwrap());
+        let wide = (hi - mean) / mean > 0.05;
+        assert_eq!(wide, got.iter().any(|k| k == "high_variance"), "{s}");
+        let mut sorted = iops.clone();
+        sorted.sort_by(f64::total_cmp);
+        let median = sorted[2];
+        for f in of_kind(&j, "outlier_trials") {
+            for o in f["outliers"].as_array().unwrap() {
+                let v = o["value"].as_f64().unwrap();
+                assert!((v - median).abs() >= 0.1 * median, "{f}");
+            }
+        }
+        for f in of_kind(&j, "bimodal_trials") {
+            let gap = f["high_mean"].as_f64().unwrap() - f["low_mean"].as_f64().unwrap();
+            assert!(gap >= 0.1 * median, "{f}");
+            assert!(of_kind(&j, "outlier_trials").is_empty());
+        }
+    }
+}

@@ -9,6 +9,7 @@ mod engines;
 mod faults;
 mod jobfile;
 mod json;
+mod options;
 mod profile;
 mod results;
 mod safety2;

@@ -304,9 +304,8 @@ fn missing_perf_is_a_message_not_a_failure() {
     let p = json(&o)["dioscope"]["profile"].clone();
     assert_eq!(p["status"], "unavailable", "{p:#}");
     assert!(p["fix"].as_str().unwrap().contains("linux-perf"), "{p:#}");
-    assert!(!p
-        .get("groups")
-        .is_some_and(|g| !g.as_array().unwrap().is_empty()));
+    let groups = p["groups"].as_array().map_or(0, Vec::len);
+    assert_eq!(groups, 0, "{p:#}");
 }
 
 #[test]

@@ -396,3 +396,368 @@ fn p4_a_process_mapping_the_device_counts_as_a_user() {
         stderr(&o)
     );
 }
+
+// ---- Principle 5: remove only what dioscope created, by identity ----
+
+#[test]
+fn p5_a_user_file_put_at_the_scratch_path_mid_run_survives() {
+    if !can_run("root", is_root()) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let mut c = Command::new(bin());
+    c.current_dir(d.path()).args([
+        "--name=s",
+        "--filename=s.dat",
+        "--size=4m",
+        "--rw=randread",
+        "--ioengine=psync",
+        "--time_based",
+        "--runtime=2",
+        "--unlink=1",
+        "--output-format=json",
+    ]);
+    c.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let pid = child.id();
+    wait_for("the worker", 30, || worker_io(pid, "s").is_some());
+    // Swap the scratch file for a user's file at the same path.
+    std::fs::rename(d.path().join("s.dat"), d.path().join("moved.dat")).unwrap();
+    std::fs::write(d.path().join("s.dat"), b"user data").unwrap();
+    let st = child.wait().unwrap();
+    assert_eq!(st.code(), Some(0));
+    assert_eq!(
+        std::fs::read(d.path().join("s.dat")).unwrap(),
+        b"user data",
+        "the user's file at the scratch path was removed"
+    );
+}
+
+#[test]
+fn p5_user_files_named_like_result_temporaries_survive() {
+    let d = tempfile::tempdir().unwrap();
+    // A pid that is surely gone.
+    let mut c = Command::new("true").spawn().unwrap();
+    let dead = c.id();
+    c.wait().unwrap();
+    let names = [
+        format!(".r.json.tmp.{dead}"),
+        format!(".r.json.dioscope-tmp.{dead}.1"),
+        format!(".r.json.dioscope-tmp.{dead}.123456789"),
+    ];
+    for n in &names {
+        std::fs::write(d.path().join(n), b"mine").unwrap();
+    }
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=n",
+            "--ioengine=null",
+            "--size=1m",
+            "--output=r.json",
+            "--output-format=json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for n in &names {
+        assert_eq!(
+            std::fs::read(d.path().join(n)).ok().as_deref(),
+            Some(&b"mine"[..]),
+            "{n} was removed"
+        );
+    }
+}
+
+// ---- Principle 6: the result file never hurts anything ----
+
+fn read_job(target: &str, output: &str) -> Vec<String> {
+    [
+        "--name=r",
+        &format!("--filename={target}"),
+        "--rw=read",
+        "--size=1m",
+        "--ioengine=psync",
+        &format!("--output={output}"),
+        "--output-format=json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+fn run_strs(dir: &Path, a: &[String]) -> std::process::Output {
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    run_in(dir, &a)
+}
+
+#[test]
+fn p6_output_resolving_to_a_target_is_refused_before_io() {
+    let d = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..1u32 << 20).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(d.path().join("data.dat"), &data).unwrap();
+    std::fs::create_dir(d.path().join("sub")).unwrap();
+    symlink(d.path().join("data.dat"), d.path().join("link.json")).unwrap();
+    for out in ["data.dat", "./sub/../data.dat", "link.json"] {
+        let o = run_strs(d.path(), &read_job("data.dat", out));
+        assert_eq!(o.status.code(), Some(2), "{out}: {}", stderr(&o));
+        assert!(stderr(&o).contains("--output"), "{out}: {}", stderr(&o));
+        assert_eq!(
+            std::fs::read(d.path().join("data.dat")).unwrap(),
+            data,
+            "{out}: the target was replaced by the report"
+        );
+    }
+}
+
+#[test]
+fn p6_directories_fifos_and_sockets_are_refused_as_output() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("data.dat"), vec![1u8; 1 << 20]).unwrap();
+    std::fs::create_dir(d.path().join("adir")).unwrap();
+    sh("mkfifo", &[d.path().join("fifo").to_str().unwrap()]);
+    let _sock = std::os::unix::net::UnixListener::bind(d.path().join("sock")).unwrap();
+    for out in ["adir", "fifo", "sock"] {
+        let o = run_strs(d.path(), &read_job("data.dat", out));
+        assert_eq!(o.status.code(), Some(2), "{out}: {}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "{out}: ran anyway");
+    }
+    use std::os::unix::fs::FileTypeExt;
+    let ft = std::fs::symlink_metadata(d.path().join("fifo"))
+        .unwrap()
+        .file_type();
+    assert!(ft.is_fifo(), "the FIFO was replaced");
+    assert!(d.path().join("adir").is_dir());
+}
+
+/// Run `script` as root in a private mount namespace whose /dev is a fresh
+/// tmpfs holding only null, zero and stdout: what a test does to /dev there
+/// cannot touch the machine's.
+fn in_private_dev(dir: &Path, script: &str) -> std::process::Output {
+    let mut c = Command::new("unshare");
+    c.args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg(format!(
+            "mount -t tmpfs dioscope-dev /dev && mknod -m 666 /dev/null c 1 3 && \
+             mknod -m 666 /dev/zero c 1 5 && ln -s /proc/self/fd/1 /dev/stdout && \
+             ln -s /proc/self/fd /dev/fd && {script}"
+        ))
+        .current_dir(dir)
+        .env("DIOSCOPE", bin());
+    output_within(c, Duration::from_secs(60))
+}
+
+#[test]
+fn p6_dev_null_and_other_device_nodes_are_refused_and_kept() {
+    if !ready(&["unshare", "mknod"]) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("data.dat"), vec![1u8; 1 << 20]).unwrap();
+    let o = in_private_dev(
+        d.path(),
+        "\"$DIOSCOPE\" --name=r --filename=data.dat --rw=read --size=1m --output=/dev/null \
+         --output-format=json; echo \"exit=$?\"; stat -c %F /dev/null; \
+         ls -a /dev | tr '\\n' ' '",
+    );
+    let out = stdout(&o);
+    assert!(out.contains("exit=2"), "{out} {}", stderr(&o));
+    assert!(out.contains("character special file"), "{out}");
+    assert!(
+        !out.contains(".null"),
+        "a temporary file was left in /dev: {out}"
+    );
+}
+
+#[test]
+fn p6_no_regular_file_is_created_in_dev_through_symlinks_or_dotdot() {
+    if !ready(&["unshare", "mknod"]) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("data.dat"), vec![1u8; 1 << 20]).unwrap();
+    symlink("/dev", d.path().join("devlink")).unwrap();
+    let depth = d.path().components().count();
+    let dotdot = format!("{}dev/typo.json", "../".repeat(depth));
+    let o = in_private_dev(
+        d.path(),
+        &format!(
+            "for out in devlink/typo.json {dotdot} /dev/typo.json; do \
+             \"$DIOSCOPE\" --name=r --filename=data.dat --rw=read --size=1m --output=$out \
+             --output-format=json >/dev/null; echo \"exit=$?\"; done; ls -a /dev | tr '\\n' ' '"
+        ),
+    );
+    let out = stdout(&o);
+    assert_eq!(out.matches("exit=2").count(), 3, "{out} {}", stderr(&o));
+    assert!(!out.contains("typo"), "a file was created in /dev: {out}");
+}
+
+#[test]
+fn p6_standard_output_forms_are_written_directly() {
+    if !ready(&["unshare", "mknod"]) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("data.dat"), vec![1u8; 1 << 20]).unwrap();
+    for out in ["-", "/dev/stdout", "/dev/fd/1"] {
+        let o = in_private_dev(
+            d.path(),
+            &format!(
+                "\"$DIOSCOPE\" --name=r --filename=data.dat --rw=read --size=1m \
+                 --output={out} --output-format=json | head -c 100000; echo; \
+                 echo \"exit=${{PIPESTATUS:-?}}\"; stat -c %F /dev/stdout; ls -a"
+            ),
+        );
+        let text = stdout(&o);
+        assert!(
+            text.contains("\"jobs\""),
+            "{out}: no JSON on stdout: {text}"
+        );
+        assert!(
+            text.contains("symbolic link"),
+            "{out}: /dev/stdout replaced: {text}"
+        );
+        assert!(
+            !text.lines().any(|l| l == "-"),
+            "{out}: a file named - was made"
+        );
+    }
+}
+
+#[test]
+fn p6_unwritable_output_location_is_found_before_the_run() {
+    if !ready(&["setpriv"]) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(d.path().join("data.dat"), vec![1u8; 1 << 20]).unwrap();
+    std::fs::set_permissions(
+        d.path().join("data.dat"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    let start = Instant::now();
+    let mut c = Command::new("setpriv");
+    c.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        bin(),
+        "--name=r",
+        "--filename=data.dat",
+        "--rw=read",
+        "--size=1m",
+        "--ioengine=psync",
+        "--time_based",
+        "--runtime=3",
+        "--output=r.json",
+        "--output-format=json",
+    ])
+    .current_dir(d.path());
+    let o = output_within(c, Duration::from_secs(60));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "the run went ahead before the output location was checked"
+    );
+    assert!(stderr(&o).contains("--output=r.json"), "{}", stderr(&o));
+}
+
+#[test]
+fn p6_replacing_a_result_keeps_its_mode_and_owner() {
+    if !can_run("root", is_root()) {
+        return;
+    }
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path().join("r.json");
+    std::fs::write(&r, b"old").unwrap();
+    std::fs::set_permissions(&r, std::fs::Permissions::from_mode(0o640)).unwrap();
+    std::os::unix::fs::chown(&r, Some(65534), Some(65534)).unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=n",
+            "--ioengine=null",
+            "--size=1m",
+            "--output=r.json",
+            "--output-format=json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let m = std::fs::metadata(&r).unwrap();
+    assert_ne!(std::fs::read(&r).unwrap(), b"old");
+    assert_eq!(m.mode() & 0o7777, 0o640);
+    assert_eq!((m.uid(), m.gid()), (65534, 65534));
+}
+
+// ---- Principle 7: validate everything before anything is written ----
+
+#[test]
+fn p7_a_refused_target_in_a_later_job_stops_the_layout_of_earlier_ones() {
+    if !ready(&["losetup", "mkfs.ext4"]) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let lo = LoopDev::new(d.path(), 16 << 20, &[]);
+    sh("mkfs.ext4", &["-q", "-F", lo.path()]);
+    // A user's short file that job [a] would extend.
+    let user: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(d.path().join("a.dat"), &user).unwrap();
+    let job = format!(
+        "[a]\nfilename=a.dat\nrw=write\nsize=4m\n[b]\nstonewall\nfilename={}\nrw=write\nsize=1m\n",
+        lo.path()
+    );
+    std::fs::write(d.path().join("j.fio"), job).unwrap();
+    let o = run_in(d.path(), &["j.fio", "--output-format=json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let now = std::fs::read(d.path().join("a.dat")).unwrap();
+    assert!(
+        now == user,
+        "job [a]'s file was laid out before job [b]'s target was refused ({} bytes now, {} before)",
+        now.len(),
+        user.len()
+    );
+    assert!(ext_intact(lo.path()));
+}
+
+#[test]
+fn p7_absurd_values_are_refused_before_io_with_the_limit_named() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("f.dat"), vec![1u8; 1 << 20]).unwrap();
+    let cases: [(&[&str], &str); 5] = [
+        (&["--ioengine=io_uring", "--iodepth=100000"], "32768"),
+        (&["--ioengine=null", "--numjobs=100000"], "worker threads"),
+        (&["--cpus_allowed=0,1000"], "online"),
+        (
+            &["--ioengine=libaio", "--iodepth=60000", "--numjobs=4"],
+            "aio-max-nr",
+        ),
+        (
+            &[
+                "--offset_increment=4611686018427387904",
+                "--numjobs=8",
+                "--size=4k",
+            ],
+            "2^64",
+        ),
+    ];
+    for (extra, want) in cases {
+        let mut a = vec![
+            "--name=x",
+            "--filename=f.dat",
+            "--rw=read",
+            "--runtime=1",
+            "--output-format=json",
+        ];
+        a.extend_from_slice(extra);
+        let o = run_in(d.path(), &a);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(want) && !stderr(&o).contains("panicked"),
+            "{extra:?}: {}",
+            stderr(&o)
+        );
+    }
+}

@@ -237,8 +237,13 @@ fn sigkill_never_leaves_a_half_written_result() {
     let dead = gone.id();
     gone.wait().unwrap();
     std::fs::write(d.path().join("res.json"), b"{\"earlier\": true}\n").unwrap();
-    let stale = format!(".res.json.tmp.{dead}");
-    std::fs::write(d.path().join(&stale), b"{\"half").unwrap();
+    // A dead writer's temporary file carries its own inode number in its
+    // name (outfile.rs): that is what proves it is dioscope's.
+    std::fs::write(d.path().join("half"), b"{\"half").unwrap();
+    let ino =
+        std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(d.path().join("half")).unwrap());
+    let stale = format!(".res.json.dioscope-tmp.{dead}.{ino}");
+    std::fs::rename(d.path().join("half"), d.path().join(&stale)).unwrap();
 
     let c = spawn_default(d.path(), &["--size=16m", "--runtime=30", "--ramp_time=0"]);
     wait_reading(&c);
@@ -270,7 +275,7 @@ fn sigkill_never_leaves_a_half_written_result() {
     assert_eq!(j["jobs"][0]["jobname"], "n");
     let left = entries(d.path());
     assert!(
-        !left.iter().any(|n| n.contains(".tmp.")),
+        !left.iter().any(|n| n.contains("-tmp.")),
         "no temporary result file left: {left:?}"
     );
 }

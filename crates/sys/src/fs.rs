@@ -141,6 +141,26 @@ pub fn ftruncate(fd: RawFd, len: u64) -> io::Result<()> {
     cvt(unsafe { libc::ftruncate(fd, len as i64) }).map(drop)
 }
 
+/// Give an unnamed (`O_TMPFILE`) file a name: `linkat` through
+/// `/proc/self/fd/N` with `AT_SYMLINK_FOLLOW`, which needs no capability.
+/// Fails with EEXIST when `path` exists.
+pub fn link_fd(fd: RawFd, path: &Path) -> io::Result<()> {
+    let src = CString::new(format!("/proc/self/fd/{fd}")).expect("no NUL in a number");
+    let dst = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: both are NUL-terminated strings that outlive the call.
+    cvt(unsafe {
+        libc::linkat(
+            libc::AT_FDCWD,
+            src.as_ptr(),
+            libc::AT_FDCWD,
+            dst.as_ptr(),
+            libc::AT_SYMLINK_FOLLOW,
+        )
+    })
+    .map(drop)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

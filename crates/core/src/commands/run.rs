@@ -9,7 +9,6 @@ use crate::job::{self, Plan};
 use crate::render::{self, Format, RUN_FORMATS};
 use crate::results::RunDoc;
 use crate::runner::{self, RunOptions, RunResult};
-use std::path::Path;
 
 pub const COMMAND: Command = Command {
     name: "run",
@@ -67,18 +66,11 @@ pub fn validate(args: &[String]) -> Result<(Plan, &'static Format<RunDoc>), Stri
     } else {
         render::find(RUN_FORMATS, given).ok_or_else(|| render::unknown(RUN_FORMATS, given))?
     };
-    // The output file must be writable before anything is run.
+    // The result's destination, checked before anything is opened or run
+    // (outfile::check_output: targets, device nodes, /dev, writability).
     if let Some(out) = &plan.global.output {
-        let dir = Path::new(out)
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        if !dir.is_dir() {
-            return Err(format!(
-                "--output={out}: directory {} does not exist; create it or choose another path",
-                dir.display()
-            ));
-        }
+        crate::outfile::check_output(out, &runner::target_paths(&plan))
+            .map_err(|e| e.to_string())?;
     }
     Ok((plan, format))
 }
@@ -102,7 +94,7 @@ pub fn execute(plan: &Plan) -> Result<Finished, i32> {
         }
     };
     let opts = RunOptions {
-        progress: dioscope_sys::proc::stderr_is_tty() && !plan.global.no_progress,
+        progress: plan.global.eta.shows(dioscope_sys::proc::stderr_is_tty()),
         destroy_data_on: plan.global.destroy_data_on.clone(),
     };
     let mut hooks = DiagHooks::new(&table);
@@ -160,7 +152,11 @@ pub fn context_line(plan: &Plan, diagnosis: &RunDiagnosis) -> String {
 fn write_output(plan: &Plan, text: &str) -> Result<(), i32> {
     match &plan.global.output {
         Some(path) => {
-            if let Err(e) = crate::outfile::write_atomic(Path::new(path), text.as_bytes()) {
+            // Checked again now: the run may have taken hours.
+            let written = crate::outfile::check_output(path, &runner::target_paths(plan))
+                .map_err(|e| std::io::Error::other(e.why))
+                .and_then(|out| crate::outfile::write_result(&out, text.as_bytes()));
+            if let Err(e) = written {
                 eprintln!("dioscope: error: cannot write --output={path}: {e}");
                 print!("{text}");
                 return Err(1);

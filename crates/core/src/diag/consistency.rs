@@ -211,6 +211,66 @@ mod tests {
         assert!(trial_findings("IOPS", &[1000.0]).is_empty());
     }
 
+    /// The policy of docs/STATISTICS.md, on the cases that motivated it.
+    #[test]
+    fn the_rules_agree() {
+        let all = |xs: &[f64]| {
+            let mut f = trial_findings("IOPS", xs);
+            f.extend(high_variance("IOPS", xs));
+            codes(&f)
+        };
+        // A 6 % deviation on a quiet machine: not an outlier, and the mean
+        // is still known to ±5 %.
+        assert!(all(&[1000.0, 1002.0, 998.0, 1001.0, 940.0]).is_empty());
+        // A two-fold spread over five trials with no structure: not silent.
+        assert_eq!(
+            all(&[1000.0, 2000.0, 1400.0, 1800.0, 1100.0]),
+            vec!["high_variance"]
+        );
+        // Any two-fold spread over five trials gets at least one finding.
+        let mut seed = 1u64;
+        for _ in 0..2000 {
+            let mut xs: Vec<f64> = (0..5)
+                .map(|_| {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    1000.0 + 1000.0 * ((seed >> 11) as f64 / (1u64 << 53) as f64)
+                })
+                .collect();
+            xs[0] = 1000.0;
+            xs[1] = 2000.0;
+            assert!(!all(&xs).is_empty(), "{xs:?}");
+        }
+        // Too few trials for a pattern: only the interval speaks.
+        assert_eq!(all(&[1000.0, 1001.0, 500.0]), vec!["high_variance"]);
+        // One trial: nothing to say.
+        assert!(all(&[1000.0]).is_empty());
+        // Outliers give way to two modes (seed 004).
+        let c = all(&[3810.0, 2390.0, 3795.0, 3820.0, 2405.0, 3790.0]);
+        assert!(
+            c.contains(&"bimodal_trials") && !c.contains(&"outlier_trials"),
+            "{c:?}"
+        );
+    }
+
+    #[test]
+    fn high_variance_says_how_many_trials() {
+        // CV 5 %, 3 trials: t(2) = 4.303, half-width 4.303 × 5/√3 = 12.4 %.
+        let xs = [950.0, 1000.0, 1050.0];
+        match high_variance("IOPS", &xs) {
+            Some(Finding::HighVariance(h)) => {
+                assert!((h.ci_half_pct - 12.42).abs() < 0.05, "{h:?}");
+                assert!((h.cv_pct - 5.0).abs() < 1e-9);
+                // t(k−1)·5/√k ≤ 5 first holds at k = 7 (2.447·5/√7 = 4.62;
+                // k = 6 gives 2.571·5/√6 = 5.25).
+                assert_eq!(h.trials_needed, 7);
+            }
+            f => panic!("{f:?}"),
+        }
+        assert!(high_variance("IOPS", &[1000.0, 1001.0, 999.0]).is_none());
+    }
+
     #[test]
     fn drift_within_a_trial() {
         let warming: Vec<f64> = (0..30).map(|i| 1000.0 + 10.0 * i as f64).collect();

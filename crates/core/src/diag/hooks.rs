@@ -20,11 +20,13 @@ use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
+use super::device::DevRole;
 use super::device::{self, BlockDev, DeviceReport, Snapshot};
 use super::env::Environment;
-use super::findings::{Finding, Opener};
+use super::findings::{CpuProcess, Finding, IoProcess, Opener};
 use super::fs::silent_buffering;
 use super::pagecache::{drop_cache_until_clean, resident_fd, TrialPages};
+use super::procs;
 use super::sparse::{fragmentation_finding, layout, unwritten_finding, zram_finding, ZramStat};
 use crate::runner::{ResolvedJob, TrialHooks};
 use crate::targets::{TargetKind, TargetTable};
@@ -68,7 +70,32 @@ pub struct TrialRecord {
     pub page_cache: Vec<TargetPages>,
     pub openers: Vec<TargetOpeners>,
     pub devices: Vec<DeviceReport>,
+    /// Other processes that held a device holding a target (or a file on
+    /// its file system) open during the trial and did block I/O meanwhile,
+    /// busiest first.
+    pub io_procs: Vec<IoProcess>,
+    /// The CPUs dioscope may run on, over the measured interval.
+    pub cpu: Option<CpuShare>,
 }
+
+/// How busy the CPUs dioscope may run on were, and by whom.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CpuShare {
+    pub cpus: usize,
+    /// Busy time of those CPUs in % of their capacity.
+    pub busy_pct: f64,
+    /// dioscope's CPU time in % of one CPU.
+    pub ours_pct: f64,
+    /// Everyone else's on those CPUs, in % of one CPU.
+    pub others_pct: f64,
+    /// The busiest other processes over the trial (anywhere), busiest first.
+    pub top: Vec<CpuProcess>,
+}
+
+/// At most this many processes are named per trial.
+const TOP_PROCESSES: usize = 3;
+/// Processes below this share of one CPU over a trial are not named.
+const MIN_NAMED_CPU_PCT: f64 = 5.0;
 
 /// A target being watched during the current trial.
 struct Watch {
@@ -89,6 +116,129 @@ struct Current {
     watches: Vec<Watch>,
     devs: Vec<BlockDev>,
     start: Option<(Snapshot, u64)>,
+    /// Who else is there (see [`Sharing`]).
+    sharing: Sharing,
+}
+
+/// What the trial hooks sample of other processes: at the start and end of
+/// the trial, the holders of the data devices with their `/proc/PID/io`
+/// counters and every process's CPU ticks; at the start and end of the
+/// measured interval, the busy ticks of our CPUs and our own.
+#[derive(Default)]
+struct Sharing {
+    /// (major, minor) of the devices that hold the targets' data.
+    devs: Vec<(u32, u32)>,
+    io: Vec<(i32, u64, u64)>,
+    ticks: Vec<(i32, String, u64)>,
+    t0_us: u64,
+    cpus: Vec<usize>,
+    /// (busy, total, own) ticks at the start of the measured interval.
+    cpu0: Option<(u64, u64, u64)>,
+}
+
+impl Sharing {
+    fn start(devs: &[BlockDev]) -> Sharing {
+        let devs: Vec<(u32, u32)> = devs
+            .iter()
+            .filter(|d| matches!(d.role, DevRole::Target | DevRole::Filesystem))
+            .map(|d| (d.major, d.minor))
+            .collect();
+        let io = procs::holders(&devs)
+            .into_iter()
+            .filter_map(|p| procs::read_io(p).map(|(r, w)| (p, r, w)))
+            .collect();
+        Sharing {
+            devs,
+            io,
+            ticks: procs::all_ticks(),
+            t0_us: now_us(),
+            cpus: procs::allowed_cpus(),
+            cpu0: None,
+        }
+    }
+
+    fn measure_start(&mut self) {
+        let (busy, total) = procs::cpu_ticks(&self.cpus);
+        self.cpu0 = Some((busy, total, procs::own_ticks()));
+    }
+
+    /// Our CPUs' busy share and ours over the measured interval.
+    fn measure_end(&self) -> Option<CpuShare> {
+        let (b0, t0, o0) = self.cpu0?;
+        let (b1, t1) = procs::cpu_ticks(&self.cpus);
+        let own = procs::own_ticks().saturating_sub(o0) as f64;
+        let (busy, total) = (b1.saturating_sub(b0) as f64, t1.saturating_sub(t0) as f64);
+        let n = self.cpus.len();
+        if total <= 0.0 || n == 0 {
+            return None;
+        }
+        // Ticks of n CPUs over the interval: one CPU's worth is total / n.
+        let one_cpu = total / n as f64;
+        Some(CpuShare {
+            cpus: n,
+            busy_pct: 100.0 * busy / total,
+            ours_pct: 100.0 * own / one_cpu,
+            others_pct: 100.0 * (busy - own).max(0.0) / one_cpu,
+            top: Vec::new(),
+        })
+    }
+
+    /// Holders at either end of the trial that did block I/O in between
+    /// (a newcomer counts from zero), busiest first.
+    fn io_processes(&self) -> Vec<IoProcess> {
+        let mut pids: Vec<i32> = self.io.iter().map(|x| x.0).collect();
+        for p in procs::holders(&self.devs) {
+            if !pids.contains(&p) {
+                pids.push(p);
+            }
+        }
+        let mut out: Vec<IoProcess> = pids
+            .into_iter()
+            .filter_map(|pid| {
+                let (r1, w1) = procs::read_io(pid)?;
+                let (r0, w0) = self
+                    .io
+                    .iter()
+                    .find(|x| x.0 == pid)
+                    .map(|x| (x.1, x.2))
+                    .unwrap_or((0, 0));
+                let (read_bytes, write_bytes) = (r1.saturating_sub(r0), w1.saturating_sub(w0));
+                (read_bytes + write_bytes > 0).then(|| IoProcess {
+                    pid,
+                    comm: procs::comm(pid),
+                    read_bytes,
+                    write_bytes,
+                })
+            })
+            .collect();
+        out.sort_by_key(|p| std::cmp::Reverse(p.read_bytes + p.write_bytes));
+        out
+    }
+
+    /// The other processes that used the most CPU over the trial.
+    fn top_cpu(&self) -> Vec<CpuProcess> {
+        let wall_s = now_us().saturating_sub(self.t0_us) as f64 / 1e6;
+        if wall_s <= 0.0 {
+            return Vec::new();
+        }
+        let hz = crate::stats::cpu::clk_tck() as f64;
+        let mut top: Vec<CpuProcess> = procs::all_ticks()
+            .into_iter()
+            .filter_map(|(pid, comm, t1)| {
+                let t0 = self
+                    .ticks
+                    .iter()
+                    .find(|x| x.0 == pid)
+                    .map(|x| x.2)
+                    .unwrap_or(0);
+                let cpu_pct = 100.0 * t1.saturating_sub(t0) as f64 / hz / wall_s;
+                (cpu_pct >= MIN_NAMED_CPU_PCT).then_some(CpuProcess { pid, comm, cpu_pct })
+            })
+            .collect();
+        top.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
+        top.truncate(TOP_PROCESSES);
+        top
+    }
 }
 
 /// The runner hooks of a normal run. Create with [`DiagHooks::new`] after the
@@ -230,36 +380,72 @@ impl DiagHooks {
     }
 }
 
-impl TrialHooks for DiagHooks {
-    fn before_trial(&mut self, group: u32, trial: u32, jobs: &[&ResolvedJob], table: &TargetTable) {
-        if trial == 0 {
-            self.examine_layout(jobs, table);
-        }
-        // The group's targets, each once; direct if any job uses it directly.
-        let mut watches: Vec<Watch> = Vec::new();
-        let mut invalidate: Vec<bool> = Vec::new();
+impl DiagHooks {
+    /// The group's targets, each once; direct if any job uses it directly,
+    /// dropped before the trial if any such job has `invalidate=1`.
+    fn watches(jobs: &[&ResolvedJob], table: &TargetTable) -> Vec<(Watch, bool)> {
+        let mut watches: Vec<(Watch, bool)> = Vec::new();
         for j in jobs {
             for f in j.clones.iter().flatten() {
                 let t = &table.targets[f.target_idx];
                 let direct = t.direct && j.spec.direct;
-                match watches.iter().position(|w| w.path == t.path) {
-                    Some(i) => {
-                        watches[i].direct |= direct;
-                        invalidate[i] |= direct && j.spec.invalidate;
+                let inval = direct && j.spec.invalidate;
+                match watches.iter_mut().find(|w| w.0.path == t.path) {
+                    Some((w, i)) => {
+                        w.direct |= direct;
+                        *i |= inval;
                     }
-                    None => {
-                        watches.push(Watch {
+                    None => watches.push((
+                        Watch {
                             path: t.path.clone(),
                             file: File::open(&t.path).ok(),
                             direct,
                             is_blockdev: t.kind == TargetKind::BlockDevice,
                             size: t.size,
                             pages: None,
-                        });
-                        invalidate.push(direct && j.spec.invalidate);
+                        },
+                        inval,
+                    )),
+                }
+            }
+        }
+        watches
+    }
+
+    /// Count a direct target's cached pages and, with `invalidate`, drop them.
+    fn clean(&self, w: &Watch, invalidate: bool) -> TargetPages {
+        let mut tp = TargetPages {
+            target: w.path.display().to_string(),
+            invalidate,
+            pages: TrialPages::default(),
+            samples: 0,
+            page_size: self.page_size,
+            method: "",
+            error: None,
+        };
+        match self.count(w) {
+            Ok((n, method)) => {
+                tp.method = method;
+                tp.pages.found = Some(n);
+                tp.pages.before = Some(n);
+                if invalidate && n > 0 {
+                    let fd = w.file.as_ref().map(|f| f.as_raw_fd()).unwrap_or(-1);
+                    match drop_cache_until_clean(fd, w.is_blockdev, 0, w.size) {
+                        Ok(left) => tp.pages.before = Some(left),
+                        Err(e) => tp.error = Some(format!("dropping the cache: {e}")),
                     }
                 }
             }
+            Err(e) => tp.error = Some(format!("counting cached pages: {e}")),
+        }
+        tp
+    }
+}
+
+impl TrialHooks for DiagHooks {
+    fn before_trial(&mut self, group: u32, trial: u32, jobs: &[&ResolvedJob], table: &TargetTable) {
+        if trial == 0 {
+            self.examine_layout(jobs, table);
         }
         let mut record = TrialRecord {
             group,
@@ -270,9 +456,12 @@ impl TrialHooks for DiagHooks {
             page_cache: Vec::new(),
             openers: Vec::new(),
             devices: Vec::new(),
+            io_procs: Vec::new(),
+            cpu: None,
         };
+        let mut watches = Vec::new();
         let mut devs: Vec<BlockDev> = Vec::new();
-        for (w, &inval) in watches.iter_mut().zip(&invalidate) {
+        for (mut w, inval) in Self::watches(jobs, table) {
             record.openers.push(TargetOpeners {
                 target: w.path.display().to_string(),
                 before: openers_of(&w.path),
@@ -283,39 +472,16 @@ impl TrialHooks for DiagHooks {
                     devs.push(d);
                 }
             }
-            if !w.direct {
-                continue;
+            if w.direct {
+                w.pages = Some(record.page_cache.len());
+                record.page_cache.push(self.clean(&w, inval));
             }
-            let mut tp = TargetPages {
-                target: w.path.display().to_string(),
-                invalidate: inval,
-                pages: TrialPages::default(),
-                samples: 0,
-                page_size: self.page_size,
-                method: "",
-                error: None,
-            };
-            match self.count(w) {
-                Ok((n, method)) => {
-                    tp.method = method;
-                    tp.pages.found = Some(n);
-                    tp.pages.before = Some(n);
-                    if inval && n > 0 {
-                        let fd = w.file.as_ref().map(|f| f.as_raw_fd()).unwrap_or(-1);
-                        match drop_cache_until_clean(fd, w.is_blockdev, 0, w.size) {
-                            Ok(left) => tp.pages.before = Some(left),
-                            Err(e) => tp.error = Some(format!("dropping the cache: {e}")),
-                        }
-                    }
-                }
-                Err(e) => tp.error = Some(format!("counting cached pages: {e}")),
-            }
-            w.pages = Some(record.page_cache.len());
-            record.page_cache.push(tp);
+            watches.push(w);
         }
         self.cur = Some(Current {
             record,
             watches,
+            sharing: Sharing::start(&devs),
             devs,
             start: None,
         });
@@ -323,6 +489,7 @@ impl TrialHooks for DiagHooks {
 
     fn measure_start(&mut self, _group: u32, _trial: u32) {
         if let Some(c) = &mut self.cur {
+            c.sharing.measure_start();
             c.start = Some((device::snapshot(&c.devs), now_us()));
         }
     }
@@ -351,6 +518,7 @@ impl TrialHooks for DiagHooks {
                 c.record.wall_us = wall;
                 c.record.devices = device::report(&c.devs, snap, &end.0, ios, wall);
             }
+            c.record.cpu = c.sharing.measure_end();
         }
     }
 
@@ -364,6 +532,10 @@ impl TrialHooks for DiagHooks {
         let Some(mut c) = self.cur.take() else {
             return;
         };
+        c.record.io_procs = c.sharing.io_processes();
+        if let Some(cpu) = &mut c.record.cpu {
+            cpu.top = c.sharing.top_cpu();
+        }
         for (i, w) in c.watches.iter().enumerate() {
             c.record.openers[i].after = openers_of(&w.path);
             if let Some(k) = w.pages {

@@ -36,7 +36,9 @@ pub mod hooks;
 pub mod job;
 pub mod mounts;
 pub mod pagecache;
+pub mod procs;
 pub mod run;
+pub mod sharing;
 pub mod sparse;
 
 #[cfg(test)]

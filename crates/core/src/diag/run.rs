@@ -330,6 +330,8 @@ mod tests {
                 },
                 metrics: DeviceMetrics::default(),
             }],
+            io_procs: Vec::new(),
+            cpu: None,
         };
         let totals = device_totals(&[rec(1, 64, 8), rec(2, 64, 8)]);
         assert_eq!(totals.len(), 1);

@@ -5,5 +5,8 @@ pub mod parse;
 pub mod spec;
 pub mod units;
 
+#[cfg(test)]
+mod audit;
+
 pub use parse::{parse_args, parse_job_text, ParseError};
-pub use spec::{BlockSizes, EngineKind, GlobalSettings, JobSpec, Plan, RandomDist, RwMode};
+pub use spec::{BlockSizes, EngineKind, Eta, GlobalSettings, JobSpec, Plan, RandomDist, RwMode};

@@ -5,7 +5,7 @@
 //! kind of value it takes, a line of help, an example, and how it sets the
 //! [`JobSpec`] (or the [`GlobalSettings`]).
 
-use super::spec::{BlockSizes, EngineKind, GlobalSettings, JobSpec, RandomDist, RwMode};
+use super::spec::{BlockSizes, EngineKind, Eta, GlobalSettings, JobSpec, RandomDist, RwMode};
 use super::units::*;
 
 /// What kind of value an option takes; decides how a bare flag is treated.
@@ -45,6 +45,29 @@ fn bs_dirs(
     let w = match parts.get(1) {
         Some(p) if !p.trim().is_empty() => f(p)?,
         _ => r.clone(),
+    };
+    Ok([r, w])
+}
+
+/// fio's `read,write[,trim]` values: one value is both, an empty one is the default (0).
+fn per_dir_ints(v: &str) -> Result<[u64; 2], UnitError> {
+    let parts: Vec<&str> = v.split(',').collect();
+    if parts.len() > 3 || parts.get(2).is_some_and(|t| !t.trim().is_empty()) {
+        return Err(format!(
+            "'{v}': give at most a read and a write value (dioscope issues no trims)"
+        ));
+    }
+    let one = |p: &str| {
+        if p.trim().is_empty() {
+            Ok(0)
+        } else {
+            parse_int(p)
+        }
+    };
+    let r = one(parts[0])?;
+    let w = match parts.get(1) {
+        Some(p) => one(p)?,
+        None => r,
     };
     Ok([r, w])
 }
@@ -706,9 +729,9 @@ pub static OPTIONS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         example: "10000",
-        help: "Cap this job at this many I/Os per second",
+        help: "Cap reads and writes at this many I/Os per second each (R,W: separate caps; empty: none)",
         apply: job!(|j, v| {
-            j.rate_iops = parse_int(v.split(',').next().unwrap_or(""))?;
+            j.rate_iops = per_dir_ints(v)?;
             Ok(())
         }),
     },
@@ -772,7 +795,7 @@ pub static OPTIONS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         example: "1",
-        help: "Accepted: files are created when first opened",
+        help: "Create missing files empty instead of laying them out; the job's writes fill them (write-only jobs)",
         apply: job!(|j, v| {
             j.create_on_open = parse_bool(v)?;
             Ok(())
@@ -855,7 +878,16 @@ pub static OPTIONS: &[OptDef] = &[
     OptDef {
         name: "verify",
         aliases: &[],
-        kind: Kind::Choice(&["0", "crc32c", "xxhash", "sha256", "pattern"]),
+        kind: Kind::Choice(&[
+            "0",
+            "crc32c",
+            "crc32c-intel",
+            "crc32",
+            "xxhash",
+            "sha256",
+            "md5",
+            "pattern",
+        ]),
         example: "crc32c",
         help: "Write verifiable blocks and check them on read-back",
         apply: job!(|j, v| {
@@ -865,7 +897,7 @@ pub static OPTIONS: &[OptDef] = &[
                 | "crc32") => Some(a.replace("-intel", "")),
                 o => {
                     return Err(format!(
-                        "'{o}' is not a verify method (crc32c, xxhash, sha256, pattern)"
+                        "'{o}' is not a verify method dioscope has (crc32c, crc32, xxhash, sha256, md5, pattern)"
                     ))
                 }
             };
@@ -966,9 +998,14 @@ pub static OPTIONS: &[OptDef] = &[
         aliases: &["progress"],
         kind: Kind::Choice(&["auto", "always", "never"]),
         example: "never",
-        help: "Live progress on stderr: auto (when a terminal), never",
+        help: "Live progress on stderr: auto (when a terminal), always, never",
         apply: Apply::Global(|g, v| {
-            g.no_progress = v.trim() == "never";
+            g.eta = match v.trim() {
+                "auto" => Eta::Auto,
+                "always" => Eta::Always,
+                "never" => Eta::Never,
+                o => return Err(format!("'{o}' is not auto, always or never")),
+            };
             Ok(())
         }),
     },

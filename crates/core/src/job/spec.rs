@@ -147,7 +147,8 @@ pub struct JobSpec {
     pub clat_percentiles: bool,
     pub lat_percentiles: bool,
     pub unlink: bool,
-    pub rate_iops: u64,
+    /// I/Os per second: reads, writes (0: no limit).
+    pub rate_iops: [u64; 2],
     pub fixedbufs: bool,
     pub registerfiles: bool,
     pub sqthread_poll: bool,
@@ -223,7 +224,7 @@ impl Default for JobSpec {
             clat_percentiles: true,
             lat_percentiles: false,
             unlink: false,
-            rate_iops: 0,
+            rate_iops: [0; 2],
             fixedbufs: true,
             registerfiles: true,
             sqthread_poll: false,
@@ -274,10 +275,30 @@ pub struct GlobalSettings {
     pub trials: Option<u32>,
     /// `--destroy-data-on=DEV`: devices the user allows us to overwrite.
     pub destroy_data_on: Vec<String>,
-    /// `--progress=never` / `--eta=never`.
-    pub no_progress: bool,
+    /// `--eta=` / `--progress=`: when to show the live progress line.
+    pub eta: Eta,
     /// `--profile`: perf over the measured windows (crate::profile).
     pub profile: bool,
+}
+
+/// When the live progress line is shown on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Eta {
+    /// When stderr is a terminal.
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+impl Eta {
+    pub fn shows(self, stderr_is_tty: bool) -> bool {
+        match self {
+            Eta::Auto => stderr_is_tty,
+            Eta::Always => true,
+            Eta::Never => false,
+        }
+    }
 }
 
 /// A whole invocation: global settings and the jobs in order, each with its

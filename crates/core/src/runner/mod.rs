@@ -10,6 +10,7 @@
 
 pub mod hint;
 pub mod offsets;
+pub mod preflight;
 pub mod worker;
 
 use crate::engines::{caps, Engine, EngineOpts, SlotArena, WithEngine};
@@ -162,6 +163,21 @@ fn job_err(j: &JobSpec, msg: impl Into<String>) -> SetupError {
     }
 }
 
+/// Every path the jobs of `plan` use as a target (for checks that must run
+/// before anything is opened, such as `--output`).
+pub fn target_paths(plan: &Plan) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for j in &plan.jobs {
+        if !caps(j.ioengine).real_io {
+            continue;
+        }
+        for c in 0..j.numjobs {
+            out.extend(job_paths(j, c, plan.is_default_job));
+        }
+    }
+    out
+}
+
 /// The paths one clone of a job uses.
 fn job_paths(j: &JobSpec, clone: u32, default_job: bool) -> Vec<PathBuf> {
     let dir = j.directory.as_deref().map(PathBuf::from);
@@ -184,6 +200,7 @@ fn job_paths(j: &JobSpec, clone: u32, default_job: bool) -> Vec<PathBuf> {
 /// The destructive-write guard runs on every target a job writes, with the
 /// overrides of the jobs that write it (`targets::TargetNeed`).
 pub fn prepare(plan: &Plan) -> Result<(Vec<ResolvedJob>, TargetTable), SetupError> {
+    preflight::check(plan)?;
     let mut needs = Vec::new();
     let mut group = 0u32;
     let mut groups = Vec::new();
@@ -199,22 +216,12 @@ pub fn prepare(plan: &Plan) -> Result<(Vec<ResolvedJob>, TargetTable), SetupErro
             let paths = job_paths(j, c, plan.is_default_job);
             let n = paths.len() as u64;
             for p in paths {
-                let min_size = match (j.filesize, j.size) {
-                    (Some((_, hi)), _) => hi,
-                    (None, Some(crate::job::units::SizeOrPct::Bytes(b))) => {
-                        let off = match j.offset {
-                            crate::job::units::SizeOrPct::Bytes(o) => o,
-                            _ => 0,
-                        };
-                        b / n + off + j.offset_increment * c as u64
-                    }
-                    _ => 0,
-                };
                 needs.push(TargetNeed {
                     path: p,
                     direct: j.direct,
                     write: j.rw.writes() && !j.verify_only,
-                    min_size,
+                    min_size: min_size(j, n, c),
+                    no_layout: j.create_on_open,
                     allow_mounted_write: j.allow_mounted_write,
                 });
             }
@@ -228,6 +235,22 @@ pub fn prepare(plan: &Plan) -> Result<(Vec<ResolvedJob>, TargetTable), SetupErro
             table.discard();
             Err(e)
         }
+    }
+}
+
+/// Bytes one of the `n` files of clone `c` must hold for the job's region
+/// (0 when the job takes whatever the file has).
+fn min_size(j: &JobSpec, n: u64, c: u32) -> u64 {
+    match (j.filesize, j.size) {
+        (Some((_, hi)), _) => hi,
+        (None, Some(crate::job::units::SizeOrPct::Bytes(b))) => {
+            let off = match j.offset {
+                crate::job::units::SizeOrPct::Bytes(o) => o,
+                _ => 0,
+            };
+            b / n + off + j.offset_increment * c as u64
+        }
+        _ => 0,
     }
 }
 
@@ -252,19 +275,26 @@ fn resolve(
                         .enumerate()
                         .find(|(_, t)| t.path == p && t.direct == j.direct)
                         .expect("every path was opened");
-                    let off = j.offset.resolve(t.size) + j.offset_increment * c as u64;
+                    // create_on_open: the file was not laid out; the job's
+                    // writes give it the size its region needs.
+                    let size = if j.create_on_open && t.kind == TargetKind::File {
+                        t.size.max(min_size(j, n, c))
+                    } else {
+                        t.size
+                    };
+                    let off = j.offset.resolve(size) + j.offset_increment * c as u64;
                     let len = match j.size {
-                        Some(s) => s.resolve(t.size) / n,
-                        None => t.size.saturating_sub(off),
+                        Some(s) => s.resolve(size) / n,
+                        None => size.saturating_sub(off),
                     };
                     let len = match j.filesize {
-                        Some((_, hi)) if j.size.is_none() => hi.min(t.size).saturating_sub(off),
+                        Some((_, hi)) if j.size.is_none() => hi.min(size).saturating_sub(off),
                         _ => len,
                     };
-                    if off + len > t.size || len == 0 {
+                    if off + len > size || len == 0 {
                         return Err(crate::targets::TargetError::TooSmall {
                             path: p.display().to_string(),
-                            have: t.size,
+                            have: size,
                             need: off + len.max(1),
                             offset: off,
                             size: len,
@@ -363,6 +393,7 @@ fn worker_plan(
             0 => (depth / 8).max(1),
             n => n.min(depth),
         },
+        complete_max: j.iodepth_batch_complete_max,
         read_pct: j.read_pct(),
         bs: [BsPicker::new(&j.bs[0], unit), BsPicker::new(&j.bs[1], unit)],
         offsets,
@@ -372,6 +403,7 @@ fn worker_plan(
         fsync_every: j.fsync,
         fdatasync_every: j.fdatasync,
         rate_iops: j.rate_iops,
+        end_fsync: j.end_fsync && j.rw.writes(),
         continue_on_error: j.continue_on_error,
         fds: files
             .iter()
@@ -533,7 +565,9 @@ fn verify_read_plan(
     p.runtime_ns = 0;
     p.fsync_every = 0;
     p.fdatasync_every = 0;
-    p.rate_iops = 0;
+    p.rate_iops = [0; 2];
+    p.end_fsync = false;
+    p.complete_max = 0;
     p
 }
 

@@ -100,6 +100,8 @@ pub struct WorkerPlan {
     pub depth: u32,
     pub batch_submit: u32,
     pub complete_min: u32,
+    /// Completions reaped at most at once (0: all that are ready).
+    pub complete_max: u32,
     pub read_pct: u32,
     pub bs: [BsPicker; 2],
     pub offsets: OffsetGen,
@@ -111,7 +113,10 @@ pub struct WorkerPlan {
     pub io_limit: u64,
     pub fsync_every: u32,
     pub fdatasync_every: u32,
-    pub rate_iops: u64,
+    /// I/Os per second for reads and writes (0: no limit).
+    pub rate_iops: [u64; 2],
+    /// fsync every file at the end (`end_fsync`).
+    pub end_fsync: bool,
     pub continue_on_error: bool,
     pub fds: Vec<i32>,
     pub tick_ns: u64,
@@ -235,30 +240,58 @@ impl Slots {
     }
 }
 
-/// `rate_iops`: the earliest time the next I/O may be issued.
+/// `rate_iops`: the earliest time the next read and the next write may be
+/// issued. As in fio, each direction has its own budget, and an I/O drawn
+/// for a direction that is ahead goes the other way when that one is due.
 struct RateLimit {
-    /// Nanoseconds between I/Os; 0: no limit.
-    gap: u64,
-    next_allowed: u64,
+    /// Nanoseconds between I/Os of a direction; 0: no limit.
+    gap: [u64; 2],
+    next_allowed: [u64; 2],
+    /// Whether the job issues each direction at all.
+    issues: [bool; 2],
 }
 
 impl RateLimit {
-    #[inline(always)]
-    fn limited(&self) -> bool {
-        self.gap > 0
+    fn new(rate_iops: [u64; 2], read_pct: u32, start_ns: u64) -> RateLimit {
+        let gap = rate_iops.map(|r| 1_000_000_000u64.checked_div(r).unwrap_or(0));
+        RateLimit {
+            gap,
+            next_allowed: [start_ns; 2],
+            issues: [read_pct > 0, read_pct < 100],
+        }
     }
 
-    /// Take a turn at `now`, or say that it is too early.
     #[inline(always)]
-    fn take(&mut self, now: u64) -> bool {
-        if self.gap == 0 {
-            return true;
+    fn limited(&self) -> bool {
+        self.gap[0] | self.gap[1] > 0
+    }
+
+    /// The direction to issue at `now` (the drawn one, or the other one when
+    /// only that is due), taking its turn; None when neither may go yet.
+    #[inline(always)]
+    fn take(&mut self, write: bool, now: u64) -> Option<bool> {
+        let d = write as usize;
+        let dir = if now >= self.next_allowed[d] {
+            write
+        } else if self.issues[d ^ 1] && now >= self.next_allowed[d ^ 1] {
+            !write
+        } else {
+            return None;
+        };
+        let d = dir as usize;
+        if self.gap[d] > 0 {
+            self.next_allowed[d] += self.gap[d];
         }
-        if now < self.next_allowed {
-            return false;
-        }
-        self.next_allowed += self.gap;
-        true
+        Some(dir)
+    }
+
+    /// When the next I/O of any direction the job issues may go.
+    fn next_due(&self) -> u64 {
+        (0..2)
+            .filter(|&d| self.issues[d])
+            .map(|d| self.next_allowed[d])
+            .min()
+            .unwrap_or(0)
     }
 }
 
@@ -288,6 +321,8 @@ struct Worker<'a, E: Engine, H: BlockHook> {
     depth: usize,
     batch: usize,
     complete_min: u32,
+    /// Completions reaped at most at once.
+    reap_max: usize,
     tl: Timeline,
     rate: RateLimit,
     inflight: usize,
@@ -346,11 +381,12 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             depth,
             batch,
             complete_min: p.complete_min.max(1),
-            tl,
-            rate: RateLimit {
-                gap: 1_000_000_000u64.checked_div(p.rate_iops).unwrap_or(0),
-                next_allowed: start_ns,
+            reap_max: match p.complete_max as usize {
+                0 => depth,
+                n => n.clamp(p.complete_min.max(1) as usize, depth),
             },
+            tl,
+            rate: RateLimit::new(p.rate_iops, p.read_pct, start_ns),
             inflight: 0,
             issuing: true,
             measured_bytes: 0,
@@ -383,13 +419,18 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
         let t_stage = self.now;
         self.slots.staged.clear();
         while self.issuing && self.inflight < self.depth && self.slots.staged.len() < self.batch {
-            if !self.rate.take(t_stage) {
-                break;
-            }
             let write = match self.p.read_pct {
                 100 => false,
                 0 => true,
                 pct => self.p.offsets.rng.below(100) >= pct as u64,
+            };
+            let write = if self.rate.limited() {
+                match self.rate.take(write, t_stage) {
+                    Some(w) => w,
+                    None => break,
+                }
+            } else {
+                write
             };
             let len = self.p.bs[write as usize].pick(&mut self.p.offsets.rng);
             if !self.within_size(len) {
@@ -447,7 +488,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
     /// Ahead of the rate with nothing in flight: sleep until allowed.
     #[cold]
     fn sleep_for_rate(&mut self) {
-        let wait = self.rate.next_allowed.saturating_sub(now_ns());
+        let wait = self.rate.next_due().saturating_sub(now_ns());
         std::thread::sleep(std::time::Duration::from_nanos(wait));
         self.now = now_ns();
     }
@@ -492,7 +533,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
     /// Take the ready completions and account each one.
     #[inline(always)]
     fn reap_and_account(&mut self) {
-        let n = self.eng.reap(&mut self.slots.comps);
+        let n = self.eng.reap(&mut self.slots.comps[..self.reap_max]);
         if self.tl.measuring {
             let q = &mut self.res.queue;
             q.depth_level[depth_bucket(self.inflight)] += 1;
@@ -633,8 +674,19 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
         self.tl.next_tick += self.tl.tick_ns;
     }
 
+    /// `end_fsync`: flush every file written before the job's time ends.
+    fn end_fsync(&mut self) {
+        if !self.p.end_fsync {
+            return;
+        }
+        for &fd in &self.p.fds {
+            do_sync(fd, false, &mut self.res.sync);
+        }
+    }
+
     /// Runtime and CPU of the measured part.
-    fn finish(self) -> WorkerResult {
+    fn finish(mut self) -> WorkerResult {
+        self.end_fsync();
         let mut res = self.res;
         let end_ns = now_ns();
         res.runtime_ns = if self.tl.measuring {

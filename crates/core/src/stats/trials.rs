@@ -22,6 +22,23 @@ use super::summary::median;
 /// `|M|` above which a value is an outlier (Iglewicz & Hoaglin's recommendation).
 pub const OUTLIER_THRESHOLD: f64 = 3.5;
 
+/// The practical-size floor shared by every pattern rule (docs/STATISTICS.md):
+/// a value less than 10 % from the median is never an outlier, two groups
+/// whose means differ by less than 10 % of the median are never two modes,
+/// and a trend that changes the metric by less than 10 % over the series is
+/// never drift. Smaller effects can be statistically clear on a quiet
+/// machine yet change no conclusion; they still widen the confidence
+/// interval, which the `high_variance` rule (±5 %) reports.
+pub const PRACTICAL_REL: f64 = 0.10;
+
+/// Fewest values any pattern rule (outliers, two modes) judges. With 3 or 4
+/// trials the median and MAD rest on one or two values, any two close trials
+/// make the third "an outlier", and two groups of two cannot be told from
+/// chance; the Mann–Kendall drift test cannot reach p < 0.05 below 5 values
+/// either (smallest exact p for n = 4 is 1/12). Below it only the confidence
+/// interval speaks.
+pub const MIN_PATTERN_VALUES: usize = 5;
+
 /// One value flagged by [`outliers`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Outlier {
@@ -59,16 +76,19 @@ pub fn modified_z_scores(xs: &[f64]) -> Vec<f64> {
     }
 }
 
-/// Values whose modified Z-score exceeds [`OUTLIER_THRESHOLD`]. Fewer than 3
-/// values cannot have an outlier: with two, neither is more typical.
+/// Values whose modified Z-score exceeds [`OUTLIER_THRESHOLD`] and that lie
+/// at least [`PRACTICAL_REL`] from the median. Fewer than
+/// [`MIN_PATTERN_VALUES`] values have no outliers.
 pub fn outliers(xs: &[f64]) -> Vec<Outlier> {
-    if xs.len() < 3 {
+    if xs.len() < MIN_PATTERN_VALUES {
         return Vec::new();
     }
+    let med = median(xs);
     modified_z_scores(xs)
         .into_iter()
         .enumerate()
         .filter(|(_, s)| s.abs() > OUTLIER_THRESHOLD)
+        .filter(|&(i, _)| (xs[i] - med).abs() >= PRACTICAL_REL * med.abs())
         .map(|(i, s)| Outlier {
             index: i,
             value: xs[i],
@@ -168,9 +188,8 @@ pub fn two_means(xs: &[f64]) -> Option<TwoMeans> {
 }
 
 /// Smallest difference between the two group means, relative to the median,
-/// that is worth reporting: two tight groups 1 % apart are real (seed 004 saw
-/// 2 % with 1 MiB blocks) but below that nobody acts on it.
-pub const BIMODAL_MIN_REL_GAP: f64 = 0.01;
+/// that is reported: the shared practical floor.
+pub const BIMODAL_MIN_REL_GAP: f64 = PRACTICAL_REL;
 /// How cleanly the two groups must separate, by number of values: the share
 /// of the variance the split explains (1 − SSW/SST), and the empty gap between
 /// the groups in pooled within-group σ. Small samples of pure normal noise
@@ -259,7 +278,8 @@ pub fn bimodality(xs: &[f64]) -> Option<Bimodality> {
         && split.gap >= min_gap_sd * split.within_sd
         && split.gap > 0.0;
     let bc_ok = n < BIMODAL_BC_MIN_N || coefficient.is_some_and(|c| c > BC_THRESHOLD);
-    let bimodal = sizes_ok && separated && rel_gap >= BIMODAL_MIN_REL_GAP && bc_ok;
+    let bimodal =
+        n >= MIN_PATTERN_VALUES && sizes_ok && separated && rel_gap >= BIMODAL_MIN_REL_GAP && bc_ok;
     Some(Bimodality {
         bimodal,
         split,
@@ -270,10 +290,10 @@ pub fn bimodality(xs: &[f64]) -> Option<Bimodality> {
 
 /// Significance level of the drift test.
 pub const DRIFT_ALPHA: f64 = 0.05;
-/// Smallest change over the series worth reporting as drift. Per-interval
-/// series are autocorrelated, which makes the test over-confident; requiring a
-/// change users care about keeps it honest.
-pub const DRIFT_MIN_REL_CHANGE: f64 = 0.05;
+/// Smallest change over the series reported as drift: the shared practical
+/// floor. Per-interval series are also autocorrelated, which makes the test
+/// over-confident; requiring a change users care about keeps it honest.
+pub const DRIFT_MIN_REL_CHANGE: f64 = PRACTICAL_REL;
 
 /// The verdict of [`drift`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -541,6 +561,7 @@ mod tests {
         // A minority of slow trials, as the seed's race produced; the fewer the
         // values, the wider the separation needed (see `separation_thresholds`).
         let mut r = Rng(99);
+        // σ = 2 %, so every separation here is also above the 10 % floor.
         for &(n_fast, n_slow, sep) in &[
             (3usize, 2usize, 20.0),
             (4, 2, 15.0),
@@ -551,8 +572,8 @@ mod tests {
             let runs = 500;
             let hits = (0..runs)
                 .filter(|_| {
-                    let mut xs = r.sample(n_fast, 1000.0, 10.0);
-                    xs.extend(r.sample(n_slow, 1000.0 - sep * 10.0, 10.0));
+                    let mut xs = r.sample(n_fast, 1000.0, 20.0);
+                    xs.extend(r.sample(n_slow, 1000.0 - sep * 20.0, 20.0));
                     bimodality(&xs).unwrap().bimodal
                 })
                 .count();
@@ -668,6 +689,71 @@ mod tests {
         let d = drift(&xs).unwrap();
         assert!(d.p_value < 1e-6);
         assert!(!d.drifting, "0.02 % is not worth a warning");
+    }
+
+    #[test]
+    fn small_deviations_are_never_outliers() {
+        // A 6 % dip among trials within 0.1 %: far out in MAD units, but
+        // under the practical floor.
+        let xs = [1000.0, 1001.0, 999.0, 1000.5, 940.0];
+        assert!(modified_z_scores(&xs)[4].abs() > OUTLIER_THRESHOLD);
+        assert!(outliers(&xs).is_empty());
+        let xs = [1000.0, 1001.0, 999.0, 1000.5, 880.0];
+        assert_eq!(outliers(&xs).len(), 1);
+    }
+
+    #[test]
+    fn patterns_need_five_values() {
+        // Four trials, one of them at half speed: no outlier, no modes.
+        let xs = [100.0, 100.5, 99.5, 50.0];
+        assert!(outliers(&xs).is_empty());
+        assert!(!bimodality(&[100.0, 101.0, 50.0, 51.0]).unwrap().bimodal);
+        // Five do.
+        assert_eq!(outliers(&[100.0, 100.5, 99.5, 100.2, 50.0]).len(), 1);
+        assert!(
+            bimodality(&[100.0, 101.0, 100.5, 50.0, 51.0])
+                .unwrap()
+                .bimodal
+        );
+    }
+
+    #[test]
+    fn pattern_rules_respect_the_floor_on_random_series() {
+        // Whatever the noise, the number of trials or planted effects: no
+        // rule reports an effect under the floor.
+        let mut r = Rng(4242);
+        for k in 0..3000 {
+            let n = 5 + k % 12;
+            let cv = [0.005, 0.02, 0.05, 0.15][k % 4];
+            let mut xs = r.sample(n, 1000.0, 1000.0 * cv);
+            match k % 3 {
+                0 => xs[n / 2] *= 1.0 - 0.3 * r.uniform(),
+                1 => {
+                    for x in xs.iter_mut().take(n / 3) {
+                        *x *= 0.8 + 0.15 * r.uniform();
+                    }
+                }
+                _ => {
+                    let slope = 0.03 * (r.uniform() - 0.5);
+                    for (i, x) in xs.iter_mut().enumerate() {
+                        *x *= 1.0 + slope * i as f64;
+                    }
+                }
+            }
+            let m = median(&xs).abs();
+            for o in outliers(&xs) {
+                assert!((o.value - median(&xs)).abs() >= PRACTICAL_REL * m, "{xs:?}");
+            }
+            if let Some(b) = bimodality(&xs).filter(|b| b.bimodal) {
+                assert!(
+                    b.split.high_mean - b.split.low_mean >= PRACTICAL_REL * m,
+                    "{xs:?}"
+                );
+            }
+            if let Some(d) = drift(&xs).filter(|d| d.drifting) {
+                assert!(d.rel_change.abs() >= PRACTICAL_REL, "{xs:?}");
+            }
+        }
     }
 
     #[test]

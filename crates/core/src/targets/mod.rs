@@ -170,6 +170,9 @@ pub struct TargetNeed {
     pub write: bool,
     /// Bytes the file must hold (layout size); 0 for "whatever it has".
     pub min_size: u64,
+    /// `create_on_open`: a missing file is created empty and nothing is laid
+    /// out; the job's writes fill it.
+    pub no_layout: bool,
     /// `allow_mounted_write=1` of the job that needs it. Overrides are
     /// scoped: a target shared by several writing jobs is covered only when
     /// every one of them says so (a reader's setting does not count).
@@ -237,13 +240,20 @@ impl TargetTable {
                     };
                     m.write |= n.write;
                     m.min_size = m.min_size.max(n.min_size);
+                    m.no_layout &= n.no_layout;
                 }
                 None => merged.push(n.clone()),
             }
         }
-        let mut table = TargetTable::default();
+        // Every target is opened and judged before any is created or laid
+        // out: a refusal for the last job leaves the first job's file as it was.
+        let mut checked = Vec::with_capacity(merged.len());
         for n in &merged {
-            let t = match open_one(n, destroy_data_on) {
+            checked.push(check_one(n, destroy_data_on)?);
+        }
+        let mut table = TargetTable::default();
+        for (n, opened) in merged.iter().zip(checked) {
+            let t = match open_one(n, opened) {
                 Ok(t) => t,
                 Err(e) => {
                     table.discard();
@@ -292,23 +302,26 @@ pub fn remove_if_same(path: &Path, dev: u64, ino: u64) -> bool {
 }
 
 /// Whether `path`, once resolved (symlinks, `..`, a relative path), would
-/// land in /dev or on the same filesystem as /dev: such a path names a
-/// device, never a place to create a regular file.
+/// land on the filesystem of /dev (devtmpfs): such a path names a device,
+/// never a place to create a regular file. Separate mounts below /dev
+/// (/dev/shm) are ordinary filesystems.
 pub fn lands_in_dev(path: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
     let parent = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
         Some(p) => p.to_path_buf(),
         None => PathBuf::from("."),
     };
-    let Ok(canon) = std::fs::canonicalize(&parent) else {
-        return path.starts_with("/dev");
-    };
-    if canon.starts_with("/dev") {
-        return true;
+    match std::fs::canonicalize(&parent) {
+        Ok(dir) => is_dev_dir(&dir),
+        Err(_) => path.starts_with("/dev"),
     }
-    match (std::fs::metadata(&canon), std::fs::metadata("/dev")) {
+}
+
+/// Whether a directory is on the filesystem of /dev.
+pub fn is_dev_dir(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(dir), std::fs::metadata("/dev")) {
         (Ok(a), Ok(b)) => a.dev() == b.dev(),
-        _ => false,
+        _ => dir.starts_with("/dev"),
     }
 }
 
@@ -321,17 +334,20 @@ pub fn sysfs_block_attr(rdev: (u32, u32), attr: &str) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
-fn open_one(n: &TargetNeed, destroy_data_on: &[String]) -> Result<Target, TargetError> {
+/// Phase one: open `n` read-only and let the guard judge it when a job
+/// writes it. `None`: it does not exist and may be created (phase two).
+fn check_one(
+    n: &TargetNeed,
+    destroy_data_on: &[String],
+) -> Result<Option<crate::safety::Opened>, TargetError> {
     use crate::safety::{decide, Decision, Opened, WriteGuard};
-    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    use std::os::unix::fs::FileTypeExt;
     let p = || n.path.display().to_string();
-    let mode = if n.write { "read-write" } else { "read-only" };
-    let direct_flag = if n.direct { libc::O_DIRECT } else { 0 };
     // Open first, then decide on what was opened: the path is never looked
     // at again, so a symlink or node swapped meanwhile cannot redirect the
     // writes.
-    let (opened, created) = match Opened::open(&n.path) {
-        Ok(o) => (o, false),
+    let opened = match Opened::open(&n.path) {
+        Ok(o) => o,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             if lands_in_dev(&n.path) {
                 // Never create regular files in /dev: a typo in a device name
@@ -341,6 +357,61 @@ fn open_one(n: &TargetNeed, destroy_data_on: &[String]) -> Result<Target, Target
             if n.min_size == 0 {
                 return Err(TargetError::NeedSize { path: p() });
             }
+            return Ok(None);
+        }
+        Err(e) => {
+            let is_dev = std::fs::metadata(&n.path).is_ok_and(|m| m.file_type().is_block_device());
+            if n.write && is_dev {
+                // The guard could not look at the device: that is its refusal.
+                return Err(TargetError::Refused(
+                    crate::safety::SafetyError::Inspect {
+                        device: n.path.clone(),
+                        what: format!("read-only open of {} to check it", n.path.display()),
+                        source: e,
+                    }
+                    .to_string(),
+                ));
+            }
+            return Err(io_err(&n.path, "read-only", e));
+        }
+    };
+    let ft = opened.meta.file_type();
+    if !ft.is_block_device() && !ft.is_file() {
+        return Err(TargetError::Refused(format!(
+            "{} is neither a regular file nor a block device ({}); point filename= at a file or a block device",
+            n.path.display(),
+            kind_name(&ft)
+        )));
+    }
+    if n.write {
+        let guard = WriteGuard {
+            allow_mounted_write: n.allow_mounted_write,
+            destroy_data_on,
+        };
+        if let Decision::Refuse(reasons) = decide(&opened, &n.path, &guard) {
+            let first = reasons[0].to_string();
+            let more = reasons.len() - 1;
+            return Err(TargetError::Refused(if more > 0 {
+                format!("{first} ({more} more reason(s) found)")
+            } else {
+                first
+            }));
+        }
+    }
+    Ok(Some(opened))
+}
+
+/// Phase two: create a missing file, lay out a short one, and open the
+/// descriptor the run uses — always through the judged descriptor.
+fn open_one(n: &TargetNeed, checked: Option<crate::safety::Opened>) -> Result<Target, TargetError> {
+    use crate::safety::Opened;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let p = || n.path.display().to_string();
+    let mode = if n.write { "read-write" } else { "read-only" };
+    let direct_flag = if n.direct { libc::O_DIRECT } else { 0 };
+    let (opened, created) = match checked {
+        Some(o) => (o, false),
+        None => {
             // create_new (O_CREAT|O_EXCL, no symlink followed): the inode is ours.
             let f = OpenOptions::new()
                 .read(true)
@@ -360,22 +431,6 @@ fn open_one(n: &TargetNeed, destroy_data_on: &[String]) -> Result<Target, Target
                 true,
             )
         }
-        Err(e) => {
-            use std::os::unix::fs::FileTypeExt;
-            let is_dev = std::fs::metadata(&n.path).is_ok_and(|m| m.file_type().is_block_device());
-            if n.write && is_dev {
-                // The guard could not look at the device: that is its refusal.
-                return Err(TargetError::Refused(
-                    crate::safety::SafetyError::Inspect {
-                        device: n.path.clone(),
-                        what: format!("read-only open of {} to check it", n.path.display()),
-                        source: e,
-                    }
-                    .to_string(),
-                ));
-            }
-            return Err(io_err(&n.path, "read-only", e));
-        }
     };
     let identity = created.then(|| (opened.meta.dev(), opened.meta.ino()));
     let undo = |e: TargetError| {
@@ -386,28 +441,6 @@ fn open_one(n: &TargetNeed, destroy_data_on: &[String]) -> Result<Target, Target
         e
     };
     let ft = opened.meta.file_type();
-    if !ft.is_block_device() && !ft.is_file() {
-        return Err(TargetError::Refused(format!(
-            "{} is neither a regular file nor a block device ({}); point filename= at a file or a block device",
-            n.path.display(),
-            kind_name(&ft)
-        )));
-    }
-    if n.write && !created {
-        let guard = WriteGuard {
-            allow_mounted_write: n.allow_mounted_write,
-            destroy_data_on,
-        };
-        if let Decision::Refuse(reasons) = decide(&opened, &n.path, &guard) {
-            let first = reasons[0].to_string();
-            let more = reasons.len() - 1;
-            return Err(TargetError::Refused(if more > 0 {
-                format!("{first} ({more} more reason(s) found)")
-            } else {
-                first
-            }));
-        }
-    }
     if ft.is_block_device() {
         let file = opened
             .reopen(n.write, direct_flag)
@@ -440,7 +473,7 @@ fn open_one(n: &TargetNeed, destroy_data_on: &[String]) -> Result<Target, Target
         });
     }
     let have = opened.meta.len();
-    if have < n.min_size {
+    if have < n.min_size && !n.no_layout {
         let w = opened
             .reopen(true, 0)
             .map_err(|e| undo(io_err(&n.path, "create", e)))?;
@@ -648,6 +681,7 @@ mod tests {
                 direct: false,
                 write: false,
                 min_size: 3 << 20,
+                no_layout: false,
                 allow_mounted_write: false,
             },
             TargetNeed {
@@ -655,6 +689,7 @@ mod tests {
                 direct: false,
                 write: true,
                 min_size: 1 << 20,
+                no_layout: false,
                 allow_mounted_write: false,
             },
         ];
@@ -680,6 +715,7 @@ mod tests {
                 direct: false,
                 write: false,
                 min_size: 0,
+                no_layout: false,
                 allow_mounted_write: false,
             }],
             &[],
@@ -699,6 +735,7 @@ mod tests {
                 direct: false,
                 write: false,
                 min_size: 0,
+                no_layout: false,
                 allow_mounted_write: false,
             }],
             &[],

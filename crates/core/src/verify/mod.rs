@@ -9,7 +9,7 @@
 //! | --- | --- |
 //! | 0..4 | magic `DIOV` |
 //! | 4 | format version (1) |
-//! | 5 | algorithm (1 crc32c, 2 xxhash, 3 sha256, 4 pattern) |
+//! | 5 | algorithm (1 crc32c, 2 xxhash, 3 sha256, 4 pattern, 5 md5, 6 crc32) |
 //! | 8..16 | absolute offset of the interval in its file |
 //! | 16..24 | generation (the trial that wrote it, from 1) |
 //! | 24..32 | the job's seed |
@@ -66,14 +66,19 @@ pub enum Algo {
     Xxhash,
     Sha256,
     Pattern,
+    Md5,
+    /// CRC-32 (IEEE 802.3), fio's `crc32`; not the same as crc32c.
+    Crc32,
 }
 
 impl Algo {
     pub fn parse(s: &str) -> Option<Algo> {
         Some(match s {
-            "crc32c" | "crc32" => Algo::Crc32c,
+            "crc32c" => Algo::Crc32c,
+            "crc32" => Algo::Crc32,
             "xxhash" => Algo::Xxhash,
-            "sha256" | "md5" => Algo::Sha256,
+            "sha256" => Algo::Sha256,
+            "md5" => Algo::Md5,
             "pattern" => Algo::Pattern,
             _ => return None,
         })
@@ -84,6 +89,8 @@ impl Algo {
             Algo::Xxhash => 2,
             Algo::Sha256 => 3,
             Algo::Pattern => 4,
+            Algo::Md5 => 5,
+            Algo::Crc32 => 6,
         }
     }
     fn digest(self, data: &[u8], out: &mut [u8; 32]) {
@@ -94,10 +101,39 @@ impl Algo {
                 out[..8].copy_from_slice(&xxhash_rust::xxh64::xxh64(data, 0).to_le_bytes())
             }
             Algo::Sha256 => out.copy_from_slice(&sha2::Sha256::digest(data)),
+            Algo::Md5 => out[..16].copy_from_slice(&md5::Md5::digest(data)),
+            Algo::Crc32 => out[..4].copy_from_slice(&crc32_ieee(data).to_le_bytes()),
             // The payload itself is the check; the header carries no digest.
             Algo::Pattern => {}
         }
     }
+}
+
+/// CRC-32 with the IEEE 802.3 polynomial (reflected 0xEDB88320), as zlib
+/// and fio's `crc32` compute it.
+fn crc32_ieee(data: &[u8]) -> u32 {
+    const TABLE: [u32; 256] = {
+        let mut t = [0u32; 256];
+        let mut i = 0;
+        while i < 256 {
+            let mut c = i as u32;
+            let mut k = 0;
+            while k < 8 {
+                c = if c & 1 != 0 {
+                    0xEDB8_8320 ^ (c >> 1)
+                } else {
+                    c >> 1
+                };
+                k += 1;
+            }
+            t[i] = c;
+            i += 1;
+        }
+        t
+    };
+    !data.iter().fold(!0u32, |c, &b| {
+        TABLE[((c ^ b as u32) & 0xff) as usize] ^ (c >> 8)
+    })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -443,7 +479,14 @@ mod tests {
 
     #[test]
     fn round_trip_every_algorithm() {
-        for a in [Algo::Crc32c, Algo::Xxhash, Algo::Sha256, Algo::Pattern] {
+        for a in [
+            Algo::Crc32c,
+            Algo::Xxhash,
+            Algo::Sha256,
+            Algo::Pattern,
+            Algo::Md5,
+            Algo::Crc32,
+        ] {
             let s = spec(a);
             let mut b = vec![0u8; 4096];
             fill_interval(&s, &mut b, 8192);
@@ -452,6 +495,26 @@ mod tests {
                 check_interval(&s, &b, 8192, Some(2), &mut scratch),
                 None,
                 "{a:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn digests_match_known_vectors() {
+        let mut out = [0u8; 32];
+        Algo::Md5.digest(b"abc", &mut out);
+        let hex: String = out[..16].iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, "900150983cd24fb0d6963f7d28e17f72");
+        assert_eq!(crc32_ieee(b"123456789"), 0xCBF4_3926);
+        assert_eq!(crc32c::crc32c(b"123456789"), 0xE306_9283);
+        // Every fio name dioscope accepts is its own algorithm.
+        let names = ["crc32c", "crc32", "xxhash", "sha256", "md5", "pattern"];
+        let algos: Vec<Algo> = names.iter().map(|n| Algo::parse(n).unwrap()).collect();
+        for (i, a) in algos.iter().enumerate() {
+            assert!(
+                !algos[..i].contains(a),
+                "{} aliases another method",
+                names[i]
             );
         }
     }

@@ -67,6 +67,7 @@ checks! {
     really_direct,
     job_options,
     page_cache,
+    device_sharing,
     written_data,
     fragmentation,
     trials,

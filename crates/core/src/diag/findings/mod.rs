@@ -164,6 +164,9 @@ findings! {
     hipri_without_poll::HipriWithoutPoll,
 }
 
+pub use cpu_contention::CpuProcess;
+pub use other_device_io::IoProcess;
+
 impl Finding {
     /// The form that goes into the JSON: severity, code and text next to the
     /// finding's own fields.

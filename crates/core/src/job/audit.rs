@@ -1,0 +1,330 @@
+//! The option audit: every option dioscope accepts must do something.
+//!
+//! For each entry of [`OPTIONS`] the test applies sample values and checks,
+//! in order:
+//!
+//! 1. **The value lands in the spec**: applying the example changes the
+//!    [`JobSpec`] (or [`GlobalSettings`]). An option parsed and thrown away
+//!    fails here.
+//! 2. **Each value is told apart**: two different accepted values give two
+//!    different specs (a `Choice` value that behaves as another one, like
+//!    `eta=always` once did, fails), and when an option accepts
+//!    `READ,WRITE` the write part changes the spec too (`rate_iops=100,200`
+//!    once dropped its 200).
+//! 3. **A consumer reads it**: each spec field the option changed is read
+//!    somewhere outside `job/` (the runner, the engines, the targets, the
+//!    reports, the binary), in code that is not a test. A field that is set
+//!    and never read (`end_fsync`, `create_on_open` and
+//!    `iodepth_batch_complete_max` once were) fails here.
+//!
+//! Values whose meaning is checked below the spec (the verify methods, each
+//! its own algorithm) have their own tests beside their consumer.
+
+use super::options::{Apply, Kind, OptDef, OPTIONS};
+use super::spec::{GlobalSettings, JobSpec};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Options exempt from the audit, each with its reason. Keep it short.
+const EXEMPT: &[(&str, &str)] = &[
+    (
+        "thread",
+        "changes nothing measured: dioscope always runs jobs as threads",
+    ),
+    (
+        "write_bw_log",
+        "implemented by the open issue \"Reports\" (the log family)",
+    ),
+    (
+        "write_iops_log",
+        "implemented by the open issue \"Reports\" (the log family)",
+    ),
+    (
+        "write_lat_log",
+        "implemented by the open issue \"Reports\" (the log family)",
+    ),
+    (
+        "log_avg_msec",
+        "implemented by the open issue \"Reports\" (the log family)",
+    ),
+];
+
+/// Choice values that are fio's other spelling of another value.
+const SPELLINGS: &[(&str, &str, &str)] = &[
+    ("rw", "rw", "readwrite"),
+    ("verify", "crc32c", "crc32c-intel"),
+];
+
+/// The spec after applying `v`, as one Debug chunk per top-level field.
+fn apply(o: &OptDef, v: &str) -> Option<BTreeMap<String, String>> {
+    let text = match o.apply {
+        Apply::Job(f) => {
+            let mut j = JobSpec::default();
+            f(&mut j, v).ok()?;
+            format!("{j:#?}")
+        }
+        Apply::Global(f) => {
+            let mut g = GlobalSettings::default();
+            f(&mut g, v).ok()?;
+            format!("{g:#?}")
+        }
+    };
+    Some(fields(&text))
+}
+
+fn default_fields(o: &OptDef) -> BTreeMap<String, String> {
+    fields(&match o.apply {
+        Apply::Job(_) => format!("{:#?}", JobSpec::default()),
+        Apply::Global(_) => format!("{:#?}", GlobalSettings::default()),
+    })
+}
+
+/// Split a `{:#?}` of a struct into its top-level fields.
+fn fields(text: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut cur: Option<String> = None;
+    for line in text.lines().skip(1) {
+        let top = line.strip_prefix("    ").filter(|l| !l.starts_with(' '));
+        if let Some(name) = top.and_then(|l| l.split_once(':')).map(|(n, _)| n) {
+            if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                cur = Some(name.to_string());
+            }
+        }
+        if let Some(c) = &cur {
+            let e: &mut String = out.entry(c.clone()).or_default();
+            e.push_str(line);
+            e.push('\n');
+        }
+    }
+    out
+}
+
+fn changed(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> Vec<String> {
+    a.iter()
+        .filter(|(k, v)| b.get(*k) != Some(*v))
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
+/// Values to try: the example, every choice, both flag values, a few numbers.
+fn samples(o: &OptDef) -> Vec<String> {
+    let mut v = vec![o.example.to_string()];
+    match o.kind {
+        Kind::Choice(c) => v.extend(c.iter().map(|s| s.to_string())),
+        Kind::Flag => v.extend(["0".into(), "1".into()]),
+        Kind::Int | Kind::Size | Kind::Time => {
+            v.extend(["1", "2", "3", "7", "4k", "8k", "1m", "10s"].map(String::from))
+        }
+        Kind::Str => {}
+    }
+    let mut unique: Vec<String> = Vec::new();
+    for x in v {
+        if !unique.contains(&x) {
+            unique.push(x);
+        }
+    }
+    unique
+}
+
+/// Non-test Rust source outside job/: where options must be consumed.
+fn consumer_source() -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = String::new();
+    let mut dirs = vec![root.join("src"), root.join("../../src")];
+    while let Some(d) = dirs.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                if p.file_name().is_some_and(|n| n != "job") {
+                    dirs.push(p);
+                }
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                let text = std::fs::read_to_string(&p).unwrap_or_default();
+                // Test modules sit at the end of a file: they consume nothing.
+                let code = text.split("#[cfg(test)]").next().unwrap_or("");
+                out.push_str(code);
+            }
+        }
+    }
+    out
+}
+
+/// Methods of the spec (job/spec.rs) that read `field`: reading through them counts.
+fn accessors(field: &str) -> Vec<String> {
+    let spec = include_str!("spec.rs");
+    let code = spec.split("#[cfg(test)]").next().unwrap_or("");
+    code.split("pub fn ")
+        .skip(1)
+        .filter(|body| is_read(body, field))
+        .filter_map(|body| body.split('(').next())
+        .map(|name| name.trim().to_string())
+        .collect()
+}
+
+/// Whether `src` reads `.field` at all (any receiver).
+fn is_read(src: &str, field: &str) -> bool {
+    reads(src, field).next().is_some()
+}
+
+/// The receivers of each `.field` in `src`: the identifier before the dot
+/// (for `a.b[i].field`, `b`).
+fn reads<'a>(src: &'a str, field: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+    let pat = format!(".{field}");
+    let n = pat.len();
+    src.match_indices(&pat)
+        .map(|(i, _)| i)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .filter(move |&i| {
+            let next = src[i + n..].chars().next().unwrap_or(' ');
+            !(next.is_ascii_alphanumeric() || next == '_' || next == '(')
+        })
+        .map(move |i| {
+            // rustfmt puts long chains on several lines.
+            let mut head = src[..i].trim_end();
+            if head.ends_with(']') {
+                head = &head[..head.rfind('[').unwrap_or(0)];
+            }
+            let start = head
+                .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .map(|p| p + 1)
+                .unwrap_or(0);
+            &head[start..]
+        })
+}
+
+/// Names that hold a `ty` in the consumer source: bindings and fields
+/// declared `name: ty`, `name: &ty`, `name: &mut ty`, `name: Vec<ty>`.
+fn holders(src: &str, ty: &str) -> Vec<String> {
+    let mut out = vec!["self".to_string()];
+    for form in [
+        format!(": {ty}"),
+        format!(": &{ty}"),
+        format!(": &mut {ty}"),
+        format!(": Vec<{ty}>"),
+        format!(": &[{ty}]"),
+    ] {
+        for (i, _) in src.match_indices(&form) {
+            let next = src[i + form.len()..].chars().next().unwrap_or(' ');
+            if next.is_ascii_alphanumeric() || next == '_' {
+                continue;
+            }
+            let head = &src[..i];
+            let start = head
+                .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .map(|p| p + 1)
+                .unwrap_or(0);
+            let name = head[start..].to_string();
+            if !name.is_empty() && !out.contains(&name) {
+                out.push(name);
+            }
+        }
+    }
+    out
+}
+
+/// Whether consumer code reads `field` of a `ty` (directly, with a receiver
+/// that holds a `ty`, or through a method of the spec that reads it).
+fn consumed(src: &str, ty: &str, field: &str) -> bool {
+    // Holders may be declared in job/ itself (`Plan::global`).
+    let who = holders(&format!("{src}{}", include_str!("spec.rs")), ty);
+    if reads(src, field).any(|r| who.iter().any(|w| w == r) && r != "self") {
+        return true;
+    }
+    accessors(field)
+        .iter()
+        .any(|m| src.contains(&format!(".{m}(")))
+}
+
+#[test]
+fn every_option_reaches_code() {
+    let src = consumer_source();
+    assert!(
+        consumed(&src, "JobSpec", "ioengine") && src.len() > 10_000,
+        "the audit found no consumer source under {}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut failures = Vec::new();
+    for o in OPTIONS {
+        if EXEMPT.iter().any(|(n, _)| *n == o.name) {
+            continue;
+        }
+        let base = default_fields(o);
+        // 1. The example lands in the spec.
+        let Some(ex) = apply(o, o.example) else {
+            failures.push(format!(
+                "{}: its example '{}' is refused",
+                o.name, o.example
+            ));
+            continue;
+        };
+        let mut touched = changed(&ex, &base);
+        // 2. Different accepted values give different specs.
+        let mut seen: Vec<(String, BTreeMap<String, String>)> = Vec::new();
+        for v in samples(o) {
+            let Some(f) = apply(o, &v) else { continue };
+            for t in changed(&f, &base) {
+                if !touched.contains(&t) {
+                    touched.push(t);
+                }
+            }
+            if let Some((w, _)) = seen.iter().find(|(_, g)| *g == f) {
+                let spelling = SPELLINGS
+                    .iter()
+                    .any(|&(n, a, b)| n == o.name && ((a == w && b == v) || (a == v && b == w)));
+                // A flag's "0" may equal the default; numbers may round alike.
+                let same_number = matches!(o.kind, Kind::Int | Kind::Size | Kind::Time);
+                if !spelling && !same_number {
+                    failures.push(format!("{}: '{w}' and '{v}' do the same", o.name));
+                }
+            }
+            seen.push((v, f));
+        }
+        if touched.is_empty() {
+            failures.push(format!(
+                "{}: no value changes the spec (parsed and ignored)",
+                o.name
+            ));
+        }
+        // 2b. A READ,WRITE value keeps its write part.
+        if let Some(f1) = apply(o, &format!("{},{}", o.example, o.example)) {
+            let others: Vec<_> = ["1", "2", "4k", "8k"]
+                .iter()
+                .filter_map(|w| apply(o, &format!("{},{w}", o.example)))
+                .collect();
+            if !others.is_empty() && others.iter().all(|g| *g == f1) {
+                failures.push(format!("{}: the write part of R,W is ignored", o.name));
+            }
+        }
+        // 3. Someone reads each field it sets.
+        for t in &touched {
+            let ty = match o.apply {
+                Apply::Job(_) => "JobSpec",
+                Apply::Global(_) => "GlobalSettings",
+            };
+            if !consumed(&src, ty, t) {
+                failures.push(format!(
+                    "{}: sets `{t}`, which no code outside job/ reads",
+                    o.name
+                ));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "options accepted but ignored (implement them, refuse them as not implemented, or \
+         add them to EXEMPT with a reason):\n  {}",
+        failures.join("\n  ")
+    );
+}
+
+#[test]
+fn exemptions_are_real_options() {
+    for (n, why) in EXEMPT {
+        assert!(OPTIONS.iter().any(|o| o.name == *n), "{n} is not an option");
+        assert!(!why.is_empty());
+    }
+}

@@ -1,0 +1,432 @@
+//! Is B different from A? Pure functions over two small samples (one value
+//! per trial, typically 3–30 per side), used by `dioscope compare`, by
+//! `compare --run`'s stopping rule and by `--trials=auto`.
+//!
+//! - [`mann_whitney`]: the Mann–Whitney U test (rank-sum test), two-sided.
+//!   Chosen because storage results are often not normal (a long right tail
+//!   of slow trials, bimodal devices) and the test assumes only that the
+//!   trials of a side are independent draws from one distribution. Exact
+//!   for small untied samples, normal approximation with tie and continuity
+//!   correction otherwise.
+//! - [`bootstrap_ratio`]: a percentile-bootstrap confidence interval of the
+//!   ratio of means B/A, for the size of a change (the U test says *whether*,
+//!   the interval says *how much*).
+//! - [`min_trials_per_side`]: the fewest trials per side with which the U
+//!   test can reach a given significance level at all.
+//! - [`relative_half_width`]: the 95 % CI half-width of a mean relative to
+//!   the mean, the precision `--trials=auto` aims for.
+//!
+//! docs/STATISTICS.md explains the choices for a reader who wants to check them.
+
+use super::summary::Summary;
+
+/// The result of a two-sided Mann–Whitney U test of `a` against `b`.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct MannWhitney {
+    /// U of sample `a`: the number of pairs (x from a, y from b) with x > y,
+    /// ties counting ½.
+    pub u: f64,
+    /// Two-sided p-value.
+    pub p: f64,
+    /// Whether `p` is exact (small samples without ties) or from the normal
+    /// approximation.
+    pub exact: bool,
+}
+
+/// Samples up to this size per side get the exact distribution of U when
+/// there are no ties (the table has (n1·n2+1) entries per step, cheap).
+const EXACT_MAX: usize = 50;
+
+/// Mann–Whitney U test, two-sided (Mann & Whitney 1947, "On a test of
+/// whether one of two random variables is stochastically larger than the
+/// other", Ann. Math. Statist. 18(1):50–60).
+///
+/// Exact p-value: the permutation distribution of U under H0, counted with
+/// the recurrence of Mann & Whitney (1947, eq. 1):
+/// `f(u; m, n) = f(u − n; m − 1, n) + f(u; m, n − 1)`; p = 2·min(P(U ≤ u),
+/// P(U ≥ u)), at most 1. With ties, or more than [`EXACT_MAX`] values on a
+/// side: the normal approximation with the tie-corrected variance
+/// `σ² = n1·n2/12 · ((N+1) − Σ(t³−t)/(N(N−1)))` and a continuity correction
+/// of ½ (as in Hollander & Wolfe, "Nonparametric Statistical Methods",
+/// 2nd ed. 1999, §4.1). `None` when a side is empty.
+pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
+    let (n1, n2) = (a.len(), b.len());
+    if n1 == 0 || n2 == 0 {
+        return None;
+    }
+    let mut u = 0.0f64;
+    for &x in a {
+        for &y in b {
+            u += if x > y {
+                1.0
+            } else if x == y {
+                0.5
+            } else {
+                0.0
+            };
+        }
+    }
+    // Tie groups in the pooled sample.
+    let mut all: Vec<f64> = a.iter().chain(b).copied().collect();
+    all.sort_by(|x, y| x.total_cmp(y));
+    let mut tie_term = 0.0;
+    let mut i = 0;
+    while i < all.len() {
+        let mut j = i + 1;
+        while j < all.len() && all[j] == all[i] {
+            j += 1;
+        }
+        let t = (j - i) as f64;
+        tie_term += t * t * t - t;
+        i = j;
+    }
+    if tie_term == 0.0 && n1 <= EXACT_MAX && n2 <= EXACT_MAX {
+        let dist = u_distribution(n1, n2);
+        let total: f64 = dist.iter().sum();
+        let k = u.round() as usize;
+        let lower: f64 = dist[..=k].iter().sum::<f64>() / total;
+        let upper: f64 = dist[k..].iter().sum::<f64>() / total;
+        return Some(MannWhitney {
+            u,
+            p: (2.0 * lower.min(upper)).min(1.0),
+            exact: true,
+        });
+    }
+    let (m, n) = (n1 as f64, n2 as f64);
+    let nn = m + n;
+    let mean = m * n / 2.0;
+    let var = m * n / 12.0 * ((nn + 1.0) - tie_term / (nn * (nn - 1.0)));
+    if var <= 0.0 {
+        // Every value equal: no evidence of any difference.
+        return Some(MannWhitney {
+            u,
+            p: 1.0,
+            exact: false,
+        });
+    }
+    let d = (u - mean).abs();
+    let z = ((d - 0.5).max(0.0)) / var.sqrt();
+    Some(MannWhitney {
+        u,
+        p: (2.0 * normal_sf(z)).min(1.0),
+        exact: false,
+    })
+}
+
+/// Counts of each U = 0..=m·n over all C(m+n, m) arrangements (as f64: the
+/// counts exceed u64 for 50 against 50).
+fn u_distribution(m: usize, n: usize) -> Vec<f64> {
+    // f[i][j] as rolling rows over j, built with the recurrence above.
+    let max = m * n;
+    // table[i][j] is a vector of length i*j+1.
+    let mut prev: Vec<Vec<f64>> = (0..=n).map(|_| vec![1.0]).collect(); // i = 0
+    for i in 1..=m {
+        let mut cur: Vec<Vec<f64>> = Vec::with_capacity(n + 1);
+        cur.push(vec![1.0]); // j = 0
+        for j in 1..=n {
+            let mut v = vec![0.0; i * j + 1];
+            // f(u; i, j) = f(u - j; i - 1, j) + f(u; i, j - 1)
+            for (u, slot) in v.iter_mut().enumerate() {
+                let a = if u >= j {
+                    prev[j].get(u - j).copied().unwrap_or(0.0)
+                } else {
+                    0.0
+                };
+                let b = cur[j - 1].get(u).copied().unwrap_or(0.0);
+                *slot = a + b;
+            }
+            cur.push(v);
+        }
+        prev = cur;
+    }
+    let out = prev.swap_remove(n);
+    debug_assert_eq!(out.len(), max + 1);
+    out
+}
+
+/// Upper tail of the standard normal, `P(Z > z)`, from the complementary
+/// error function (W. J. Cody's rational approximation as given in
+/// Numerical Recipes 3rd ed. §6.2.2, `erfc` with fractional error < 1.2e-7).
+pub fn normal_sf(z: f64) -> f64 {
+    0.5 * erfc(z / std::f64::consts::SQRT_2)
+}
+
+fn erfc(x: f64) -> f64 {
+    let z = x.abs();
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let r = t
+        * (-z * z - 1.265_512_23
+            + t * (1.000_023_68
+                + t * (0.374_091_96
+                    + t * (0.096_784_18
+                        + t * (-0.186_288_06
+                            + t * (0.278_868_07
+                                + t * (-1.135_203_98
+                                    + t * (1.488_515_87
+                                        + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
+            .exp();
+    if x >= 0.0 {
+        r
+    } else {
+        2.0 - r
+    }
+}
+
+/// The fewest trials per side (equal sides) with which a two-sided exact
+/// U test can give `p < alpha` at all: the smallest possible p with n
+/// against n is 2/C(2n, n) (complete separation), so 3 against 3 never goes
+/// below 0.1 and 4 against 4 reaches 0.029 < 0.05.
+pub fn min_trials_per_side(alpha: f64) -> usize {
+    (1..=EXACT_MAX)
+        .find(|&n| 2.0 / binomial(2 * n, n) < alpha)
+        .unwrap_or(EXACT_MAX)
+}
+
+/// The smallest two-sided p the exact U test can reach with `n1` against `n2`.
+pub fn min_p(n1: usize, n2: usize) -> f64 {
+    if n1 == 0 || n2 == 0 {
+        return 1.0;
+    }
+    (2.0 / binomial(n1 + n2, n1)).min(1.0)
+}
+
+fn binomial(n: usize, k: usize) -> f64 {
+    (0..k).fold(1.0, |acc, i| acc * (n - i) as f64 / (i + 1) as f64)
+}
+
+/// A ratio of means with its confidence interval.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RatioCi {
+    /// mean(b) / mean(a).
+    pub ratio: f64,
+    pub low: f64,
+    pub high: f64,
+    pub level: f64,
+}
+
+/// Percentile-bootstrap confidence interval of mean(b)/mean(a) (Efron &
+/// Tibshirani 1993, "An Introduction to the Bootstrap", ch. 13): each side
+/// is resampled with replacement on its own (the sides are independent),
+/// the ratio of the resampled means is taken `resamples` times, and the
+/// interval is the (1−level)/2 and (1+level)/2 quantiles of those ratios.
+/// The random stream is seeded, so the same input gives the same interval.
+/// `None` when a side is empty or mean(a) is 0.
+pub fn bootstrap_ratio(
+    a: &[f64],
+    b: &[f64],
+    level: f64,
+    resamples: usize,
+    seed: u64,
+) -> Option<RatioCi> {
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    if a.is_empty() || b.is_empty() || mean(a) == 0.0 {
+        return None;
+    }
+    let ratio = mean(b) / mean(a);
+    let mut rng = SplitMix64(seed);
+    let mut rs = Vec::with_capacity(resamples);
+    let resample_mean = |v: &[f64], rng: &mut SplitMix64| {
+        let n = v.len();
+        (0..n).map(|_| v[rng.below(n)]).sum::<f64>() / n as f64
+    };
+    for _ in 0..resamples.max(1) {
+        let ma = resample_mean(a, &mut rng);
+        let mb = resample_mean(b, &mut rng);
+        if ma != 0.0 {
+            rs.push(mb / ma);
+        }
+    }
+    if rs.is_empty() {
+        return None;
+    }
+    rs.sort_by(|x, y| x.total_cmp(y));
+    let q = |p: f64| {
+        let pos = p * (rs.len() - 1) as f64;
+        let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+        rs[lo] + (rs[hi] - rs[lo]) * (pos - lo as f64)
+    };
+    Some(RatioCi {
+        ratio,
+        low: q((1.0 - level) / 2.0),
+        high: q((1.0 + level) / 2.0),
+        level,
+    })
+}
+
+/// Resamples [`bootstrap_ratio`] takes in dioscope's comparisons: the
+/// quantiles of the interval move by well under 0.1 % between seeds.
+pub const RESAMPLES: usize = 10_000;
+
+/// The 95 % CI half-width of the mean of `xs` (Student's t) relative to
+/// the mean; `None` with fewer than two values or a zero mean.
+pub fn relative_half_width(xs: &[f64]) -> Option<f64> {
+    let s = Summary::of(xs);
+    if s.n < 2 || s.mean == 0.0 {
+        return None;
+    }
+    Some((s.ci95.1 - s.mean) / s.mean.abs())
+}
+
+/// Steele's SplitMix64 (Steele, Lea & Flood 2014, "Fast splittable
+/// pseudorandom number generators", OOPSLA): small, fast, good enough for
+/// resampling indices.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        ((self.next() >> 11) as f64 / (1u64 << 53) as f64 * n as f64) as usize % n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two-sided exact p by enumerating every split of the pooled sample:
+    /// an independent check of the recurrence.
+    fn brute_p(a: &[f64], b: &[f64]) -> f64 {
+        let all: Vec<f64> = a.iter().chain(b).copied().collect();
+        let n = all.len();
+        let m = a.len();
+        let u_of = |mask: u32| {
+            let mut u = 0.0f64;
+            for i in 0..n {
+                if mask & (1 << i) == 0 {
+                    continue;
+                }
+                for j in 0..n {
+                    if mask & (1 << j) != 0 {
+                        continue;
+                    }
+                    if all[i] > all[j] {
+                        u += 1.0;
+                    }
+                }
+            }
+            u
+        };
+        let obs = u_of((1u32 << m) - 1);
+        let (mut le, mut ge, mut tot) = (0.0f64, 0.0f64, 0.0f64);
+        for mask in 0u32..(1 << n) {
+            if mask.count_ones() as usize != m {
+                continue;
+            }
+            let u = u_of(mask);
+            tot += 1.0;
+            if u <= obs {
+                le += 1.0;
+            }
+            if u >= obs {
+                ge += 1.0;
+            }
+        }
+        (2.0 * (le / tot).min(ge / tot)).min(1.0)
+    }
+
+    #[test]
+    fn complete_separation_gives_the_known_minimum_p() {
+        // 2/C(6,3) = 0.1, 2/C(8,4) = 0.02857, 2/C(10,5) = 0.00794.
+        let r = mann_whitney(&[1., 2., 3.], &[4., 5., 6.]).unwrap();
+        assert_eq!(r.u, 0.0);
+        assert!(r.exact);
+        assert!((r.p - 0.1).abs() < 1e-12, "{r:?}");
+        let r = mann_whitney(&[5., 6., 7., 8.], &[1., 2., 3., 4.]).unwrap();
+        assert_eq!(r.u, 16.0);
+        assert!((r.p - 2.0 / 70.0).abs() < 1e-12, "{r:?}");
+        let r = mann_whitney(&[1., 2., 3., 4., 5.], &[6., 7., 8., 9., 10.]).unwrap();
+        assert!((r.p - 2.0 / 252.0).abs() < 1e-12, "{r:?}");
+    }
+
+    #[test]
+    fn exact_p_matches_enumeration() {
+        let cases: &[(&[f64], &[f64])] = &[
+            (&[19., 22., 16., 29., 24.], &[20., 11., 17., 12.]),
+            (&[1.1, 3.3, 2.2], &[2.5, 0.5, 4.4, 3.0]),
+            (&[10., 12., 14., 9., 30., 1.], &[11., 13., 15., 16., 2.]),
+        ];
+        for (a, b) in cases {
+            let r = mann_whitney(a, b).unwrap();
+            assert!(r.exact);
+            let bp = brute_p(a, b);
+            assert!((r.p - bp).abs() < 1e-12, "{a:?} {b:?}: {} vs {bp}", r.p);
+        }
+        // The textbook example (U = 17 of 20 for the first sample).
+        let r = mann_whitney(&[19., 22., 16., 29., 24.], &[20., 11., 17., 12.]).unwrap();
+        assert_eq!(r.u, 17.0);
+        // P(U >= 17) = 7/126 for 5 against 4 → two-sided 0.1111.
+        assert!((r.p - 14.0 / 126.0).abs() < 1e-12, "{r:?}");
+    }
+
+    #[test]
+    fn ties_use_the_corrected_normal_approximation() {
+        // a = [1,2,2,3], b = [2,3,4,5]: U_a = 2.5 (1 beats nothing; each 2
+        // ties one 2: ½ + ½; 3 beats 2 and ties 3: 1.5).
+        let r = mann_whitney(&[1., 2., 2., 3.], &[2., 3., 4., 5.]).unwrap();
+        assert!(!r.exact);
+        assert_eq!(r.u, 2.5);
+        // Ties: 2 three times, 3 twice → Σ(t³−t) = 24 + 6 = 30; N = 8.
+        let var: f64 = 16.0 / 12.0 * (9.0 - 30.0 / 56.0);
+        let z = ((8.0f64 - 2.5).abs() - 0.5) / var.sqrt();
+        let want = 2.0 * normal_sf(z);
+        assert!((r.p - want).abs() < 1e-12);
+        // z = 5/√11.286 = 1.488 → p ≈ 2 · 0.0683 = 0.1367 (normal table).
+        assert!((r.p - 0.1367).abs() < 0.001, "{r:?}");
+    }
+
+    #[test]
+    fn identical_samples_are_not_different() {
+        let r = mann_whitney(&[5., 5., 5.], &[5., 5., 5.]).unwrap();
+        assert_eq!(r.p, 1.0);
+        assert!(mann_whitney(&[], &[1.0]).is_none());
+    }
+
+    #[test]
+    fn normal_tail_matches_the_table() {
+        assert!((normal_sf(0.0) - 0.5).abs() < 1e-7);
+        assert!((normal_sf(1.959_964) - 0.025).abs() < 1e-6);
+        assert!((normal_sf(-1.0) - 0.841_344_7).abs() < 1e-6);
+        assert!((normal_sf(3.0) - 0.001_349_9).abs() < 1e-6);
+    }
+
+    #[test]
+    fn the_floor_of_trials() {
+        assert_eq!(min_trials_per_side(0.05), 4);
+        assert_eq!(min_trials_per_side(0.01), 5);
+        assert!((min_p(3, 3) - 0.1).abs() < 1e-12);
+        assert!(min_p(4, 4) < 0.05);
+        assert_eq!(min_p(0, 3), 1.0);
+    }
+
+    #[test]
+    fn bootstrap_interval_covers_the_ratio_and_is_reproducible() {
+        let a = [100.0, 102.0, 98.0, 101.0, 99.0];
+        let b = [110.0, 112.0, 108.0, 111.0, 109.0];
+        let r = bootstrap_ratio(&a, &b, 0.95, RESAMPLES, 7).unwrap();
+        assert!((r.ratio - 1.1).abs() < 1e-12);
+        assert!(r.low < 1.1 && r.high > 1.1, "{r:?}");
+        // The spread of either side is ±2 %: the interval is well inside ±3 %.
+        assert!(r.low > 1.07 && r.high < 1.13, "{r:?}");
+        assert_eq!(r, bootstrap_ratio(&a, &b, 0.95, RESAMPLES, 7).unwrap());
+        // No spread at all: the interval is the point.
+        let r = bootstrap_ratio(&[2.0, 2.0], &[3.0, 3.0], 0.95, 100, 1).unwrap();
+        assert_eq!((r.low, r.high), (1.5, 1.5));
+        assert!(bootstrap_ratio(&[0.0], &[1.0], 0.95, 100, 1).is_none());
+    }
+
+    #[test]
+    fn relative_half_width_is_t_based() {
+        // mean 10, sd 1, n 4: half = 3.182 · 1/2 = 1.591 → 0.1591.
+        let xs = [9.0, 10.0, 10.0, 11.0];
+        let sd = (2.0f64 / 3.0).sqrt();
+        let want = 3.182 * sd / 2.0 / 10.0;
+        assert!((relative_half_width(&xs).unwrap() - want).abs() < 1e-12);
+        assert!(relative_half_width(&[1.0]).is_none());
+    }
+}

@@ -1,0 +1,175 @@
+//! Options that once were parsed and ignored, each shown to act.
+
+use crate::common::*;
+
+fn run_json(dir: &std::path::Path, args: &[&str]) -> serde_json::Value {
+    let o = run_in(dir, args);
+    assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+    json(&o)
+}
+
+#[test]
+fn rate_iops_caps_each_direction() {
+    let d = tempfile::tempdir().unwrap();
+    // (value, read cap, write cap); 0: uncapped (null reaches millions).
+    for (v, r, w) in [
+        ("100,200", 100.0, 200.0),
+        ("100", 100.0, 100.0),
+        (",200", 0.0, 200.0),
+    ] {
+        let j = run_json(
+            d.path(),
+            &[
+                "--name=r",
+                "--ioengine=null",
+                "--rw=randrw",
+                "--bs=4k",
+                "--size=1g",
+                "--time_based",
+                "--runtime=2",
+                &format!("--rate_iops={v}"),
+                "--output-format=json",
+            ],
+        );
+        let job = &j["jobs"][0];
+        for (dir, cap) in [("read", r), ("write", w)] {
+            let iops = job[dir]["iops"].as_f64().unwrap();
+            if cap > 0.0 {
+                assert!(
+                    (iops - cap).abs() <= cap * 0.1,
+                    "rate_iops={v}: {dir} {iops} IOPS, cap {cap}"
+                );
+            } else {
+                assert!(
+                    iops > 10_000.0,
+                    "rate_iops={v}: {dir} {iops} IOPS, uncapped"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn end_fsync_syncs_once_at_the_end() {
+    let d = tempfile::tempdir().unwrap();
+    for (on, want) in [("0", 0), ("1", 1)] {
+        let j = run_json(
+            d.path(),
+            &[
+                "--name=e",
+                "--filename=e.dat",
+                "--rw=write",
+                "--bs=64k",
+                "--size=1m",
+                "--ioengine=libaio",
+                "--iodepth=4",
+                &format!("--end_fsync={on}"),
+                "--output-format=json",
+            ],
+        );
+        let sync = &j["jobs"][0]["sync"];
+        assert_eq!(sync["total_ios"].as_u64(), Some(want), "end_fsync={on}");
+        assert_eq!(sync["lat_ns"]["N"].as_u64(), Some(want), "end_fsync={on}");
+    }
+}
+
+#[test]
+fn create_on_open_lays_nothing_out() {
+    let d = tempfile::tempdir().unwrap();
+    let args = |name: &'static str, coo: &'static str| {
+        [
+            "--name=c",
+            name,
+            "--rw=write",
+            "--bs=4k",
+            "--size=8m",
+            "--time_based",
+            "--runtime=1",
+            "--rate_iops=20",
+            "--ioengine=psync",
+            coo,
+            "--output-format=json",
+        ]
+    };
+    // Without it the file is laid out to size= first; with it only the
+    // blocks written exist (about 20 of 4 KiB in the one second).
+    run_json(d.path(), &args("--filename=laid.dat", "--create_on_open=0"));
+    let j = run_json(d.path(), &args("--filename=open.dat", "--create_on_open=1"));
+    let written = j["jobs"][0]["write"]["io_bytes"].as_u64().unwrap();
+    let laid = std::fs::metadata(d.path().join("laid.dat")).unwrap().len();
+    let open = std::fs::metadata(d.path().join("open.dat")).unwrap().len();
+    assert_eq!(laid, 8 << 20);
+    assert!(
+        written > 0 && open <= written,
+        "file {open} bytes, wrote {written}"
+    );
+    // Nothing to read in a file created empty: refused before any I/O.
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=c",
+            "--filename=new.dat",
+            "--rw=randread",
+            "--size=1m",
+            "--create_on_open=1",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("create_on_open"), "{}", stderr(&o));
+    assert!(!d.path().join("new.dat").exists());
+}
+
+#[test]
+fn iodepth_batch_complete_max_bounds_each_reap() {
+    let d = tempfile::tempdir().unwrap();
+    let reaps = |max: &str| {
+        let j = run_json(
+            d.path(),
+            &[
+                "--name=q",
+                "--ioengine=null",
+                "--rw=randread",
+                "--bs=4k",
+                "--size=64m",
+                "--iodepth=32",
+                "--iodepth_batch_complete_min=1",
+                &format!("--iodepth_batch_complete_max={max}"),
+                "--output-format=json",
+            ],
+        );
+        j["jobs"][0]["iodepth_complete"].clone()
+    };
+    // null completes a whole batch at once: 32 per reap unless bounded.
+    let all = reaps("0");
+    assert!(all["32"].as_f64().unwrap() > 50.0, "{all}");
+    let two = reaps("2");
+    let small = two["0"].as_f64().unwrap() + two["4"].as_f64().unwrap();
+    assert!((small - 100.0).abs() < 1e-6, "{two}");
+}
+
+#[test]
+fn eta_always_shows_progress_without_a_terminal() {
+    let d = tempfile::tempdir().unwrap();
+    for (eta, shown) in [("always", true), ("auto", false), ("never", false)] {
+        let o = run_in(
+            d.path(),
+            &[
+                "--name=p",
+                "--ioengine=null",
+                "--rw=randread",
+                "--size=1g",
+                "--time_based",
+                "--runtime=2",
+                &format!("--eta={eta}"),
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        // Test stderr is a pipe: only `always` draws the progress line.
+        assert_eq!(
+            stderr(&o).contains("elapsed"),
+            shown,
+            "eta={eta}: {}",
+            stderr(&o)
+        );
+    }
+}
