@@ -240,3 +240,55 @@ fn summary_header_shows_block_sizes_as_given() {
         stdout(&o)
     );
 }
+
+#[test]
+fn a_job_file_named_like_a_command_runs_with_run_or_a_path() {
+    let d = tempfile::tempdir().unwrap();
+    for name in ["run", "doctor", "options"] {
+        std::fs::write(
+            d.path().join(name),
+            format!("[{name}-job]\nioengine=null\nsize=64k\n"),
+        )
+        .unwrap();
+        for args in [vec!["run", name], vec![&*format!("./{name}")]] {
+            let mut a = args.clone();
+            a.push("--output-format=json");
+            let o = run_in(d.path(), &a);
+            assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+            assert_eq!(
+                json(&o)["jobs"][0]["jobname"],
+                format!("{name}-job"),
+                "{args:?}"
+            );
+        }
+    }
+    // The bare name is the command, and --help says how to run such a file.
+    let o = run_in(d.path(), &["options"]);
+    assert!(stdout(&o).contains("--bs"), "{}", stdout(&o));
+    let h = stdout(&run_in(d.path(), &["--help"]));
+    assert!(
+        h.contains("`dioscope run FILE` or `dioscope ./FILE`"),
+        "{h}"
+    );
+}
+
+#[test]
+fn an_unknown_output_format_lists_the_formats_and_runs_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=x",
+            "--filename=f.dat",
+            "--size=64k",
+            "--output-format=xml",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("'xml' is not an output format; choose one of normal, json, json+"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!d.path().join("f.dat").exists(), "nothing laid out");
+}

@@ -284,3 +284,35 @@ fn a_newer_schema_is_refused_with_a_fix() {
     assert!(e.contains("upgrade dioscope"), "{e}");
     assert!(RunDoc::from_json("{\"jobs\": 3}").is_err());
 }
+
+#[test]
+fn every_trial_keeps_its_time_series() {
+    let d = tempfile::tempdir().unwrap();
+    let (o, doc) = run_json(
+        d.path(),
+        &[
+            "--name=s",
+            "--ioengine=null",
+            "--rw=randrw",
+            "--time_based",
+            "--runtime=2",
+            "--trials=2",
+        ],
+        "json",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = &doc.dioscope.as_ref().unwrap().jobs[0];
+    assert_eq!(j.series.len(), 2, "one series per trial, not only the last");
+    for (i, s) in j.series.iter().enumerate() {
+        assert_eq!(s.trial as usize, i + 1);
+        assert!(!s.t_ms.is_empty(), "trial {} has intervals", s.trial);
+        assert!(
+            (s.t_ms[0] - 1000.0).abs() < 100.0,
+            "1 s intervals: {:?}",
+            s.t_ms
+        );
+        assert_eq!(s.read.iops.len(), s.t_ms.len());
+        assert!(s.read.iops[0] > 0.0 && s.write.bw_bytes[0] > 0.0);
+        assert!(s.read.lat_mean_ns[0] > 0.0);
+    }
+}

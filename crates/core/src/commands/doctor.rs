@@ -3,7 +3,8 @@
 //! target does not exist or the arguments are wrong.
 
 use super::{eprint_err, Command};
-use crate::diag;
+use crate::diag::{self, DoctorReport};
+use crate::render::{self, Format, DOCTOR_FORMATS};
 use std::path::Path;
 
 pub const COMMAND: Command = Command {
@@ -18,14 +19,17 @@ pub const COMMAND: Command = Command {
     main,
 };
 
-/// The target and whether JSON was asked for, or the error to print.
-fn parse(args: &[String]) -> Result<(&str, bool), String> {
-    let mut json = false;
+/// The target and the output format, or the error to print.
+fn parse(args: &[String]) -> Result<(&str, &'static Format<DoctorReport>), String> {
+    let mut format = &DOCTOR_FORMATS[0];
     let mut target: Option<&str> = None;
     for a in args {
         match a.as_str() {
-            "--output-format=json" | "--output-format=json+" => json = true,
-            "--output-format=normal" => json = false,
+            s if s.starts_with("--output-format=") => {
+                let v = &s["--output-format=".len()..];
+                format = render::find(DOCTOR_FORMATS, v)
+                    .ok_or_else(|| format!("doctor: {}", render::unknown(DOCTOR_FORMATS, v)))?;
+            }
             s if s.starts_with("--") => {
                 return Err(format!(
                     "doctor: unknown option {s}; the only option is --output-format=json \
@@ -41,7 +45,7 @@ fn parse(args: &[String]) -> Result<(&str, bool), String> {
         }
     }
     match target {
-        Some(t) => Ok((t, json)),
+        Some(t) => Ok((t, format)),
         None => {
             Err("doctor needs a target: dioscope doctor /dev/sdX or dioscope doctor FILE".into())
         }
@@ -58,22 +62,12 @@ pub fn check(target: &str) -> (diag::DoctorReport, bool) {
 }
 
 fn main(args: &[String]) -> i32 {
-    let (target, json) = match parse(args) {
+    let (target, format) = match parse(args) {
         Ok(x) => x,
         Err(e) => return eprint_err(&e),
     };
     let (r, missing) = check(target);
-    if json {
-        match serde_json::to_string_pretty(&r) {
-            Ok(s) => println!("{s}"),
-            Err(e) => {
-                eprintln!("dioscope: error: cannot render the report: {e}");
-                return 1;
-            }
-        }
-    } else {
-        print!("{}", r.render_text());
-    }
+    print!("{}", format.exporter.render(&r));
     if missing {
         eprintln!(
             "dioscope: error: {target} does not exist; give an existing file or block device"
@@ -96,9 +90,18 @@ mod tests {
 
     #[test]
     fn arguments() {
+        let a = s(&["/dev/x", "--output-format=json"]);
+        let (t, f) = parse(&a).unwrap();
+        assert_eq!((t, f.name), ("/dev/x", "json"));
         assert_eq!(
-            parse(&s(&["/dev/x", "--output-format=json"])),
-            Ok(("/dev/x", true))
+            parse(&s(&["x", "--output-format=json+"])).unwrap().1.name,
+            "json"
+        );
+        assert_eq!(parse(&s(&["x"])).unwrap().1.name, "normal");
+        let e = parse(&s(&["x", "--output-format=xml"])).unwrap_err();
+        assert!(
+            e.contains("'xml' is not an output format; choose one of normal, json"),
+            "{e}"
         );
         assert!(parse(&s(&[])).unwrap_err().contains("needs a target"));
         assert!(parse(&s(&["a", "b"])).unwrap_err().contains("one target"));

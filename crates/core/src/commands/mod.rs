@@ -89,12 +89,15 @@ pub fn usage() -> String {
         }
     }
     let names: Vec<&str> = COMMANDS.iter().map(|c| c.name).collect();
-    out.push_str(&format!(
-        "\nA first argument that is not a command ({}) is a job file or an option,\n\
-         as fio takes them. A job file named like a command runs with\n\
-         `dioscope run FILE` or `dioscope ./FILE`.\n",
+    let note = format!(
+        "A first argument that is not a command ({}) is a job file or an option, as fio \
+         takes them.",
         names.join(", ")
-    ));
+    );
+    out.push_str(&format!("\n{}\n", crate::results::units::wrap(&note, 0)));
+    out.push_str(
+        "A job file named like a command runs with `dioscope run FILE` or `dioscope ./FILE`.\n",
+    );
     out.push_str(
         "\nExit codes: 0 ok, 1 I/O errors during the run, 2 bad input (nothing written),\n\
          128+N stopped by signal N (partial result printed and marked interrupted).\n",

@@ -303,6 +303,7 @@ fn dioscope_job(r: &RunResult, s: &JobSummary) -> DioscopeJob {
         errors: s.dirs[0].errors + s.dirs[1].errors,
         errors_by_direction: [s.dirs[0].errors, s.dirs[1].errors],
         first_error: s.first_error.as_ref().map(|(e, p)| io_error(e, p)),
+        series: s.series.clone(),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Renderers: one file per output format, each behind [`Exporter`], listed
-//! in one table per kind of result ([`RUN_FORMATS`] for a run; comparisons
-//! and sweeps get theirs). The table is the only list: `--output-format`'s
+//! in one table per kind of result ([`RUN_FORMATS`] for a run,
+//! [`DOCTOR_FORMATS`] for doctor's checklist; comparisons and sweeps get
+//! theirs the same way). The table is the only list: `--output-format`'s
 //! choices, its help and the dispatch all come from it.
 //!
 //! Every renderer reads the typed result ([`crate::results::RunDoc`]), never
@@ -11,9 +12,11 @@
 //! [`Exporter`], then add one line to [`RUN_FORMATS`] (and `pub mod NAME;`).
 
 pub mod build;
+pub mod doctor;
 pub mod json;
 pub mod text;
 
+use crate::diag::DoctorReport;
 use crate::results::RunDoc;
 
 /// One output format of one kind of result (`R`: the result it renders).
@@ -29,6 +32,12 @@ pub struct Format<R: ?Sized + 'static> {
     pub aliases: &'static [&'static str],
     pub help: &'static str,
     pub exporter: &'static dyn Exporter<R>,
+}
+
+impl<R: ?Sized> std::fmt::Debug for Format<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
 }
 
 /// The formats of a run's result; the first is the default.
@@ -50,6 +59,22 @@ pub static RUN_FORMATS: &[Format<RunDoc>] = &[
         aliases: &[],
         help: "json with the latency histogram bins (fio's json+)",
         exporter: &json::Json { bins: true },
+    },
+];
+
+/// The formats of `dioscope doctor`'s checklist; the first is the default.
+pub static DOCTOR_FORMATS: &[Format<DoctorReport>] = &[
+    Format {
+        name: "normal",
+        aliases: &[],
+        help: "the checklist: one line per check, findings below",
+        exporter: &doctor::Checklist,
+    },
+    Format {
+        name: "json",
+        aliases: &["json+"],
+        help: "the checklist, findings and environment as JSON",
+        exporter: &doctor::Json,
     },
 ];
 

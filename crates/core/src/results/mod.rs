@@ -18,5 +18,7 @@ pub mod units;
 
 pub use model::{RunDoc, SCHEMA};
 pub use ordered::OrderedMap;
-pub use summary::{summarize, GroupInput, JobInput, JobSummary, TrialMetrics, TrialStats};
+pub use summary::{
+    summarize, DirSeries, GroupInput, JobInput, JobSummary, TrialMetrics, TrialSeries, TrialStats,
+};
 pub use units::{ctime, human_bytes, human_count, human_ns, human_rate};

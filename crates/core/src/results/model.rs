@@ -11,7 +11,7 @@
 //! [`Dioscope::sections`] without touching the renderers.
 
 use super::ordered::OrderedMap;
-use super::summary::{TrialMetrics, TrialStats};
+use super::summary::{TrialMetrics, TrialSeries, TrialStats};
 use crate::stats::cpu::SysCpuPct;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -283,6 +283,10 @@ pub struct DioscopeJob {
     #[serde(default)]
     pub errors_by_direction: [u64; 2],
     pub first_error: Option<IoError>,
+    /// Every trial's per-interval IOPS, bandwidth and mean latency per
+    /// direction.
+    #[serde(default)]
+    pub series: Vec<TrialSeries>,
 }
 
 impl DioscopeJob {

@@ -32,6 +32,55 @@ pub struct TrialMetrics {
     pub interrupted: bool,
 }
 
+/// One direction's per-interval series within a trial.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DirSeries {
+    pub iops: Vec<f64>,
+    pub bw_bytes: Vec<f64>,
+    /// Mean total latency of the I/Os completed in the interval (0 if none).
+    pub lat_mean_ns: Vec<f64>,
+}
+
+/// One trial's time series: per interval (1 s; the last may be shorter),
+/// per direction, from the start of the measured time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrialSeries {
+    pub trial: u32,
+    /// End of each interval, ms since the measurement started.
+    pub t_ms: Vec<f64>,
+    pub read: DirSeries,
+    pub write: DirSeries,
+}
+
+impl TrialSeries {
+    /// The series of trial `trial` from its (cumulative) ticks.
+    pub fn from_ticks(trial: u32, ticks: &[Tick]) -> TrialSeries {
+        let mut s = TrialSeries {
+            trial,
+            ..Default::default()
+        };
+        let mut prev = Tick::default();
+        for t in ticks {
+            let dt = (t.t_ns.saturating_sub(prev.t_ns)).max(1) as f64 / 1e9;
+            s.t_ms.push(t.t_ns as f64 / 1e6);
+            for (d, out) in [&mut s.read, &mut s.write].into_iter().enumerate() {
+                let ios = t.ios[d].saturating_sub(prev.ios[d]);
+                let lat = t.lat_sum_ns[d].saturating_sub(prev.lat_sum_ns[d]);
+                out.iops.push(ios as f64 / dt);
+                out.bw_bytes
+                    .push(t.bytes[d].saturating_sub(prev.bytes[d]) as f64 / dt);
+                out.lat_mean_ns.push(if ios > 0 {
+                    lat as f64 / ios as f64
+                } else {
+                    0.0
+                });
+            }
+            prev = *t;
+        }
+        s
+    }
+}
+
 /// Statistics of the main metrics over trials.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TrialStats {
@@ -78,6 +127,8 @@ pub struct JobSummary {
     pub stats: TrialStats,
     /// Per-interval counters of the last trial.
     pub ticks: Vec<Tick>,
+    /// Every trial's time series.
+    pub series: Vec<TrialSeries>,
     pub queue: QueueStats,
     pub first_error: Option<(IoErrorInfo, String)>,
     pub max_worker_cpu: f64,
@@ -184,6 +235,8 @@ fn summarize_unit(jobs: &[JobInput], groups: &[GroupInput], unit: Vec<usize>) ->
         for (a, b) in s.dirs.iter_mut().zip(&merged.dirs) {
             a.merge(b);
         }
+        s.series
+            .push(TrialSeries::from_ticks(t as u32 + 1, &merged.ticks));
         if t + 1 == ntrials {
             s.ticks = merged.ticks;
         }
@@ -246,22 +299,10 @@ fn add_group_env(s: &mut JobSummary, sys: &mut SysCpu, m: &mut TrialMetrics, e: 
     m.cpu_us_per_io = (e.process.user_us + e.process.sys_us) as f64 / gios;
     m.sys_cpu_us_per_io = e.system.busy_us() as f64 / gios;
     m.ctx_per_io = (e.process.vol_ctx + e.process.invol_ctx) as f64 / gios;
-    let p = &mut s.process_cpu;
-    p.user_us += e.process.user_us;
-    p.sys_us += e.process.sys_us;
-    p.vol_ctx += e.process.vol_ctx;
-    p.invol_ctx += e.process.invol_ctx;
-    p.maxrss_kb = p.maxrss_kb.max(e.process.maxrss_kb);
+    s.process_cpu.add(&e.process);
     s.system_busy_us += e.system.busy_us() as f64;
     s.wall_ns += e.wall_ns;
-    sys.user += e.system.user;
-    sys.nice += e.system.nice;
-    sys.system += e.system.system;
-    sys.idle += e.system.idle;
-    sys.iowait += e.system.iowait;
-    sys.irq += e.system.irq;
-    sys.softirq += e.system.softirq;
-    sys.steal += e.system.steal;
+    sys.add(&e.system);
 }
 
 /// The statistics over the trials that measured anything.
@@ -281,5 +322,86 @@ pub fn trial_stats(trials: &[TrialMetrics]) -> TrialStats {
         lat_mean_ns: col(|t| t.lat_mean_ns),
         lat_p99_ns: col(|t| t.lat_p99_ns),
         cpu_us_per_io: col(|t| t.cpu_us_per_io),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tick(t_s: u64, ios: [u64; 2], lat: [u64; 2]) -> Tick {
+        Tick {
+            t_ns: t_s * 1_000_000_000,
+            ios,
+            bytes: [ios[0] * 4096, ios[1] * 4096],
+            lat_sum_ns: lat,
+        }
+    }
+
+    #[test]
+    fn series_are_per_interval_differences() {
+        let s = TrialSeries::from_ticks(
+            2,
+            &[
+                tick(1, [100, 0], [100_000, 0]),
+                tick(2, [300, 10], [500_000, 50_000]),
+            ],
+        );
+        assert_eq!(s.trial, 2);
+        assert_eq!(s.t_ms, [1000.0, 2000.0]);
+        assert_eq!(s.read.iops, [100.0, 200.0]);
+        assert_eq!(s.read.bw_bytes, [409_600.0, 819_200.0]);
+        assert_eq!(s.read.lat_mean_ns, [1000.0, 2000.0]);
+        assert_eq!(s.write.iops, [0.0, 10.0]);
+        assert_eq!(s.write.lat_mean_ns, [0.0, 5000.0]);
+    }
+
+    fn trial(ios: u64, ms: u64) -> TrialJob {
+        let mut t = TrialJob {
+            runtime_ns: ms * 1_000_000,
+            ..Default::default()
+        };
+        t.dirs[0].ios = ios;
+        t.dirs[0].bytes = ios * 4096;
+        t
+    }
+
+    #[test]
+    fn group_reporting_merges_jobs_and_trials_stay_apart() {
+        let a = [trial(1000, 1000), trial(2000, 1000)];
+        let b = [trial(500, 500), trial(500, 1000)];
+        let c = [trial(7, 1000)];
+        let jobs = [
+            JobInput {
+                name: "a",
+                group: 0,
+                group_reporting: true,
+                trials: &a,
+            },
+            JobInput {
+                name: "a",
+                group: 0,
+                group_reporting: true,
+                trials: &b,
+            },
+            JobInput {
+                name: "c",
+                group: 1,
+                group_reporting: false,
+                trials: &c,
+            },
+        ];
+        let s = summarize(&jobs, &[]);
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].jobs, [0, 1]);
+        assert_eq!(s[0].dirs[0].ios, 4000);
+        // A trial lasts as long as its longest job.
+        assert_eq!(s[0].runtime_ms, 2000.0);
+        assert_eq!(s[0].trials[0].iops, 1500.0);
+        assert_eq!(s[0].trials[1].iops, 2500.0);
+        assert_eq!(s[0].stats.iops.mean, 2000.0);
+        assert_eq!(s[0].series.len(), 2);
+        assert_eq!(s[1].name, "c");
+        assert_eq!(s[1].iops(0), 7.0);
     }
 }

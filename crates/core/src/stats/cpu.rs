@@ -55,6 +55,18 @@ impl SysCpu {
         }
     }
 
+    /// Add another interval's ticks (trials summed into a run).
+    pub fn add(&mut self, o: &SysCpu) {
+        self.user += o.user;
+        self.nice += o.nice;
+        self.system += o.system;
+        self.idle += o.idle;
+        self.iowait += o.iowait;
+        self.irq += o.irq;
+        self.softirq += o.softirq;
+        self.steal += o.steal;
+    }
+
     pub fn total(&self) -> u64 {
         self.user
             + self.nice
