@@ -761,3 +761,317 @@ fn p7_absurd_values_are_refused_before_io_with_the_limit_named() {
         );
     }
 }
+
+// ---- Principle 8: bounded input ----
+
+fn run_limited(dir: &Path, args: &[&str], secs: u64) -> std::process::Output {
+    // An address-space limit turns "reads gigabytes" into a failure.
+    let mut c = Command::new("prlimit");
+    c.arg("--as=4000000000")
+        .arg(bin())
+        .args(args)
+        .current_dir(dir);
+    output_within(c, Duration::from_secs(secs))
+}
+
+#[test]
+fn p8_endless_and_special_files_as_job_files_are_clear_errors() {
+    if !ready(&["prlimit", "mkfifo"]) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let o = run_limited(d.path(), &["/dev/zero"], 20);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("/dev/zero"), "{}", stderr(&o));
+    // A FIFO as an include: nobody writes to it, so reading it would hang.
+    sh("mkfifo", &[d.path().join("fifo").to_str().unwrap()]);
+    std::fs::write(
+        d.path().join("j.fio"),
+        "[a]\ninclude fifo\nioengine=null\nsize=1m\n",
+    )
+    .unwrap();
+    let o = run_limited(d.path(), &["j.fio"], 20);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("fifo"), "{}", stderr(&o));
+    // A directory.
+    let o = run_limited(d.path(), &["."], 20);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn p8_oversized_job_files_and_include_fan_out_are_refused() {
+    if !ready(&["prlimit"]) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    // 8 MiB of comments.
+    let big = "# padding padding padding padding padding padding padding padding\n".repeat(130_000);
+    std::fs::write(
+        d.path().join("big.fio"),
+        format!("[a]\nioengine=null\nsize=1m\n{big}"),
+    )
+    .unwrap();
+    let o = run_limited(d.path(), &["big.fio"], 20);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("big.fio"), "{}", stderr(&o));
+    // Each level includes the next 16 times: 16^6 reads of the last file.
+    for lvl in 0..6 {
+        let line = format!("include l{}.inc\n", lvl + 1);
+        std::fs::write(d.path().join(format!("l{lvl}.inc")), line.repeat(16)).unwrap();
+    }
+    std::fs::write(d.path().join("l6.inc"), "bs=4k\n").unwrap();
+    std::fs::write(
+        d.path().join("fan.fio"),
+        "[a]\nioengine=null\nsize=1m\ninclude l0.inc\n",
+    )
+    .unwrap();
+    let start = Instant::now();
+    let o = run_limited(d.path(), &["fan.fio"], 30);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("include"), "{}", stderr(&o));
+    assert!(start.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn p8_sigterm_during_startdelay_is_honoured_within_a_second() {
+    let d = tempfile::tempdir().unwrap();
+    let mut c = Command::new(bin());
+    c.args([
+        "--name=s",
+        "--ioengine=null",
+        "--size=1m",
+        "--startdelay=30",
+        "--output-format=json",
+    ])
+    .current_dir(d.path())
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let pid = child.id();
+    wait_for("the worker thread", 20, || worker_io(pid, "s").is_some());
+    std::thread::sleep(Duration::from_millis(200));
+    let t = Instant::now();
+    kill(pid, 15);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let st = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("SIGTERM during startdelay was not honoured within 10 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        t.elapsed() < Duration::from_millis(1500),
+        "took {:?} to stop",
+        t.elapsed()
+    );
+    assert_eq!(st.code(), Some(128 + 15));
+}
+
+// ---- Principle 9: messages name the right thing ----
+
+#[test]
+fn p9_a_tmpfs_path_under_dev_is_a_file_not_a_missing_device() {
+    if !Path::new("/dev/shm").is_dir() {
+        eprintln!("SKIPPED: no /dev/shm");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let p = format!("/dev/shm/dioscope-safety2-{}.dat", std::process::id());
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=t",
+            &format!("--filename={p}"),
+            "--rw=read",
+            "--output-format=json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        !stderr(&o).contains("no such device") && stderr(&o).contains("size="),
+        "{}",
+        stderr(&o)
+    );
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=t",
+            &format!("--filename={p}"),
+            "--size=1m",
+            "--rw=read",
+            "--unlink=1",
+            "--output-format=json",
+        ],
+    );
+    let _ = std::fs::remove_file(&p);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+#[test]
+fn p9_relative_paths_into_dev_are_device_paths() {
+    let d = tempfile::tempdir().unwrap();
+    let depth = d.path().components().count();
+    let rel = format!(
+        "{}dev/dioscope-typo-{}",
+        "../".repeat(depth),
+        std::process::id()
+    );
+    symlink("/dev", d.path().join("devlink")).unwrap();
+    for p in [
+        rel.clone(),
+        format!("devlink/dioscope-typo-{}", std::process::id()),
+    ] {
+        let o = run_in(
+            d.path(),
+            &[
+                "--name=t",
+                &format!("--filename={p}"),
+                "--size=1m",
+                "--rw=write",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(2), "{p}: {}", stderr(&o));
+        assert!(stderr(&o).contains("no such device"), "{p}: {}", stderr(&o));
+    }
+    let made = Path::new("/dev").join(format!("dioscope-typo-{}", std::process::id()));
+    let existed = made.exists();
+    let _ = std::fs::remove_file(&made);
+    assert!(!existed, "a regular file was created in /dev");
+}
+
+#[test]
+fn p9_read_only_device_and_active_swap_file_are_refused_with_that_reason() {
+    if !ready(&["losetup", "blockdev", "mkswap", "swapon"]) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let lo = LoopDev::new(d.path(), 16 << 20, &["-r"]);
+    let o = run_write(d.path(), lo.path(), &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("read-only"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("run as"), "{}", stderr(&o));
+
+    let swap = d.path().join("swapfile");
+    let f = std::fs::File::create(&swap).unwrap();
+    // swapon wants real blocks, not holes.
+    std::os::unix::fs::FileExt::write_all_at(&f, &vec![0u8; 16 << 20], 0).unwrap();
+    drop(f);
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&swap, std::fs::Permissions::from_mode(0o600)).unwrap();
+    sh("mkswap", &[swap.to_str().unwrap()]);
+    struct Off(PathBuf);
+    impl Drop for Off {
+        fn drop(&mut self) {
+            let _ = Command::new("swapoff").arg(&self.0).status();
+        }
+    }
+    if !Command::new("swapon")
+        .arg(&swap)
+        .status()
+        .unwrap()
+        .success()
+    {
+        assert!(!in_ci(), "swapon on a file failed in CI");
+        eprintln!("SKIPPED: swapon on a file is not allowed here");
+        return;
+    }
+    let _off = Off(swap.clone());
+    let o = run_write(d.path(), swap.to_str().unwrap(), &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("swap"), "{}", stderr(&o));
+}
+
+#[test]
+fn p9_eperm_on_an_immutable_file_is_not_run_as_root() {
+    if !ready(&["chattr"]) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("frozen.dat");
+    std::fs::write(&f, vec![1u8; 1 << 20]).unwrap();
+    struct Unfreeze(PathBuf);
+    impl Drop for Unfreeze {
+        fn drop(&mut self) {
+            let _ = Command::new("chattr").arg("-i").arg(&self.0).status();
+        }
+    }
+    if !Command::new("chattr")
+        .arg("+i")
+        .arg(&f)
+        .status()
+        .unwrap()
+        .success()
+    {
+        assert!(!in_ci(), "chattr +i failed in CI");
+        eprintln!("SKIPPED: the filesystem has no immutable flag");
+        return;
+    }
+    let _u = Unfreeze(f.clone());
+    let o = run_write(d.path(), "frozen.dat", &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(!e.contains("run as"), "{e}");
+    assert!(e.contains("immutable"), "{e}");
+}
+
+#[test]
+fn p9_a_newline_in_a_file_name_cannot_forge_report_lines() {
+    let d = tempfile::tempdir().unwrap();
+    let name = "evil\nREAD: forged\n.dat";
+    std::fs::write(d.path().join(name), vec![1u8; 1 << 20]).unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=t",
+            &format!("--filename={name}"),
+            "--rw=read",
+            "--size=1m",
+        ],
+    );
+    let all = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(
+        !all.lines().any(|l| l.starts_with("READ: forged")),
+        "a forged line: {all}"
+    );
+    assert_eq!(o.status.code(), Some(2), "{all}");
+    assert!(all.contains("control character"), "{all}");
+}
+
+#[test]
+fn p9_enospc_on_a_loop_device_names_the_backing_filesystem() {
+    if !ready(&["losetup", "mkfs.ext4"]) {
+        return;
+    }
+    // A 64 MiB sparse image on a 32 MiB ext4: writes through the loop
+    // device run out of space in the filesystem holding the image.
+    let m = MountedFs::new(32 << 20, "ext4");
+    let img = m.path().join("big.img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    let up = Attached::new(img.to_str().unwrap(), &["--direct-io=on"]);
+    let d = tempfile::tempdir().unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=w",
+            &format!("--filename={}", up.path()),
+            "--rw=write",
+            "--bs=1m",
+            "--size=60m",
+            "--direct=1",
+            "--ioengine=psync",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains(&img.display().to_string()) || e.contains(&m.path().display().to_string()),
+        "the hint does not name the backing file's filesystem: {e}"
+    );
+}

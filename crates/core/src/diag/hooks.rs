@@ -265,13 +265,6 @@ fn now_us() -> u64 {
 /// Other processes that have `path` open now.
 pub fn openers_of(path: &std::path::Path) -> Vec<Opener> {
     crate::safety::other_openers(path)
-        .into_iter()
-        .map(|o| Opener {
-            pid: o.pid,
-            comm: o.comm,
-            writable: o.writable,
-        })
-        .collect()
 }
 
 impl DiagHooks {

@@ -28,50 +28,19 @@ impl Mount {
     }
 }
 
-/// Undo mountinfo's octal escapes (`\040` for a space).
-fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\'
-            && i + 4 <= b.len()
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
-            let v = b[i + 1..i + 4]
-                .iter()
-                .fold(0u32, |a, c| a * 8 + u32::from(c - b'0'));
-            if let Ok(v) = u8::try_from(v) {
-                out.push(v);
-                i += 4;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Parse the text of /proc/self/mountinfo, skipping malformed lines.
+/// Parse the text of /proc/self/mountinfo, skipping malformed lines: a
+/// view of the one parser, [`crate::safety::mounts::parse_mountinfo`]
+/// (without resolving sources to devices, which the diagnostics do not need).
 pub fn parse_mountinfo(text: &str) -> Vec<Mount> {
-    text.lines()
-        .filter_map(|line| {
-            let (left, right) = line.split_once(" - ")?;
-            let l: Vec<&str> = left.split(' ').collect();
-            let r: Vec<&str> = right.split(' ').collect();
-            if l.len() < 6 || r.len() < 2 {
-                return None;
-            }
-            let (maj, min) = l[2].split_once(':')?;
-            Some(Mount {
-                dev: (maj.parse().ok()?, min.parse().ok()?),
-                mount_point: PathBuf::from(unescape(l[4])),
-                mount_options: l[5].to_string(),
-                fs_type: r[0].to_string(),
-                source: unescape(r[1]),
-                super_options: r.get(2).unwrap_or(&"").to_string(),
-            })
+    crate::safety::mounts::parse_mountinfo(text, |_| None)
+        .into_iter()
+        .map(|m| Mount {
+            dev: (m.devnum.major, m.devnum.minor),
+            mount_point: m.mount_point,
+            fs_type: m.fstype,
+            source: m.source,
+            mount_options: m.mount_options,
+            super_options: m.super_options,
         })
         .collect()
 }
@@ -131,6 +100,6 @@ bad line
 
     #[test]
     fn octal_escapes() {
-        assert_eq!(unescape("a\\040b\\134c"), "a b\\c");
+        assert_eq!(crate::safety::mounts::unescape("a\\040b\\134c"), "a b\\c");
     }
 }

@@ -1,5 +1,6 @@
 //! Jobs: the option table, fio's units, job files and command lines.
 
+pub mod input;
 pub mod options;
 pub mod parse;
 pub mod spec;

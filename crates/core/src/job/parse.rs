@@ -137,6 +137,11 @@ fn env_lookup(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
+thread_local! {
+    /// Job files read by this thread's current parse (includes counted each time).
+    static FILES_READ: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// Read a job file, following `include` lines, into (key, value) lines per section.
 /// `stack` holds the files being read, outermost first, to refuse include loops.
 fn read_lines(
@@ -166,9 +171,27 @@ fn read_lines(
             ),
         });
     }
-    let text = std::fs::read_to_string(path).map_err(|e| ParseError::Read {
+    // Bounded input (job/input.rs): regular files only, size and fan-out limits.
+    let fanout = |message: String| ParseError::Read {
         path: path.display().to_string(),
-        message: e.to_string(),
+        message,
+    };
+    FILES_READ.with(|n| n.set(n.get() + 1));
+    if FILES_READ.with(|n| n.get()) > super::input::MAX_INCLUDED_FILES {
+        return Err(fanout(format!(
+            "includes read more than {} files in all (an include fan-out?); include each file once",
+            super::input::MAX_INCLUDED_FILES
+        )));
+    }
+    if out.len() > super::input::MAX_TOTAL_LINES {
+        return Err(fanout(format!(
+            "job files and includes expand to more than {} lines (an include fan-out?); include each file once",
+            super::input::MAX_TOTAL_LINES
+        )));
+    }
+    let text = super::input::read_job_file(path).map_err(|message| ParseError::Read {
+        path: path.display().to_string(),
+        message,
     })?;
     stack.push(canonical);
     for (i, line) in text.lines().enumerate() {
@@ -270,6 +293,7 @@ pub fn parse_job_file(
     file_boundary: bool,
 ) -> Result<Vec<RawJob>, ParseError> {
     let mut lines = Vec::new();
+    FILES_READ.with(|n| n.set(0));
     read_lines(path, &mut Vec::new(), &mut lines)?;
     parse_ini(&lines, cli_defaults, file_boundary)
 }

@@ -24,10 +24,20 @@ pub fn io_error_hint(e: &crate::runner::IoErrorInfo, path: &str, r: &RunResult) 
         return format!("{path} is gone: it was removed or its device detached during the run");
     }
     match e.errno {
-        libc::ENOSPC | libc::EDQUOT => format!(
-            "the filesystem holding {path} is full ({} bytes free): free space or lower size=; writes into the holes of a sparse file, and every write on a copy-on-write filesystem (btrfs), need new space",
-            free_bytes(path)
-        ),
+        libc::ENOSPC | libc::EDQUOT => {
+            let (free, place) = crate::targets::free_space(std::path::Path::new(path));
+            let held = if place.as_path() == std::path::Path::new(path) {
+                format!("the filesystem holding {path}")
+            } else {
+                format!(
+                    "the filesystem holding {}, the backing file of {path},",
+                    place.display()
+                )
+            };
+            format!(
+                "{held} is full ({free} bytes free): free space or lower size=; writes into the holes of a sparse file, and every write on a copy-on-write filesystem (btrfs), need new space"
+            )
+        }
         libc::EIO => format!(
             "the device failed the request: read `dmesg` for errors of {path} or the device under it; its medium or backing store may have failed or been removed"
         ),
@@ -50,15 +60,4 @@ fn current_size(path: &str) -> Option<u64> {
         return sectors.parse::<u64>().ok().map(|s| s * 512);
     }
     Some(st.size)
-}
-
-fn free_bytes(path: &str) -> u64 {
-    std::fs::File::open(path)
-        .ok()
-        .and_then(|f| {
-            use std::os::fd::AsRawFd;
-            dioscope_sys::fsinfo::fstatfs(f.as_raw_fd()).ok()
-        })
-        .map(|s| s.blocks_free * s.block_size)
-        .unwrap_or(0)
 }

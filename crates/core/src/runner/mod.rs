@@ -492,7 +492,15 @@ impl<H: BlockHook> WithEngine for RunOnEngine<'_, H> {
     fn run<E: Engine>(self, e: &mut E) -> WorkerResult {
         self.barrier.wait();
         if self.startdelay_us > 0 {
-            std::thread::sleep(std::time::Duration::from_micros(self.startdelay_us));
+            // In slices: a stop signal during the delay ends it at once.
+            let end = now_ns() + self.startdelay_us * 1000;
+            while now_ns() < end
+                && !self.stop.load(Ordering::Relaxed)
+                && dioscope_sys::signal::stop_count() == 0
+            {
+                let left = end.saturating_sub(now_ns()).min(50_000_000);
+                std::thread::sleep(std::time::Duration::from_nanos(left));
+            }
         }
         let t = now_ns();
         worker::run_with_hook(e, self.plan, t, self.stop, self.prog, self.hook)

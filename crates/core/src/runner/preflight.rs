@@ -86,7 +86,23 @@ pub fn check(plan: &Plan) -> Result<(), SetupError> {
     let aio_free = read_u64("/proc/sys/fs/aio-max-nr")
         .map(|max| max.saturating_sub(read_u64("/proc/sys/fs/aio-nr").unwrap_or(0)));
     let mem = mem_available();
-    let targets = super::target_paths(plan).len() as u64;
+    let paths = super::target_paths(plan);
+    // A newline or escape in a path would let a file name write lines of its
+    // own into the report (and the terminal): refuse, showing it escaped.
+    if let Some(p) = paths
+        .iter()
+        .find(|p| p.to_string_lossy().chars().any(|c| c.is_control()))
+    {
+        let j = plan.jobs.first();
+        return Err(SetupError::Job {
+            job: j.map(|j| j.name.clone()).unwrap_or_default(),
+            msg: format!(
+                "the target path {:?} contains a control character (newline, tab, escape …),                  which would garble the report; rename the file or use a symlink without one",
+                p.to_string_lossy()
+            ),
+        });
+    }
+    let targets = paths.len() as u64;
     for (g, jobs) in groups.iter().enumerate() {
         let Some(first) = jobs.first() else { continue };
         let workers: u64 = jobs.iter().map(|j| u64::from(j.numjobs)).sum();

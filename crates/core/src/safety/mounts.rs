@@ -18,6 +18,10 @@ pub struct Mount {
     pub source: String,
     /// The device number behind `source`, when it names a block device.
     pub source_dev: Option<DevNum>,
+    /// Per-mount options (`rw,relatime`).
+    pub mount_options: String,
+    /// File-system options (`rw,discard,space_cache=v2`).
+    pub super_options: String,
 }
 
 impl Mount {
@@ -59,7 +63,8 @@ pub fn block_devnum(path: &str) -> Option<DevNum> {
         .then(|| DevNum::from_dev_t(m.rdev()))
 }
 
-/// Parse mountinfo text. `resolve` maps a source path to its device number
+/// Parse mountinfo text: the one mountinfo parser of dioscope (the
+/// diagnostics' view in `diag::mounts` is built from it). `resolve` maps a source path to its device number
 /// (normally [`block_devnum`]; a stub in tests). Malformed lines are skipped.
 pub fn parse_mountinfo(text: &str, resolve: impl Fn(&str) -> Option<DevNum>) -> Vec<Mount> {
     let mut out = Vec::new();
@@ -70,8 +75,8 @@ pub fn parse_mountinfo(text: &str, resolve: impl Fn(&str) -> Option<DevNum>) -> 
         };
         let f: Vec<&str> = left.split(' ').collect();
         let r: Vec<&str> = right.split(' ').collect();
-        let (Some(num), Some(mp), Some(fstype), Some(source)) =
-            (f.get(2), f.get(4), r.first(), r.get(1))
+        let (Some(num), Some(mp), Some(opts), Some(fstype), Some(source)) =
+            (f.get(2), f.get(4), f.get(5), r.first(), r.get(1))
         else {
             continue;
         };
@@ -90,6 +95,8 @@ pub fn parse_mountinfo(text: &str, resolve: impl Fn(&str) -> Option<DevNum>) -> 
             fstype: unescape(fstype),
             source,
             source_dev,
+            mount_options: opts.to_string(),
+            super_options: r.get(2).unwrap_or(&"").to_string(),
         });
     }
     out

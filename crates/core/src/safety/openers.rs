@@ -5,14 +5,14 @@
 //! all count as the same target.
 
 use super::devnum::DevNum;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 use std::fs::{self, Metadata};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
 
 /// A process other than ourselves that has the target open.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Opener {
     pub pid: i32,
     /// `/proc/PID/comm` (the kernel's 15-character process name).

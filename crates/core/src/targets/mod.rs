@@ -76,6 +76,10 @@ pub enum TargetError {
     NoDirectory { path: String, dir: String },
     #[error("{path}: permission denied (EACCES) {mode}; run as a user who may (root for block devices), or choose another target")]
     Permission { path: String, mode: &'static str },
+    #[error("{path}: operation not permitted (EPERM) {mode}, even though the permissions allow it: the file is probably immutable or append-only (`lsattr {path}` shows i or a; `chattr -i -a {path}` clears them), or a security module refused; choose another target or clear the flag")]
+    NotPermitted { path: String, mode: &'static str },
+    #[error("{path} is read-only ({why}); make it writable (`blockdev --setrw {path}`) or run a read-only job")]
+    ReadOnly { path: String, why: String },
     #[error(
         "{path}: the file does not exist and no size was given; add size=, for example size=1g"
     )]
@@ -131,9 +135,19 @@ fn io_err(path: &Path, op: &'static str, err: io::Error) -> TargetError {
                 path: p,
                 dir: d.display().to_string(),
             },
-            _ if path.starts_with("/dev") => TargetError::NoDevice { path: p },
+            _ if lands_in_dev(path) => TargetError::NoDevice { path: p },
             _ => TargetError::NotFound { path: p },
         },
+        Some(libc::EPERM) if std::fs::metadata(path).is_ok_and(|m| m.is_file()) => {
+            TargetError::NotPermitted {
+                path: p,
+                mode: match op {
+                    "read-only" => "opening it read-only",
+                    "read-write" => "opening it read-write",
+                    _ => "opening it for writing",
+                },
+            }
+        }
         Some(libc::EACCES) | Some(libc::EPERM) => TargetError::Permission {
             path: p,
             mode: match op {
@@ -153,13 +167,40 @@ fn io_err(path: &Path, op: &'static str, err: io::Error) -> TargetError {
     }
 }
 
-/// Bytes free on the filesystem holding `path` (0 if unknown), for messages.
-fn free_bytes(path: &Path) -> u64 {
-    let f = File::open(path).or_else(|_| File::open(path.parent().unwrap_or(Path::new("."))));
-    f.ok()
+/// Bytes free where writes to `path` need space, for messages: the
+/// filesystem holding a file; for a loop device, the filesystem holding its
+/// backing file (a device node's own filesystem is /dev, which says nothing);
+/// 0 when unknown. Returns the place it measured too.
+pub fn free_space(path: &Path) -> (u64, PathBuf) {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let mut place = path.to_path_buf();
+    if let Ok(m) = std::fs::metadata(path) {
+        if m.file_type().is_block_device() {
+            let rdev = crate::safety::DevNum::from_dev_t(m.rdev());
+            let backing =
+                std::fs::read_to_string(format!("/sys/dev/block/{rdev}/loop/backing_file"));
+            match backing {
+                Ok(b) => {
+                    let b = b.trim_end_matches('\n');
+                    place = PathBuf::from(b.strip_suffix(" (deleted)").unwrap_or(b));
+                }
+                // Not a loop device: its size is fixed; nothing is "free".
+                Err(_) => return (0, place),
+            }
+        }
+    }
+    let f = File::open(&place).or_else(|_| File::open(place.parent().unwrap_or(Path::new("."))));
+    let free = f
+        .ok()
         .and_then(|f| dioscope_sys::fsinfo::fstatfs(f.as_raw_fd()).ok())
         .map(|s| s.blocks_free * s.block_size)
-        .unwrap_or(0)
+        .unwrap_or(0);
+    (free, place)
+}
+
+/// [`free_space`] in bytes alone.
+pub fn free_bytes(path: &Path) -> u64 {
+    free_space(path).0
 }
 
 /// What a run needs of one target path.
@@ -382,6 +423,16 @@ fn check_one(
             n.path.display(),
             kind_name(&ft)
         )));
+    }
+    if n.write && ft.is_block_device() {
+        use std::os::unix::fs::MetadataExt;
+        let rdev = crate::safety::DevNum::from_dev_t(opened.meta.rdev());
+        if sysfs_block_attr((rdev.major, rdev.minor), "ro").as_deref() == Some("1") {
+            return Err(TargetError::ReadOnly {
+                path: p(),
+                why: format!("/sys/dev/block/{rdev}/ro is 1"),
+            });
+        }
     }
     if n.write {
         let guard = WriteGuard {

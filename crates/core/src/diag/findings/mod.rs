@@ -42,14 +42,9 @@ pub enum Phase {
     After,
 }
 
-/// A process other than dioscope that has the target open
-/// (filled in by the safety module's /proc scan).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Opener {
-    pub pid: i32,
-    pub comm: String,
-    pub writable: bool,
-}
+/// A process other than dioscope that has the target open: the safety
+/// module's type (its /proc scan fills it in), the one `Opener` of dioscope.
+pub use crate::safety::Opener;
 
 /// Why O_DIRECT is not direct on a target.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
