@@ -148,3 +148,68 @@ fn json_plus_converts_with_fio_jsonplus_clat2csv() {
         String::from_utf8_lossy(&val.stderr)
     );
 }
+
+/// Every key path of fio's part of the JSON (all but `"dioscope"`) with its
+/// JSON type, data-dependent keys (percentiles, bins) as `*`.
+fn key_types(v: &serde_json::Value, path: &str, out: &mut Vec<String>) {
+    use serde_json::Value;
+    let t = match v {
+        Value::Object(_) => "object",
+        Value::Array(_) => "array",
+        Value::String(_) => "string",
+        Value::Number(n) if n.is_f64() => "float",
+        Value::Number(_) => "integer",
+        Value::Bool(_) => "bool",
+        Value::Null => "null",
+    };
+    let line = format!("{path} {t}");
+    if !path.is_empty() && !out.contains(&line) {
+        out.push(line);
+    }
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                if path.is_empty() && k == "dioscope" {
+                    continue;
+                }
+                let k = if path.ends_with("/bins") || path.ends_with("/percentile") {
+                    "*"
+                } else {
+                    k
+                };
+                key_types(x, &format!("{path}/{k}"), out);
+            }
+        }
+        Value::Array(a) => {
+            for x in a {
+                key_types(x, &format!("{path}[]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// fio's part of json+ keeps its keys, their order and their types: the
+/// typed result model generates it, and consumers of fio's JSON depend on
+/// them. (The list matches the JSON dioscope wrote before the model.)
+#[test]
+fn fio_part_keys_order_and_types_are_pinned() {
+    let d = tempfile::tempdir().unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=j",
+            "--ioengine=null",
+            "--rw=randrw",
+            "--size=1m",
+            "--output-format=json+",
+        ],
+    );
+    let mut got = Vec::new();
+    key_types(&json(&o), "", &mut got);
+    let want: Vec<&str> = include_str!("fio_json_plus_keys.txt").lines().collect();
+    assert_eq!(got.len(), want.len(), "{got:#?}");
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(g, w);
+    }
+}

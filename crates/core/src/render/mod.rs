@@ -45,7 +45,9 @@ pub static RUN_FORMATS: &[Format<RunDoc>] = &[
     Format {
         name: "normal",
         aliases: &["terse"],
-        help: "the human summary: per job IOPS, bandwidth, latency, CPU per I/O, trials, findings",
+        // `terse` is fio's name; until fio's terse format exists it gets this.
+        help: "the human summary: per job IOPS, bandwidth, latency, CPU per I/O, trials, findings \
+               (`terse` gives this too)",
         exporter: &text::Text,
     },
     Format {

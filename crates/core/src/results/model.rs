@@ -236,6 +236,32 @@ pub struct Dioscope {
     pub sections: OrderedMap<Value>,
 }
 
+impl Dioscope {
+    /// An optional section (`profile`, …) by its key.
+    pub fn section(&self, key: &str) -> Option<&Value> {
+        self.sections.get(key)
+    }
+
+    /// Add or replace an optional section; it renders after the built-in
+    /// ones, in the order added. A key the model already has (`jobs`,
+    /// `findings`, …) is refused: the JSON would hold it twice.
+    pub fn set_section(&mut self, key: &str, v: Value) -> Result<(), String> {
+        let builtin = serde_json::to_value(Dioscope::default())
+            .ok()
+            .and_then(|d| d.as_object().map(|o| o.contains_key(key)))
+            .unwrap_or(false);
+        // Keys left out when empty are built-in too.
+        if builtin || ["signal", "first_error", "verify", "context"].contains(&key) {
+            return Err(format!("'{key}' is a built-in key of the dioscope section"));
+        }
+        match self.sections.0.iter_mut().find(|(k, _)| k == key) {
+            Some(e) => e.1 = v,
+            None => self.sections.insert(key, v),
+        }
+        Ok(())
+    }
+}
+
 /// The run's first I/O error with the hint the CLI prints.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunError {
@@ -368,8 +394,18 @@ impl DeviceTotal {
 /// The format a JSON document was read from.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
-    #[error("not a fio or dioscope JSON result: {0}")]
+    #[error("not a fio or dioscope JSON result: {0} (write one with --output-format=json)")]
     Json(#[from] serde_json::Error),
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    File {
+        path: String,
+        source: Box<ReadError>,
+    },
     #[error("dioscope result schema {found} is newer than this dioscope reads ({SCHEMA}); upgrade dioscope")]
     Schema { found: u32 },
 }
@@ -384,6 +420,19 @@ impl RunDoc {
             }
         }
         Ok(doc)
+    }
+
+    /// Read a result file (dioscope's or fio's); errors name the file.
+    pub fn read(path: &std::path::Path) -> Result<RunDoc, ReadError> {
+        let p = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ReadError::Io {
+            path: p.clone(),
+            source,
+        })?;
+        RunDoc::from_json(&text).map_err(|e| ReadError::File {
+            path: p,
+            source: Box::new(e),
+        })
     }
 
     /// The JSON text: pretty, with a final newline, as dioscope writes it.
@@ -430,5 +479,38 @@ impl RunDoc {
     /// per fio job, in the same order).
     pub fn dioscope_job(&self, i: usize) -> Option<&DioscopeJob> {
         self.dioscope.as_ref()?.jobs.get(i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn optional_sections_render_after_the_built_in_ones_and_read_back() {
+        let mut doc = RunDoc {
+            dioscope: Some(Dioscope::default()),
+            ..Default::default()
+        };
+        let d = doc.dioscope.as_mut().unwrap();
+        d.set_section("profile", serde_json::json!({"samples": 3}))
+            .unwrap();
+        assert!(d.set_section("jobs", Value::Null).is_err());
+        assert!(d.set_section("signal", Value::Null).is_err());
+        let text = doc.to_json(true);
+        let back = RunDoc::from_json(&text).unwrap();
+        let d = back.dioscope.as_ref().unwrap();
+        assert_eq!(d.section("profile").unwrap()["samples"], 3);
+        assert_eq!(back.to_json(true), text);
+        let dir = std::env::temp_dir().join(format!("dioscope-model-{}", std::process::id()));
+        std::fs::write(&dir, &text).unwrap();
+        assert_eq!(RunDoc::read(&dir).unwrap(), back);
+        std::fs::write(&dir, "{}").unwrap();
+        let e = RunDoc::read(&dir).unwrap_err().to_string();
+        let _ = std::fs::remove_file(&dir);
+        assert!(e.starts_with(&dir.display().to_string()), "{e}");
+        assert!(e.contains("--output-format=json"), "{e}");
+        let openers = text.find("\"openers\"").unwrap();
+        assert!(text.find("\"profile\"").unwrap() > openers);
     }
 }
