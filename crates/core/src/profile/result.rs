@@ -161,3 +161,86 @@ pub struct GroupProfile {
     /// flamegraph.pl or speedscope; a sample is `perf.period_us` of CPU.
     pub folded: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::model::{Dioscope, RunDoc};
+
+    #[test]
+    fn a_profile_round_trips_through_the_result_model() {
+        let p = ProfileResult {
+            status: ProfileStatus::Recorded,
+            message: None,
+            fix: None,
+            perf: Some(PerfInfo {
+                path: "/usr/bin/perf".into(),
+                version: "6.1.187".into(),
+                kernel: "6.18.44".into(),
+                scope: "system-wide".into(),
+                event: "cpu-clock".into(),
+                period_us: 250.0,
+            }),
+            notes: vec!["n".into()],
+            groups: vec![GroupProfile {
+                group: 0,
+                jobs: vec!["b2".into()],
+                ios: 1000,
+                measured_us_per_io: 2.5,
+                coverage: 0.96,
+                process: Breakdown {
+                    samples: 10,
+                    us_per_io: 2.4,
+                    kernel_us_per_io: 2.3,
+                    user_us_per_io: 0.1,
+                    threads: vec![Cost {
+                        name: "job b2 workers".into(),
+                        us_per_io: 2.4,
+                        share: 1.0,
+                    }],
+                    subsystems: vec![Cost {
+                        name: "driver".into(),
+                        us_per_io: 2.4,
+                        share: 1.0,
+                    }],
+                    functions: vec![FunctionCost {
+                        function: "copy_page".into(),
+                        subsystem: "driver".into(),
+                        kernel: true,
+                        us_per_io: 2.4,
+                        share: 1.0,
+                    }],
+                    other_functions_us_per_io: 0.0,
+                    other_functions: 0,
+                },
+                kernel_threads: Some(Breakdown::default()),
+                idle_interrupts_us_per_io: Some(0.0),
+                counters: Counters::default(),
+                trials: vec![TrialProfile {
+                    trial: 1,
+                    ios: 1000,
+                    recorded_ios: 990,
+                    samples: 10,
+                    sampled_us_per_io: 2.4,
+                    measured_us_per_io: 2.5,
+                    enable_latency_us: 300,
+                    window_us: 1_000_000,
+                    window_cpu_us: 2500,
+                    window_coverage: Some(0.96),
+                    perf_cpu_share: Some(0.1),
+                    error: None,
+                }],
+                folded: "job b2 workers;copy_page 10\n".into(),
+            }],
+        };
+        let doc = RunDoc {
+            dioscope: Some(Dioscope {
+                profile: Some(p.clone()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let back = RunDoc::from_json(&doc.to_json(false)).unwrap();
+        assert_eq!(back.dioscope.unwrap().profile, Some(p));
+    }
+}
