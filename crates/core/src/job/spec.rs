@@ -167,7 +167,8 @@ pub struct JobSpec {
     pub verify_fatal: bool,
     pub verify_only: bool,
     pub verify_interval: u64,
-    /// Repetitions of the whole job (dioscope's own option).
+    /// Repetitions of the whole job (dioscope's own option); 0 is
+    /// `trials=auto` (see `GlobalSettings::auto`).
     pub trials: u32,
     /// The options exactly as given, for `"job options"` in the JSON.
     pub given: Vec<(String, String)>,
@@ -279,6 +280,9 @@ pub struct GlobalSettings {
     pub eta: Eta,
     /// `--profile`: perf over the measured windows (crate::profile).
     pub profile: bool,
+    /// `--precision`, `--max-trials`, `--max-time`, `--precision-metric`
+    /// for `trials=auto`.
+    pub auto: crate::stats::significance::AutoTrials,
 }
 
 /// When the live progress line is shown on stderr.
