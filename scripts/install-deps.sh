@@ -39,6 +39,10 @@ command -v python3 >/dev/null || need+=(python3)
 # --profile's tests record with perf (Debian's linux-perf: one perf for all
 # kernels; its version need not match the running kernel's).
 command -v perf >/dev/null || need+=(linux-perf)
+# The report test (tests/heavy_report) opens reports in headless Chromium;
+# fio_generate_plots and fio2gnuplot (the log tests) need gnuplot.
+command -v chromium >/dev/null || need+=(chromium)
+command -v gnuplot >/dev/null || need+=(gnuplot-nox)
 # fio_jsonplus_clat2csv runs under Debian's python3 in the tests and needs six.
 /usr/bin/python3 -c 'import six' 2>/dev/null || need+=(python3-six)
 

@@ -12,6 +12,7 @@ mod jobfile;
 mod json;
 mod options;
 mod profile;
+mod report;
 mod results;
 mod safety2;
 mod signals;

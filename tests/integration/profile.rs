@@ -219,7 +219,7 @@ fn profile_adds_up_on_zram_with_io_uring_and_libaio() {
 }
 
 #[test]
-fn profile_of_a_loop_device_shows_its_kernel_threads_in_the_text() {
+fn profile_of_a_loop_device_shows_its_kernel_threads_in_text_and_html() {
     let ok = is_root() && have_tool("losetup") && perf_ok();
     if !can_run("root, losetup and perf", ok) {
         return;
@@ -243,6 +243,19 @@ fn profile_of_a_loop_device_shows_its_kernel_threads_in_the_text() {
             .any(|t| t["name"] == "kworker"),
         "{kt:#}"
     );
+    // So does the HTML report made from the saved result.
+    std::fs::write(d.path().join("r.json"), &o.stdout).unwrap();
+    let h = run_in(d.path(), &["report", "r.json", "-o", "r.html"]);
+    assert_eq!(h.status.code(), Some(0), "{}", stderr(&h));
+    let html = std::fs::read_to_string(d.path().join("r.html")).unwrap();
+    for want in [
+        "Where the CPU time goes (perf)",
+        "CPU per I/O by subsystem",
+        "measured (getrusage)",
+        "profile-functions-0",
+    ] {
+        assert!(html.contains(want), "no {want:?} in the report");
+    }
     // The text summary shows the same section.
     let o = profiled_run(d.path(), lo.path(), "libaio", "normal");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));

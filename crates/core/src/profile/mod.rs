@@ -14,17 +14,20 @@
 //!   thread, subsystem ([`subsys`]) and function, plus folded stacks;
 //! - [`Profiler::finish`] divides by the I/Os of the measured windows and
 //!   sets the figures beside the CPU time the run measured itself
-//!   (`getrusage`), into a [`ProfileResult`]; [`render_text`] prints it.
+//!   (`getrusage`), into a [`ProfileResult`]; [`render_text`] and
+//!   [`render_html`] show it in the text summary and the HTML report.
 //!
 //! When perf is missing, not permitted or fails, the run goes on and the
 //! result says why and what to do ([`ProfileStatus`]).
 
+mod html;
 pub mod perf;
 pub mod result;
 pub mod script;
 pub mod subsys;
 mod text;
 
+pub use html::render_html;
 pub use result::*;
 pub use text::render_text;
 
