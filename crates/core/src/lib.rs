@@ -14,6 +14,8 @@
 // Errors carry the option, value, origin and an example: large, but built only
 // on the cold path before any I/O.
 #![allow(clippy::result_large_err)]
+// All unsafe code lives in dioscope-sys, behind safe types.
+#![forbid(unsafe_code)]
 
 pub mod commands;
 pub mod diag;
@@ -23,6 +25,7 @@ pub mod engines;
 pub mod experiment;
 pub mod job;
 pub mod outfile;
+pub mod profile;
 pub mod render;
 pub mod results;
 pub mod runner;

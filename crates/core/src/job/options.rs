@@ -1076,6 +1076,7 @@ pub static OPTIONS: &[OptDef] = &[
             Ok(())
         }),
     },
+<<<<<<< HEAD
     // Multi-rank runs under mpirun (docs/DISTRIBUTED.md); ignored otherwise.
     OptDef {
         name: "rank_stonewall",
@@ -1116,6 +1117,16 @@ pub static OPTIONS: &[OptDef] = &[
                 return Err("it must be more than 0".into());
             }
             g.rank_timeout_us = Some(us);
+=======
+    OptDef {
+        name: "profile",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Record the measured windows with perf: CPU per I/O by function and subsystem",
+        apply: Apply::Global(|g, v| {
+            g.profile = parse_bool(v)?;
+>>>>>>> main
             Ok(())
         }),
     },
