@@ -133,21 +133,22 @@ pub fn run_prepared(
         auto: plan.global.auto.clone(),
     };
     let mut hooks = DiagHooks::new(&table);
-<<<<<<< HEAD
-    let result = runner::execute(
-        resolved,
-        &table,
-        &opts,
-        &mut runner::Chain(&mut hooks, extra),
-    );
-=======
     let mut profiler = plan.global.profile.then(crate::profile::Profiler::new);
     let result = match profiler.as_mut() {
-        Some(p) => runner::execute(resolved, &table, &opts, &mut p.hooks(&mut hooks)),
-        None => runner::execute(resolved, &table, &opts, &mut hooks),
+        Some(p) => runner::execute(
+            resolved,
+            &table,
+            &opts,
+            &mut runner::Chain(&mut p.hooks(&mut hooks), extra),
+        ),
+        None => runner::execute(
+            resolved,
+            &table,
+            &opts,
+            &mut runner::Chain(&mut hooks, extra),
+        ),
     };
     let profile = profiler.map(|p| p.finish(&result));
->>>>>>> main
     let diagnosis = diag::diagnose(&result, &hooks);
 
     // Remove what this run created when asked (the default job's scratch

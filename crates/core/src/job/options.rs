@@ -1076,7 +1076,6 @@ pub static OPTIONS: &[OptDef] = &[
             Ok(())
         }),
     },
-<<<<<<< HEAD
     // Multi-rank runs under mpirun (docs/DISTRIBUTED.md); ignored otherwise.
     OptDef {
         name: "rank_stonewall",
@@ -1117,7 +1116,9 @@ pub static OPTIONS: &[OptDef] = &[
                 return Err("it must be more than 0".into());
             }
             g.rank_timeout_us = Some(us);
-=======
+            Ok(())
+        }),
+    },
     OptDef {
         name: "profile",
         aliases: &[],
@@ -1126,7 +1127,6 @@ pub static OPTIONS: &[OptDef] = &[
         help: "Record the measured windows with perf: CPU per I/O by function and subsystem",
         apply: Apply::Global(|g, v| {
             g.profile = parse_bool(v)?;
->>>>>>> main
             Ok(())
         }),
     },
