@@ -31,22 +31,6 @@ const EXEMPT: &[(&str, &str)] = &[
         "thread",
         "changes nothing measured: dioscope always runs jobs as threads",
     ),
-    (
-        "write_bw_log",
-        "implemented by the open issue \"Reports\" (the log family)",
-    ),
-    (
-        "write_iops_log",
-        "implemented by the open issue \"Reports\" (the log family)",
-    ),
-    (
-        "write_lat_log",
-        "implemented by the open issue \"Reports\" (the log family)",
-    ),
-    (
-        "log_avg_msec",
-        "implemented by the open issue \"Reports\" (the log family)",
-    ),
 ];
 
 /// Choice values that are fio's other spelling of another value.
