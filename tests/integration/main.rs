@@ -12,6 +12,7 @@ mod jobfile;
 mod json;
 mod options;
 mod report;
+mod report_logs;
 mod results;
 mod safety2;
 mod signals;

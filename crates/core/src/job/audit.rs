@@ -26,12 +26,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Options exempt from the audit, each with its reason. Keep it short.
-const EXEMPT: &[(&str, &str)] = &[
-    (
-        "thread",
-        "changes nothing measured: dioscope always runs jobs as threads",
-    ),
-];
+const EXEMPT: &[(&str, &str)] = &[(
+    "thread",
+    "changes nothing measured: dioscope always runs jobs as threads",
+)];
 
 /// Choice values that are fio's other spelling of another value.
 const SPELLINGS: &[(&str, &str, &str)] = &[

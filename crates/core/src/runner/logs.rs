@@ -115,7 +115,9 @@ impl LogSink {
                 .append(plan.shared)
                 .truncate(!plan.shared)
                 .open(path)
-                .map_err(|e| format!("cannot open the log {path}: {e} (check the directory and permissions)"))?;
+                .map_err(|e| {
+                    format!("cannot open the log {path}: {e} (check the directory and permissions)")
+                })?;
             files.push((*kind, f));
         }
         let (full_tx, full_rx) = sync_channel::<Vec<Rec>>(BUFFERS);
@@ -274,7 +276,13 @@ impl Writer {
                 self.line.clear();
                 for r in recs {
                     let v = Self::value(kind, r).round() as u64;
-                    let _ = write!(self.line, "{}, {v}, {}, {}", r.t_ns / 1_000_000, r.write as u8, r.len);
+                    let _ = write!(
+                        self.line,
+                        "{}, {v}, {}, {}",
+                        r.t_ns / 1_000_000,
+                        r.write as u8,
+                        r.len
+                    );
                     if self.offset {
                         let _ = write!(self.line, ", {}", r.offset);
                     }
@@ -325,7 +333,12 @@ impl Writer {
                     _ if self.max_value => w.max,
                     _ => w.sum / w.n as f64,
                 };
-                let _ = write!(self.line, "{}, {}, {d}, 0", end / 1_000_000, v.round() as u64);
+                let _ = write!(
+                    self.line,
+                    "{}, {}, {d}, 0",
+                    end / 1_000_000,
+                    v.round() as u64
+                );
                 if self.offset {
                     self.line.push_str(", 0");
                 }
@@ -363,7 +376,10 @@ mod tests {
         };
         let p = plan_for(&j, 2, 0).unwrap();
         let names: Vec<&str> = p.files.iter().map(|f| f.1.as_str()).collect();
-        assert_eq!(names, ["x_bw.2.log", "y_slat.2.log", "y_clat.2.log", "y_lat.2.log"]);
+        assert_eq!(
+            names,
+            ["x_bw.2.log", "y_slat.2.log", "y_clat.2.log", "y_lat.2.log"]
+        );
         assert_eq!(plan_for(&j, 2, 1).unwrap().files[0].1, "x_bw.2.t2.log");
         j.per_job_logs = false;
         assert_eq!(plan_for(&j, 2, 0).unwrap().files[0].1, "x_bw.log");
@@ -394,7 +410,10 @@ mod tests {
             },
             &[rec(1, false), rec(2, true)],
         );
-        assert_eq!(out[0], "1, 4000, 0, 4096, 8192, 0\n2, 4000, 1, 4096, 8192, 0\n");
+        assert_eq!(
+            out[0],
+            "1, 4000, 0, 4096, 8192, 0\n2, 4000, 1, 4096, 8192, 0\n"
+        );
         assert_eq!(out[1].lines().next(), Some("1, 1, 0, 4096, 8192, 0"));
         assert_eq!(out[2].lines().next(), Some("1, 1024000, 0, 4096, 8192, 0"));
         let recs: Vec<Rec> = (0..2000).map(|i| rec(i / 2, false)).collect();

@@ -16,8 +16,8 @@ use dioscope_sys::clock::now_ns;
 use dioscope_sys::proc::{usage_thread, Usage};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-pub use crate::results::measure::{merge_ticks, DirStats, IoErrorInfo, QueueStats, Tick};
 use super::logs::{LogSink, Rec};
+pub use crate::results::measure::{merge_ticks, DirStats, IoErrorInfo, QueueStats, Tick};
 use crate::results::series::{coarsen, MAX_TICKS};
 use crate::stats::Histogram;
 
