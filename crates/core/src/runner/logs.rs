@@ -83,7 +83,7 @@ pub fn plan_for(j: &JobSpec, index: usize, trial: u32) -> Option<LogPlan> {
             files.push((k, name(p, k)));
         }
     }
-    (!files.is_empty()).then(|| LogPlan {
+    (!files.is_empty()).then_some(LogPlan {
         files,
         avg_ms: j.log_avg_msec,
         max_value: j.log_max_value,
