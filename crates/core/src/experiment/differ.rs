@@ -45,15 +45,21 @@ const NOT_MEASURED: &[&str] = &[
     "precision-metric",
 ];
 
-/// Findings about the statistics themselves (noise, not setup): they may
-/// come and go between identical setups, so they are shown, not policed.
-const STATISTICAL_FINDINGS: &[&str] = &[
+/// Findings that are not about the set-up and so are shown, not policed:
+/// noise (they come and go between identical set-ups), what the workload
+/// is bound by (it changes with what the experiment varies, e.g. iodepth),
+/// and load from other processes during a trial (transient; interleaving
+/// with `compare --run` spreads it over both sides).
+pub const UNPOLICED_FINDINGS: &[&str] = &[
     "high_variance",
     "outlier_trials",
     "bimodal_trials",
     "drift_across_trials",
     "drift_within_trial",
     "trials_not_converged",
+    "tool_bottleneck",
+    "kernel_cpu_bound",
+    "cpu_contention",
 ];
 
 /// The names the user may use for a fact, mapped to the one it has.
@@ -132,17 +138,31 @@ pub fn facts(doc: &RunDoc) -> Vec<Fact> {
             );
         }
         env_facts(&d.environment, &mut push);
-        let mut kinds: Vec<&str> = d
-            .findings
-            .iter()
-            .map(|f| f.kind())
-            .filter(|k| !STATISTICAL_FINDINGS.contains(k))
-            .collect();
-        kinds.sort();
-        kinds.dedup();
-        push("findings".into(), "findings", kinds.join(", "));
+        push(
+            "findings".into(),
+            "findings",
+            policed_findings(std::slice::from_ref(doc)).join(", "),
+        );
     }
     out
+}
+
+/// The distinct kinds of the set-up findings of `docs`, sorted.
+pub fn policed_findings(docs: &[RunDoc]) -> Vec<String> {
+    finding_kinds(docs, |k| !UNPOLICED_FINDINGS.contains(&k))
+}
+
+/// The distinct kinds of the findings of `docs` that `keep` accepts.
+pub fn finding_kinds(docs: &[RunDoc], keep: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut kinds: Vec<String> = docs
+        .iter()
+        .filter_map(|d| d.dioscope.as_ref())
+        .flat_map(|d| d.findings.iter().map(|f| f.kind().to_string()))
+        .filter(|k| keep(k))
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    kinds
 }
 
 fn text(v: Option<&Value>) -> String {
