@@ -12,6 +12,7 @@
 pub mod compare;
 pub mod doctor;
 pub mod options;
+pub mod report;
 pub mod run;
 pub mod sweep;
 
@@ -31,6 +32,7 @@ pub static COMMANDS: &[Command] = &[
     run::COMMAND,
     compare::COMMAND,
     sweep::COMMAND,
+    report::COMMAND,
     doctor::COMMAND,
     options::COMMAND,
 ];

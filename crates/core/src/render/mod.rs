@@ -12,9 +12,11 @@
 //! [`Exporter`], then add one line to [`RUN_FORMATS`] (and `pub mod NAME;`).
 
 pub mod build;
+pub mod chart;
 pub mod compare_markdown;
 pub mod compare_text;
 pub mod doctor;
+pub mod html;
 pub mod json;
 pub mod sweep_csv;
 pub mod sweep_text;
@@ -67,6 +69,12 @@ pub static RUN_FORMATS: &[Format<RunDoc>] = &[
         aliases: &[],
         help: "json with the latency histogram bins (fio's json+)",
         exporter: &json::Json { bins: true },
+    },
+    Format {
+        name: "html",
+        aliases: &[],
+        help: "one self-contained HTML report with charts (no network needed to view it)",
+        exporter: &html::Html,
     },
 ];
 
