@@ -362,3 +362,48 @@ fn fio_json_archives_compare() {
         v["notes"]
     );
 }
+
+/// Targets are laid out once per sweep: the default job's scratch file is
+/// created by the first cell, reused by the next, removed at the end.
+#[test]
+fn sweep_lays_out_the_target_once() {
+    let d = tempfile::tempdir().unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "sweep",
+            "--size=8m",
+            "--runtime=150ms",
+            "--ramp_time=0",
+            "--trials=1",
+            "--vary=iodepth=1|4",
+            "--output-format=json",
+            "--eta=never",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", s(&o));
+    let v = json(&o);
+    let created: Vec<bool> = v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            c["runs"][0]["dioscope"]["targets"][0]["created"]
+                .as_bool()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(created, vec![true, false], "{}", s(&o));
+    assert_eq!(entries(d.path()), vec!["dioscope-sweep.json"]);
+    // Two cells of the default job compare with only iodepth named.
+    let o = run_in(
+        d.path(),
+        &[
+            "compare",
+            "dioscope-sweep.json@iodepth=1",
+            "dioscope-sweep.json@iodepth=4",
+            "--expect-different=iodepth",
+        ],
+    );
+    assert_ne!(o.status.code(), Some(2), "{}", s(&o));
+}

@@ -147,6 +147,26 @@ pub fn facts(doc: &RunDoc) -> Vec<Fact> {
     out
 }
 
+/// The default job's scratch file is named by the process id
+/// (`dioscope-scratch.PID.dat`): two runs of it are the same target.
+fn scratch_name(p: &str) -> String {
+    let (dir, file) = p
+        .rsplit_once('/')
+        .map(|(d, f)| (Some(d), f))
+        .unwrap_or((None, p));
+    let same = file
+        .strip_prefix("dioscope-scratch.")
+        .and_then(|r| r.strip_suffix(".dat"))
+        .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()));
+    if !same {
+        return p.to_string();
+    }
+    match dir {
+        Some(d) => format!("{d}/dioscope-scratch.PID.dat"),
+        None => "dioscope-scratch.PID.dat".into(),
+    }
+}
+
 /// The distinct kinds of the set-up findings of `docs`, sorted.
 pub fn policed_findings(docs: &[RunDoc]) -> Vec<String> {
     finding_kinds(docs, |k| !UNPOLICED_FINDINGS.contains(&k))
@@ -199,7 +219,7 @@ fn env_facts(env: &Value, push: &mut impl FnMut(String, &str, String)) {
         } else {
             "target ".into()
         };
-        push(format!("{tag}path"), "filename", tp("/path"));
+        push(format!("{tag}path"), "filename", scratch_name(&tp("/path")));
         for (what, name, ptr) in [
             ("device model", "model", "/device/model"),
             ("device firmware", "firmware", "/device/firmware"),
@@ -320,6 +340,19 @@ mod tests {
         // trials= differs in no way that matters, high_variance is noise.
         assert!(a.iter().all(|f| f.name != "trials"));
         assert!(a.iter().any(|f| f.key == "findings" && f.value.is_empty()));
+    }
+
+    #[test]
+    fn the_default_jobs_scratch_file_is_one_target() {
+        assert_eq!(
+            scratch_name("/x/dioscope-scratch.123.dat"),
+            scratch_name("/x/dioscope-scratch.456.dat")
+        );
+        assert_ne!(
+            scratch_name("/x/dioscope-scratch.1.dat"),
+            scratch_name("/y/dioscope-scratch.1.dat")
+        );
+        assert_eq!(scratch_name("/dev/sda"), "/dev/sda");
     }
 
     #[test]
