@@ -36,6 +36,9 @@ pub struct Finished {
     pub result: RunResult,
     pub diagnosis: RunDiagnosis,
     pub doc: RunDoc,
+    /// Files this run created and would have removed, left to the caller
+    /// by [`execute_keeping`] (sweep and compare --run lay out once).
+    pub created: Vec<crate::targets::CreatedFile>,
 }
 
 fn main(args: &[String]) -> i32 {
@@ -95,11 +98,24 @@ pub fn validate(args: &[String]) -> Result<(Plan, &'static Format<RunDoc>), Stri
 /// nothing ran (bad job/target combination: 2; a stop signal during
 /// layout: 128+N), the message already printed.
 pub fn execute(plan: &Plan) -> Result<Finished, i32> {
+    execute_keeping(plan, false)
+}
+
+/// [`execute`], but with `keep` the files the run created and would remove
+/// (the default job's scratch file, `unlink=1`) stay for the next run and
+/// are handed back in [`Finished::created`].
+pub fn execute_keeping(plan: &Plan, keep: bool) -> Result<Finished, i32> {
     let (resolved, table) = prepare(plan).map_err(|(msg, code)| {
         eprint_err(&msg);
         code
     })?;
-    Ok(run_prepared(plan, resolved, table, &mut runner::NoHooks))
+    Ok(run_prepared(
+        plan,
+        resolved,
+        table,
+        keep,
+        &mut runner::NoHooks,
+    ))
 }
 
 /// Stage one (`runner::prepare`); `Err` is the message and the exit code.
@@ -120,11 +136,12 @@ pub fn prepare(
 }
 
 /// Run prepared jobs with the diagnosis hooks and `extra` (a distributed
-/// run's agreement points), diagnose, clean up, build the result.
+/// run's agreement points), diagnose, clean up (unless `keep`), build the result.
 pub fn run_prepared(
     plan: &Plan,
     resolved: Vec<runner::ResolvedJob>,
     table: crate::targets::TargetTable,
+    keep: bool,
     extra: &mut dyn runner::TrialHooks,
 ) -> Finished {
     let opts = RunOptions {
@@ -156,7 +173,10 @@ pub fn run_prepared(
     let remove = plan.is_default_job || plan.jobs.iter().any(|j| j.unlink);
     let created = table.created_files();
     drop(table);
-    if remove {
+    let mut left = Vec::new();
+    if remove && keep {
+        left = created;
+    } else if remove {
         for c in &created {
             c.remove();
         }
@@ -170,6 +190,7 @@ pub fn run_prepared(
         result,
         diagnosis,
         doc,
+        created: left,
     }
 }
 

@@ -179,7 +179,7 @@ pub fn main(mut d: Dist, args: &[String]) -> i32 {
     };
     let mode = plan.global.rank_stonewall;
     let mut hooks = DistHooks::new(&d, mode);
-    let done = cmd::run_prepared(&plan, resolved, table, &mut hooks);
+    let done = cmd::run_prepared(&plan, resolved, table, false, &mut hooks);
     let windows = std::mem::take(&mut hooks.windows);
     drop(hooks);
 
