@@ -26,6 +26,7 @@ pub mod render;
 pub mod results;
 pub mod runner;
 pub mod safety;
+pub mod scratch;
 pub mod stats;
 pub mod targets;
 pub mod verify;

@@ -14,6 +14,7 @@ pub mod doctor;
 pub mod options;
 pub mod report;
 pub mod run;
+pub mod scratch;
 pub mod sweep;
 
 use crate::render::{self, RUN_FORMATS};
@@ -34,6 +35,7 @@ pub static COMMANDS: &[Command] = &[
     sweep::COMMAND,
     report::COMMAND,
     doctor::COMMAND,
+    scratch::COMMAND,
     options::COMMAND,
 ];
 
