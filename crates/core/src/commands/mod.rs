@@ -12,6 +12,7 @@
 pub mod compare;
 pub mod doctor;
 pub mod options;
+pub mod recipe;
 pub mod report;
 pub mod run;
 pub mod scratch;
@@ -36,6 +37,7 @@ pub static COMMANDS: &[Command] = &[
     report::COMMAND,
     doctor::COMMAND,
     scratch::COMMAND,
+    recipe::COMMAND,
     options::COMMAND,
 ];
 

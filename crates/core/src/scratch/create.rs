@@ -234,6 +234,10 @@ pub struct FsSpec {
     pub size: u64,
     pub sector_size: u32,
     pub direct_io: bool,
+    /// zram only: fill with incompressible data before mkfs (pass
+    /// `-E nodiscard` / `-K` to keep it), so reads of blocks the file
+    /// system never wrote still cost a real decompression.
+    pub fill: bool,
 }
 
 impl Default for FsSpec {
@@ -246,6 +250,7 @@ impl Default for FsSpec {
             size: 1 << 30,
             sector_size: 512,
             direct_io: true,
+            fill: false,
         }
     }
 }
@@ -299,7 +304,7 @@ fn build_fs(spec: &FsSpec, mkfs_tool: &str, it: &mut Item) -> Result<()> {
     let mut devs = Vec::new();
     for _ in 0..spec.devices {
         let child = if spec.on == "zram" {
-            let c = create_zram(spec.size, false)?;
+            let c = create_zram(spec.size, spec.fill)?;
             let mut c2 = c.clone();
             c2.parent = Some(it.id.clone());
             state::update(&c2)?;

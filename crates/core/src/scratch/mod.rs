@@ -10,7 +10,7 @@
 //! inode, the mount point and its source device): a device dioscope did not
 //! create is never touched.
 
-mod create;
+pub mod create;
 mod state;
 
 pub use create::{create_fs, create_loop, create_zram, FsSpec, LoopSpec};

@@ -1,0 +1,13 @@
+//! placeholder
+use super::{Ctx, Outcome, Recipe, Stop};
+
+pub const RECIPE: Recipe = Recipe {
+    name: "dio-scaling",
+    seed: "00x",
+    reproduces: "todo",
+    run,
+};
+
+fn run(_ctx: &mut Ctx) -> Result<Outcome, Stop> {
+    Err(Stop::Failed("not yet".into()))
+}
