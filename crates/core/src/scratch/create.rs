@@ -215,8 +215,18 @@ fn create_loop_in(spec: &LoopSpec, parent: Option<&str>) -> Result<Item> {
             return Err(e);
         }
     };
-    if let What::Loop { device, .. } = &mut it.what {
+    // What the kernel actually does: loop falls back to buffered I/O on a
+    // backing file system without O_DIRECT.
+    let name = dev.trim_start_matches("/dev/").to_string();
+    let dio = std::fs::read_to_string(format!("/sys/block/{name}/loop/dio"))
+        .map(|s| s.trim() == "1")
+        .unwrap_or(spec.direct_io);
+    if let What::Loop {
+        device, direct_io, ..
+    } = &mut it.what
+    {
         *device = dev;
+        *direct_io = dio;
     }
     state::update(&it)?;
     Ok(it)
