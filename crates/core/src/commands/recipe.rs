@@ -9,7 +9,10 @@ use crate::recipes::{self, Ctx, Outcome, Stop, RECIPES};
 pub const COMMAND: Command = Command {
     name: "recipe",
     usage: &[
-        ("recipe list", "the recipes, one line each on what they reproduce"),
+        (
+            "recipe list",
+            "the recipes, one line each on what they reproduce",
+        ),
         (
             "recipe run NAME [--quick]",
             "make the scratch devices, run, print the seed's table (mean ± CI),\n\
@@ -70,7 +73,11 @@ fn parse(args: &[String]) -> Result<Args, String> {
 }
 
 fn names() -> String {
-    RECIPES.iter().map(|r| r.name).collect::<Vec<_>>().join(", ")
+    RECIPES
+        .iter()
+        .map(|r| r.name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn main(args: &[String]) -> i32 {
@@ -83,7 +90,9 @@ fn main(args: &[String]) -> i32 {
             0
         }
         Some("run") => run(&args[1..]),
-        _ => eprint_err("recipe needs list or run NAME (e.g. dioscope recipe run indirect-write --quick)"),
+        _ => eprint_err(
+            "recipe needs list or run NAME (e.g. dioscope recipe run indirect-write --quick)",
+        ),
     }
 }
 
@@ -109,7 +118,9 @@ fn run(args: &[String]) -> i32 {
             .and_then(|t| Sweep::from_json(&t))
         {
             Ok(s) => Some(s),
-            Err(e) => return eprint_err(&format!("--compare-with={p}: {e} (give a recipe's JSON)")),
+            Err(e) => {
+                return eprint_err(&format!("--compare-with={p}: {e} (give a recipe's JSON)"))
+            }
         },
         None => None,
     };
@@ -178,10 +189,18 @@ fn write_results(
     // Each cell's run as a plain result, for `dioscope report`.
     let dir = format!("{}.d", path.trim_end_matches(".json"));
     if std::fs::create_dir_all(&dir).is_ok() {
-        for c in ctx.sweep.cells.iter().filter(|c| c.status == CellStatus::Done) {
+        for c in ctx
+            .sweep
+            .cells
+            .iter()
+            .filter(|c| c.status == CellStatus::Done)
+        {
             if let Some(doc) = c.runs.first() {
                 let p = format!("{dir}/{}.json", c.values[0]);
-                let _ = crate::outfile::write_atomic(std::path::Path::new(&p), doc.to_json(false).as_bytes());
+                let _ = crate::outfile::write_atomic(
+                    std::path::Path::new(&p),
+                    doc.to_json(false).as_bytes(),
+                );
             }
         }
     }
@@ -190,7 +209,12 @@ fn write_results(
 /// Each cell against the same cell of a saved run (another kernel, usually).
 fn print_comparison(saved: &Sweep, ctx: &Ctx, label: &str) {
     println!("\nAgainst {label}:");
-    for c in ctx.sweep.cells.iter().filter(|c| c.status == CellStatus::Done) {
+    for c in ctx
+        .sweep
+        .cells
+        .iter()
+        .filter(|c| c.status == CellStatus::Done)
+    {
         let Some(old) = saved
             .cells
             .iter()
@@ -229,6 +253,11 @@ fn print_comparison(saved: &Sweep, ctx: &Ctx, label: &str) {
                     .collect()
             })
             .unwrap_or_default();
-        println!("  {:<24} {:?}: {}", c.values[0], cmp.outcome, parts.join(", "));
+        println!(
+            "  {:<24} {:?}: {}",
+            c.values[0],
+            cmp.outcome,
+            parts.join(", ")
+        );
     }
 }

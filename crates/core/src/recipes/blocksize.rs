@@ -4,7 +4,7 @@
 //! job spreading over one file per device), buffered and direct; plus the
 //! raw-device variant, loop devices with 512- and 4096-byte sectors.
 
-use super::{derived, job, pm, Ctx, Outcome, Recipe, Stop, Table};
+use super::{apart, derived, job, pm, Ctx, Outcome, Recipe, Stop, Table};
 use crate::experiment::samples::M;
 use crate::scratch::{FsSpec, LoopSpec};
 
@@ -120,7 +120,14 @@ fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
     }
     let mut raw = Table::new(
         "raw loop devices (backing file in /dev/shm): O_DIRECT sequential MB/s",
-        &["sector", "bs", "write tput", "read tput", "write µs/IO CPU", "read µs/IO CPU"],
+        &[
+            "sector",
+            "bs",
+            "write tput",
+            "read tput",
+            "write µs/IO CPU",
+            "read µs/IO CPU",
+        ],
     );
     for sector in [512, 4096] {
         for bs in ["4k", "64k"] {
@@ -144,7 +151,15 @@ fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
         Some(ctx.stat(&c, M::SYS_CPU)?.mean * (GIB / per) / 1e6)
     };
     let bw_of = |bsz: &str| Some(ctx.stat(&format!("buffered-d1-{bsz}-write"), M::BW)?.mean);
+    let sure = apart(
+        ctx.stat(&format!("buffered-d1-{small}-write"), M::SYS_CPU),
+        ctx.stat(&format!("buffered-d1-{large}-write"), M::SYS_CPU),
+    );
     let verdict = match (sys_of(small), sys_of(large), bw_of(small), bw_of(large)) {
+        (Some(_), Some(_), Some(_), Some(_)) if !sure => format!(
+            "INCONCLUSIVE at this precision: the system time of {small} and {large} blocks \
+             overlaps within the 95 % intervals (run without --quick, on a quiet machine)"
+        ),
         (Some(s4), Some(s64), Some(b4), Some(b64)) => format!(
             "buffered writes on one device: {large} blocks {:.0} MB/s and {:.2} s sys/GiB vs {small} \
              blocks {:.0} MB/s and {:.2} s/GiB — {}",
@@ -164,10 +179,11 @@ fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
     Ok(Outcome {
         tables,
         verdict,
-        seed_reported: "2007, dm raid0 (512k stripe), 32 GB files, buffered: 1 disk 4k 89 MB/s 18 s \
+        seed_reported:
+            "2007, dm raid0 (512k stripe), 32 GB files, buffered: 1 disk 4k 89 MB/s 18 s \
                         sys → 64k 75 MB/s 12 s sys; 8 disks 4k 415 → 64k 664 MB/s; system time \
                         fell by a third with 16k/64k blocks"
-            .into(),
+                .into(),
         notes: vec![
             "devices are zram (CPU-bound): throughput shows per-byte CPU cost, not spindles; the \
              seed's multi-disk rows were bandwidth-bound"

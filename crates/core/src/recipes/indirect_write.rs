@@ -15,10 +15,7 @@ pub const RECIPE: Recipe = Recipe {
     run,
 };
 
-const LAYOUTS: &[(&str, &str)] = &[
-    ("indirect", "-O ^extent,^64bit"),
-    ("extents", ""),
-];
+const LAYOUTS: &[(&str, &str)] = &[("indirect", "-O ^extent,^64bit"), ("extents", "")];
 
 fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
     let loops: u64 = if ctx.quick { 25 } else { 1000 };
@@ -75,9 +72,7 @@ fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
             _ => "—".into(),
         };
         let avg_req = match reqs {
-            Some(r) if r.mean > 0.0 => {
-                crate::results::units::human_bytes((per / r.mean) as u64)
-            }
+            Some(r) if r.mean > 0.0 => crate::results::units::human_bytes((per / r.mean) as u64),
             _ => "—".into(),
         };
         let mem = ctx

@@ -205,12 +205,16 @@ impl Ctx {
         full.push("--eta=never".into());
         full.push("--output-format=json".into());
         eprintln!("[recipe · {name}] dioscope {}", full.join(" "));
-        let plan = crate::job::parse_args(&full)
-            .map_err(|e| Stop::Failed(format!("cell {name}: {e}")))?;
+        let plan =
+            crate::job::parse_args(&full).map_err(|e| Stop::Failed(format!("cell {name}: {e}")))?;
         let res = crate::commands::run::execute(&plan);
         let done = match res {
             Err(c) if c >= 128 => return Err(Stop::Interrupted),
-            Err(_) => return Err(Stop::Failed(format!("cell {name}: the run could not start"))),
+            Err(_) => {
+                return Err(Stop::Failed(format!(
+                    "cell {name}: the run could not start"
+                )))
+            }
             Ok(d) => d,
         };
         if done.result.interrupted || dioscope_sys::signal::stop_count() > 0 {
@@ -264,6 +268,15 @@ impl Ctx {
     /// Findings of a cell (kinds).
     pub fn findings(&self, name: &str) -> Vec<String> {
         self.get(name).map(|c| c.findings()).unwrap_or_default()
+    }
+}
+
+/// Whether two cells' 95 % intervals are apart (a difference the trials
+/// support); when they overlap a recipe says "inconclusive".
+pub fn apart(a: Option<CellStat>, b: Option<CellStat>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) if a.n >= 2 && b.n >= 2 => (a.mean - b.mean).abs() > a.half + b.half,
+        _ => false,
     }
 }
 
