@@ -17,6 +17,7 @@ pub mod compare_markdown;
 pub mod compare_text;
 pub mod doctor;
 pub mod html;
+pub mod html_experiments;
 pub mod json;
 pub mod sweep_csv;
 pub mod sweep_text;
