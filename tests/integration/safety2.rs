@@ -768,12 +768,17 @@ fn p7_absurd_values_are_refused_before_io_with_the_limit_named() {
 /// the worker (preflight cannot know the ring's size in pages).
 fn run_memlocked(dir: &Path, memlock: u64, args: &[&str]) -> std::process::Output {
     let mut c = Command::new("setpriv");
-    c.args(["--inh-caps=-ipc_lock", "--bounding-set=-ipc_lock", "--", "prlimit"])
-        .arg(format!("--memlock={memlock}"))
-        .arg("--")
-        .arg(bin())
-        .args(args)
-        .current_dir(dir);
+    c.args([
+        "--inh-caps=-ipc_lock",
+        "--bounding-set=-ipc_lock",
+        "--",
+        "prlimit",
+    ])
+    .arg(format!("--memlock={memlock}"))
+    .arg("--")
+    .arg(bin())
+    .args(args)
+    .current_dir(dir);
     output_within(c, Duration::from_secs(60))
 }
 
@@ -845,13 +850,16 @@ fn p7_a_later_group_that_cannot_start_lists_the_groups_that_completed() {
     assert_eq!(ds["setup_error"]["job"], "c", "{ds}");
     assert_eq!(ds["setup_error"]["errno"], 12, "{ds}");
     assert_eq!(ds["partial"], true);
-    assert_eq!(ds["io_errors"], 0, "a setup failure counted as an I/O error");
+    assert_eq!(
+        ds["io_errors"], 0,
+        "a setup failure counted as an I/O error"
+    );
     // Groups 0 and 1 are in the result with their I/O; [c] did none.
     let jobs = v["jobs"].as_array().unwrap();
     let ios = |name: &str| {
-        jobs.iter()
-            .find(|j| j["jobname"] == name)
-            .map(|j| j["read"]["total_ios"].as_u64().unwrap() + j["write"]["total_ios"].as_u64().unwrap())
+        jobs.iter().find(|j| j["jobname"] == name).map(|j| {
+            j["read"]["total_ios"].as_u64().unwrap() + j["write"]["total_ios"].as_u64().unwrap()
+        })
     };
     assert_eq!(ios("a"), Some(1024), "{v}");
     assert_eq!(ios("b"), Some(1024), "{v}");

@@ -193,11 +193,7 @@ fn report_errors(result: &RunResult) {
         return;
     }
     if let Some(e) = &result.setup_error {
-        let done: Vec<String> = result
-            .completed_groups
-            .iter()
-            .map(u32::to_string)
-            .collect();
+        let done: Vec<String> = result.completed_groups.iter().map(u32::to_string).collect();
         eprintln!(
             "dioscope: error: {e}; groups completed: {}; the run stopped there and the result is partial",
             if done.is_empty() {

@@ -262,14 +262,17 @@ impl Dioscope {
             .and_then(|d| d.as_object().map(|o| o.contains_key(key)))
             .unwrap_or(false);
         // Keys left out when empty are built-in too.
-        if builtin || [
-            "signal",
-            "first_error",
-            "setup_error",
-            "verify",
-            "context",
-            "profile",
-        ].contains(&key) {
+        if builtin
+            || [
+                "signal",
+                "first_error",
+                "setup_error",
+                "verify",
+                "context",
+                "profile",
+            ]
+            .contains(&key)
+        {
             return Err(format!("'{key}' is a built-in key of the dioscope section"));
         }
         match self.sections.0.iter_mut().find(|(k, _)| k == key) {
