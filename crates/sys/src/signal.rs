@@ -5,7 +5,7 @@
 //! exits at once with status 130, as users expect of a second Ctrl-C.
 
 use std::ffi::CString;
-use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 static STOPS: AtomicU32 = AtomicU32::new(0);
 static LAST: AtomicU32 = AtomicU32::new(0);
@@ -14,16 +14,30 @@ const MAX_SCRATCH: usize = 64;
 static SCRATCH: [AtomicPtr<libc::c_char>; MAX_SCRATCH] =
     [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_SCRATCH];
 static NSCRATCH: AtomicUsize = AtomicUsize::new(0);
+/// Device and inode of each registered scratch file: the handler removes a
+/// path only while it still names the file dioscope created.
+static SCRATCH_ID: [(AtomicU64, AtomicU64); MAX_SCRATCH] =
+    [const { (AtomicU64::new(0), AtomicU64::new(0)) }; MAX_SCRATCH];
 
 extern "C" fn on_signal(sig: libc::c_int) {
     let n = STOPS.fetch_add(1, Ordering::SeqCst) + 1;
     LAST.store(sig as u32, Ordering::SeqCst);
     if n >= 2 && sig == libc::SIGINT {
-        for slot in SCRATCH.iter() {
+        for (slot, id) in SCRATCH.iter().zip(SCRATCH_ID.iter()) {
             let p = slot.load(Ordering::SeqCst);
-            if !p.is_null() {
-                // SAFETY: p is a leaked NUL-terminated CString; unlink is async-signal-safe.
-                unsafe { libc::unlink(p) };
+            if p.is_null() {
+                continue;
+            }
+            // SAFETY: p is a leaked NUL-terminated CString; st is plain data
+            // on our stack; lstat and unlink are async-signal-safe.
+            unsafe {
+                let mut st: libc::stat = std::mem::zeroed();
+                if libc::lstat(p, &mut st) == 0
+                    && st.st_dev == id.0.load(Ordering::SeqCst)
+                    && st.st_ino == id.1.load(Ordering::SeqCst)
+                {
+                    libc::unlink(p);
+                }
             }
         }
         // SAFETY: _exit is async-signal-safe.
@@ -61,14 +75,23 @@ pub fn request_stop() {
     STOPS.fetch_add(1, Ordering::SeqCst);
 }
 
-/// Register a scratch file to be unlinked if the user insists with a second SIGINT.
+/// Register a scratch file (just created) to be unlinked if the user insists
+/// with a second SIGINT — only while the path still names that file.
 pub fn register_scratch(path: &std::path::Path) {
     use std::os::unix::ffi::OsStrExt;
     let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
         return;
     };
+    use std::os::unix::fs::MetadataExt;
+    // Only a file that exists can be registered: its identity is what the
+    // handler checks before removing the path.
+    let Ok(m) = std::fs::symlink_metadata(path) else {
+        return;
+    };
     let i = NSCRATCH.fetch_add(1, Ordering::SeqCst);
     if i < MAX_SCRATCH {
+        SCRATCH_ID[i].0.store(m.dev(), Ordering::SeqCst);
+        SCRATCH_ID[i].1.store(m.ino(), Ordering::SeqCst);
         SCRATCH[i].store(c.into_raw(), Ordering::SeqCst);
     }
 }
