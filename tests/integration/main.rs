@@ -6,6 +6,7 @@ mod blockdev;
 mod cli;
 mod diag;
 mod engines;
+mod experiments;
 mod faults;
 mod jobfile;
 mod json;

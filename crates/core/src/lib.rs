@@ -8,6 +8,7 @@
 //! - [`results`]: the result layer (raw measurements, aggregation, units).
 //! - [`stats`]: latency histograms and summaries.
 //! - [`render`]: one renderer per output format, over the typed result.
+//! - [`experiment`]: comparisons with significance and sweeps over option grids.
 //! - [`safety`]: the guard that refuses to overwrite devices in use or holding data.
 
 // Errors carry the option, value, origin and an example: large, but built only
@@ -17,6 +18,7 @@
 pub mod commands;
 pub mod diag;
 pub mod engines;
+pub mod experiment;
 pub mod job;
 pub mod outfile;
 pub mod render;

@@ -30,7 +30,7 @@ macro_rules! commands {
     };
 }
 
-commands!(run, doctor, options);
+commands!(run, compare, sweep, doctor, options);
 
 /// The command `name` names, if any.
 pub fn find(name: &str) -> Option<&'static Command> {
@@ -105,7 +105,11 @@ pub fn usage() -> String {
     );
     out.push_str(
         "\nExit codes: 0 ok, 1 I/O errors during the run, 2 bad input (nothing written),\n\
-         128+N stopped by signal N (partial result printed and marked interrupted).\n",
+         128+N stopped by signal N (partial result printed and marked interrupted).\n\
+         compare: 0 no regression beyond --threshold, 1 a significant regression,\n\
+         2 bad or incomparable input, 3 a run of --run could not finish.\n\
+         sweep: 0 every cell done, 1 a cell failed, 2 bad input, 128+N interrupted\n\
+         (resume with --resume). The table: README.md, \"Exit codes\".\n",
     );
     out.push_str("\nOUTPUT FORMATS (--output-format=NAME):\n");
     out.push_str(&render::help(RUN_FORMATS));

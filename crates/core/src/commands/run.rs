@@ -96,6 +96,7 @@ pub fn execute(plan: &Plan) -> Result<Finished, i32> {
     let opts = RunOptions {
         progress: plan.global.eta.shows(dioscope_sys::proc::stderr_is_tty()),
         destroy_data_on: plan.global.destroy_data_on.clone(),
+        auto: plan.global.auto.clone(),
     };
     let mut hooks = DiagHooks::new(&table);
     let result = runner::execute(resolved, &table, &opts, &mut hooks);

@@ -237,6 +237,7 @@ mod tests {
             signal: 0,
             start_ms: 0,
             notes: Vec::new(),
+            auto_trials: Vec::new(),
         }
     }
 

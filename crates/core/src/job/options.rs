@@ -951,11 +951,65 @@ pub static OPTIONS: &[OptDef] = &[
     OptDef {
         name: "trials",
         aliases: &[],
-        kind: Kind::Int,
+        kind: Kind::Str,
         example: "5",
-        help: "Repeat the job this many times and report statistics over trials",
+        help: "Repeat the job this many times and report statistics over trials;\n\
+               auto: until the 95 % CI of --precision-metric is within --precision",
         apply: job!(|j, v| {
-            j.trials = pos_u32(v)?;
+            // 0 stands for auto (runner: until precise, within the limits).
+            j.trials = if v.trim() == "auto" { 0 } else { pos_u32(v)? };
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "precision",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "5%",
+        help: "trials=auto: the 95 % CI half-width to reach, relative to the mean (default 2%)",
+        apply: Apply::Global(|g, v| {
+            let p: f64 = v
+                .trim()
+                .trim_end_matches('%')
+                .parse()
+                .map_err(|_| UnitError::from("give a percentage such as 2%"))?;
+            if !(p > 0.0 && p < 100.0) {
+                return Err("it must be between 0 and 100 %".into());
+            }
+            g.auto.precision = p / 100.0;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "max-trials",
+        aliases: &["max_trials"],
+        kind: Kind::Int,
+        example: "30",
+        help: "trials=auto: stop after this many trials (default 30)",
+        apply: Apply::Global(|g, v| {
+            g.auto.max_trials = pos_u32(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "max-time",
+        aliases: &["max_time"],
+        kind: Kind::Time,
+        example: "10m",
+        help: "trials=auto: do not start a trial that would end after this (default 10m)",
+        apply: Apply::Global(|g, v| {
+            g.auto.max_time_s = parse_time_us(v, 1_000_000)? as f64 / 1e6;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "precision-metric",
+        aliases: &["precision_metric"],
+        kind: Kind::Choice(crate::stats::significance::PRECISION_METRICS),
+        example: "bw",
+        help: "trials=auto: the metric whose precision decides (default iops)",
+        apply: Apply::Global(|g, v| {
+            g.auto.metric = v.trim().to_string();
             Ok(())
         }),
     },

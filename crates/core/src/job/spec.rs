@@ -167,7 +167,8 @@ pub struct JobSpec {
     pub verify_fatal: bool,
     pub verify_only: bool,
     pub verify_interval: u64,
-    /// Repetitions of the whole job (dioscope's own option).
+    /// Repetitions of the whole job (dioscope's own option); 0 is
+    /// `trials=auto` (see `GlobalSettings::auto`).
     pub trials: u32,
     /// The options exactly as given, for `"job options"` in the JSON.
     pub given: Vec<(String, String)>,
@@ -277,6 +278,9 @@ pub struct GlobalSettings {
     pub destroy_data_on: Vec<String>,
     /// `--eta=` / `--progress=`: when to show the live progress line.
     pub eta: Eta,
+    /// `--precision`, `--max-trials`, `--max-time`, `--precision-metric`
+    /// for `trials=auto`.
+    pub auto: crate::stats::significance::AutoTrials,
 }
 
 /// When the live progress line is shown on stderr.

@@ -21,6 +21,12 @@ pub fn run_doc(r: &RunResult, diagnosis: &RunDiagnosis, context: String) -> RunD
     d.jobs = sums.iter().map(|s| dioscope_job(r, s)).collect();
     d.context = context;
     diagnosis.fill(&mut d);
+    if !r.auto_trials.is_empty() {
+        d.sections.insert(
+            "trials_auto",
+            serde_json::to_value(&r.auto_trials).unwrap_or_default(),
+        );
+    }
     RunDoc {
         fio_version: format!("dioscope-{}", env!("CARGO_PKG_VERSION")),
         timestamp: now.as_secs(),

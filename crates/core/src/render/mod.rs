@@ -1,7 +1,7 @@
 //! Renderers: one file per output format, each behind [`Exporter`], listed
 //! in one table per kind of result ([`RUN_FORMATS`] for a run,
-//! [`DOCTOR_FORMATS`] for doctor's checklist; comparisons and sweeps get
-//! theirs the same way). The table is the only list: `--output-format`'s
+//! [`DOCTOR_FORMATS`] for doctor's checklist, [`COMPARISON_FORMATS`] and
+//! [`SWEEP_FORMATS`] for `compare` and `sweep`). The table is the only list: `--output-format`'s
 //! choices, its help and the dispatch all come from it.
 //!
 //! Every renderer reads the typed result ([`crate::results::RunDoc`]), never
@@ -13,9 +13,15 @@
 //! the `run_formats!` list below.
 
 pub mod build;
+pub mod compare_markdown;
+pub mod compare_text;
 pub mod doctor;
+pub mod sweep_csv;
+pub mod sweep_text;
+pub mod typed_json;
 
 use crate::diag::DoctorReport;
+use crate::experiment::{Comparison, Sweep};
 use crate::results::RunDoc;
 
 /// One output format of one kind of result (`R`: the result it renders).
@@ -51,6 +57,50 @@ macro_rules! run_formats {
 }
 
 run_formats!(text, json, json_plus);
+
+/// The formats of a comparison (`dioscope compare`); the first is the default.
+pub static COMPARISON_FORMATS: &[Format<Comparison>] = &[
+    Format {
+        name: "normal",
+        aliases: &["text"],
+        help: "the differences, then per job and metric A, B, change with 95 % CI, p, verdict",
+        exporter: &compare_text::CompareText,
+    },
+    Format {
+        name: "json",
+        aliases: &[],
+        help: "the comparison as JSON (reads back; the HTML report renders it)",
+        exporter: &typed_json::TypedJson,
+    },
+    Format {
+        name: "markdown",
+        aliases: &["md"],
+        help: "the same tables in Markdown, for a pull request or a mailing-list post",
+        exporter: &compare_markdown::CompareMarkdown,
+    },
+];
+
+/// The formats of a sweep (`dioscope sweep`); the first is the default.
+pub static SWEEP_FORMATS: &[Format<Sweep>] = &[
+    Format {
+        name: "normal",
+        aliases: &["text"],
+        help: "tables (--pivot ROW,COL), each cell mean ± CI (trials) and its findings count",
+        exporter: &sweep_text::SweepText,
+    },
+    Format {
+        name: "json",
+        aliases: &[],
+        help: "every cell with its full result (reads back; compare FILE@OPT=V takes a cell)",
+        exporter: &typed_json::TypedJson,
+    },
+    Format {
+        name: "csv",
+        aliases: &[],
+        help: "one row per cell and job: options, per metric mean, CI bounds, trials; findings",
+        exporter: &sweep_csv::SweepCsv,
+    },
+];
 
 /// The formats of `dioscope doctor`'s checklist; the first is the default.
 pub static DOCTOR_FORMATS: &[Format<DoctorReport>] = &[

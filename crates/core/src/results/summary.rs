@@ -20,6 +20,12 @@ pub struct TrialMetrics {
     pub write_iops: f64,
     pub lat_mean_ns: f64,
     pub lat_p99_ns: f64,
+    /// Median and p99.9 of the trial's latencies (0 in results written
+    /// before they were recorded).
+    #[serde(default)]
+    pub lat_p50_ns: f64,
+    #[serde(default)]
+    pub lat_p999_ns: f64,
     pub runtime_ms: f64,
     /// Process-wide CPU (all threads) per I/O, µs; the group's if jobs shared it.
     pub cpu_us_per_io: f64,
@@ -288,6 +294,8 @@ fn trial_metrics(t: usize, merged: &TrialJob) -> TrialMetrics {
         bw_bytes: per_second(dirs[0].bytes + dirs[1].bytes, rt_ms),
         lat_mean_ns: lat.mean(),
         lat_p99_ns: lat.percentile(99.0) as f64,
+        lat_p50_ns: lat.percentile(50.0) as f64,
+        lat_p999_ns: lat.percentile(99.9) as f64,
         ..Default::default()
     }
 }

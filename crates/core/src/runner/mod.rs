@@ -46,6 +46,8 @@ pub enum SetupError {
 pub struct RunOptions {
     pub progress: bool,
     pub destroy_data_on: Vec<String>,
+    /// Limits and precision of jobs with `trials=auto` (trials 0).
+    pub auto: crate::stats::significance::AutoTrials,
 }
 
 /// One file of one job, resolved.
@@ -87,6 +89,8 @@ pub struct RunResult {
     pub signal: i32,
     pub start_ms: u64,
     pub notes: Vec<String>,
+    /// How `trials=auto` ended, per group that used it.
+    pub auto_trials: Vec<crate::stats::significance::AutoOutcome>,
 }
 
 impl RunResult {
@@ -734,6 +738,7 @@ pub fn execute(
         groups: Vec::new(),
         notes: Vec::new(),
         interrupted: false,
+        auto_trials: Vec::new(),
     };
     for g in 0..ngroups {
         if !ex.run_group(g) {
@@ -748,6 +753,7 @@ pub fn execute(
         signal: dioscope_sys::signal::last_signal(),
         start_ms,
         notes: ex.notes,
+        auto_trials: ex.auto_trials,
     }
 }
 
@@ -762,6 +768,7 @@ struct Execution<'a> {
     interrupted: bool,
     /// The intervals each write worker stamped in the last trial, per job and clone.
     written: Vec<Vec<Option<Written>>>,
+    auto_trials: Vec<crate::stats::significance::AutoOutcome>,
 }
 
 /// The running workers of one trial.
@@ -805,9 +812,21 @@ impl Execution<'_> {
             id: g,
             trials: Vec::new(),
         };
+        // trials=auto (0): up to the limit, stopping once precise enough.
+        let auto = (trials == 0).then(|| self.opts.auto.clone());
+        let trials = auto.as_ref().map(|a| a.max_trials.max(1)).unwrap_or(trials);
+        let t_start = now_ns();
+        let mut ran = 0;
         for trial in 0..trials {
+            let t_trial = now_ns();
             let (env, stop_now) = self.run_trial(g, trial, trials, &idx);
             grun.trials.push(env);
+            ran = trial + 1;
+            if let Some(a) = &auto {
+                if self.auto_step(a, g, &idx, &grun, t_start, t_trial) {
+                    break;
+                }
+            }
             if self.interrupted || dioscope_sys::signal::stop_count() > 0 {
                 self.interrupted = true;
                 self.groups.push(grun);
@@ -819,7 +838,7 @@ impl Execution<'_> {
             }
         }
         for &i in &idx {
-            self.read_back(i, trials);
+            self.read_back(i, ran);
         }
         self.groups.push(grun);
         if dioscope_sys::signal::stop_count() > 0 {
@@ -827,6 +846,73 @@ impl Execution<'_> {
             self.interrupted = true;
             return false;
         }
+        true
+    }
+
+    /// After a trial of a `trials=auto` group: true when it may stop (the
+    /// outcome is then recorded).
+    fn auto_step(
+        &mut self,
+        a: &crate::stats::significance::AutoTrials,
+        g: u32,
+        idx: &[usize],
+        grun: &GroupRun,
+        t_start: u64,
+        t_trial: u64,
+    ) -> bool {
+        use crate::stats::significance::{AutoOutcome, AutoStep};
+        let values: Vec<f64> = (0..grun.trials.len())
+            .filter_map(|t| {
+                group_metric(
+                    &a.metric,
+                    idx.iter().filter_map(|&i| self.jobs[i].trials.get(t)),
+                    &grun.trials[t],
+                )
+            })
+            .collect();
+        let now = now_ns();
+        let step = a.step(
+            &values,
+            (now - t_start) as f64 / 1e9,
+            (now - t_trial) as f64 / 1e9,
+        );
+        let (converged, half, by) = match step {
+            AutoStep::More => return false,
+            AutoStep::Converged { half } => (true, Some(half), "converged"),
+            AutoStep::Limit { half, by_time } => {
+                (false, half, if by_time { "max-time" } else { "max-trials" })
+            }
+        };
+        let o = AutoOutcome {
+            group: g,
+            metric: a.metric.clone(),
+            trials: values.len() as u32,
+            converged,
+            half_width_pct: half.map(|h| h * 100.0),
+            precision_pct: a.precision * 100.0,
+            stopped_by: by.into(),
+            values,
+        };
+        self.notes.push(format!(
+            "trials=auto (group {g}): {} after {} trials: {} ± {} (95 % CI), precision ±{} %{}",
+            if converged {
+                "converged"
+            } else {
+                "did NOT converge"
+            },
+            o.trials,
+            o.metric,
+            o.half_width_pct
+                .map(|h| format!("{h:.1} %"))
+                .unwrap_or_else(|| "-".into()),
+            o.precision_pct,
+            if converged {
+                String::new()
+            } else {
+                format!(" (stopped by {by})")
+            }
+        ));
+        self.auto_trials.push(o);
         true
     }
 
@@ -1078,4 +1164,36 @@ impl ProgressLine {
         );
         self.last = (now, ios, bytes);
     }
+}
+
+/// One trial's value of a group's primary metric for `trials=auto`: the
+/// group's jobs merged (their I/Os and bytes over the longest runtime).
+fn group_metric<'a>(
+    metric: &str,
+    jobs: impl Iterator<Item = &'a TrialJob>,
+    env: &TrialEnv,
+) -> Option<f64> {
+    let mut merged = TrialJob::default();
+    for tj in jobs {
+        for (a, b) in merged.dirs.iter_mut().zip(&tj.dirs) {
+            a.merge(b);
+        }
+        merged.runtime_ns = merged.runtime_ns.max(tj.runtime_ns);
+    }
+    let ios = merged.dirs[0].ios + merged.dirs[1].ios;
+    let secs = merged.runtime_ns as f64 / 1e9;
+    if ios == 0 || secs <= 0.0 {
+        return None;
+    }
+    let mut lat = merged.dirs[0].lat.clone();
+    lat.merge(&merged.dirs[1].lat);
+    Some(match metric {
+        "bw" => (merged.dirs[0].bytes + merged.dirs[1].bytes) as f64 / secs,
+        "lat_mean" => lat.mean(),
+        "lat_p99" => lat.percentile(99.0) as f64,
+        "cpu_us_per_io" => {
+            (env.process.user_us + env.process.sys_us) as f64 / env.ios.max(1) as f64
+        }
+        _ => ios as f64 / secs,
+    })
 }

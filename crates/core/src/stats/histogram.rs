@@ -96,6 +96,23 @@ impl Histogram {
         self.sum_sq += f * f;
     }
 
+    /// Record `n` values of `v` at once (histograms read back from json+
+    /// bins, which are counts per value).
+    pub fn record_n(&mut self, v: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        if let Some(c) = self.counts.get_mut(index(v)) {
+            *c += n;
+        }
+        self.n += n;
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+        self.sum = self.sum.wrapping_add(v.wrapping_mul(n));
+        let f = v as f64;
+        self.sum_sq += f * f * n as f64;
+    }
+
     pub fn merge(&mut self, o: &Histogram) {
         for (a, b) in self.counts.iter_mut().zip(o.counts.iter()) {
             *a += b;

@@ -218,20 +218,51 @@ pub fn bootstrap_ratio(
     resamples: usize,
     seed: u64,
 ) -> Option<RatioCi> {
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    if a.is_empty() || b.is_empty() || mean(a) == 0.0 {
+    bootstrap_ratio_of(a, b, Statistic::Mean, level, resamples, seed)
+}
+
+/// The statistic of each side a ratio is taken of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Statistic {
+    Mean,
+    /// Robust to one wild trial (latencies of a trial that met a stall).
+    Median,
+}
+
+impl Statistic {
+    pub fn of(self, v: &[f64]) -> f64 {
+        match self {
+            Statistic::Mean => v.iter().sum::<f64>() / v.len() as f64,
+            Statistic::Median => super::summary::median(v),
+        }
+    }
+}
+
+/// [`bootstrap_ratio`] of any [`Statistic`]: stat(b)/stat(a) with its
+/// percentile-bootstrap interval.
+pub fn bootstrap_ratio_of(
+    a: &[f64],
+    b: &[f64],
+    stat: Statistic,
+    level: f64,
+    resamples: usize,
+    seed: u64,
+) -> Option<RatioCi> {
+    if a.is_empty() || b.is_empty() || stat.of(a) == 0.0 {
         return None;
     }
-    let ratio = mean(b) / mean(a);
+    let ratio = stat.of(b) / stat.of(a);
     let mut rng = SplitMix64(seed);
     let mut rs = Vec::with_capacity(resamples);
-    let resample_mean = |v: &[f64], rng: &mut SplitMix64| {
-        let n = v.len();
-        (0..n).map(|_| v[rng.below(n)]).sum::<f64>() / n as f64
+    let mut buf = Vec::with_capacity(a.len().max(b.len()));
+    let mut resample = |v: &[f64], rng: &mut SplitMix64| {
+        buf.clear();
+        buf.extend((0..v.len()).map(|_| v[rng.below(v.len())]));
+        stat.of(&buf)
     };
     for _ in 0..resamples.max(1) {
-        let ma = resample_mean(a, &mut rng);
-        let mb = resample_mean(b, &mut rng);
+        let ma = resample(a, &mut rng);
+        let mb = resample(b, &mut rng);
         if ma != 0.0 {
             rs.push(mb / ma);
         }
@@ -265,6 +296,90 @@ pub fn relative_half_width(xs: &[f64]) -> Option<f64> {
         return None;
     }
     Some((s.ci95.1 - s.mean) / s.mean.abs())
+}
+
+/// `--trials=auto`: how precise the primary metric must be, and the limits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AutoTrials {
+    /// Target 95 % CI half-width relative to the mean (0.02 = ±2 %).
+    pub precision: f64,
+    pub max_trials: u32,
+    pub max_time_s: f64,
+    /// The metric: `iops`, `bw`, `lat_mean`, `lat_p99`, `cpu_us_per_io`.
+    pub metric: String,
+}
+
+impl Default for AutoTrials {
+    fn default() -> Self {
+        AutoTrials {
+            precision: 0.02,
+            max_trials: 30,
+            max_time_s: 600.0,
+            metric: "iops".into(),
+        }
+    }
+}
+
+/// The metrics `--precision-metric` takes.
+pub const PRECISION_METRICS: &[&str] = &["iops", "bw", "lat_mean", "lat_p99", "cpu_us_per_io"];
+
+/// What `--trials=auto` decides after a trial.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum AutoStep {
+    /// Run another trial.
+    More,
+    /// The half-width is within the precision.
+    Converged { half: f64 },
+    /// A limit was reached first (`half`: the half-width reached, if any).
+    Limit { half: Option<f64>, by_time: bool },
+}
+
+impl AutoTrials {
+    /// The floor: no stop before a comparison of two such results could
+    /// reach significance at 5 % ([`min_trials_per_side`]).
+    pub fn min_trials(&self) -> usize {
+        min_trials_per_side(0.05).min(self.max_trials.max(1) as usize)
+    }
+
+    /// Decide after the trials `xs` (the primary metric, one per trial),
+    /// `elapsed_s` into the run and `trial_s` for the last trial.
+    pub fn step(&self, xs: &[f64], elapsed_s: f64, trial_s: f64) -> AutoStep {
+        let half = relative_half_width(xs);
+        if xs.len() >= self.min_trials() {
+            if let Some(h) = half.filter(|h| *h <= self.precision) {
+                return AutoStep::Converged { half: h };
+            }
+        }
+        if xs.len() >= self.max_trials as usize {
+            return AutoStep::Limit {
+                half,
+                by_time: false,
+            };
+        }
+        if elapsed_s + trial_s > self.max_time_s {
+            return AutoStep::Limit {
+                half,
+                by_time: true,
+            };
+        }
+        AutoStep::More
+    }
+}
+
+/// How `--trials=auto` ended for one group: recorded in the result.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AutoOutcome {
+    pub group: u32,
+    pub metric: String,
+    pub trials: u32,
+    pub converged: bool,
+    /// The 95 % CI half-width reached, relative to the mean, in %.
+    pub half_width_pct: Option<f64>,
+    pub precision_pct: f64,
+    /// Why it stopped: `converged`, `max-trials`, `max-time`.
+    pub stopped_by: String,
+    /// The metric's value per trial.
+    pub values: Vec<f64>,
 }
 
 /// Steele's SplitMix64 (Steele, Lea & Flood 2014, "Fast splittable
@@ -418,6 +533,41 @@ mod tests {
         let r = bootstrap_ratio(&[2.0, 2.0], &[3.0, 3.0], 0.95, 100, 1).unwrap();
         assert_eq!((r.low, r.high), (1.5, 1.5));
         assert!(bootstrap_ratio(&[0.0], &[1.0], 0.95, 100, 1).is_none());
+        // The median ignores one wild trial; the mean does not.
+        let a = [100.0, 101.0, 99.0, 100.0, 10_000.0];
+        let b = [100.0, 101.0, 99.0, 100.0, 100.0];
+        let m = bootstrap_ratio_of(&a, &b, Statistic::Median, 0.95, 1000, 3).unwrap();
+        assert_eq!(m.ratio, 1.0);
+        assert!(bootstrap_ratio(&a, &b, 0.95, 1000, 3).unwrap().ratio < 0.1);
+    }
+
+    #[test]
+    fn auto_trials_converge_on_a_stable_series_and_not_on_a_noisy_one() {
+        let a = AutoTrials::default();
+        assert_eq!(a.min_trials(), 4);
+        let stable = [1000.0, 1002.0, 998.0, 1001.0];
+        // Three trials are below the floor even when they agree.
+        assert_eq!(a.step(&stable[..3], 1.0, 1.0), AutoStep::More);
+        assert!(matches!(
+            a.step(&stable, 1.0, 1.0),
+            AutoStep::Converged { half } if half < 0.01
+        ));
+        // A planted noisy series (±30 %) never gets within 2 % in 30 trials.
+        let noisy: Vec<f64> = (0..30)
+            .map(|i| if i % 2 == 0 { 700.0 } else { 1300.0 } + i as f64)
+            .collect();
+        for n in 4..30 {
+            assert_eq!(a.step(&noisy[..n], 1.0, 1.0), AutoStep::More, "{n}");
+        }
+        assert!(matches!(
+            a.step(&noisy, 1.0, 1.0),
+            AutoStep::Limit { half: Some(h), by_time: false } if h > 0.05
+        ));
+        // The time limit: another trial would overrun it.
+        assert!(matches!(
+            a.step(&noisy[..5], 590.0, 20.0),
+            AutoStep::Limit { by_time: true, .. }
+        ));
     }
 
     #[test]

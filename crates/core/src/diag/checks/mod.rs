@@ -75,6 +75,7 @@ checks! {
     governor,
     polled_io,
     other_openers,
+    auto_trials,
 }
 
 /// Walk the doctor side of every check.

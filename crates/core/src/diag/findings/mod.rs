@@ -149,6 +149,7 @@ findings! {
     outlier_trials::OutlierTrials,
     bimodal_trials::BimodalTrials,
     drift_across_trials::DriftAcrossTrials,
+    trials_not_converged::TrialsNotConverged,
     drift_within_trial::DriftWithinTrial,
     high_variance::HighVariance,
     tool_bottleneck::ToolBottleneck,

@@ -1,0 +1,435 @@
+//! `dioscope compare A.json B.json`, `compare base/*.json -- new/*.json`
+//! (one trial per file; dioscope's or fio's JSON; `SWEEP.json@OPT=V` takes
+//! a sweep's cell) and `compare --run A.fio B.fio` (runs both, interleaved
+//! A B B A …, until the verdict is clear or a limit is reached).
+//!
+//! Exit codes: 0 no regression beyond the threshold, 1 a significant
+//! regression, 2 bad or incomparable input, 3 a run of `--run` could not
+//! finish (I/O errors or a failed set-up), 128+N stopped by signal N.
+
+use super::{eprint_err, Command};
+use crate::experiment::compare::{compare, is_clear, parse_metrics, RunLog};
+use crate::experiment::sweep::Sweep;
+use crate::experiment::{CompareSettings, Comparison, Input};
+use crate::job::{self, Plan};
+use crate::render::{self, Format, COMPARISON_FORMATS};
+use crate::results::RunDoc;
+use crate::stats::significance::min_trials_per_side;
+
+pub const COMMAND: Command = Command {
+    name: "compare",
+    usage: &[
+        (
+            "compare A.json B.json",
+            "did B change? per job and metric: change with 95 % CI, p-value,\n\
+             better/worse (--threshold=2%); exit 1 on a significant regression,\n\
+             2 when the sides differ in what --expect-different=OPT,... does\n\
+             not name (--allow-different: anything); --gate=iops,lat_p99: the\n\
+             metrics that decide the exit code; --output-format=normal|json|markdown",
+        ),
+        (
+            "compare A1.json ... -- B1.json ...",
+            "each file one trial (dioscope's or fio's own JSON);\n\
+             SWEEP.json@OPT=V,OPT2=W takes one cell of a sweep",
+        ),
+        (
+            "compare --run A.fio B.fio",
+            "run both, interleaved (A B B A ...), until the verdict is clear\n\
+             (--max-trials=30 per side, --max-time=10m); other --OPTION=VALUE\n\
+             apply to both; exit 3 when a run cannot finish",
+        ),
+    ],
+    main,
+};
+
+/// Everything `compare` was asked, checked.
+struct Args {
+    a: Vec<String>,
+    b: Vec<String>,
+    settings: CompareSettings,
+    format: &'static Format<Comparison>,
+    output: Option<String>,
+    run: bool,
+    max_trials: usize,
+    max_time_s: f64,
+    /// Options for both runs of `--run`.
+    pass: Vec<String>,
+}
+
+fn parse(args: &[String]) -> Result<Args, String> {
+    let mut s = CompareSettings::default();
+    let mut sides: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+    let mut side = 0;
+    let mut split = false;
+    let mut format = &COMPARISON_FORMATS[0];
+    let (mut output, mut run) = (None, false);
+    let (mut max_trials, mut max_time_s) = (30usize, 600.0);
+    let mut pass = Vec::new();
+    for a in args {
+        if a == "--" {
+            if split {
+                return Err("compare takes one '--' (between the A files and the B files)".into());
+            }
+            split = true;
+            side = 1;
+            continue;
+        }
+        let Some(opt) = a.strip_prefix("--") else {
+            sides[side].push(a.clone());
+            continue;
+        };
+        let (k, v) = opt.split_once('=').unwrap_or((opt, ""));
+        let need = |what: &str| {
+            if v.is_empty() {
+                Err(format!("--{k} needs a value, e.g. --{k}={what}"))
+            } else {
+                Ok(v)
+            }
+        };
+        match k {
+            "threshold" => {
+                let t = need("2%")?;
+                s.threshold_pct = t
+                    .trim_end_matches('%')
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|x| x.is_finite() && *x >= 0.0)
+                    .ok_or_else(|| format!("--threshold={t}: give a percentage, e.g. --threshold=2%"))?;
+            }
+            "expect-different" | "expect_different" => {
+                s.expect.extend(
+                    need("iodepth,kernel")?
+                        .split(',')
+                        .filter(|x| !x.trim().is_empty())
+                        .map(|x| x.trim().to_string()),
+                );
+            }
+            "allow-different" | "allow_different" => s.allow_all = true,
+            "gate" => s.gate = parse_metrics(need("iops,lat_p99")?).map_err(|e| format!("--gate: {e}"))?,
+            "output-format" | "output_format" => {
+                let f = need("json")?;
+                format = render::find(COMPARISON_FORMATS, f)
+                    .ok_or_else(|| render::unknown(COMPARISON_FORMATS, f))?;
+            }
+            "output" => output = Some(need("cmp.json")?.to_string()),
+            "run" => run = true,
+            "max-trials" | "max_trials" => {
+                max_trials = need("30")?
+                    .parse()
+                    .ok()
+                    .filter(|&n: &usize| n >= 1)
+                    .ok_or_else(|| format!("--max-trials={v}: a whole number ≥ 1, e.g. --max-trials=30"))?;
+            }
+            "max-time" | "max_time" => {
+                let us = job::units::parse_time_us(need("10m")?, 1_000_000)
+                    .map_err(|e| format!("--max-time={v}: {e} (e.g. --max-time=10m)"))?;
+                max_time_s = us as f64 / 1e6;
+            }
+            _ if run => pass.push(a.clone()),
+            _ => {
+                return Err(format!(
+                    "compare: unknown option --{k}; compare takes --threshold, --expect-different, \
+                     --allow-different, --gate, --output-format, --output, --run, --max-trials, --max-time \
+                     (job options only with --run)"
+                ))
+            }
+        }
+    }
+    let [mut a, mut b] = sides;
+    if !split {
+        if a.len() != 2 {
+            return Err(format!(
+                "compare needs two results (compare A.json B.json), or two sets \
+                 separated by '--' (compare a1.json a2.json -- b1.json b2.json); got {} file(s)",
+                a.len()
+            ));
+        }
+        b = vec![a.pop().expect("two")];
+    }
+    if a.is_empty() || b.is_empty() {
+        return Err(
+            "compare: a side has no files; put the A files before '--' and the B files after it"
+                .into(),
+        );
+    }
+    if run && (a.len() != 1 || b.len() != 1) {
+        return Err("compare --run takes two job files: compare --run A.fio B.fio".into());
+    }
+    Ok(Args {
+        a,
+        b,
+        settings: s,
+        format,
+        output,
+        run,
+        max_trials,
+        max_time_s,
+        pass,
+    })
+}
+
+/// Read one result file (or `SWEEP.json@OPT=V` cell) into its documents.
+fn load(path: &str) -> Result<Vec<RunDoc>, String> {
+    let (file, cell) = match path.rsplit_once('@') {
+        Some((f, c)) if !std::path::Path::new(path).exists() => (f, Some(c)),
+        _ => (path, None),
+    };
+    let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read {file}: {e}"))?;
+    let is_sweep = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .is_some_and(|v| v.get("kind").and_then(|k| k.as_str()) == Some("sweep"));
+    if is_sweep {
+        let s = Sweep::from_json(&text).map_err(|e| format!("{file}: {e}"))?;
+        let Some(sel) = cell else {
+            return Err(format!(
+                "{file} is a sweep: name a cell, e.g. {file}@{}",
+                s.axes
+                    .iter()
+                    .map(|a| format!("{}={}", a.option, a.values[0]))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ));
+        };
+        let c = s.find_cell(sel).map_err(|e| format!("{file}: {e}"))?;
+        if c.runs.is_empty() {
+            return Err(format!(
+                "{file}: cell '{sel}' has not run yet (resume the sweep)"
+            ));
+        }
+        return Ok(c.runs.clone());
+    }
+    let doc = RunDoc::from_json(&text).map_err(|e| format!("{file}: {e}"))?;
+    if doc.jobs.is_empty() {
+        return Err(format!("{file}: the result has no jobs"));
+    }
+    Ok(vec![doc])
+}
+
+fn main(args: &[String]) -> i32 {
+    let a = match parse(args) {
+        Ok(a) => a,
+        Err(e) => return eprint_err(&e),
+    };
+    if let Some(o) = &a.output {
+        if let Err(e) = crate::outfile::check_output(o, &[]) {
+            return eprint_err(&e.to_string());
+        }
+    }
+    let c = if a.run {
+        dioscope_sys::signal::install();
+        match run_both(&a) {
+            Ok(c) => c,
+            Err(code) => return code,
+        }
+    } else {
+        let mut docs = [Vec::new(), Vec::new()];
+        for (i, files) in [&a.a, &a.b].into_iter().enumerate() {
+            for f in files {
+                match load(f) {
+                    Ok(d) => docs[i].extend(d),
+                    Err(e) => return eprint_err(&e),
+                }
+            }
+        }
+        let [da, db] = docs;
+        let (fa, fb) = (a.a.clone(), a.b.clone());
+        compare(
+            &Input {
+                label: "A",
+                files: fa,
+                docs: da,
+            },
+            &Input {
+                label: "B",
+                files: fb,
+                docs: db,
+            },
+            &a.settings,
+        )
+    };
+    let text = a.format.exporter.render(&c);
+    match &a.output {
+        Some(o) => {
+            let written = crate::outfile::check_output(o, &[])
+                .map_err(|e| std::io::Error::other(e.why))
+                .and_then(|out| crate::outfile::write_result(&out, text.as_bytes()));
+            if let Err(e) = written {
+                eprintln!("dioscope: error: cannot write --output={o}: {e}");
+                print!("{text}");
+            }
+        }
+        None => print!("{text}"),
+    }
+    if c.exit_code == 2 {
+        eprintln!(
+            "dioscope: error: {}",
+            crate::render::compare_text::outcome_line(&c)
+        );
+    }
+    if dioscope_sys::signal::stop_count() > 0 {
+        let sig = dioscope_sys::signal::last_signal();
+        return if sig > 0 { 128 + sig } else { 130 };
+    }
+    c.exit_code
+}
+
+/// The plan of one side of `--run`: the job file, the options for both,
+/// one trial per run (the interleaving makes the trials).
+fn side_plan(file: &str, pass: &[String]) -> Result<Plan, String> {
+    let mut args = vec![file.to_string()];
+    args.extend(pass.iter().cloned());
+    args.push("--trials=1".into());
+    let mut plan = job::parse_args(&args).map_err(|e| format!("{file}: {e}"))?;
+    plan.global.output = None;
+    Ok(plan)
+}
+
+/// `compare --run`: A B B A … until clear or a limit. `Err` is the exit code.
+fn run_both(a: &Args) -> Result<Comparison, i32> {
+    let plans = [
+        side_plan(&a.a[0], &a.pass).map_err(|e| eprint_err(&e))?,
+        side_plan(&a.b[0], &a.pass).map_err(|e| eprint_err(&e))?,
+    ];
+    let floor = min_trials_per_side(a.settings.alpha).min(a.max_trials);
+    let t0 = std::time::Instant::now();
+    let mut docs: [Vec<RunDoc>; 2] = [Vec::new(), Vec::new()];
+    let mut order = String::new();
+    let pattern = [0usize, 1, 1, 0];
+    let mut step = 0usize;
+    let stopped_because;
+    loop {
+        let side = pattern[step % 4];
+        step += 1;
+        let label = if side == 0 { "A" } else { "B" };
+        eprintln!(
+            "dioscope compare --run: {label} run {} ({} A, {} B so far, {:.0} s)",
+            docs[side].len() + 1,
+            docs[0].len(),
+            docs[1].len(),
+            t0.elapsed().as_secs_f64()
+        );
+        let done = match super::run::execute(&plans[side]) {
+            Ok(d) => d,
+            Err(code) if code >= 128 => return Err(code),
+            Err(_) => {
+                eprintln!(
+                    "dioscope: error: compare --run: the {label} run could not start (see above)"
+                );
+                return Err(3);
+            }
+        };
+        if done.result.interrupted {
+            let sig = done.result.signal;
+            return Err(if sig > 0 { 128 + sig } else { 130 });
+        }
+        if super::run::exit_code(&done.result) != 0 {
+            eprintln!(
+                "dioscope: error: compare --run: the {label} run had {} I/O error(s); no comparison",
+                done.result.io_errors()
+            );
+            return Err(3);
+        }
+        docs[side].push(done.doc);
+        order.push_str(label);
+        let (na, nb) = (docs[0].len(), docs[1].len());
+        if na != nb {
+            continue;
+        }
+        let elapsed = t0.elapsed().as_secs_f64();
+        let c = build(a, &docs);
+        if !c.unexpected().is_empty() {
+            stopped_because = "the sides differ in what nobody named".to_string();
+            break;
+        }
+        if na >= floor && is_clear(&c) {
+            stopped_because = format!("the verdict is clear after {na} runs per side");
+            break;
+        }
+        if na >= a.max_trials {
+            stopped_because = format!(
+                "--max-trials={} reached; the verdict is not clear",
+                a.max_trials
+            );
+            break;
+        }
+        // Would one more pair overrun the time? Use the mean time per pair.
+        let per_pair = elapsed / na as f64;
+        if elapsed + per_pair > a.max_time_s {
+            stopped_because = format!(
+                "--max-time={:.0}s would be exceeded by another pair; the verdict is not clear",
+                a.max_time_s
+            );
+            break;
+        }
+    }
+    let mut c = build(a, &docs);
+    c.run = Some(RunLog {
+        order,
+        stopped_because,
+        elapsed_s: t0.elapsed().as_secs_f64(),
+    });
+    Ok(c)
+}
+
+fn build(a: &Args, docs: &[Vec<RunDoc>; 2]) -> Comparison {
+    compare(
+        &Input {
+            label: "A",
+            files: a.a.clone(),
+            docs: docs[0].clone(),
+        },
+        &Input {
+            label: "B",
+            files: a.b.clone(),
+            docs: docs[1].clone(),
+        },
+        &a.settings,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn arguments() {
+        let a = parse(&s(&[
+            "a.json",
+            "b.json",
+            "--threshold=5%",
+            "--expect-different=iodepth,kernel",
+        ]))
+        .unwrap();
+        assert_eq!((a.a, a.b), (s(&["a.json"]), s(&["b.json"])));
+        assert_eq!(a.settings.threshold_pct, 5.0);
+        assert_eq!(a.settings.expect, s(&["iodepth", "kernel"]));
+        let a = parse(&s(&["a1", "a2", "--", "b1"])).unwrap();
+        assert_eq!((a.a.len(), a.b.len()), (2, 1));
+        assert!(parse(&s(&["a.json"]))
+            .err()
+            .unwrap()
+            .contains("two results"));
+        assert!(parse(&s(&["a", "b", "--iodepth=3"]))
+            .err()
+            .unwrap()
+            .contains("unknown option"));
+        let a = parse(&s(&[
+            "--run",
+            "a.fio",
+            "b.fio",
+            "--runtime=1",
+            "--max-time=30s",
+        ]))
+        .unwrap();
+        assert_eq!(a.pass, s(&["--runtime=1"]));
+        assert_eq!(a.max_time_s, 30.0);
+        assert!(parse(&s(&["a", "b", "--output-format=xml"]))
+            .err()
+            .unwrap()
+            .contains("markdown"));
+    }
+}

@@ -1,0 +1,469 @@
+//! `dioscope sweep JOB.fio --vary OPT=v1|v2 … [--pivot ROW,COL]`: the
+//! cross product of option values, each cell run with its trials, the
+//! sweep's JSON written after every cell (so `--resume FILE` runs only the
+//! cells not done), then the table, JSON or CSV.
+//!
+//! Targets are opened per cell but laid out once: a file the first cell
+//! created and filled is reused as it is by the others.
+
+use super::{eprint_err, Command};
+use crate::experiment::sweep::{parse_axis, shuffled, Axis, CellStatus, Order, Sweep};
+use crate::job::parse::{apply, validate, Origin, RawOpt};
+use crate::job::{self, Plan};
+use crate::render::{self, Format, SWEEP_FORMATS};
+use std::time::Instant;
+
+pub const COMMAND: Command = Command {
+    name: "sweep",
+    usage: &[
+        (
+            "sweep JOBFILE... --vary 'OPT=V1|V2'",
+            "run the cross product of the values (one --vary per option;\n\
+             values separated by '|', e.g. --vary 'bs=4k,64k|1m'), each\n\
+             cell with --trials=N or auto; the sweep's JSON is written to\n\
+             --output (default dioscope-sweep.json) after every cell",
+        ),
+        (
+            "sweep ... --pivot=ROW,COL",
+            "a table of ROW × COL, each cell mean ± CI (trials) [findings]\n\
+             (--metrics=bw,sys_cpu_us_per_io); --order=given|random|interleaved;\n\
+             --output-format=normal|json|csv",
+        ),
+        (
+            "sweep --resume=SWEEP.json",
+            "run only the cells an interrupted sweep has not done",
+        ),
+    ],
+    main,
+};
+
+struct Args {
+    base: Vec<String>,
+    axes: Vec<Axis>,
+    order: Option<Order>,
+    seed: Option<u64>,
+    pivot: Option<(String, String)>,
+    metrics: Vec<String>,
+    resume: Option<String>,
+    output: Option<String>,
+    format: &'static Format<Sweep>,
+}
+
+fn parse(args: &[String]) -> Result<Args, String> {
+    let mut a = Args {
+        base: Vec::new(),
+        axes: Vec::new(),
+        order: None,
+        seed: None,
+        pivot: None,
+        metrics: Vec::new(),
+        resume: None,
+        output: None,
+        format: &SWEEP_FORMATS[0],
+    };
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        let Some(opt) = arg.strip_prefix("--") else {
+            a.base.push(arg.clone());
+            continue;
+        };
+        let (k, inline) = match opt.split_once('=') {
+            Some((k, v)) => (k, Some(v.to_string())),
+            None => (opt, None),
+        };
+        let ours = [
+            "vary",
+            "pivot",
+            "metrics",
+            "order",
+            "seed",
+            "resume",
+            "output",
+            "output-format",
+            "output_format",
+        ];
+        if !ours.contains(&k) {
+            a.base.push(arg.clone());
+            continue;
+        }
+        let v = match inline {
+            Some(v) => v,
+            None if i < args.len() && !args[i].starts_with("--") => {
+                i += 1;
+                args[i - 1].clone()
+            }
+            None => return Err(format!("--{k} needs a value (see dioscope --help)")),
+        };
+        match k {
+            "vary" => {
+                let ax = parse_axis(&v)?;
+                if a.axes.iter().any(|x| x.option == ax.option) {
+                    return Err(format!(
+                        "--vary {}: the option is varied twice; give all its values in one --vary",
+                        ax.option
+                    ));
+                }
+                a.axes.push(ax);
+            }
+            "pivot" => {
+                let (r, c) = v.split_once(',').ok_or_else(|| {
+                    format!("--pivot={v}: write ROW,COL (e.g. --pivot=filename,bs)")
+                })?;
+                a.pivot = Some((r.trim().to_string(), c.trim().to_string()));
+            }
+            "metrics" => {
+                for m in v.split(',').filter(|m| !m.trim().is_empty()) {
+                    crate::experiment::compare::parse_metrics(m)
+                        .map_err(|e| format!("--metrics: {e}"))?;
+                    a.metrics.push(m.trim().to_string());
+                }
+            }
+            "order" => a.order = Some(Order::parse(&v)?),
+            "seed" => {
+                a.seed = Some(
+                    v.parse()
+                        .map_err(|_| format!("--seed={v}: a whole number, e.g. --seed=42"))?,
+                )
+            }
+            "resume" => a.resume = Some(v),
+            "output" => a.output = Some(v),
+            _ => {
+                a.format = render::find(SWEEP_FORMATS, &v)
+                    .ok_or_else(|| render::unknown(SWEEP_FORMATS, &v))?
+            }
+        }
+    }
+    Ok(a)
+}
+
+/// The base plan with one cell's values applied to every job.
+fn cell_plan(base: &Plan, axes: &[Axis], values: &[String]) -> Result<Plan, String> {
+    let mut plan = base.clone();
+    for (ax, v) in axes.iter().zip(values) {
+        let raw = RawOpt {
+            key: ax.option.clone(),
+            value: Some(v.clone()),
+            origin: Origin::CommandLine,
+        };
+        let mut global = plan.global.clone();
+        for j in &mut plan.jobs {
+            apply(&raw, j, &mut global).map_err(|e| format!("--vary {}={v}: {e}", ax.option))?;
+        }
+        plan.global = global;
+    }
+    for j in &plan.jobs {
+        validate(j).map_err(|e| format!("cell {}: {e}", values.join(" ")))?;
+    }
+    plan.global.output = None;
+    Ok(plan)
+}
+
+fn main(args: &[String]) -> i32 {
+    dioscope_sys::signal::install();
+    let a = match parse(args) {
+        Ok(a) => a,
+        Err(e) => return eprint_err(&e),
+    };
+    let mut sweep = match setup(&a) {
+        Ok(s) => s,
+        Err(e) => return eprint_err(&e),
+    };
+    let out_path = a
+        .output
+        .clone()
+        .or_else(|| a.resume.clone())
+        .unwrap_or_else(|| "dioscope-sweep.json".into());
+    let base = match job::parse_args(&sweep.base_args) {
+        Ok(p) => p,
+        Err(e) => return eprint_err(&e.to_string()),
+    };
+    if let Err(e) = crate::outfile::check_output(&out_path, &crate::runner::target_paths(&base)) {
+        return eprint_err(&e.to_string());
+    }
+    // Every cell's options are checked before anything runs.
+    let mut plans = Vec::new();
+    for c in &sweep.cells {
+        match cell_plan(&base, &sweep.axes, &c.values) {
+            Ok(p) => plans.push(p),
+            Err(e) => return eprint_err(&e),
+        }
+    }
+    let trials = base.jobs.iter().map(|j| j.trials).max().unwrap_or(1);
+    if sweep.order == Order::Interleaved && trials == 0 {
+        return eprint_err(
+            "--order=interleaved runs one trial of every cell per pass: give a fixed --trials=N \
+             (or use --order=random with --trials=auto)",
+        );
+    }
+    let code = run_cells(&mut sweep, &plans, trials, &out_path);
+    let text = a.format.exporter.render(&sweep);
+    print!("{text}");
+    code
+}
+
+/// A new sweep from the arguments, or the one `--resume` names (checked
+/// against the arguments when both are given).
+fn setup(a: &Args) -> Result<Sweep, String> {
+    let mut s = match &a.resume {
+        Some(path) => {
+            let text =
+                std::fs::read_to_string(path).map_err(|e| format!("--resume={path}: {e}"))?;
+            let s = Sweep::from_json(&text).map_err(|e| format!("--resume={path}: {e}"))?;
+            if !a.base.is_empty() && a.base != s.base_args {
+                return Err(format!(
+                    "--resume={path} is a sweep of '{}', not of '{}'; resume with --resume alone",
+                    s.base_args.join(" "),
+                    a.base.join(" ")
+                ));
+            }
+            if !a.axes.is_empty() && a.axes != s.axes {
+                return Err(format!(
+                    "--resume={path} varies other options or values; resume with --resume alone"
+                ));
+            }
+            s
+        }
+        None => {
+            if a.axes.is_empty() {
+                return Err(
+                    "sweep needs at least one --vary 'OPT=V1|V2' (e.g. --vary 'iodepth=1|32')"
+                        .into(),
+                );
+            }
+            if !a.base.iter().any(|x| !x.starts_with("--"))
+                && !a.base.iter().any(|x| x.starts_with("--name"))
+            {
+                return Err("sweep needs a job: a job file or --name=NAME with its options".into());
+            }
+            let trials = a
+                .base
+                .iter()
+                .find_map(|x| x.strip_prefix("--trials="))
+                .unwrap_or("")
+                .to_string();
+            let seed = a.seed.unwrap_or_else(dioscope_sys::clock::now_ns);
+            Sweep::new(
+                a.base.clone(),
+                a.axes.clone(),
+                a.order.unwrap_or(Order::Given),
+                seed,
+                trials,
+            )
+        }
+    };
+    if let Some((r, c)) = &a.pivot {
+        for x in [r, c] {
+            if !s.axes.iter().any(|ax| &ax.option == x) {
+                return Err(format!(
+                    "--pivot: '{x}' is not varied; choose from {}",
+                    s.axes
+                        .iter()
+                        .map(|ax| ax.option.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
+        s.pivot = a.pivot.clone();
+    }
+    if !a.metrics.is_empty() {
+        s.table_metrics = a.metrics.clone();
+    }
+    s.interrupted = false;
+    Ok(s)
+}
+
+/// Write the sweep's JSON (after every cell: an interruption loses at
+/// most the cell that was running).
+fn save(sweep: &Sweep, path: &str) {
+    let written = crate::outfile::check_output(path, &[])
+        .map_err(|e| std::io::Error::other(e.why))
+        .and_then(|out| crate::outfile::write_result(&out, sweep.to_json().as_bytes()));
+    if let Err(e) = written {
+        eprintln!("dioscope: warning: cannot write the sweep to {path}: {e}");
+    }
+}
+
+/// Run the cells not done, in the sweep's order. Returns the exit code.
+fn run_cells(sweep: &mut Sweep, plans: &[Plan], trials: u32, out_path: &str) -> i32 {
+    let n = sweep.cells.len();
+    let order: Vec<usize> = match sweep.order {
+        Order::Random => shuffled(n, sweep.seed),
+        _ => (0..n).collect(),
+    };
+    // (cell, pass): with interleaved, one trial of each cell per pass.
+    let passes = if sweep.order == Order::Interleaved {
+        trials.max(1)
+    } else {
+        1
+    };
+    let mut steps: Vec<(usize, u32)> = Vec::new();
+    for p in 0..passes {
+        for &c in &order {
+            let cell = &sweep.cells[c];
+            let runs_needed = if passes > 1 { p as usize + 1 } else { 1 };
+            if cell.status == CellStatus::Pending && cell.runs.len() < runs_needed {
+                steps.push((c, p));
+            }
+        }
+    }
+    let prior = sweep.wall_s;
+    let t0 = Instant::now();
+    let total = steps.len();
+    let mut step_times: Vec<f64> = Vec::new();
+    let mut failed = false;
+    for (k, &(c, _pass)) in steps.iter().enumerate() {
+        if dioscope_sys::signal::stop_count() > 0 {
+            break;
+        }
+        let mut plan = plans[c].clone();
+        if passes > 1 {
+            for j in &mut plan.jobs {
+                j.trials = 1;
+            }
+        }
+        let eta = if step_times.is_empty() {
+            "?".to_string()
+        } else {
+            let mean = step_times.iter().sum::<f64>() / step_times.len() as f64;
+            format!("{:.0} s", mean * (total - k) as f64)
+        };
+        eprintln!(
+            "[sweep {}/{} · {}] elapsed {:.0} s · ETA {eta}",
+            k + 1,
+            total,
+            sweep
+                .axes
+                .iter()
+                .zip(&sweep.cells[c].values)
+                .map(|(a, v)| format!("{}={v}", a.option))
+                .collect::<Vec<_>>()
+                .join(" "),
+            t0.elapsed().as_secs_f64()
+        );
+        let ts = Instant::now();
+        let res = super::run::execute(&plan);
+        let wall = ts.elapsed().as_secs_f64();
+        step_times.push(wall);
+        let cell = &mut sweep.cells[c];
+        match res {
+            Err(code) if code >= 128 => {
+                sweep.interrupted = true;
+                break;
+            }
+            Err(_) => {
+                cell.status = CellStatus::Failed;
+                cell.error = Some("the run could not be set up (the error is above)".into());
+                failed = true;
+            }
+            Ok(done) => {
+                if done.result.interrupted {
+                    // A partial cell is not a result: it runs again on resume.
+                    sweep.interrupted = true;
+                    break;
+                }
+                let mut in_trials = 0.0;
+                for g in &done.result.groups {
+                    let ramp = done
+                        .result
+                        .jobs
+                        .iter()
+                        .filter(|j| j.resolved.group == g.id)
+                        .map(|j| j.resolved.spec.ramp_time_us)
+                        .max()
+                        .unwrap_or(0) as f64
+                        / 1e6;
+                    in_trials += g
+                        .trials
+                        .iter()
+                        .map(|t| t.wall_ns as f64 / 1e9 + ramp)
+                        .sum::<f64>();
+                }
+                cell.wall_s += wall;
+                cell.trials_s += in_trials.min(wall);
+                let errors = done.result.io_errors();
+                cell.runs.push(done.doc);
+                if super::run::exit_code(&done.result) != 0 {
+                    cell.status = CellStatus::Failed;
+                    cell.error = Some(format!("{errors} I/O error(s); the run's result is kept"));
+                    failed = true;
+                } else if cell.runs.len() as u32 >= passes {
+                    cell.status = CellStatus::Done;
+                }
+            }
+        }
+        sweep.account(t0.elapsed().as_secs_f64(), prior);
+        save(sweep, out_path);
+    }
+    sweep.account(t0.elapsed().as_secs_f64(), prior);
+    save(sweep, out_path);
+    eprintln!(
+        "dioscope sweep: {} of {} cells done; written to {out_path}{}",
+        sweep
+            .cells
+            .iter()
+            .filter(|c| c.status == CellStatus::Done)
+            .count(),
+        n,
+        if sweep.interrupted {
+            format!(" (interrupted: dioscope sweep --resume={out_path} runs the rest)")
+        } else {
+            String::new()
+        }
+    );
+    if sweep.interrupted {
+        let sig = dioscope_sys::signal::last_signal();
+        return if sig > 0 { 128 + sig } else { 130 };
+    }
+    if failed {
+        1
+    } else {
+        0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn arguments_and_cells() {
+        let a = parse(&s(&[
+            "--name=x",
+            "--ioengine=null",
+            "--vary",
+            "bs=4k,64k|1m",
+            "--vary=iodepth=1|32",
+            "--pivot=iodepth,bs",
+            "--order=random",
+        ]))
+        .unwrap();
+        assert_eq!(a.base, s(&["--name=x", "--ioengine=null"]));
+        assert_eq!(a.axes.len(), 2);
+        assert_eq!(a.order, Some(Order::Random));
+        let sw = setup(&a).unwrap();
+        assert_eq!(sw.cells.len(), 4);
+        let base = job::parse_args(&sw.base_args).unwrap();
+        let p = cell_plan(&base, &sw.axes, &sw.cells[0].values).unwrap();
+        assert_eq!(p.jobs[0].iodepth, 1);
+        assert_eq!(p.jobs[0].bs[1], crate::job::BlockSizes::Fixed(65536));
+        assert!(p.jobs[0]
+            .given
+            .iter()
+            .any(|(k, v)| k == "iodepth" && v == "1"));
+        assert!(parse(&s(&["--name=x", "--vary=bs=4k", "--vary=bs=8k"])).is_err());
+        assert!(setup(&parse(&s(&["--name=x"])).unwrap())
+            .unwrap_err()
+            .contains("--vary"));
+        let bad = parse(&s(&["--name=x", "--vary=iodepth=1|z"])).unwrap();
+        let sw = setup(&bad).unwrap();
+        let base = job::parse_args(&sw.base_args).unwrap();
+        assert!(cell_plan(&base, &sw.axes, &sw.cells[1].values).is_err());
+    }
+}

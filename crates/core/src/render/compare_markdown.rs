@@ -1,0 +1,51 @@
+//! A comparison as Markdown, for a pull request or a mailing-list post.
+
+use super::compare_text::{outcome_line, row, HEADER};
+use super::Exporter;
+use crate::experiment::compare::Comparison;
+
+pub struct CompareMarkdown;
+
+impl Exporter<Comparison> for CompareMarkdown {
+    fn render(&self, c: &Comparison) -> String {
+        let mut out = format!(
+            "### dioscope compare\n\n**A**: {} ({} trials) · **B**: {} ({} trials)\n\n",
+            c.a.files.join(" "),
+            c.a.trials,
+            c.b.files.join(" "),
+            c.b.trials
+        );
+        out.push_str(&format!("**{}**\n\n", outcome_line(c)));
+        if !c.differences.is_empty() {
+            out.push_str("| differs | A | B | named |\n|---|---|---|---|\n");
+            for d in &c.differences {
+                out.push_str(&format!(
+                    "| {} | {} | {} | {} |\n",
+                    d.what,
+                    d.a,
+                    d.b,
+                    if d.expected { "yes" } else { "**no**" }
+                ));
+            }
+            out.push('\n');
+        }
+        for j in &c.jobs {
+            out.push_str(&format!("#### job `{}` (group {})\n\n", j.name, j.group));
+            out.push_str(&format!("| {} |\n", HEADER.join(" | ")));
+            out.push_str("|---|---:|---:|---:|---:|---:|---|\n");
+            for m in &j.metrics {
+                out.push_str(&format!("| {} |\n", row(m).join(" | ")));
+            }
+            out.push('\n');
+        }
+        out.push_str(&format!(
+            "\\* decides the exit code; p: two-sided Mann–Whitney U on trials; CI: 95 % \
+             bootstrap of the ratio of means; threshold {} %.\n",
+            c.threshold_pct
+        ));
+        for n in &c.notes {
+            out.push_str(&format!("\n> {n}\n"));
+        }
+        out
+    }
+}
