@@ -799,7 +799,30 @@ fn other_reads_of_the_device_are_found_and_named() {
     );
     let pid = reader.pid();
     let j = short_run(d.path(), &dev, "randread", None);
+    // doctor sees it too, in its short sample, before any benchmark.
+    let o = run_in(d.path(), &["doctor", &dev, "--output-format=json"]);
     drop(reader);
+    let doc = json(&o);
+    let check = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "device sharing")
+        .unwrap_or_else(|| panic!("{doc:#}"));
+    assert_eq!(check["status"], "warn", "{check:#}");
+    assert!(
+        names_pid(&check["findings"][0], "processes", pid),
+        "{check:#}"
+    );
+    let o = run_in(d.path(), &["doctor", &dev, "--output-format=json"]);
+    let doc = json(&o);
+    let check = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "device sharing")
+        .unwrap();
+    assert_eq!(check["status"], "pass", "{check:#}");
     let found = about_ours(&j);
     assert_eq!(found.len(), 1, "{:#}", j["dioscope"]["findings"]);
     assert!(

@@ -1075,3 +1075,27 @@ fn p9_enospc_on_a_loop_device_names_the_backing_filesystem() {
         "the hint does not name the backing file's filesystem: {e}"
     );
 }
+
+#[test]
+fn p3_reading_a_mounted_device_is_allowed_without_claiming_it() {
+    if !ready(&["losetup", "mkfs.ext4"]) {
+        return;
+    }
+    let m = MountedFs::new(32 << 20, "ext4");
+    let d = tempfile::tempdir().unwrap();
+    let t = Instant::now();
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=r",
+            &format!("--filename={}", m.lo.path()),
+            "--rw=read",
+            "--size=1m",
+            "--ioengine=psync",
+            "--output-format=json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // No O_EXCL claim is attempted (and retried) for a read.
+    assert!(t.elapsed() < Duration::from_secs(5));
+}

@@ -3,9 +3,10 @@
 //! hooks record the counters ([`super::hooks::TrialRecord`]'s `devices`,
 //! `io_procs` and `cpu`); these rules turn them into findings.
 
-use super::device::{DevRole, DeviceReport};
+use super::device::{self, BlockDev, DevRole, DeviceReport};
 use super::findings::{CpuContention, CpuProcess, Finding, IoProcess, OtherDeviceIo};
 use super::hooks::TrialRecord;
+use super::procs;
 
 /// Extra device traffic beyond the benchmark's own that is not reported:
 /// this share of ours…
@@ -81,6 +82,63 @@ fn merge_io(into: &mut Vec<IoProcess>, from: &[IoProcess]) {
         }
     }
     into.sort_by_key(|p| std::cmp::Reverse(p.read_bytes + p.write_bytes));
+}
+
+/// How long `doctor` watches the devices for other I/O.
+pub const DOCTOR_SAMPLE: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Watch the data devices among `devs` for `dur` with no workload of ours:
+/// [`OtherDeviceIo`] (with no trials) per device that moved more than
+/// [`OTHER_IO_MIN_BYTES`], naming the holders that did I/O meanwhile.
+pub fn sample_device_io(devs: &[BlockDev], dur: std::time::Duration) -> Vec<Finding> {
+    let devs: Vec<BlockDev> = devs
+        .iter()
+        .filter(|d| matches!(d.role, DevRole::Target | DevRole::Filesystem))
+        .cloned()
+        .collect();
+    if devs.is_empty() {
+        return Vec::new();
+    }
+    let ids: Vec<(u32, u32)> = devs.iter().map(|d| (d.major, d.minor)).collect();
+    let io0: Vec<(i32, u64, u64)> = procs::holders(&ids)
+        .into_iter()
+        .filter_map(|p| procs::read_io(p).map(|(r, w)| (p, r, w)))
+        .collect();
+    let before = device::snapshot(&devs);
+    std::thread::sleep(dur);
+    let after = device::snapshot(&devs);
+    let mut who: Vec<IoProcess> = Vec::new();
+    for (pid, r0, w0) in io0 {
+        if let Some((r1, w1)) = procs::read_io(pid) {
+            let (read_bytes, write_bytes) = (r1.saturating_sub(r0), w1.saturating_sub(w0));
+            if read_bytes + write_bytes > 0 {
+                who.push(IoProcess {
+                    pid,
+                    comm: procs::comm(pid),
+                    read_bytes,
+                    write_bytes,
+                });
+            }
+        }
+    }
+    who.sort_by_key(|p| std::cmp::Reverse(p.read_bytes + p.write_bytes));
+    devs.iter()
+        .zip(before.0.iter().zip(after.0.iter()))
+        .filter_map(|(d, (b, a))| {
+            let delta = a.as_ref()?.since(b.as_ref()?);
+            let bytes = (delta.read_sectors + delta.write_sectors) * 512;
+            (bytes > OTHER_IO_MIN_BYTES).then(|| {
+                OtherDeviceIo {
+                    device: d.name.clone(),
+                    trials: Vec::new(),
+                    our_bytes: 0,
+                    device_bytes: bytes,
+                    processes: who.clone(),
+                }
+                .into()
+            })
+        })
+        .collect()
 }
 
 /// Others' share of our CPUs, in % of one CPU, from which contention is

@@ -255,16 +255,31 @@ fn destroy_allowed(meta: &fs::Metadata, destroy_data_on: &[String]) -> bool {
 pub struct Opened {
     pub file: File,
     pub meta: fs::Metadata,
-    /// The `O_EXCL` claim succeeded (always true for non-devices). A block
-    /// device claimed by the kernel (mounted elsewhere, an md or btrfs
-    /// member) is opened without it and refused by [`decide`].
+    /// The `O_EXCL` claim succeeded (always true for non-devices opened by
+    /// [`Opened::open`]). A block device claimed by the kernel (mounted
+    /// elsewhere, an md or btrfs member) is opened without it and refused by
+    /// [`decide`]; one opened by [`Opened::open_shared`] is probed by
+    /// [`decide`] itself.
     pub exclusive: bool,
+    /// Whether an `O_EXCL` claim was attempted.
+    pub claimed: bool,
 }
 
 impl Opened {
     /// Open `path` read-only (following symlinks: whatever it is *now* is
-    /// what gets checked and written).
+    /// what gets checked and written), claiming a block device with `O_EXCL`.
     pub fn open(path: &Path) -> io::Result<Opened> {
+        Opened::open_with(path, true)
+    }
+
+    /// Open `path` read-only without claiming it: for targets that are only
+    /// read (reading a mounted disk is legitimate) and for looking at the
+    /// layers below a device.
+    pub fn open_shared(path: &Path) -> io::Result<Opened> {
+        Opened::open_with(path, false)
+    }
+
+    fn open_with(path: &Path, claim: bool) -> io::Result<Opened> {
         let open = |excl: bool| {
             let flags = libc::O_NONBLOCK | libc::O_NOCTTY | if excl { libc::O_EXCL } else { 0 };
             fs::OpenOptions::new()
@@ -275,6 +290,16 @@ impl Opened {
         // A tool that scans devices (LVM, mkfs, udev) may claim one for a
         // moment: only a claim that lasts 0.3 s counts as busy.
         let mut tries = 0;
+        if !claim {
+            let file = open(false)?;
+            let meta = file.metadata()?;
+            return Ok(Opened {
+                file,
+                meta,
+                exclusive: false,
+                claimed: false,
+            });
+        }
         let (file, exclusive) = loop {
             match open(true) {
                 Ok(f) => break (f, true),
@@ -291,6 +316,7 @@ impl Opened {
             file,
             meta,
             exclusive,
+            claimed: true,
         })
     }
 
@@ -500,7 +526,7 @@ fn block_reasons(o: &Opened, name: &Path, proc: &ProcView, out: &mut Vec<SafetyE
                     backing.display(),
                     holders::dev_path(&loop_name)
                 );
-                let b = match Opened::open(&backing) {
+                let b = match Opened::open_shared(&backing) {
                     Ok(b) => b,
                     Err(e) => {
                         out.push(SafetyError::Inspect {
@@ -551,7 +577,14 @@ fn block_reasons(o: &Opened, name: &Path, proc: &ProcView, out: &mut Vec<SafetyE
             Err(u) => out.push(unreadable(&dev, u)),
         }
     }
-    if !o.exclusive {
+    let exclusive = o.exclusive
+        || (!o.claimed
+            && fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_EXCL | libc::O_NONBLOCK)
+                .open(format!("/proc/self/fd/{}", o.file.as_raw_fd()))
+                .is_ok());
+    if !exclusive {
         out.push(SafetyError::Busy {
             device: dev.clone(),
         });

@@ -387,7 +387,12 @@ fn check_one(
     // Open first, then decide on what was opened: the path is never looked
     // at again, so a symlink or node swapped meanwhile cannot redirect the
     // writes.
-    let opened = match Opened::open(&n.path) {
+    let open = if n.write {
+        Opened::open
+    } else {
+        Opened::open_shared
+    };
+    let opened = match open(&n.path) {
         Ok(o) => o,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             if lands_in_dev(&n.path) {
@@ -478,6 +483,7 @@ fn open_one(n: &TargetNeed, checked: Option<crate::safety::Opened>) -> Result<Ta
                     file: f,
                     meta,
                     exclusive: true,
+                    claimed: true,
                 },
                 true,
             )

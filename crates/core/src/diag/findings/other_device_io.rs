@@ -20,7 +20,7 @@ pub struct IoProcess {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OtherDeviceIo {
     pub device: String,
-    /// 1-based trials where it happened.
+    /// 1-based trials where it happened; empty for doctor's sample.
     pub trials: Vec<usize>,
     /// Bytes the benchmark's jobs transferred in those trials.
     pub our_bytes: u64,
@@ -34,7 +34,8 @@ pub struct OtherDeviceIo {
 impl Describe for OtherDeviceIo {
     fn severity(&self) -> Severity {
         // Someone else moved as much as we did: the numbers are shared.
-        if self.device_bytes >= 2 * self.our_bytes {
+        // (Doctor's sample measured nothing yet: a warning.)
+        if !self.trials.is_empty() && self.device_bytes >= 2 * self.our_bytes {
             Severity::Critical
         } else {
             Severity::Warning
@@ -43,17 +44,28 @@ impl Describe for OtherDeviceIo {
 
     fn describe(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let extra = self.device_bytes.saturating_sub(self.our_bytes);
-        write!(
-            f,
-            "{} transferred {} during trial{} {} but the benchmark only {}: {} came from \
-             someone else, competing for the device and distorting latency and throughput. ",
-            self.device,
-            human_bytes(self.device_bytes),
-            if self.trials.len() == 1 { "" } else { "s" },
-            list(&self.trials),
-            human_bytes(self.our_bytes),
-            human_bytes(extra),
-        )?;
+        if self.trials.is_empty() {
+            write!(
+                f,
+                "{} transferred {} while dioscope did nothing (doctor's short sample): \
+                 someone else is using it, and a benchmark now would compete with them. ",
+                self.device,
+                human_bytes(self.device_bytes),
+            )?;
+        } else {
+            write!(
+                f,
+                "{} transferred {} during trial{} {} but the benchmark only {}: {} came \
+                 from someone else, competing for the device and distorting latency and \
+                 throughput. ",
+                self.device,
+                human_bytes(self.device_bytes),
+                if self.trials.len() == 1 { "" } else { "s" },
+                list(&self.trials),
+                human_bytes(self.our_bytes),
+                human_bytes(extra),
+            )?;
+        }
         if self.processes.is_empty() {
             write!(
                 f,
