@@ -36,6 +36,10 @@ command -v mdadm >/dev/null || need+=(mdadm)
 command -v make-bcache >/dev/null || need+=(bcache-tools)
 command -v sgdisk >/dev/null || need+=(gdisk)
 command -v python3 >/dev/null || need+=(python3)
+# The report test (tests/heavy_report) opens reports in headless Chromium;
+# fio_generate_plots and fio2gnuplot (the log tests) need gnuplot.
+command -v chromium >/dev/null || need+=(chromium)
+command -v gnuplot >/dev/null || need+=(gnuplot-nox)
 # fio_jsonplus_clat2csv runs under Debian's python3 in the tests and needs six.
 /usr/bin/python3 -c 'import six' 2>/dev/null || need+=(python3-six)
 

@@ -6,7 +6,7 @@
 use super::{eprint_err, Command};
 use crate::diag::{self, DiagHooks, RunDiagnosis};
 use crate::job::{self, Plan};
-use crate::render::{self, Format, RUN_FORMATS};
+use crate::render::{self, Exporter, Format, RUN_FORMATS};
 use crate::results::RunDoc;
 use crate::runner::{self, RunOptions, RunResult};
 
@@ -52,6 +52,13 @@ fn main(args: &[String]) -> i32 {
     if let Err(code) = write_output(&plan, &text) {
         return code;
     }
+    if let Some(path) = &plan.global.report {
+        let page = render::html::Html.render(&done.doc);
+        if let Err(e) = super::report::write_report(path, &page) {
+            eprintln!("dioscope: error: --report={path}: {e}");
+            return 1;
+        }
+    }
     report_errors(&done.result);
     exit_code(&done.result)
 }
@@ -71,6 +78,10 @@ pub fn validate(args: &[String]) -> Result<(Plan, &'static Format<RunDoc>), Stri
     if let Some(out) = &plan.global.output {
         crate::outfile::check_output(out, &runner::target_paths(&plan))
             .map_err(|e| e.to_string())?;
+    }
+    if let Some(rep) = &plan.global.report {
+        crate::outfile::check_output(rep, &runner::target_paths(&plan))
+            .map_err(|e| format!("--report: {e}"))?;
     }
     Ok((plan, format))
 }
@@ -112,7 +123,10 @@ pub fn execute(plan: &Plan) -> Result<Finished, i32> {
             c.remove();
         }
     }
-    let doc = render::build::run_doc(&result, &diagnosis, context_line(plan, &diagnosis));
+    let mut doc = render::build::run_doc(&result, &diagnosis, context_line(plan, &diagnosis));
+    if let Some(d) = doc.dioscope.as_mut() {
+        d.command_line = std::env::args().collect();
+    }
     Ok(Finished {
         result,
         diagnosis,

@@ -1037,6 +1037,17 @@ pub static OPTIONS: &[OptDef] = &[
         }),
     },
     OptDef {
+        name: "report",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "report.html",
+        help: "Also write the HTML report of the run to this file (one self-contained page)",
+        apply: Apply::Global(|g, v| {
+            g.report = opt_str(v);
+            Ok(())
+        }),
+    },
+    OptDef {
         name: "destroy-data-on",
         aliases: &["destroy_data_on"],
         kind: Kind::Str,

@@ -272,6 +272,8 @@ pub struct GlobalSettings {
     /// is the one list of formats.
     pub output_format: String,
     pub output: Option<String>,
+    /// `--report=FILE`: the HTML report, written after the run too.
+    pub report: Option<String>,
     /// `--trials` from the command line (overrides every job).
     pub trials: Option<u32>,
     /// `--destroy-data-on=DEV`: devices the user allows us to overwrite.

@@ -7,6 +7,7 @@ use crate::job::JobSpec;
 use crate::results::model::{
     Cpu, Dioscope, DioscopeJob, Dir, IoError, Job, Lat, RunError, Sync, SCHEMA,
 };
+use crate::results::series::{TrialSeries, INTERVAL_NS};
 use crate::results::{human_bytes, JobSummary, OrderedMap, RunDoc};
 use crate::runner::{DirStats, IoErrorInfo, RunResult};
 use crate::stats::{Histogram, Summary};
@@ -63,15 +64,14 @@ fn lat(h: &Histogram, percentiles: Option<&[f64]>) -> Lat {
     }
 }
 
-/// Per-interval samples of the last trial for direction `d`: (KiB/s, IOPS).
+/// Per-interval samples of every trial's measured time for direction `d`:
+/// (KiB/s, IOPS), as fio's bw/iops sample statistics.
 fn interval_samples(s: &JobSummary, d: usize) -> (Vec<f64>, Vec<f64>) {
     let (mut bws, mut iopss) = (Vec::new(), Vec::new());
-    let mut prev = (0u64, 0u64, 0u64);
-    for t in &s.ticks {
-        let dt = (t.t_ns - prev.2).max(1) as f64 / 1e9;
-        bws.push((t.bytes[d] - prev.0) as f64 / 1024.0 / dt);
-        iopss.push((t.ios[d] - prev.1) as f64 / dt);
-        prev = (t.bytes[d], t.ios[d], t.t_ns);
+    for t in s.ticks.iter().flatten().filter(|t| !t.ramp) {
+        let dt = t.dur_ns.max(1) as f64 / 1e9;
+        bws.push(t.bytes[d] as f64 / 1024.0 / dt);
+        iopss.push(t.ios[d] as f64 / dt);
     }
     (bws, iopss)
 }
@@ -293,6 +293,14 @@ fn dioscope_job(r: &RunResult, s: &JobSummary) -> DioscopeJob {
             .map(|(d, _)| d.to_string())
             .collect(),
         trials: s.trials.clone(),
+        series: s
+            .ticks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                TrialSeries::from_ticks(i as u32 + 1, INTERVAL_NS, spec.ramp_time_us * 1000, t)
+            })
+            .collect(),
         summary: s.stats.clone(),
         cpu: Cpu {
             process_usr_us: s.process_cpu.user_us,
@@ -309,7 +317,6 @@ fn dioscope_job(r: &RunResult, s: &JobSummary) -> DioscopeJob {
         errors: s.dirs[0].errors + s.dirs[1].errors,
         errors_by_direction: [s.dirs[0].errors, s.dirs[1].errors],
         first_error: s.first_error.as_ref().map(|(e, p)| io_error(e, p)),
-        series: s.series.clone(),
     }
 }
 

@@ -13,6 +13,7 @@
 //! the `run_formats!` list below.
 
 pub mod build;
+pub mod chart;
 pub mod compare_markdown;
 pub mod compare_text;
 pub mod doctor;
@@ -56,7 +57,7 @@ macro_rules! run_formats {
     };
 }
 
-run_formats!(text, json, json_plus);
+run_formats!(text, json, json_plus, html);
 
 /// The formats of a comparison (`dioscope compare`); the first is the default.
 pub static COMPARISON_FORMATS: &[Format<Comparison>] = &[

@@ -43,36 +43,7 @@ impl DirStats {
     }
 }
 
-/// Cumulative counters at one interval boundary.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Tick {
-    /// Nanoseconds since measurement start.
-    pub t_ns: u64,
-    pub ios: [u64; 2],
-    pub bytes: [u64; 2],
-    pub lat_sum_ns: [u64; 2],
-}
-
-impl Tick {
-    /// Add another worker's counters at the same interval boundary.
-    pub fn add(&mut self, o: &Tick) {
-        for d in 0..2 {
-            self.ios[d] += o.ios[d];
-            self.bytes[d] += o.bytes[d];
-            self.lat_sum_ns[d] += o.lat_sum_ns[d];
-        }
-    }
-}
-
-/// Sum per-interval series of several workers, aligned by interval index.
-pub fn merge_ticks(into: &mut Vec<Tick>, from: &[Tick]) {
-    for (i, t) in from.iter().enumerate() {
-        match into.get_mut(i) {
-            Some(a) => a.add(t),
-            None => into.push(*t),
-        }
-    }
-}
+pub use super::series::{merge_ticks, Tick};
 
 /// The first I/O error a worker saw.
 #[derive(Debug, Clone, PartialEq, Eq)]

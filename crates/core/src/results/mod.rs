@@ -8,17 +8,18 @@
 //!   into [`JobSummary`], per-trial [`TrialMetrics`] and their statistics.
 //! - [`model`]: the typed result document ([`RunDoc`]): fio's JSON plus
 //!   dioscope's section, written and read back (also fio's own JSON).
+//! - [`series`]: per-interval time series (bounded memory), per trial.
 //! - [`units`]: the one place numbers become human text.
 
 pub mod measure;
 pub mod model;
 pub mod ordered;
+pub mod series;
 pub mod summary;
 pub mod units;
 
 pub use model::{RunDoc, SCHEMA};
 pub use ordered::OrderedMap;
-pub use summary::{
-    summarize, DirSeries, GroupInput, JobInput, JobSummary, TrialMetrics, TrialSeries, TrialStats,
-};
+pub use series::{DirSeries, TrialSeries};
+pub use summary::{summarize, GroupInput, JobInput, JobSummary, TrialMetrics, TrialStats};
 pub use units::{ctime, human_bytes, human_count, human_ns, human_rate};

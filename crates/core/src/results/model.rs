@@ -11,7 +11,8 @@
 //! [`Dioscope::sections`] without touching the renderers.
 
 use super::ordered::OrderedMap;
-use super::summary::{TrialMetrics, TrialSeries, TrialStats};
+use super::series::TrialSeries;
+use super::summary::{TrialMetrics, TrialStats};
 use crate::stats::cpu::SysCpuPct;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -212,6 +213,9 @@ pub struct Dioscope {
     /// Per job name: the read-back check's report (verify's own shape).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<OrderedMap<Value>>,
+    /// The exact command line of the run (program name first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command_line: Vec<String>,
     /// The engines and the environment in one line, as the text shows it.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub context: String,
@@ -303,9 +307,9 @@ pub struct DioscopeJob {
     #[serde(default)]
     pub errors_by_direction: [u64; 2],
     pub first_error: Option<IoError>,
-    /// Every trial's per-interval IOPS, bandwidth and mean latency per
-    /// direction.
-    #[serde(default)]
+    /// Per trial: IOPS, bandwidth and latency (mean, p50, p99) per
+    /// interval, per direction (results/series.rs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub series: Vec<TrialSeries>,
 }
 

@@ -38,55 +38,6 @@ pub struct TrialMetrics {
     pub interrupted: bool,
 }
 
-/// One direction's per-interval series within a trial.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct DirSeries {
-    pub iops: Vec<f64>,
-    pub bw_bytes: Vec<f64>,
-    /// Mean total latency of the I/Os completed in the interval (0 if none).
-    pub lat_mean_ns: Vec<f64>,
-}
-
-/// One trial's time series: per interval (1 s; the last may be shorter),
-/// per direction, from the start of the measured time.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct TrialSeries {
-    pub trial: u32,
-    /// End of each interval, ms since the measurement started.
-    pub t_ms: Vec<f64>,
-    pub read: DirSeries,
-    pub write: DirSeries,
-}
-
-impl TrialSeries {
-    /// The series of trial `trial` from its (cumulative) ticks.
-    pub fn from_ticks(trial: u32, ticks: &[Tick]) -> TrialSeries {
-        let mut s = TrialSeries {
-            trial,
-            ..Default::default()
-        };
-        let mut prev = Tick::default();
-        for t in ticks {
-            let dt = (t.t_ns.saturating_sub(prev.t_ns)).max(1) as f64 / 1e9;
-            s.t_ms.push(t.t_ns as f64 / 1e6);
-            for (d, out) in [&mut s.read, &mut s.write].into_iter().enumerate() {
-                let ios = t.ios[d].saturating_sub(prev.ios[d]);
-                let lat = t.lat_sum_ns[d].saturating_sub(prev.lat_sum_ns[d]);
-                out.iops.push(ios as f64 / dt);
-                out.bw_bytes
-                    .push(t.bytes[d].saturating_sub(prev.bytes[d]) as f64 / dt);
-                out.lat_mean_ns.push(if ios > 0 {
-                    lat as f64 / ios as f64
-                } else {
-                    0.0
-                });
-            }
-            prev = *t;
-        }
-        s
-    }
-}
-
 /// Statistics of the main metrics over trials.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TrialStats {
@@ -131,10 +82,8 @@ pub struct JobSummary {
     pub wall_ns: u64,
     pub trials: Vec<TrialMetrics>,
     pub stats: TrialStats,
-    /// Per-interval counters of the last trial.
-    pub ticks: Vec<Tick>,
-    /// Every trial's time series.
-    pub series: Vec<TrialSeries>,
+    /// Per-interval counters of every trial (index = trial - 1).
+    pub ticks: Vec<Vec<Tick>>,
     pub queue: QueueStats,
     pub first_error: Option<(IoErrorInfo, String)>,
     pub max_worker_cpu: f64,
@@ -173,18 +122,13 @@ pub fn per_second(n: u64, ms: f64) -> f64 {
     }
 }
 
-/// IOPS (both directions) per interval of a tick series.
+/// IOPS (both directions) per measured interval of a tick series.
 pub fn tick_iops(ticks: &[Tick]) -> Vec<f64> {
-    let mut prev = [0u64; 2];
-    let mut prev_t = 0u64;
-    let mut out = Vec::with_capacity(ticks.len());
-    for t in ticks {
-        let dt = (t.t_ns - prev_t).max(1) as f64 / 1e9;
-        out.push((t.ios[0] + t.ios[1] - prev[0] - prev[1]) as f64 / dt);
-        prev = t.ios;
-        prev_t = t.t_ns;
-    }
-    out
+    ticks
+        .iter()
+        .filter(|t| !t.ramp)
+        .map(|t| (t.ios[0] + t.ios[1]) as f64 / (t.dur_ns.max(1) as f64 / 1e9))
+        .collect()
 }
 
 /// The units a run reports: each job alone, or with `group_reporting` the
@@ -241,11 +185,7 @@ fn summarize_unit(jobs: &[JobInput], groups: &[GroupInput], unit: Vec<usize>) ->
         for (a, b) in s.dirs.iter_mut().zip(&merged.dirs) {
             a.merge(b);
         }
-        s.series
-            .push(TrialSeries::from_ticks(t as u32 + 1, &merged.ticks));
-        if t + 1 == ntrials {
-            s.ticks = merged.ticks;
-        }
+        s.ticks.push(merged.ticks);
         s.trials.push(m);
     }
     s.jobs = unit;
@@ -336,23 +276,26 @@ pub fn trial_stats(trials: &[TrialMetrics]) -> TrialStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::TrialSeries;
 
-    fn tick(t_s: u64, ios: [u64; 2], lat: [u64; 2]) -> Tick {
-        Tick {
-            t_ns: t_s * 1_000_000_000,
+    #[test]
+    fn series_are_per_interval_rates() {
+        // Ticks are per interval (the worker takes the differences).
+        let tick = |t_s: u64, ios: [u64; 2], lat: [u64; 2]| Tick {
+            end_ns: t_s * 1_000_000_000,
+            dur_ns: 1_000_000_000,
             ios,
             bytes: [ios[0] * 4096, ios[1] * 4096],
             lat_sum_ns: lat,
-        }
-    }
-
-    #[test]
-    fn series_are_per_interval_differences() {
+            ..Default::default()
+        };
         let s = TrialSeries::from_ticks(
             2,
+            1_000_000_000,
+            0,
             &[
                 tick(1, [100, 0], [100_000, 0]),
-                tick(2, [300, 10], [500_000, 50_000]),
+                tick(2, [200, 10], [400_000, 50_000]),
             ],
         );
         assert_eq!(s.trial, 2);
@@ -408,7 +351,7 @@ mod tests {
         assert_eq!(s[0].trials[0].iops, 1500.0);
         assert_eq!(s[0].trials[1].iops, 2500.0);
         assert_eq!(s[0].stats.iops.mean, 2000.0);
-        assert_eq!(s[0].series.len(), 2);
+        assert_eq!(s[0].ticks.len(), 2, "every trial's series");
         assert_eq!(s[1].name, "c");
         assert_eq!(s[1].iops(0), 7.0);
     }

@@ -413,7 +413,7 @@ fn worker_plan(
             .iter()
             .map(|f| table.targets[f.target_idx].fd())
             .collect(),
-        tick_ns: 1_000_000_000,
+        tick_ns: crate::results::series::INTERVAL_NS,
     }
 }
 

@@ -17,6 +17,8 @@ use dioscope_sys::proc::{usage_thread, Usage};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 pub use crate::results::measure::{merge_ticks, DirStats, IoErrorInfo, QueueStats, Tick};
+use crate::results::series::{coarsen, MAX_TICKS};
+use crate::stats::Histogram;
 
 /// Everything a worker reports when it ends.
 #[derive(Debug, Clone, Default)]
@@ -305,6 +307,15 @@ struct Timeline {
     next_tick: u64,
     tick_ns: u64,
     cpu0: Usage,
+    /// The job's start: interval times are from here.
+    start: u64,
+    /// Start of the open interval.
+    tick_start: u64,
+    /// Counters at the start of the open interval: ios, bytes, latency sum.
+    tick_base: [[u64; 3]; 2],
+    /// The latency histograms at the start of the open interval, allocated
+    /// once: the interval's percentiles are the difference.
+    tick_lat: [Histogram; 2],
 }
 
 /// The state of one running worker. Its steps are separate methods, inlined
@@ -364,6 +375,10 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             next_tick: start_ns + p.tick_ns,
             tick_ns: p.tick_ns,
             cpu0: usage_thread(),
+            start: start_ns,
+            tick_start: start_ns,
+            tick_base: [[0; 3]; 2],
+            tick_lat: [Histogram::new(), Histogram::new()],
         };
         if tl.measuring {
             prog.measuring.store(true, Ordering::Relaxed);
@@ -374,7 +389,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             stop,
             prog,
             res: WorkerResult {
-                ticks: Vec::with_capacity(4096),
+                ticks: Vec::with_capacity(MAX_TICKS),
                 ..Default::default()
             },
             slots: Slots::new(depth),
@@ -566,14 +581,16 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             if (c.res as u32) < m.len {
                 self.short_io(c.slot, c.res);
             }
+            // Counted during the ramp too (its intervals are in the time
+            // series); start_measuring forgets them.
+            let m = &self.slots.meta[c.slot as usize];
+            let st = &mut self.res.dirs[m.write as usize];
+            st.ios += 1;
+            st.bytes += c.res as u64;
+            st.slat.record(m.commit_ns - m.stage_ns);
+            st.clat.record(self.now - m.commit_ns);
+            st.lat.record(self.now - m.stage_ns);
             if self.tl.measuring {
-                let m = &self.slots.meta[c.slot as usize];
-                let st = &mut self.res.dirs[m.write as usize];
-                st.ios += 1;
-                st.bytes += c.res as u64;
-                st.slat.record(m.commit_ns - m.stage_ns);
-                st.clat.record(self.now - m.commit_ns);
-                st.lat.record(self.now - m.stage_ns);
                 self.measured_bytes += c.res as u64;
             }
         }
@@ -624,10 +641,10 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
         if !self.tl.measuring && now >= self.tl.ramp_end {
             self.start_measuring();
         }
+        if now >= self.tl.next_tick {
+            self.close_interval(now);
+        }
         if self.tl.measuring {
-            if now >= self.tl.next_tick {
-                self.close_interval();
-            }
             self.prog.ios.store(
                 self.res.dirs[0].ios + self.res.dirs[1].ios,
                 Ordering::Relaxed,
@@ -648,9 +665,16 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
     #[inline(never)]
     fn start_measuring(&mut self) {
         let now = self.now;
+        if now > self.tl.tick_start {
+            self.close_interval(now);
+        }
         self.tl.measuring = true;
         self.tl.meas_start = now;
         self.tl.next_tick = now + self.tl.tick_ns;
+        self.tl.tick_base = [[0; 3]; 2];
+        for h in &mut self.tl.tick_lat {
+            h.reset();
+        }
         self.tl.cpu0 = usage_thread();
         for d in &mut self.res.dirs {
             d.reset();
@@ -660,18 +684,44 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
         self.prog.measuring.store(true, Ordering::Relaxed);
     }
 
+    /// Close the open interval at `end` into the time series: the
+    /// interval's counts and latency percentiles (the difference from its
+    /// start). Memory is fixed: when the series is full, neighbours merge
+    /// and the interval doubles (results/series.rs).
     #[cold]
     #[inline(never)]
-    fn close_interval(&mut self) {
-        let d = &self.res.dirs;
-        let t = Tick {
-            t_ns: self.tl.next_tick - self.tl.meas_start,
-            ios: [d[0].ios, d[1].ios],
-            bytes: [d[0].bytes, d[1].bytes],
-            lat_sum_ns: [d[0].lat.sum_ns(), d[1].lat.sum_ns()],
+    fn close_interval(&mut self, end: u64) {
+        let tl = &mut self.tl;
+        if self.res.ticks.len() == MAX_TICKS {
+            coarsen(&mut self.res.ticks);
+            tl.tick_ns *= 2;
+        }
+        let mut t = Tick {
+            end_ns: end - tl.start,
+            dur_ns: end - tl.tick_start,
+            ramp: !tl.measuring,
+            ..Default::default()
         };
+        for (k, d) in self.res.dirs.iter().enumerate() {
+            let now = [d.ios, d.bytes, d.lat.sum_ns()];
+            let base = tl.tick_base[k];
+            t.ios[k] = now[0] - base[0];
+            t.bytes[k] = now[1] - base[1];
+            t.lat_sum_ns[k] = now[2].wrapping_sub(base[2]);
+            [t.lat_p50_ns[k], t.lat_p99_ns[k]] =
+                d.lat.percentiles_since(&tl.tick_lat[k], [50.0, 99.0]);
+            tl.tick_lat[k].copy_from(&d.lat);
+            tl.tick_base[k] = now;
+        }
         self.res.ticks.push(t);
-        self.tl.next_tick += self.tl.tick_ns;
+        tl.tick_start = end;
+        // A stall longer than an interval skips the boundaries it missed
+        // (the closed interval is that much longer) rather than closing
+        // empty ones.
+        tl.next_tick += tl.tick_ns;
+        if tl.next_tick <= end {
+            tl.next_tick = end + tl.tick_ns;
+        }
     }
 
     /// `end_fsync`: flush every file written before the job's time ends.
@@ -687,8 +737,20 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
     /// Runtime and CPU of the measured part.
     fn finish(mut self) -> WorkerResult {
         self.end_fsync();
-        let mut res = self.res;
         let end_ns = now_ns();
+        if self.tl.measuring {
+            // The last, partial interval, unless it is a sliver whose rate
+            // would be noise.
+            if end_ns.saturating_sub(self.tl.tick_start) * 10 >= self.tl.tick_ns {
+                self.close_interval(end_ns);
+            }
+        } else {
+            // Ended during the ramp: nothing was measured.
+            for d in &mut self.res.dirs {
+                d.reset();
+            }
+        }
+        let mut res = self.res;
         res.runtime_ns = if self.tl.measuring {
             end_ns.saturating_sub(self.tl.meas_start)
         } else {

@@ -190,6 +190,44 @@ impl Histogram {
         self.max
     }
 
+    /// Become a copy of `o` without allocating (both have the same buckets):
+    /// the worker keeps the previous interval's histogram this way.
+    pub fn copy_from(&mut self, o: &Histogram) {
+        self.counts.copy_from_slice(&o.counts);
+        self.n = o.n;
+        self.min = o.min;
+        self.max = o.max;
+        self.sum = o.sum;
+        self.sum_sq = o.sum_sq;
+    }
+
+    /// Percentiles `ps` (ascending, 0..=100) of the values recorded since
+    /// `prev` was copied from this histogram: one pass over the bucket
+    /// differences, no allocation. Bucket midpoints, as [`Self::percentile`];
+    /// 0 when nothing was recorded since.
+    pub fn percentiles_since<const N: usize>(&self, prev: &Histogram, ps: [f64; N]) -> [u64; N] {
+        let mut out = [0u64; N];
+        let n = self.n.saturating_sub(prev.n);
+        if n == 0 {
+            return out;
+        }
+        let ranks = ps.map(|p| ((p / 100.0) * n as f64).ceil().max(1.0) as u64);
+        let mut k = 0;
+        let mut cum = 0u64;
+        for (i, (&a, &b)) in self.counts.iter().zip(prev.counts.iter()).enumerate() {
+            cum += a.saturating_sub(b);
+            while k < N && cum >= ranks[k] {
+                let (lo, w) = bucket_bounds(i);
+                out[k] = (lo + w / 2).min(self.max);
+                k += 1;
+            }
+            if k == N {
+                break;
+            }
+        }
+        out
+    }
+
     /// Non-empty buckets as (representative value, count), ascending.
     pub fn bins(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.counts

@@ -1,0 +1,171 @@
+//! `dioscope report RESULT.json [MORE.json…] [-o report.html]`: one
+//! self-contained HTML file from results already written — dioscope's or
+//! fio's JSON (json and json+). Two or more results are shown side by side
+//! with the change of each against the first.
+
+use super::{eprint_err, Command};
+use crate::render::html::{self, Input};
+use crate::results::RunDoc;
+
+pub const COMMAND: Command = Command {
+    name: "report",
+    usage: &[(
+        "report RESULT.json [MORE.json...] [-o report.html]",
+        "one self-contained HTML report (charts, statistics,\n\
+         diagnosis) from dioscope's or fio's JSON results;\n\
+         two or more are compared side by side",
+    )],
+    main,
+};
+
+/// What the command line asked for.
+#[derive(Debug, PartialEq)]
+struct Args {
+    inputs: Vec<String>,
+    output: Option<String>,
+}
+
+fn parse(args: &[String]) -> Result<Args, String> {
+    let mut a = Args {
+        inputs: Vec::new(),
+        output: None,
+    };
+    let mut it = args.iter();
+    while let Some(x) = it.next() {
+        if x == "-o" || x == "--output" {
+            let v = it
+                .next()
+                .ok_or_else(|| format!("{x} needs a file name (e.g. {x} report.html)"))?;
+            a.output = Some(v.clone());
+        } else if let Some(v) = x
+            .strip_prefix("--output=")
+            .or_else(|| x.strip_prefix("-o="))
+        {
+            a.output = Some(v.to_string());
+        } else if x.starts_with('-') && x != "-" {
+            return Err(format!(
+                "report: unknown option '{x}'; usage: dioscope report RESULT.json [MORE.json...] -o report.html"
+            ));
+        } else {
+            a.inputs.push(x.clone());
+        }
+    }
+    if a.inputs.is_empty() {
+        return Err(
+            "report: no result given; usage: dioscope report RESULT.json [MORE.json...] -o report.html \
+             (write one with dioscope --output-format=json --output=RESULT.json, or use fio's --output-format=json)"
+                .into(),
+        );
+    }
+    if a.output.as_deref() == Some("") {
+        return Err("report: -o needs a file name (e.g. -o report.html)".into());
+    }
+    Ok(a)
+}
+
+/// Read one result file (`-`: standard input) into a report input.
+pub fn read_input(path: &str) -> Result<Input, String> {
+    let text = if path == "-" {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
+            .map_err(|e| format!("report: cannot read standard input: {e}"))?;
+        s
+    } else {
+        std::fs::read_to_string(path).map_err(|e| {
+            format!("report: cannot read {path}: {e} (give the path of a JSON result)")
+        })?
+    };
+    // fio writes notes ("<host> …") before its JSON when it has something to
+    // say; start at the first '{' as fio's own tools do.
+    let json = text.find('{').map(|i| &text[i..]).unwrap_or(&text);
+    let doc = RunDoc::from_json(json).map_err(|e| {
+        format!(
+            "report: {path} is not a result dioscope can read: {e} \
+             (give dioscope's or fio's JSON: --output-format=json or json+)"
+        )
+    })?;
+    Ok(Input::Run {
+        name: path.to_string(),
+        doc: Box::new(doc),
+    })
+}
+
+/// Write the report to `path`, atomically (never half a file).
+pub fn write_report(path: &str, html: &str) -> Result<(), String> {
+    crate::outfile::write_atomic(std::path::Path::new(path), html.as_bytes())
+        .map_err(|e| format!("cannot write the report to {path}: {e}"))
+}
+
+fn main(args: &[String]) -> i32 {
+    let a = match parse(args) {
+        Ok(a) => a,
+        Err(e) => return eprint_err(&e),
+    };
+    let mut inputs = Vec::new();
+    for p in &a.inputs {
+        match read_input(p) {
+            Ok(i) => inputs.push(i),
+            Err(e) => return eprint_err(&e),
+        }
+    }
+    let page = html::report(&inputs);
+    match &a.output {
+        Some(out) => {
+            if let Err(e) = write_report(out, &page) {
+                eprintln!("dioscope: error: {e}");
+                return 1;
+            }
+            eprintln!(
+                "dioscope: report written to {out} ({} KiB)",
+                page.len().div_ceil(1024)
+            );
+        }
+        None => print!("{page}"),
+    }
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn arguments() {
+        assert_eq!(
+            parse(&s(&["a.json", "b.json", "-o", "r.html"])).unwrap(),
+            Args {
+                inputs: s(&["a.json", "b.json"]),
+                output: Some("r.html".into())
+            }
+        );
+        assert_eq!(
+            parse(&s(&["--output=x.html", "a.json"]))
+                .unwrap()
+                .output
+                .as_deref(),
+            Some("x.html")
+        );
+        assert!(parse(&s(&[])).unwrap_err().contains("no result"));
+        assert!(parse(&s(&["a.json", "-o"]))
+            .unwrap_err()
+            .contains("needs a file name"));
+        assert!(parse(&s(&["a.json", "--bogus"]))
+            .unwrap_err()
+            .contains("unknown option"));
+    }
+
+    #[test]
+    fn unreadable_and_foreign_files_are_named() {
+        let e = read_input("/nonexistent/x.json").err().unwrap();
+        assert!(e.contains("/nonexistent/x.json"), "{e}");
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("n.json");
+        std::fs::write(&p, "{\"hello\": 1}").unwrap();
+        let e = read_input(p.to_str().unwrap()).err().unwrap();
+        assert!(e.contains("not a result"), "{e}");
+    }
+}
