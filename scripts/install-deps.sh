@@ -36,6 +36,9 @@ command -v mdadm >/dev/null || need+=(mdadm)
 command -v make-bcache >/dev/null || need+=(bcache-tools)
 command -v sgdisk >/dev/null || need+=(gdisk)
 command -v python3 >/dev/null || need+=(python3)
+# --profile's tests record with perf (Debian's linux-perf: one perf for all
+# kernels; its version need not match the running kernel's).
+command -v perf >/dev/null || need+=(linux-perf)
 # The report test (tests/heavy_report) opens reports in headless Chromium;
 # fio_generate_plots and fio2gnuplot (the log tests) need gnuplot.
 command -v chromium >/dev/null || need+=(chromium)

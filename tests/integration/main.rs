@@ -11,6 +11,7 @@ mod faults;
 mod jobfile;
 mod json;
 mod options;
+mod profile;
 mod report;
 mod results;
 mod safety2;

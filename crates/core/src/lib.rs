@@ -21,6 +21,7 @@ pub mod engines;
 pub mod experiment;
 pub mod job;
 pub mod outfile;
+pub mod profile;
 pub mod render;
 pub mod results;
 pub mod runner;

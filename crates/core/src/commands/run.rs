@@ -110,7 +110,12 @@ pub fn execute(plan: &Plan) -> Result<Finished, i32> {
         auto: plan.global.auto.clone(),
     };
     let mut hooks = DiagHooks::new(&table);
-    let result = runner::execute(resolved, &table, &opts, &mut hooks);
+    let mut profiler = plan.global.profile.then(crate::profile::Profiler::new);
+    let result = match profiler.as_mut() {
+        Some(p) => runner::execute(resolved, &table, &opts, &mut p.hooks(&mut hooks)),
+        None => runner::execute(resolved, &table, &opts, &mut hooks),
+    };
+    let profile = profiler.map(|p| p.finish(&result));
     let diagnosis = diag::diagnose(&result, &hooks);
 
     // Remove what this run created when asked (the default job's scratch
@@ -125,6 +130,7 @@ pub fn execute(plan: &Plan) -> Result<Finished, i32> {
     }
     let mut doc = render::build::run_doc(&result, &diagnosis, context_line(plan, &diagnosis));
     if let Some(d) = doc.dioscope.as_mut() {
+        d.profile = profile;
         d.command_line = std::env::args().collect();
     }
     Ok(Finished {

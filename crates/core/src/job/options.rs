@@ -1074,6 +1074,17 @@ pub static OPTIONS: &[OptDef] = &[
             Ok(())
         }),
     },
+    OptDef {
+        name: "profile",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Record the measured windows with perf: CPU per I/O by function and subsystem",
+        apply: Apply::Global(|g, v| {
+            g.profile = parse_bool(v)?;
+            Ok(())
+        }),
+    },
 ];
 
 /// fio options that exist but dioscope does not implement: a clear error

@@ -280,6 +280,8 @@ pub struct GlobalSettings {
     pub destroy_data_on: Vec<String>,
     /// `--eta=` / `--progress=`: when to show the live progress line.
     pub eta: Eta,
+    /// `--profile`: perf over the measured windows (crate::profile).
+    pub profile: bool,
     /// `--precision`, `--max-trials`, `--max-time`, `--precision-metric`
     /// for `trials=auto`.
     pub auto: crate::stats::significance::AutoTrials,

@@ -267,6 +267,9 @@ fn run_section(o: &mut String, p: &str, doc: &RunDoc) {
     latency(o, p, &views);
     spread(o, p, &views);
     cpu(o, p, doc, &views);
+    if let Some(prof) = ds.and_then(|d| d.profile.as_ref()) {
+        crate::profile::render_html(o, p, prof);
+    }
     devices(o, p, doc);
     findings(o, p, doc);
     environment(o, p, doc);

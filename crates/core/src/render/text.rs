@@ -29,6 +29,10 @@ impl Exporter<RunDoc> for Text {
         }
         if let Some(d) = &doc.dioscope {
             verify_block(&mut out, d);
+            if let Some(p) = &d.profile {
+                out.push('\n');
+                out.push_str(&crate::profile::render_text(p));
+            }
             tail(&mut out, d);
         }
         out

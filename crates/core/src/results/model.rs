@@ -232,7 +232,10 @@ pub struct Dioscope {
     pub page_cache: Vec<Value>,
     #[serde(default)]
     pub openers: Vec<Value>,
-    /// Optional sections other layers add (`profile`, …), in order.
+    /// `--profile`: CPU per I/O by function and subsystem (perf).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::profile::result::ProfileResult>,
+    /// Optional sections other layers add, in order.
     #[serde(flatten)]
     pub sections: OrderedMap<Value>,
 }
@@ -252,7 +255,7 @@ impl Dioscope {
             .and_then(|d| d.as_object().map(|o| o.contains_key(key)))
             .unwrap_or(false);
         // Keys left out when empty are built-in too.
-        if builtin || ["signal", "first_error", "verify", "context"].contains(&key) {
+        if builtin || ["signal", "first_error", "verify", "context", "profile"].contains(&key) {
             return Err(format!("'{key}' is a built-in key of the dioscope section"));
         }
         self.sections.set(key, v);
@@ -491,14 +494,16 @@ mod tests {
             ..Default::default()
         };
         let d = doc.dioscope.as_mut().unwrap();
-        d.set_section("profile", serde_json::json!({"samples": 3}))
+        d.set_section("example", serde_json::json!({"samples": 3}))
             .unwrap();
         assert!(d.set_section("jobs", Value::Null).is_err());
         assert!(d.set_section("signal", Value::Null).is_err());
+        // `profile` is a typed field (crate::profile), not a free section.
+        assert!(d.set_section("profile", Value::Null).is_err());
         let text = doc.to_json(true);
         let back = RunDoc::from_json(&text).unwrap();
         let d = back.dioscope.as_ref().unwrap();
-        assert_eq!(d.section("profile").unwrap()["samples"], 3);
+        assert_eq!(d.section("example").unwrap()["samples"], 3);
         assert_eq!(back.to_json(true), text);
         let dir = std::env::temp_dir().join(format!("dioscope-model-{}", std::process::id()));
         std::fs::write(&dir, &text).unwrap();
@@ -509,6 +514,6 @@ mod tests {
         assert!(e.starts_with(&dir.display().to_string()), "{e}");
         assert!(e.contains("--output-format=json"), "{e}");
         let openers = text.find("\"openers\"").unwrap();
-        assert!(text.find("\"profile\"").unwrap() > openers);
+        assert!(text.find("\"example\"").unwrap() > openers);
     }
 }
