@@ -5,6 +5,8 @@
 //! with its code (0 ok, 1 I/O errors, 2 bad input, 128+N interrupted by
 //! signal N).
 
+#![forbid(unsafe_code)]
+
 fn main() {
     std::process::exit(dioscope_core::commands::main(
         std::env::args().skip(1).collect(),

@@ -70,15 +70,64 @@ fn json_layout_matches_fio() {
         }
     }
     let r = &job["read"];
-    // fio's formulas.
-    let rt = r["runtime"].as_f64().unwrap();
-    if rt > 0.0 {
-        let iops = 1000.0 * r["total_ios"].as_f64().unwrap() / rt;
-        assert!((r["iops"].as_f64().unwrap() - iops).abs() / iops < 0.01);
-    }
+    // This run is too short for its runtime in whole ms to give the rates
+    // (json_rates_follow_fio_formulas_on_a_timed_run checks those); the
+    // rates share one time base, so IOPS and bandwidth must agree with the
+    // totals whatever the runtime.
+    let (ios, bytes) = (
+        r["total_ios"].as_f64().unwrap(),
+        r["io_bytes"].as_f64().unwrap(),
+    );
+    let (iops, bw) = (r["iops"].as_f64().unwrap(), r["bw_bytes"].as_f64().unwrap());
+    assert!(ios > 0.0 && iops > 0.0, "{r}");
+    assert!(((iops / bw) / (ios / bytes) - 1.0).abs() < 0.01, "{r}");
     assert!(r["clat_ns"]["percentile"].get("99.000000").is_some());
     assert_eq!(r["clat_ns"]["N"], r["total_ios"]);
     assert_eq!(job["trim"]["total_ios"], 0);
+}
+
+/// fio's rate formulas, from the totals and the runtime in ms.
+fn check_fio_formulas(r: &serde_json::Value) {
+    let rt = r["runtime"].as_f64().unwrap();
+    assert!(rt > 0.0, "{r}");
+    let iops = 1000.0 * r["total_ios"].as_f64().unwrap() / rt;
+    assert!(iops > 0.0, "{r}");
+    assert!(
+        (r["iops"].as_f64().unwrap() - iops).abs() / iops < 0.01,
+        "{r}"
+    );
+    let bw_bytes = 1000.0 * r["io_bytes"].as_f64().unwrap() / rt;
+    let got = r["bw_bytes"].as_f64().unwrap();
+    assert!((got - bw_bytes).abs() / bw_bytes < 0.01, "{r}");
+    let bw = r["bw"].as_f64().unwrap();
+    assert!((bw - got / 1024.0).abs() <= 1.0, "{r}");
+    assert_eq!(
+        r["io_kbytes"].as_u64(),
+        Some(r["io_bytes"].as_u64().unwrap() / 1024)
+    );
+}
+
+#[test]
+fn json_rates_follow_fio_formulas_on_a_timed_run() {
+    // Always a measurable runtime, so the formulas are always checked.
+    let d = tempfile::tempdir().unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=j",
+            "--ioengine=null",
+            "--rw=randrw",
+            "--size=64m",
+            "--time_based",
+            "--runtime=1",
+            "--output-format=json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json(&o);
+    for dir in ["read", "write"] {
+        check_fio_formulas(&j["jobs"][0][dir]);
+    }
 }
 
 #[test]

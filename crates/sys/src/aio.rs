@@ -137,6 +137,20 @@ mod tests {
         assert!(buf.iter().all(|&b| b == 0xab));
     }
 
+    #[test]
+    #[should_panic(expected = "into slot")]
+    fn stage_refuses_a_slot_outside_the_arena() {
+        let arena = crate::queue::SlotArena::new(2, 4096).unwrap();
+        let mut q = AioQueue::new(arena, &[0], 0).unwrap();
+        q.stage(crate::queue::IoDesc {
+            slot: 2,
+            write: false,
+            file: 0,
+            offset: 0,
+            len: 512,
+        });
+    }
+
     fn tempfile_in_tmp() -> std::fs::File {
         let p = std::env::temp_dir().join(format!("dioscope-aio-{}", std::process::id()));
         let f = std::fs::OpenOptions::new()
@@ -196,8 +210,12 @@ impl AioQueue {
         })
     }
 
+    /// Stage one I/O for the next `commit`. The slot must be idle. Panics
+    /// (in every build) when the slot is not in the arena or `d.len`
+    /// exceeds a slot.
     #[inline]
     pub fn stage(&mut self, d: IoDesc) {
+        let buf = self.arena.io_ptr(d.slot, d.len);
         let cb = &mut self.iocbs[d.slot as usize];
         *cb = Iocb {
             aio_data: d.slot as u64,
@@ -208,7 +226,7 @@ impl AioQueue {
                 IOCB_CMD_PREAD
             },
             aio_fildes: self.fds[d.file as usize],
-            aio_buf: self.arena.slot_ptr(d.slot) as u64,
+            aio_buf: buf as u64,
             aio_nbytes: d.len as u64,
             aio_offset: d.offset as i64,
             ..Default::default()

@@ -28,6 +28,16 @@ impl Usage {
         self.maxrss_kb = self.maxrss_kb.max(o.maxrss_kb);
     }
 
+    /// CPU time, user plus system, in microseconds.
+    pub fn cpu_us(&self) -> u64 {
+        self.user_us + self.sys_us
+    }
+
+    /// Context switches, voluntary plus involuntary.
+    pub fn ctx_switches(&self) -> u64 {
+        self.vol_ctx + self.invol_ctx
+    }
+
     pub fn since(&self, before: &Usage) -> Usage {
         Usage {
             user_us: self.user_us.saturating_sub(before.user_us),
@@ -81,12 +91,6 @@ pub fn set_affinity(cpus: &[usize]) -> io::Result<()> {
         .map(drop)
 }
 
-/// Kernel thread id of the caller.
-pub fn gettid() -> i32 {
-    // SAFETY: gettid has no preconditions.
-    unsafe { libc::gettid() }
-}
-
 /// Number of online CPUs.
 pub fn ncpus() -> usize {
     // SAFETY: sysconf has no preconditions.
@@ -95,6 +99,17 @@ pub fn ncpus() -> usize {
 }
 
 /// Whether stderr is a terminal.
+/// Clock ticks per second of /proc's CPU times (100 when sysconf does not say).
+pub fn clk_tck() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as u64
+    } else {
+        100
+    }
+}
+
 pub fn stderr_is_tty() -> bool {
     // SAFETY: isatty has no preconditions.
     unsafe { libc::isatty(2) == 1 }

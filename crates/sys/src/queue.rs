@@ -50,6 +50,21 @@ impl SlotArena {
         unsafe { self.buf.as_ptr().add(slot as usize * self.slot_size) }
     }
 
+    /// The buffer of `slot` for an I/O of `len` bytes, to hand to the
+    /// kernel. Checked in every build: a slot outside the arena or a length
+    /// beyond the slot would let the kernel write past the buffer. Both
+    /// checks are one compare each and never fail in a correct runner.
+    #[inline(always)]
+    pub fn io_ptr(&self, slot: u32, len: u32) -> *mut u8 {
+        assert!(
+            slot < self.nslots && len as usize <= self.slot_size,
+            "I/O of {len} bytes into slot {slot} of {} slots of {} bytes",
+            self.nslots,
+            self.slot_size
+        );
+        self.slot_ptr(slot)
+    }
+
     /// The whole buffer of one slot. The caller must not use a slot that is in
     /// flight; the queues only hand out slots that are idle.
     pub fn slot_mut(&mut self, slot: u32) -> &mut [u8] {
@@ -72,9 +87,6 @@ impl SlotArena {
     }
     pub fn is_empty(&self) -> bool {
         self.buf.is_empty()
-    }
-    pub fn is_huge(&self) -> bool {
-        self.buf.is_huge()
     }
 
     /// Fill every slot with incompressible bytes (xorshift), so writes are not

@@ -70,11 +70,6 @@ pub fn last_signal() -> i32 {
     LAST.load(Ordering::Relaxed) as i32
 }
 
-/// Raise the stop counter from inside the program (tests, fatal errors).
-pub fn request_stop() {
-    STOPS.fetch_add(1, Ordering::SeqCst);
-}
-
 /// Register a scratch file (just created) to be unlinked if the user insists
 /// with a second SIGINT — only while the path still names that file.
 pub fn register_scratch(path: &std::path::Path) {

@@ -106,6 +106,9 @@ pub struct UringQueue<'r> {
     features: UringFeatures,
     rw_flags: i32,
     staged: u32,
+    /// I/Os pushed to the submission queue and not yet reaped: what the
+    /// kernel may still be reading into or writing from the arena.
+    outstanding: u32,
 }
 
 /// Build a ring for `fds` and `arena`, then run `f` with the queue. The ring
@@ -148,6 +151,7 @@ pub fn with_queue<R>(
         features,
         rw_flags: flags,
         staged: 0,
+        outstanding: 0,
     };
     let r = f(&mut q);
     q.drain();
@@ -160,9 +164,11 @@ impl UringQueue<'_> {
     }
 
     /// Stage one I/O in the submission queue (not yet visible to the kernel).
+    /// The slot must be idle. Panics (in every build) when the slot is not
+    /// in the arena or `d.len` exceeds a slot.
     #[inline]
     pub fn stage(&mut self, d: IoDesc) {
-        let ptr = self.arena.slot_ptr(d.slot);
+        let ptr = self.arena.io_ptr(d.slot, d.len);
         let entry: squeue::Entry = match (
             self.features.registered_files,
             self.features.fixed_bufs,
@@ -224,6 +230,7 @@ impl UringQueue<'_> {
             unsafe { self.sq.push(&entry) }.expect("a free submission entry after submitting");
         }
         self.staged += 1;
+        self.outstanding += 1;
     }
 
     /// Submit what is staged and wait until at least `min` completions are ready.
@@ -269,6 +276,7 @@ impl UringQueue<'_> {
             };
             n += 1;
         }
+        self.outstanding -= n as u32;
         n
     }
 
@@ -276,9 +284,109 @@ impl UringQueue<'_> {
         self.arena
     }
 
+    /// I/Os staged or in flight and not yet reaped.
+    pub fn outstanding(&self) -> u32 {
+        self.outstanding
+    }
+
+    /// Wait until the kernel is done with every I/O staged or in flight, so
+    /// the arena may be released. Their completions are discarded: the
+    /// worker has stopped accounting.
     fn drain(&mut self) {
-        // The arena must not be released while the kernel may still use it:
-        // wait for everything in flight before the ring goes away.
-        let _ = self.sub.submit_and_wait(0);
+        while self.outstanding > 0 {
+            // Submits what is still staged too.
+            match self.sub.submit_and_wait(1) {
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+                // The ring itself failed: nothing more can be waited for.
+                Err(_) => return,
+            }
+            self.cq.sync();
+            let done = (&mut self.cq).count() as u32;
+            self.outstanding = self.outstanding.saturating_sub(done);
+            self.sq.sync();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::net::UnixStream;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn drain_waits_for_in_flight_io() {
+        // A read from a socket nobody has written to yet stays in flight
+        // until the writer below sends, 300 ms later.
+        let (a, mut b) = UnixStream::pair().unwrap();
+        let fds = [a.as_raw_fd()];
+        let mut arena = SlotArena::new(2, 4096).unwrap();
+        let opts = UringOpts {
+            entries: 2,
+            ..Default::default()
+        };
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            b.write_all(&[7u8; 16]).unwrap();
+            b
+        });
+        let t0 = Instant::now();
+        let r = with_queue(&opts, &fds, &mut arena, |q| {
+            q.stage(IoDesc {
+                slot: 0,
+                write: false,
+                file: 0,
+                offset: 0,
+                len: 16,
+            });
+            q.commit(0).unwrap();
+            q.outstanding()
+        });
+        let left = match r {
+            Ok(n) => n,
+            Err(e) if std::env::var_os("CI").is_none() => {
+                eprintln!("skipped: no io_uring here ({e})");
+                return;
+            }
+            Err(e) => panic!("io_uring setup failed in CI: {e}"),
+        };
+        let waited = t0.elapsed();
+        let _b = writer.join().unwrap();
+        assert_eq!(left, 1, "the read was in flight when the worker returned");
+        assert!(
+            waited >= Duration::from_millis(250),
+            "with_queue returned after {waited:?}, before the in-flight read completed"
+        );
+        assert_eq!(&arena.slot_mut(0)[..16], &[7u8; 16]);
+    }
+
+    #[test]
+    #[should_panic(expected = "into slot")]
+    fn stage_refuses_a_length_beyond_the_slot() {
+        let mut arena = SlotArena::new(1, 4096).unwrap();
+        let size = arena.slot_size() as u32;
+        let f = std::fs::File::open("/dev/zero").unwrap();
+        let fds = [f.as_raw_fd()];
+        let opts = UringOpts {
+            entries: 1,
+            ..Default::default()
+        };
+        let r = with_queue(&opts, &fds, &mut arena, |q| {
+            q.stage(IoDesc {
+                slot: 0,
+                write: false,
+                file: 0,
+                offset: 0,
+                len: size + 1,
+            });
+        });
+        if r.is_err() {
+            // No io_uring: show the check on the arena itself.
+            SlotArena::new(1, 4096).unwrap().io_ptr(0, size + 1);
+        }
     }
 }

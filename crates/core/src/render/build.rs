@@ -215,7 +215,7 @@ fn job(r: &RunResult, s: &JobSummary) -> Job {
         job_runtime: s.runtime_ms.round() as u64,
         usr_cpu: 100.0 * s.thread_cpu.user_us as f64 / 1000.0 / rt,
         sys_cpu: 100.0 * s.thread_cpu.sys_us as f64 / 1000.0 / rt,
-        ctx: s.thread_cpu.vol_ctx + s.thread_cpu.invol_ctx,
+        ctx: s.thread_cpu.ctx_switches(),
         majf: s.thread_cpu.majflt,
         minf: s.thread_cpu.minflt,
         iodepth_level: pct_map(
@@ -310,7 +310,7 @@ fn dioscope_job(r: &RunResult, s: &JobSummary) -> DioscopeJob {
             system_us_per_io: s.sys_cpu_us_per_io(),
             system_percent: s.system_pct,
             ctx_per_io: s.ctx_per_io(),
-            workers_thread_us: s.thread_cpu.user_us + s.thread_cpu.sys_us,
+            workers_thread_us: s.thread_cpu.cpu_us(),
             busiest_worker_cpu_fraction: s.max_worker_cpu,
             peak_rss_kb: s.process_cpu.maxrss_kb,
         },

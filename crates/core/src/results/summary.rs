@@ -102,14 +102,13 @@ impl JobSummary {
     /// Process-wide CPU µs per I/O (user + system, all threads).
     pub fn cpu_us_per_io(&self) -> f64 {
         let ios = self.total_ios().max(1) as f64;
-        (self.process_cpu.user_us + self.process_cpu.sys_us) as f64 / ios
+        self.process_cpu.cpu_us() as f64 / ios
     }
     pub fn sys_cpu_us_per_io(&self) -> f64 {
         self.system_busy_us / self.total_ios().max(1) as f64
     }
     pub fn ctx_per_io(&self) -> f64 {
-        (self.process_cpu.vol_ctx + self.process_cpu.invol_ctx) as f64
-            / self.total_ios().max(1) as f64
+        self.process_cpu.ctx_switches() as f64 / self.total_ios().max(1) as f64
     }
 }
 
@@ -244,9 +243,9 @@ fn trial_metrics(t: usize, merged: &TrialJob) -> TrialMetrics {
 /// of the group into the trial, summed into the unit.
 fn add_group_env(s: &mut JobSummary, sys: &mut SysCpu, m: &mut TrialMetrics, e: &TrialEnv) {
     let gios = e.ios.max(1) as f64;
-    m.cpu_us_per_io = (e.process.user_us + e.process.sys_us) as f64 / gios;
+    m.cpu_us_per_io = e.process.cpu_us() as f64 / gios;
     m.sys_cpu_us_per_io = e.system.busy_us() as f64 / gios;
-    m.ctx_per_io = (e.process.vol_ctx + e.process.invol_ctx) as f64 / gios;
+    m.ctx_per_io = e.process.ctx_switches() as f64 / gios;
     s.process_cpu.add(&e.process);
     s.system_busy_us += e.system.busy_us() as f64;
     s.wall_ns += e.wall_ns;

@@ -758,8 +758,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
         };
         res.thread_cpu = usage_thread().since(&self.tl.cpu0);
         if res.runtime_ns > 0 {
-            res.cpu_busy = (res.thread_cpu.user_us + res.thread_cpu.sys_us) as f64 * 1000.0
-                / res.runtime_ns as f64;
+            res.cpu_busy = res.thread_cpu.cpu_us() as f64 * 1000.0 / res.runtime_ns as f64;
         }
         self.prog.done.store(true, Ordering::Relaxed);
         res

@@ -109,15 +109,7 @@ pub struct SysCpuPct {
     pub idle: f64,
 }
 
-pub fn clk_tck() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 {
-        t as u64
-    } else {
-        100
-    }
-}
+pub use dioscope_sys::proc::clk_tck;
 
 #[cfg(test)]
 mod tests {

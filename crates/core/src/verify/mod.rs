@@ -313,13 +313,6 @@ impl Written {
             .map(|(w, b)| self.files[file as usize].1[w] & (1 << b) != 0)
             .unwrap_or(false)
     }
-    pub fn union(&mut self, o: &Written) {
-        for (a, b) in self.files.iter_mut().zip(&o.files) {
-            for (x, y) in a.1.iter_mut().zip(&b.1) {
-                *x |= y;
-            }
-        }
-    }
     pub fn count(&self) -> u64 {
         self.files
             .iter()
