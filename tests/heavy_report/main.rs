@@ -226,6 +226,41 @@ fn reports_open_in_chromium_offline() {
         &dir.join("compare.html"),
         &["compare-iops", "r1-iops-0", "r2-iops-0", "r2-pct-0"],
     );
+    // A comparison and a sweep.
+    let o = {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_dioscope"));
+        c.current_dir(dir)
+            .args(["compare", "a.json", "b.json", "--output-format=json"]);
+        run(c, Duration::from_secs(60))
+    };
+    std::fs::write(dir.join("cmp.json"), &o.stdout).unwrap();
+    std::fs::write(
+        dir.join("j.fio"),
+        "[j]\nioengine=null\nrw=randread\nsize=1g\ntime_based\nruntime=1s\n",
+    )
+    .unwrap();
+    dioscope(
+        dir,
+        &[
+            "sweep",
+            "j.fio",
+            "--vary",
+            "iodepth=1|8",
+            "--vary",
+            "bs=4k|64k",
+            "--trials=2",
+            "--output=sw.json",
+        ],
+    );
+    dioscope(dir, &["report", "cmp.json", "-o", "cmp.html"]);
+    dioscope(dir, &["report", "sw.json", "-o", "sweep.html"]);
+    check_in_browser(bin, dir, &dir.join("cmp.html"), &["cmp-change-0"]);
+    check_in_browser(
+        bin,
+        dir,
+        &dir.join("sweep.html"),
+        &["sweep-iops", "sweep-lat_p99"],
+    );
     // fio's own JSON renders too.
     let fio = Command::new("sh").arg("-c").arg("command -v fio").output();
     if fio.is_ok_and(|o| o.status.success()) {

@@ -13,6 +13,7 @@ mod json;
 mod options;
 mod profile;
 mod report;
+mod report_logs;
 mod results;
 mod safety2;
 mod signals;

@@ -219,3 +219,53 @@ fn bad_inputs_are_refused_with_a_fix() {
         assert!(!d.path().join("o.html").exists(), "nothing written");
     }
 }
+
+#[test]
+fn compare_and_sweep_results_render() {
+    let d = tempfile::tempdir().unwrap();
+    null_run(d.path(), "a.json", "json", &[]);
+    null_run(d.path(), "b.json", "json", &[]);
+    let o = run_in(
+        d.path(),
+        &["compare", "a.json", "b.json", "--output-format=json"],
+    );
+    std::fs::write(d.path().join("cmp.json"), &o.stdout).unwrap();
+    std::fs::write(
+        d.path().join("j.fio"),
+        "[j]\nioengine=null\nrw=randread\nsize=1g\ntime_based\nruntime=1s\n",
+    )
+    .unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "sweep",
+            "j.fio",
+            "--vary",
+            "iodepth=1|8",
+            "--vary",
+            "bs=4k|64k",
+            "--trials=2",
+            "--output=sw.json",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run_in(d.path(), &["report", "cmp.json", "sw.json", "-o", "x.html"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(d.path().join("x.html")).unwrap();
+    check_page(
+        &html,
+        &[
+            "cmp-change-0",
+            "sweep-iops",
+            "sweep-bw",
+            "sweep-lat_p99",
+            "sweep-cpu_us_per_io",
+        ],
+    );
+    assert!(html.contains("id=\"cmp-outcome\"") && html.contains("id=\"sweep-table\""));
+    // One line per bs value, with CI bars at each iodepth.
+    let sw = &html[html.find("<svg id=\"sweep-iops\"").unwrap()..];
+    let sw = &sw[..sw.find("</svg>").unwrap()];
+    assert_eq!(sw.matches("<polyline").count(), 2, "{sw}");
+    assert!(sw.contains("bs=64k"));
+}

@@ -4,6 +4,8 @@
 //! with the change of each against the first.
 
 use super::{eprint_err, Command};
+use crate::experiment::compare::Comparison;
+use crate::experiment::sweep::Sweep;
 use crate::render::html::{self, Input};
 use crate::results::RunDoc;
 
@@ -12,8 +14,9 @@ pub const COMMAND: Command = Command {
     usage: &[(
         "report RESULT.json [MORE.json...] [-o report.html]",
         "one self-contained HTML report (charts, statistics,\n\
-         diagnosis) from dioscope's or fio's JSON results;\n\
-         two or more are compared side by side",
+         diagnosis) from dioscope's or fio's JSON results,\n\
+         compare's or sweep's JSON; two or more results are\n\
+         shown side by side",
     )],
     main,
 };
@@ -78,6 +81,28 @@ pub fn read_input(path: &str) -> Result<Input, String> {
     // fio writes notes ("<host> …") before its JSON when it has something to
     // say; start at the first '{' as fio's own tools do.
     let json = text.find('{').map(|i| &text[i..]).unwrap_or(&text);
+    // dioscope's experiments name their kind at the top.
+    let kind = serde_json::from_str::<serde_json::Value>(json)
+        .ok()
+        .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_string));
+    let bad = |e: String| format!("report: {path} is not a result dioscope can read: {e}");
+    match kind.as_deref() {
+        Some("comparison") => {
+            let cmp: Comparison = serde_json::from_str(json).map_err(|e| bad(e.to_string()))?;
+            return Ok(Input::Compare {
+                name: path.to_string(),
+                cmp: Box::new(cmp),
+            });
+        }
+        Some("sweep") => {
+            let sweep = Sweep::from_json(json).map_err(bad)?;
+            return Ok(Input::Sweep {
+                name: path.to_string(),
+                sweep: Box::new(sweep),
+            });
+        }
+        _ => {}
+    }
     let doc = RunDoc::from_json(json).map_err(|e| {
         format!(
             "report: {path} is not a result dioscope can read: {e} \

@@ -26,28 +26,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Options exempt from the audit, each with its reason. Keep it short.
-const EXEMPT: &[(&str, &str)] = &[
-    (
-        "thread",
-        "changes nothing measured: dioscope always runs jobs as threads",
-    ),
-    (
-        "write_bw_log",
-        "implemented by the open issue \"Reports\" (the log family)",
-    ),
-    (
-        "write_iops_log",
-        "implemented by the open issue \"Reports\" (the log family)",
-    ),
-    (
-        "write_lat_log",
-        "implemented by the open issue \"Reports\" (the log family)",
-    ),
-    (
-        "log_avg_msec",
-        "implemented by the open issue \"Reports\" (the log family)",
-    ),
-];
+const EXEMPT: &[(&str, &str)] = &[(
+    "thread",
+    "changes nothing measured: dioscope always runs jobs as threads",
+)];
 
 /// Choice values that are fio's other spelling of another value.
 const SPELLINGS: &[(&str, &str, &str)] = &[

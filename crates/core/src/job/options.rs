@@ -876,6 +876,39 @@ pub static OPTIONS: &[OptDef] = &[
         }),
     },
     OptDef {
+        name: "log_max_value",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "With log_avg_msec: log each window's maximum instead of its mean",
+        apply: job!(|j, v| {
+            j.log_max_value = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "log_offset",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Add each I/O's offset to the log lines",
+        apply: job!(|j, v| {
+            j.log_offset = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "per_job_logs",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "0",
+        help: "Name logs PREFIX_TYPE.N.log per job (1, default) or share PREFIX_TYPE.log (0)",
+        apply: job!(|j, v| {
+            j.per_job_logs = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
         name: "verify",
         aliases: &[],
         kind: Kind::Choice(&[
@@ -1160,11 +1193,9 @@ pub static FIO_UNIMPLEMENTED: &[&str] = &[
     "verify_backlog",
     "verify_async",
     "verify_state_save",
-    "log_offset",
     "log_compression",
     "log_hist_msec",
     "write_hist_log",
-    "per_job_logs",
     "clocksource",
     "gtod_cpu",
     "replay_no_stall",

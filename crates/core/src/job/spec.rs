@@ -161,6 +161,10 @@ pub struct JobSpec {
     pub write_iops_log: Option<String>,
     pub write_lat_log: Option<String>,
     pub log_avg_msec: u64,
+    /// fio's `log_max_value`, `log_offset`, `per_job_logs` (runner/logs.rs).
+    pub log_max_value: bool,
+    pub log_offset: bool,
+    pub per_job_logs: bool,
     /// Verification: algorithm name (`None` = off).
     pub verify: Option<String>,
     pub do_verify: bool,
@@ -238,6 +242,9 @@ impl Default for JobSpec {
             write_iops_log: None,
             write_lat_log: None,
             log_avg_msec: 0,
+            log_max_value: false,
+            log_offset: false,
+            per_job_logs: true,
             verify: None,
             do_verify: true,
             verify_fatal: false,

@@ -471,7 +471,7 @@ impl Drop for Profiler {
 fn notes(scope: Scope) -> Vec<String> {
     let mut n = vec![
         "cpu-clock samples of the measured windows only (not the ramp, not the layout); µs per I/O = samples × period ÷ I/Os".to_string(),
-        "the process's figures cover all its threads, io_uring's io-wq workers included; they fall short of the measured CPU by the context-switch path, where interrupts are off and cpu-clock charges the next task (docs/PERFORMANCE.md)".to_string(),
+        "the process's figures cover all its threads, io_uring's io-wq workers included; they may differ from the measured CPU (getrusage) by up to ~25 % on a loaded machine: cpu-clock charges a sample to whatever runs when its timer interrupt is taken, late where interrupts are off (the context-switch path) (docs/PERFORMANCE.md)".to_string(),
         "context switches and page faults per I/O are the process's (getrusage); migrations are its threads' se.nr_migrations (/proc), read about once a second, so a thread's last second before it ends may be missed".to_string(),
         "perf itself runs during the window: IOPS of a profiled run are a little lower".to_string(),
     ];

@@ -44,6 +44,9 @@ pub struct Line {
     pub dash: usize,
     /// Draw markers at the points.
     pub markers: bool,
+    /// Markers (and error bars) only, no connecting line: for categories
+    /// that are not a sequence.
+    pub dots_only: bool,
 }
 
 /// A line chart's description.
@@ -450,7 +453,7 @@ pub fn line_chart(ch: &LineChart) -> String {
         let color = PALETTE[l.color % PALETTE.len()];
         let dash = DASHES[l.dash % DASHES.len()];
         let _ = write!(o, "<g class=\"series\" data-name=\"{}\">", esc(&l.name));
-        if !p.is_empty() {
+        if !p.is_empty() && !l.dots_only {
             let path: Vec<String> = p
                 .iter()
                 .map(|&(x, y)| format!("{},{}", c(xs.px(x)), c(ys.px(y))))

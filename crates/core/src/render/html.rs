@@ -13,6 +13,8 @@
 
 use super::chart::{self, esc, ns, num, BarRow, DotGroup, Line, LineChart};
 use super::{Exporter, Format};
+use crate::experiment::compare::Comparison;
+use crate::experiment::sweep::Sweep;
 use crate::results::model::{DioscopeJob, Job, Lat, Severity};
 use crate::results::series::TrialSeries;
 use crate::results::RunDoc;
@@ -44,12 +46,18 @@ impl Exporter<RunDoc> for Html {
 pub enum Input {
     /// A run: dioscope's result or fio's JSON. `name` is where it came from.
     Run { name: String, doc: Box<RunDoc> },
+    /// `dioscope compare`'s JSON.
+    Compare { name: String, cmp: Box<Comparison> },
+    /// `dioscope sweep`'s JSON.
+    Sweep { name: String, sweep: Box<Sweep> },
 }
 
 impl Input {
     fn name(&self) -> &str {
         match self {
-            Input::Run { name, .. } => name,
+            Input::Run { name, .. } | Input::Compare { name, .. } | Input::Sweep { name, .. } => {
+                name
+            }
         }
     }
 }
@@ -83,10 +91,18 @@ pub fn report(inputs: &[Input]) -> String {
         esc(&title),
         esc(&title)
     );
+    for i in inputs {
+        match i {
+            Input::Compare { name, cmp } => super::html_experiments::comparison(&mut o, name, cmp),
+            Input::Sweep { name, sweep } => super::html_experiments::sweep(&mut o, name, sweep),
+            Input::Run { .. } => {}
+        }
+    }
     let runs: Vec<(&str, &RunDoc)> = inputs
         .iter()
-        .map(|i| match i {
-            Input::Run { name, doc } => (name.as_str(), &**doc),
+        .filter_map(|i| match i {
+            Input::Run { name, doc } => Some((name.as_str(), &**doc)),
+            _ => None,
         })
         .collect();
     if runs.len() >= 2 {

@@ -17,6 +17,7 @@ pub mod chart;
 pub mod compare_markdown;
 pub mod compare_text;
 pub mod doctor;
+pub mod html_experiments;
 pub mod sweep_csv;
 pub mod sweep_text;
 pub mod typed_json;

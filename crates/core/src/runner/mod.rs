@@ -9,6 +9,7 @@
 //! their results when they end.
 
 pub mod hint;
+pub mod logs;
 pub mod offsets;
 pub mod preflight;
 pub mod worker;
@@ -414,6 +415,7 @@ fn worker_plan(
             .map(|f| table.targets[f.target_idx].fd())
             .collect(),
         tick_ns: crate::results::series::INTERVAL_NS,
+        log: None,
     }
 }
 
@@ -998,7 +1000,15 @@ impl Execution<'_> {
         for &i in idx {
             let rj = &self.jobs[i].resolved;
             for (c, files) in rj.clones.iter().enumerate() {
-                let (plan, hook) = trial_plan(&rj.spec, files, self.table, c as u32, trial);
+                let (mut plan, hook) = trial_plan(&rj.spec, files, self.table, c as u32, trial);
+                // fio numbers logs 1..N over every job's clones.
+                let index = self.jobs[..i]
+                    .iter()
+                    .map(|j| j.resolved.clones.len())
+                    .sum::<usize>()
+                    + c
+                    + 1;
+                plan.log = logs::plan_for(&rj.spec, index, trial);
                 let spec = rj.spec.clone();
                 let (b, s, p) = (barrier.clone(), stop.clone(), progs[k].clone());
                 k += 1;

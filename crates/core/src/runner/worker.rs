@@ -16,6 +16,7 @@ use dioscope_sys::clock::now_ns;
 use dioscope_sys::proc::{usage_thread, Usage};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use super::logs::{LogSink, Rec};
 pub use crate::results::measure::{merge_ticks, DirStats, IoErrorInfo, QueueStats, Tick};
 use crate::results::series::{coarsen, MAX_TICKS};
 use crate::stats::Histogram;
@@ -122,6 +123,8 @@ pub struct WorkerPlan {
     pub continue_on_error: bool,
     pub fds: Vec<i32>,
     pub tick_ns: u64,
+    /// fio's logs this worker writes (runner/logs.rs); `None`: no cost.
+    pub log: Option<super::logs::LogPlan>,
 }
 
 #[cold]
@@ -345,6 +348,7 @@ struct Worker<'a, E: Engine, H: BlockHook> {
     writes_since_sync: u32,
     last_write_fd: i32,
     now: u64,
+    log: Option<LogSink>,
 }
 
 impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
@@ -383,6 +387,14 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
         if tl.measuring {
             prog.measuring.store(true, Ordering::Relaxed);
         }
+        let mut setup_note = None;
+        let log = p.log.as_ref().and_then(|lp| match LogSink::start(lp) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                setup_note = Some(format!("no logs written: {e}"));
+                None
+            }
+        });
         Worker {
             eng,
             hook,
@@ -390,6 +402,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             prog,
             res: WorkerResult {
                 ticks: Vec::with_capacity(MAX_TICKS),
+                setup_note,
                 ..Default::default()
             },
             slots: Slots::new(depth),
@@ -409,6 +422,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             writes_since_sync: 0,
             last_write_fd: p.fds.first().copied().unwrap_or(-1),
             now: now_ns(),
+            log,
             p,
         }
     }
@@ -592,6 +606,16 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             st.lat.record(self.now - m.stage_ns);
             if self.tl.measuring {
                 self.measured_bytes += c.res as u64;
+                if let Some(l) = &mut self.log {
+                    l.push(Rec {
+                        t_ns: self.now - self.tl.start,
+                        offset: m.offset,
+                        slat_ns: (m.commit_ns - m.stage_ns).min(u32::MAX as u64) as u32,
+                        clat_ns: (self.now - m.commit_ns).min(u32::MAX as u64) as u32,
+                        len: c.res as u32,
+                        write: m.write,
+                    });
+                }
             }
         }
         let m = &self.slots.meta[c.slot as usize];
@@ -738,6 +762,21 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
     fn finish(mut self) -> WorkerResult {
         self.end_fsync();
         let end_ns = now_ns();
+        if let Some(l) = self.log.take() {
+            let note = match l.finish() {
+                Ok(0) => None,
+                Ok(n) => Some(format!(
+                    "the log writer fell behind {n} time(s): the worker waited for it (results slowed)"
+                )),
+                Err(e) => Some(e),
+            };
+            if let Some(n) = note {
+                self.res.setup_note = Some(match self.res.setup_note.take() {
+                    Some(a) => format!("{a}; {n}"),
+                    None => n,
+                });
+            }
+        }
         if self.tl.measuring {
             // The last, partial interval, unless it is a sliver whose rate
             // would be noise.

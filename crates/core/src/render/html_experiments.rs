@@ -1,0 +1,301 @@
+//! The report's sections for experiments: a comparison (`dioscope compare`
+//! JSON: per job and metric A, B, the change with its bootstrap CI, the
+//! test and the verdict) and a sweep (`dioscope sweep` JSON: each metric
+//! against the varied option, one line per combination of the other
+//! options, 95 % CI bars). Chart ids: `cmp-change-J`, `sweep-KEY`.
+
+use super::chart::{self, esc, ns, num, Line, LineChart};
+use crate::experiment::compare::{Comparison, Outcome, Verdict};
+use crate::experiment::samples::METRICS;
+use crate::experiment::sweep::{cell_stat, CellStatus, Sweep};
+use std::fmt::Write;
+
+/// A metric's value as text, by its unit.
+fn fmt_unit(unit: &str, v: f64) -> String {
+    match unit {
+        "ns" => ns(v),
+        "bytes" => format!("{} MB/s", num(v / 1e6)),
+        "us" => format!("{} µs", num(v)),
+        _ => num(v),
+    }
+}
+
+fn verdict_class(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Better => "up",
+        Verdict::Worse => "down",
+        _ => "",
+    }
+}
+
+/// A comparison: outcome, per job a table and a chart of the changes.
+pub fn comparison(o: &mut String, name: &str, c: &Comparison) {
+    let (cls, what) = match c.outcome {
+        Outcome::Regression => ("sev-critical", "REGRESSION"),
+        Outcome::Improvement => ("sev-info", "improvement"),
+        Outcome::NoChange => ("", "no change"),
+        Outcome::Undecided => ("sev-warning", "undecided (too few trials)"),
+        Outcome::Incomparable => ("sev-critical", "INCOMPARABLE"),
+    };
+    let _ = write!(
+        o,
+        "<section id=\"cmp\"><h2>Comparison {}</h2>\
+         <p><b>A</b> = {} ({} trials) &nbsp; <b>B</b> = {} ({} trials)</p>\
+         <p>Outcome: <span class=\"{cls}\" id=\"cmp-outcome\">{what}</span> (exit code {}). \
+         Test: {}, α = {}, threshold ±{} %; at least {} trials per side can reach α.</p>",
+        esc(name),
+        esc(&format!("{} {}", c.a.label, c.a.files.join(", "))),
+        c.a.trials,
+        esc(&format!("{} {}", c.b.label, c.b.files.join(", "))),
+        c.b.trials,
+        c.exit_code,
+        esc(&c.test),
+        c.alpha,
+        c.threshold_pct,
+        c.min_trials_per_side
+    );
+    if let Some(r) = &c.run {
+        let _ = write!(
+            o,
+            "<p>Runs: order {}, stopped because {}, {:.0} s.</p>",
+            esc(&r.order),
+            esc(&r.stopped_because),
+            r.elapsed_s
+        );
+    }
+    if !c.differences.is_empty() {
+        o.push_str("<h3>Differences between A and B</h3><ul>");
+        for d in &c.differences {
+            let _ = write!(
+                o,
+                "<li><code>{}</code></li>",
+                esc(&serde_json::to_string(d).unwrap_or_default())
+            );
+        }
+        o.push_str("</ul>");
+    }
+    for (j, job) in c.jobs.iter().enumerate() {
+        let _ = write!(
+            o,
+            "<h3>{} (group {})</h3><table id=\"cmp-table-{j}\"><tr><th class=\"l\">metric</th><th>A</th><th>B</th>\
+             <th>change B vs A</th><th>95 % CI of the change</th><th>p (adjusted)</th><th class=\"l\">verdict</th></tr>",
+            esc(&job.name),
+            job.group
+        );
+        let mut line = Line {
+            name: "change of B against A".into(),
+            markers: true,
+            dots_only: true,
+            ..Default::default()
+        };
+        let mut cats = Vec::new();
+        for m in &job.metrics {
+            let f = |v: Option<f64>| v.map(|x| fmt_unit(&m.unit, x)).unwrap_or("–".into());
+            let _ = write!(
+                o,
+                "<tr><td class=\"l\">{}{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td class=\"l {}\">{}</td></tr>",
+                esc(&m.label),
+                if m.gate { "" } else { " <span class=\"muted\">(not gating)</span>" },
+                esc(&f(m.a)),
+                esc(&f(m.b)),
+                verdict_class(m.verdict),
+                m.change_pct.map(|x| format!("{x:+.1} %")).unwrap_or("–".into()),
+                m.ci_pct
+                    .map(|(l, h)| format!("[{l:+.1} %, {h:+.1} %]"))
+                    .unwrap_or("–".into()),
+                match (m.p, m.p_adjusted) {
+                    (Some(p), Some(q)) => format!("{p:.3} ({q:.3})"),
+                    (Some(p), None) => format!("{p:.3}"),
+                    _ => "–".into(),
+                },
+                verdict_class(m.verdict),
+                m.verdict.text()
+            );
+            if let Some(ch) = m.change_pct {
+                line.points.push((cats.len() as f64, ch));
+                line.err.push(m.ci_pct.unwrap_or((f64::NAN, f64::NAN)));
+                cats.push(m.label.clone());
+            }
+        }
+        o.push_str("</table>");
+        o.push_str(&chart::line_chart(&LineChart {
+            id: &format!("cmp-change-{j}"),
+            title: &format!("{}: change of B against A, with its 95 % CI", job.name),
+            x_label: "metric",
+            y_label: "change (%)",
+            lines: vec![line],
+            fmt_y: |v| format!("{v:+.0} %"),
+            x_categories: cats,
+            ..Default::default()
+        }));
+    }
+    for n in &c.notes {
+        let _ = write!(o, "<p class=\"muted\">note: {}</p>", esc(n));
+    }
+    o.push_str("<p class=\"muted\">Higher is better for IOPS and bandwidth, lower for latency and CPU. The verdict needs both significance (the test above) and a change beyond the threshold.</p></section>");
+}
+
+/// The charted sweep metrics (keys of the metric table) and whether their
+/// axis is logarithmic.
+const SWEEP_CHARTS: &[(&str, bool)] = &[
+    ("iops", false),
+    ("bw", false),
+    ("lat_mean", true),
+    ("lat_p99", true),
+    ("cpu_us_per_io", false),
+];
+
+/// A sweep: each metric against the first varied option, one line per
+/// job and combination of the other options, CI bars; and the cell table.
+pub fn sweep(o: &mut String, name: &str, s: &Sweep) {
+    let axes: Vec<String> = s
+        .axes
+        .iter()
+        .map(|a| format!("{} = {}", a.option, a.values.join(" | ")))
+        .collect();
+    let _ = write!(
+        o,
+        "<section id=\"sweep\"><h2>Sweep {}</h2><p>Varied: <code>{}</code>; order {:?}; {} of {} cells done{}; \
+         wall {:.0} s ({:.0} % outside trials).</p><p>Base: <code>{}</code></p>",
+        esc(name),
+        esc(&axes.join("; ")),
+        s.order,
+        s.cells.iter().filter(|c| c.status == CellStatus::Done).count(),
+        s.cells.len(),
+        if s.interrupted { ", INTERRUPTED" } else { "" },
+        s.wall_s,
+        s.overhead_pct,
+        esc(&s.base_args.join(" "))
+    );
+    let Some(x_axis) = s.axes.first() else {
+        o.push_str("<p>No varied option.</p></section>");
+        return;
+    };
+    let mut jobs: Vec<String> = Vec::new();
+    for c in &s.cells {
+        for j in c.samples().jobs {
+            if !jobs.contains(&j.name) {
+                jobs.push(j.name);
+            }
+        }
+    }
+    // The other options' combinations: one line each.
+    let mut combos: Vec<Vec<String>> = Vec::new();
+    for c in &s.cells {
+        let rest = c.values[1..].to_vec();
+        if !combos.contains(&rest) {
+            combos.push(rest);
+        }
+    }
+    for &(key, log_y) in SWEEP_CHARTS {
+        let Some(k) = METRICS.iter().position(|m| m.key == key) else {
+            continue;
+        };
+        let def = METRICS[k];
+        let mut lines = Vec::new();
+        for (ji, job) in jobs.iter().enumerate() {
+            for (ci, combo) in combos.iter().enumerate() {
+                let mut l = Line {
+                    name: {
+                        let mut parts: Vec<String> = s.axes[1..]
+                            .iter()
+                            .zip(combo)
+                            .map(|(a, v)| format!("{}={v}", a.option))
+                            .collect();
+                        if jobs.len() > 1 {
+                            parts.insert(0, job.clone());
+                        }
+                        if parts.is_empty() {
+                            def.label.to_string()
+                        } else {
+                            parts.join(" ")
+                        }
+                    },
+                    color: ci + ji * combos.len(),
+                    dash: ji,
+                    markers: true,
+                    ..Default::default()
+                };
+                for (xi, xv) in x_axis.values.iter().enumerate() {
+                    let cell = s
+                        .cells
+                        .iter()
+                        .find(|c| c.values[0] == *xv && c.values[1..] == combo[..]);
+                    if let Some(st) = cell.and_then(|c| cell_stat(c, Some(job), k)) {
+                        let scale = if key == "bw" { 1e6 } else { 1.0 };
+                        l.points.push((xi as f64, st.mean / scale));
+                        l.err.push(if st.n >= 2 && st.half.is_finite() {
+                            ((st.mean - st.half) / scale, (st.mean + st.half) / scale)
+                        } else {
+                            (f64::NAN, f64::NAN)
+                        });
+                    }
+                }
+                if !l.points.is_empty() {
+                    lines.push(l);
+                }
+            }
+        }
+        let y_label = match def.unit {
+            "ns" => format!("{} (log scale)", def.label),
+            "bytes" => "bandwidth (MB/s)".into(),
+            "us" => format!("{} (µs)", def.label),
+            _ => def.label.to_string(),
+        };
+        o.push_str(&chart::line_chart(&LineChart {
+            id: &format!("sweep-{key}"),
+            title: &format!("{} vs {} (mean, 95 % CI bars)", def.label, x_axis.option),
+            x_label: &x_axis.option,
+            y_label: &y_label,
+            log_y,
+            lines,
+            fmt_y: if def.unit == "ns" { ns } else { num },
+            x_categories: x_axis.values.clone(),
+            ..Default::default()
+        }));
+    }
+    // The cells.
+    o.push_str("<table id=\"sweep-table\"><tr>");
+    for a in &s.axes {
+        let _ = write!(o, "<th class=\"l\">{}</th>", esc(&a.option));
+    }
+    o.push_str("<th class=\"l\">status</th>");
+    for key in ["iops", "bw", "lat_p99"] {
+        if let Some(m) = METRICS.iter().find(|m| m.key == key) {
+            let _ = write!(o, "<th>{}</th>", esc(m.label));
+        }
+    }
+    o.push_str("<th class=\"l\">findings</th></tr>");
+    for c in &s.cells {
+        o.push_str("<tr>");
+        for v in &c.values {
+            let _ = write!(o, "<td class=\"l\">{}</td>", esc(v));
+        }
+        let status = match c.status {
+            CellStatus::Done => "done".to_string(),
+            CellStatus::Pending => "pending".into(),
+            CellStatus::Failed => format!("failed: {}", c.error.clone().unwrap_or_default()),
+        };
+        let _ = write!(o, "<td class=\"l\">{}</td>", esc(&status));
+        for key in ["iops", "bw", "lat_p99"] {
+            let k = METRICS.iter().position(|m| m.key == key).unwrap_or(0);
+            let txt = match cell_stat(c, None, k) {
+                Some(st) if st.n >= 2 => format!(
+                    "{} ± {} ({})",
+                    fmt_unit(METRICS[k].unit, st.mean),
+                    fmt_unit(METRICS[k].unit, st.half),
+                    st.n
+                ),
+                Some(st) => format!("{} ({})", fmt_unit(METRICS[k].unit, st.mean), st.n),
+                None => "–".into(),
+            };
+            let _ = write!(o, "<td>{}</td>", esc(&txt));
+        }
+        let _ = write!(
+            o,
+            "<td class=\"l\">{}</td></tr>",
+            esc(&c.findings().join(", "))
+        );
+    }
+    o.push_str("</table><p class=\"muted\">Each cell: mean over its trials ± the 95 % CI half-width (trials). The first job is shown in the table; the charts have a line per job.</p></section>");
+}

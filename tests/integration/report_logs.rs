@@ -1,0 +1,196 @@
+//! fio's log family, read back as fio's tools read it: line format, one
+//! line per measured I/O (or per window and direction), file names, and
+//! fio2gnuplot / fio_generate_plots from Debian's fio package drawing them.
+
+use crate::common::*;
+use std::path::Path;
+
+fn lines(p: &Path) -> Vec<Vec<u64>> {
+    std::fs::read_to_string(p)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        .lines()
+        .map(|l| {
+            l.split(", ")
+                .map(|x| {
+                    x.parse()
+                        .unwrap_or_else(|_| panic!("{l:?}: not fio's log format"))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn run_json_file(dir: &Path, args: &[&str]) -> serde_json::Value {
+    let mut a = args.to_vec();
+    a.extend(["--output-format=json", "--output=r.json"]);
+    let o = run_in(dir, &a);
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_slice(&std::fs::read(dir.join("r.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn one_line_per_measured_io_in_fio_format() {
+    let d = tempfile::tempdir().unwrap();
+    let j = run_json_file(
+        d.path(),
+        &[
+            "--name=x",
+            "--ioengine=null",
+            "--rw=randrw",
+            "--bs=4k",
+            "--size=64m",
+            "--trials=2",
+            "--write_iops_log=x",
+            "--write_lat_log=x",
+            "--write_bw_log=x",
+            "--log_offset=1",
+        ],
+    );
+    // Trial 1 under fio's name, trial 2 with .t2.
+    for t in ["", ".t2"] {
+        for kind in ["iops", "bw", "slat", "clat", "lat"] {
+            assert!(
+                d.path().join(format!("x_{kind}.1{t}.log")).exists(),
+                "{kind}{t}"
+            );
+        }
+    }
+    let ios = j["jobs"][0]["read"]["total_ios"].as_u64().unwrap()
+        + j["jobs"][0]["write"]["total_ios"].as_u64().unwrap();
+    let mut n = 0;
+    for t in ["", ".t2"] {
+        let iops = lines(&d.path().join(format!("x_iops.1{t}.log")));
+        let clat = lines(&d.path().join(format!("x_clat.1{t}.log")));
+        assert_eq!(iops.len(), clat.len());
+        n += iops.len() as u64;
+        for (a, c) in iops.iter().zip(&clat) {
+            // time, value, direction, bs, offset, prio
+            assert_eq!(a.len(), 6, "{a:?}");
+            assert_eq!(a[1], 1, "one I/O per line");
+            assert!(a[2] <= 1 && a[3] == 4096, "{a:?}");
+            assert!(a[4] % 4096 == 0 && a[4] < 64 << 20, "offset {a:?}");
+            assert_eq!(
+                (a[0], a[2], a[4]),
+                (c[0], c[2], c[4]),
+                "same I/O in both logs"
+            );
+        }
+        // Time never runs backwards within a worker's log.
+        assert!(iops.windows(2).all(|w| w[0][0] <= w[1][0]));
+    }
+    assert_eq!(n, ios, "every measured I/O of both trials, once");
+}
+
+#[test]
+fn windowed_logs_average_per_direction_and_shared_files() {
+    let d = tempfile::tempdir().unwrap();
+    let j = run_json_file(
+        d.path(),
+        &[
+            "--name=w",
+            "--ioengine=null",
+            "--rw=randrw",
+            "--bs=4k",
+            "--size=1g",
+            "--time_based",
+            "--runtime=2s",
+            "--trials=1",
+            "--write_iops_log=w",
+            "--write_bw_log=w",
+            "--log_avg_msec=250",
+        ],
+    );
+    let iops = lines(&d.path().join("w_iops.1.log"));
+    // 8 windows of 250 ms, one line per direction each.
+    assert!((14..=18).contains(&iops.len()), "{} lines", iops.len());
+    for l in &iops {
+        assert_eq!(l.len(), 5, "time, value, direction, bs 0, prio: {l:?}");
+        assert_eq!(l[0] % 250, 0, "window ends: {l:?}");
+        assert_eq!(l[3], 0, "windowed logs have bs 0");
+    }
+    let mean: f64 = iops
+        .iter()
+        .filter(|l| l[2] == 0)
+        .map(|l| l[1] as f64)
+        .sum::<f64>()
+        / iops.iter().filter(|l| l[2] == 0).count() as f64;
+    let want = j["jobs"][0]["read"]["iops"].as_f64().unwrap();
+    assert!(
+        (mean / want - 1.0).abs() < 0.25,
+        "log mean {mean} vs result {want}"
+    );
+    // per_job_logs=0: the clones of a job append to one file.
+    let d2 = tempfile::tempdir().unwrap();
+    let j = run_json_file(
+        d2.path(),
+        &[
+            "--name=s",
+            "--ioengine=null",
+            "--rw=read",
+            "--size=8m",
+            "--numjobs=2",
+            "--trials=1",
+            "--write_iops_log=s",
+            "--per_job_logs=0",
+        ],
+    );
+    let ios: u64 = j["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["read"]["total_ios"].as_u64().unwrap())
+        .sum();
+    assert_eq!(lines(&d2.path().join("s_iops.log")).len() as u64, ios);
+}
+
+#[test]
+fn fio_plotting_tools_read_our_logs() {
+    if !can_run(
+        "fio2gnuplot, fio_generate_plots and gnuplot",
+        have_tool("fio2gnuplot") && have_tool("fio_generate_plots") && have_tool("gnuplot"),
+    ) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    run_json_file(
+        d.path(),
+        &[
+            "--name=p",
+            "--ioengine=null",
+            "--rw=randread",
+            "--size=1g",
+            "--time_based",
+            "--runtime=2s",
+            "--trials=1",
+            "--write_bw_log=p",
+            "--write_iops_log=p",
+            "--write_lat_log=p",
+            "--log_avg_msec=100",
+        ],
+    );
+    let sh = |cmd: &str| {
+        let mut c = std::process::Command::new("sh");
+        c.current_dir(d.path()).arg("-c").arg(cmd);
+        let o = output_within(c, std::time::Duration::from_secs(120));
+        assert!(o.status.success(), "{cmd}: {}{}", stdout(&o), stderr(&o));
+        stdout(&o)
+    };
+    sh("mkdir -p g && fio2gnuplot -p 'p_bw*.log' -g -d g");
+    let png = d.path().join("g/p_bw.1-2Draw.png");
+    let size = std::fs::metadata(&png).map(|m| m.len()).unwrap_or(0);
+    assert!(size > 5000, "fio2gnuplot drew nothing ({size} bytes)");
+    // Its statistics over the files (min/max/average charts) parse too.
+    let out = sh("mkdir -p g2 && fio2gnuplot -p 'p_iops*.log' -g -d g2");
+    assert!(!out.contains("Traceback"), "{out}");
+    assert!(d.path().join("g2/p_iops.average.png").exists(), "{out}");
+    sh("fio_generate_plots dioscope");
+    for kind in ["bw", "iops", "lat", "clat", "slat"] {
+        let svg = std::fs::read_to_string(d.path().join(format!("dioscope-{kind}.svg")))
+            .unwrap_or_else(|e| panic!("fio_generate_plots made no {kind} chart: {e}"));
+        // gnuplot draws the data as a path with many points.
+        assert!(
+            svg.matches(" L").count() + svg.matches("L ").count() > 5,
+            "{kind}: no data drawn"
+        );
+    }
+}
