@@ -145,6 +145,15 @@ pub fn help<R: ?Sized>(table: &[Format<R>]) -> String {
 
 /// The error for an unknown format: which exist and an example.
 pub fn unknown<R: ?Sized>(table: &[Format<R>], given: &str) -> String {
+    // fio's own formats that dioscope does not write (yet): say so, rather
+    // than "not an output format" or, worse, quietly writing another one.
+    if matches!(given.trim(), "terse" | "minimal") {
+        return format!(
+            "--output-format={given}: fio's terse format is known but not implemented by \
+             dioscope; choose one of {} (e.g. --output-format=json)",
+            names(table)
+        );
+    }
     format!(
         "--output-format={given}: '{given}' is not an output format; choose one of {} \
          (e.g. --output-format=json)",

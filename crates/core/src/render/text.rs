@@ -14,10 +14,8 @@ pub struct Text;
 
 pub const FORMAT: Format<RunDoc> = Format {
     name: "normal",
-    // `terse` is fio's name; until fio's terse format exists it gets this.
-    aliases: &["terse"],
-    help: "the human summary: per job IOPS, bandwidth, latency, CPU per I/O, trials, findings \
-           (`terse` gives this too)",
+    aliases: &[],
+    help: "the human summary: per job IOPS, bandwidth, latency, CPU per I/O, trials, findings",
     exporter: &Text,
 };
 
