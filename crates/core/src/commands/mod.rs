@@ -30,7 +30,7 @@ macro_rules! commands {
     };
 }
 
-commands!(run, compare, sweep, report, doctor, options);
+commands!(run, compare, sweep, report, doctor, scratch, recipe, options);
 
 /// The command `name` names, if any.
 pub fn find(name: &str) -> Option<&'static Command> {
