@@ -296,6 +296,7 @@ fn run_both(a: &Args) -> Result<Comparison, i32> {
     let mut order = String::new();
     let pattern = [0usize, 1, 1, 0];
     let mut step = 0usize;
+    let mut created: Vec<crate::targets::CreatedFile> = Vec::new();
     let stopped_because;
     loop {
         let side = pattern[step % 4];
@@ -308,26 +309,41 @@ fn run_both(a: &Args) -> Result<Comparison, i32> {
             docs[1].len(),
             t0.elapsed().as_secs_f64()
         );
-        let done = match super::run::execute(&plans[side]) {
-            Ok(d) => d,
-            Err(code) if code >= 128 => return Err(code),
-            Err(_) => {
+        // Scratch files stay for the next run of the side (laid out once);
+        // removed when compare --run ends, however it ends.
+        let done = match super::run::execute_keeping(&plans[side], true) {
+            Ok(mut d) => {
+                created.append(&mut d.created);
+                d
+            }
+            Err(code) => {
+                remove_all(&created);
+                if code >= 128 {
+                    return Err(code);
+                }
                 eprintln!(
                     "dioscope: error: compare --run: the {label} run could not start (see above)"
                 );
-                return Err(3);
+                // Before any run: bad input (2); later: a run that could not finish (3).
+                let first = docs[0].is_empty() && docs[1].is_empty();
+                return Err(if first { code } else { 3 });
             }
         };
-        if done.result.interrupted {
+        let failed = if done.result.interrupted {
             let sig = done.result.signal;
-            return Err(if sig > 0 { 128 + sig } else { 130 });
-        }
-        if super::run::exit_code(&done.result) != 0 {
+            Some(if sig > 0 { 128 + sig } else { 130 })
+        } else if super::run::exit_code(&done.result) != 0 {
             eprintln!(
                 "dioscope: error: compare --run: the {label} run had {} I/O error(s); no comparison",
                 done.result.io_errors()
             );
-            return Err(3);
+            Some(3)
+        } else {
+            None
+        };
+        if let Some(code) = failed {
+            remove_all(&created);
+            return Err(code);
         }
         docs[side].push(done.doc);
         order.push_str(label);
@@ -362,6 +378,7 @@ fn run_both(a: &Args) -> Result<Comparison, i32> {
             break;
         }
     }
+    remove_all(&created);
     let mut c = build(a, &docs);
     c.run = Some(RunLog {
         order,
@@ -369,6 +386,12 @@ fn run_both(a: &Args) -> Result<Comparison, i32> {
         elapsed_s: t0.elapsed().as_secs_f64(),
     });
     Ok(c)
+}
+
+fn remove_all(files: &[crate::targets::CreatedFile]) {
+    for f in files {
+        f.remove();
+    }
 }
 
 fn build(a: &Args, docs: &[Vec<RunDoc>; 2]) -> Comparison {

@@ -36,6 +36,9 @@ pub struct Finished {
     pub result: RunResult,
     pub diagnosis: RunDiagnosis,
     pub doc: RunDoc,
+    /// Files this run created and would have removed, left to the caller
+    /// by [`execute_keeping`] (sweep and compare --run lay out once).
+    pub created: Vec<crate::targets::CreatedFile>,
 }
 
 fn main(args: &[String]) -> i32 {
@@ -90,6 +93,13 @@ pub fn validate(args: &[String]) -> Result<(Plan, &'static Format<RunDoc>), Stri
 /// nothing ran (bad job/target combination: 2; a stop signal during
 /// layout: 128+N), the message already printed.
 pub fn execute(plan: &Plan) -> Result<Finished, i32> {
+    execute_keeping(plan, false)
+}
+
+/// [`execute`], but with `keep` the files the run created and would remove
+/// (the default job's scratch file, `unlink=1`) stay for the next run and
+/// are handed back in [`Finished::created`].
+pub fn execute_keeping(plan: &Plan, keep: bool) -> Result<Finished, i32> {
     let (resolved, table) = match runner::prepare(plan) {
         Ok(x) => x,
         Err(e) => {
@@ -123,7 +133,10 @@ pub fn execute(plan: &Plan) -> Result<Finished, i32> {
     let remove = plan.is_default_job || plan.jobs.iter().any(|j| j.unlink);
     let created = table.created_files();
     drop(table);
-    if remove {
+    let mut left = Vec::new();
+    if remove && keep {
+        left = created;
+    } else if remove {
         for c in &created {
             c.remove();
         }
@@ -137,6 +150,7 @@ pub fn execute(plan: &Plan) -> Result<Finished, i32> {
         result,
         diagnosis,
         doc,
+        created: left,
     })
 }
 

@@ -232,11 +232,7 @@ fn setup(a: &Args) -> Result<Sweep, String> {
                         .into(),
                 );
             }
-            if !a.base.iter().any(|x| !x.starts_with("--"))
-                && !a.base.iter().any(|x| x.starts_with("--name"))
-            {
-                return Err("sweep needs a job: a job file or --name=NAME with its options".into());
-            }
+            // No job file and no --name: the default job, as `dioscope run`.
             let trials = a
                 .base
                 .iter()
@@ -314,6 +310,7 @@ fn run_cells(sweep: &mut Sweep, plans: &[Plan], trials: u32, out_path: &str) -> 
     let total = steps.len();
     let mut step_times: Vec<f64> = Vec::new();
     let mut failed = false;
+    let mut created: Vec<crate::targets::CreatedFile> = Vec::new();
     for (k, &(c, _pass)) in steps.iter().enumerate() {
         if dioscope_sys::signal::stop_count() > 0 {
             break;
@@ -344,7 +341,9 @@ fn run_cells(sweep: &mut Sweep, plans: &[Plan], trials: u32, out_path: &str) -> 
             t0.elapsed().as_secs_f64()
         );
         let ts = Instant::now();
-        let res = super::run::execute(&plan);
+        // Files a cell would remove (scratch, unlink=1) stay until the end:
+        // targets are laid out once per sweep, not per cell.
+        let res = super::run::execute_keeping(&plan, true);
         let wall = ts.elapsed().as_secs_f64();
         step_times.push(wall);
         let cell = &mut sweep.cells[c];
@@ -358,7 +357,15 @@ fn run_cells(sweep: &mut Sweep, plans: &[Plan], trials: u32, out_path: &str) -> 
                 cell.error = Some("the run could not be set up (the error is above)".into());
                 failed = true;
             }
-            Ok(done) => {
+            Ok(mut done) => {
+                for c in done.created.drain(..) {
+                    if !created
+                        .iter()
+                        .any(|x: &crate::targets::CreatedFile| x.path == c.path)
+                    {
+                        created.push(c);
+                    }
+                }
                 if done.result.interrupted {
                     // A partial cell is not a result: it runs again on resume.
                     sweep.interrupted = true;
@@ -396,6 +403,9 @@ fn run_cells(sweep: &mut Sweep, plans: &[Plan], trials: u32, out_path: &str) -> 
         }
         sweep.account(t0.elapsed().as_secs_f64(), prior);
         save(sweep, out_path);
+    }
+    for c in &created {
+        c.remove();
     }
     sweep.account(t0.elapsed().as_secs_f64(), prior);
     save(sweep, out_path);

@@ -129,6 +129,15 @@ pub struct QueueLimits {
     pub rotational: Option<bool>,
     /// Whether the queue supports polled I/O (hipri).
     pub io_poll: Option<bool>,
+    /// `write back` or `write through` (queue/write_cache).
+    #[serde(default)]
+    pub write_cache: Option<String>,
+    /// Merging: 0 on, 1 only simple, 2 off (queue/nomerges).
+    #[serde(default)]
+    pub nomerges: Option<u32>,
+    /// Completion CPU: 0 any, 1 same group, 2 the submitting CPU.
+    #[serde(default)]
+    pub rq_affinity: Option<u32>,
 }
 
 impl QueueLimits {
@@ -144,6 +153,9 @@ impl QueueLimits {
             scheduler: read_trimmed(&queue_dir.join("scheduler")).map(|s| active_scheduler(&s)),
             rotational: flag("rotational"),
             io_poll: flag("io_poll"),
+            write_cache: read_trimmed(&queue_dir.join("write_cache")),
+            nomerges: num("nomerges"),
+            rq_affinity: num("rq_affinity"),
         }
     }
 }
@@ -163,6 +175,12 @@ pub struct DeviceInfo {
     pub model: Option<String>,
     pub size_bytes: Option<u64>,
     pub queue: QueueLimits,
+    /// Firmware revision (NVMe `firmware_rev`, SCSI/ATA `rev`).
+    #[serde(default)]
+    pub firmware: Option<String>,
+    /// The NUMA node the device's controller hangs off (-1: none).
+    #[serde(default)]
+    pub numa_node: Option<i32>,
 }
 
 impl DeviceInfo {
@@ -175,6 +193,11 @@ impl DeviceInfo {
                 .and_then(|s| s.parse::<u64>().ok())
                 .map(|s| s * 512),
             queue: QueueLimits::read(&q.join("queue")),
+            firmware: read_trimmed(&q.join("device/firmware_rev"))
+                .or_else(|| read_trimmed(&q.join("device/rev"))),
+            numa_node: read_trimmed(&q.join("device/numa_node"))
+                .or_else(|| read_trimmed(&q.join("device/device/numa_node")))
+                .and_then(|s| s.parse().ok()),
         }
     }
 }
@@ -272,6 +295,48 @@ pub struct Environment {
     pub cpu: Cpu,
     pub mem_total_bytes: Option<u64>,
     pub targets: Vec<TargetEnv>,
+    /// NUMA placement: how many nodes, and where this run was allowed to
+    /// run and allocate (so two results can be compared knowing it).
+    pub numa: Numa,
+}
+
+/// NUMA nodes and the placement the process was given.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Numa {
+    /// Online nodes (`/sys/devices/system/node/node*`); 0 when unknown.
+    pub nodes: usize,
+    /// `Cpus_allowed_list` and `Mems_allowed_list` of /proc/self/status.
+    pub cpus_allowed: Option<String>,
+    pub mems_allowed: Option<String>,
+}
+
+impl Numa {
+    pub fn read() -> Numa {
+        let nodes = std::fs::read_dir("/sys/devices/system/node")
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .filter(|e| {
+                        let n = e.file_name();
+                        let n = n.to_string_lossy();
+                        n.strip_prefix("node")
+                            .is_some_and(|r| !r.is_empty() && r.bytes().all(|b| b.is_ascii_digit()))
+                    })
+                    .count()
+            })
+            .unwrap_or(0);
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let field = |k: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(k))
+                .map(|v| v.trim().to_string())
+        };
+        Numa {
+            nodes,
+            cpus_allowed: field("Cpus_allowed_list:"),
+            mems_allowed: field("Mems_allowed_list:"),
+        }
+    }
 }
 
 /// The clock latencies are measured with: what it is, its resolution, and
@@ -323,6 +388,7 @@ impl Environment {
             cpu: Cpu::read(),
             mem_total_bytes: mem_total_bytes(),
             targets: targets.iter().map(|p| TargetEnv::read(p)).collect(),
+            numa: Numa::read(),
         }
     }
 

@@ -4,7 +4,9 @@
 //! the exit code. The statistics are in [`crate::stats::significance`];
 //! docs/STATISTICS.md says why these.
 
-use super::differ::{differences, facts, Difference};
+use super::differ::{
+    differences, facts, finding_kinds, policed_findings, Difference, Fact, UNPOLICED_FINDINGS,
+};
 use super::samples::{metric_index, SideSamples, M, METRICS};
 use crate::results::RunDoc;
 use crate::stats::significance::{
@@ -176,32 +178,64 @@ pub fn compare(a: &Input, b: &Input, s: &CompareSettings) -> Comparison {
     // What differs: between the sides (first document of each), and within
     // a side (every later document against its first).
     let mut diffs = Vec::new();
-    if let (Some(da), Some(db)) = (a.docs.first(), b.docs.first()) {
+    // Findings: over all documents of a side (a finding in any trial of A
+    // and none of B's is a difference); within a side they are not policed.
+    let with_side_findings = |side: &Input| -> Vec<Fact> {
+        let mut f = side.docs.first().map(facts).unwrap_or_default();
+        if let Some(x) = f.iter_mut().find(|x| x.key == "findings") {
+            x.value = policed_findings(&side.docs).join(", ");
+        }
+        f
+    };
+    if !a.docs.is_empty() && !b.docs.is_empty() {
         diffs.extend(differences(
-            &facts(da),
-            &facts(db),
+            &with_side_findings(a),
+            &with_side_findings(b),
             "A vs B",
             &s.expect,
             s.allow_all,
         ));
     }
+    for (x, y) in [(a, b), (b, a)] {
+        let only: Vec<String> = finding_kinds(&x.docs, |k| UNPOLICED_FINDINGS.contains(&k))
+            .into_iter()
+            .filter(|k| !finding_kinds(&y.docs, |j| j == k).contains(k))
+            .collect();
+        if !only.is_empty() {
+            notes.push(format!(
+                "findings in {} only (shown, not policed: noise, load or what the workload is bound by): {}",
+                x.label,
+                only.join(", ")
+            ));
+        }
+    }
     for side in [a, b] {
         let Some(first) = side.docs.first() else {
             continue;
         };
-        let f0 = facts(first);
+        let f0: Vec<Fact> = facts(first)
+            .into_iter()
+            .filter(|f| f.key != "findings")
+            .collect();
         for (i, d) in side.docs.iter().enumerate().skip(1) {
+            let fi: Vec<Fact> = facts(d)
+                .into_iter()
+                .filter(|f| f.key != "findings")
+                .collect();
+            let name = |k: usize| {
+                side.files
+                    .get(k)
+                    .cloned()
+                    .unwrap_or_else(|| format!("run {}", k + 1))
+            };
             for mut x in differences(
                 &f0,
-                &facts(d),
+                &fi,
                 &format!("within {}", side.label),
                 &s.expect,
                 s.allow_all,
             ) {
-                x.between = format!(
-                    "within {}: {} vs {}",
-                    side.label, side.files[0], side.files[i]
-                );
+                x.between = format!("within {}: {} vs {}", side.label, name(0), name(i));
                 diffs.push(x);
             }
         }
@@ -592,6 +626,46 @@ mod tests {
         // 2/70 doubled by Holm: 0.057 > 0.05 — no longer significant.
         assert!((m.p_adjusted.unwrap() - 4.0 / 70.0).abs() < 1e-9, "{m:?}");
         assert_eq!(m.verdict, Verdict::NoSignificantChange);
+    }
+
+    #[test]
+    fn setup_findings_are_policed_and_load_findings_noted() {
+        use crate::results::model::FindingDoc;
+        let with = |kind: &str| {
+            let mut d = doc(&[1000.; 4], "1");
+            let mut f = FindingDoc::default();
+            f.fields.insert("kind", serde_json::Value::from(kind));
+            d.dioscope.as_mut().unwrap().findings.push(f);
+            d
+        };
+        let plain = || input("B", doc(&[1000.; 4], "1"));
+        let c = compare(
+            &input("A", with("page_cache_on_target")),
+            &plain(),
+            &CompareSettings::default(),
+        );
+        assert_eq!(c.exit_code, 2);
+        assert_eq!(c.unexpected()[0].name, "findings");
+        let c = compare(
+            &input("A", with("cpu_contention")),
+            &plain(),
+            &CompareSettings::default(),
+        );
+        assert_eq!(c.exit_code, 0, "{:?}", c.differences);
+        assert!(
+            c.notes.iter().any(|n| n.contains("cpu_contention")),
+            "{:?}",
+            c.notes
+        );
+        // A finding in any file of a side counts for the side; several runs
+        // of one side (compare --run) name them by number.
+        let a = Input {
+            label: "A",
+            files: vec!["a.fio".into()],
+            docs: vec![doc(&[1000.; 2], "1"), with("page_cache_on_target")],
+        };
+        let c = compare(&a, &plain(), &CompareSettings::default());
+        assert_eq!(c.exit_code, 2);
     }
 
     #[test]

@@ -45,15 +45,21 @@ const NOT_MEASURED: &[&str] = &[
     "precision-metric",
 ];
 
-/// Findings about the statistics themselves (noise, not setup): they may
-/// come and go between identical setups, so they are shown, not policed.
-const STATISTICAL_FINDINGS: &[&str] = &[
+/// Findings that are not about the set-up and so are shown, not policed:
+/// noise (they come and go between identical set-ups), what the workload
+/// is bound by (it changes with what the experiment varies, e.g. iodepth),
+/// and load from other processes during a trial (transient; interleaving
+/// with `compare --run` spreads it over both sides).
+pub const UNPOLICED_FINDINGS: &[&str] = &[
     "high_variance",
     "outlier_trials",
     "bimodal_trials",
     "drift_across_trials",
     "drift_within_trial",
     "trials_not_converged",
+    "tool_bottleneck",
+    "kernel_cpu_bound",
+    "cpu_contention",
 ];
 
 /// The names the user may use for a fact, mapped to the one it has.
@@ -132,17 +138,51 @@ pub fn facts(doc: &RunDoc) -> Vec<Fact> {
             );
         }
         env_facts(&d.environment, &mut push);
-        let mut kinds: Vec<&str> = d
-            .findings
-            .iter()
-            .map(|f| f.kind())
-            .filter(|k| !STATISTICAL_FINDINGS.contains(k))
-            .collect();
-        kinds.sort();
-        kinds.dedup();
-        push("findings".into(), "findings", kinds.join(", "));
+        push(
+            "findings".into(),
+            "findings",
+            policed_findings(std::slice::from_ref(doc)).join(", "),
+        );
     }
     out
+}
+
+/// The default job's scratch file is named by the process id
+/// (`dioscope-scratch.PID.dat`): two runs of it are the same target.
+fn scratch_name(p: &str) -> String {
+    let (dir, file) = p
+        .rsplit_once('/')
+        .map(|(d, f)| (Some(d), f))
+        .unwrap_or((None, p));
+    let same = file
+        .strip_prefix("dioscope-scratch.")
+        .and_then(|r| r.strip_suffix(".dat"))
+        .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()));
+    if !same {
+        return p.to_string();
+    }
+    match dir {
+        Some(d) => format!("{d}/dioscope-scratch.PID.dat"),
+        None => "dioscope-scratch.PID.dat".into(),
+    }
+}
+
+/// The distinct kinds of the set-up findings of `docs`, sorted.
+pub fn policed_findings(docs: &[RunDoc]) -> Vec<String> {
+    finding_kinds(docs, |k| !UNPOLICED_FINDINGS.contains(&k))
+}
+
+/// The distinct kinds of the findings of `docs` that `keep` accepts.
+pub fn finding_kinds(docs: &[RunDoc], keep: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut kinds: Vec<String> = docs
+        .iter()
+        .filter_map(|d| d.dioscope.as_ref())
+        .flat_map(|d| d.findings.iter().map(|f| f.kind().to_string()))
+        .filter(|k| keep(k))
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    kinds
 }
 
 fn text(v: Option<&Value>) -> String {
@@ -179,7 +219,7 @@ fn env_facts(env: &Value, push: &mut impl FnMut(String, &str, String)) {
         } else {
             "target ".into()
         };
-        push(format!("{tag}path"), "filename", tp("/path"));
+        push(format!("{tag}path"), "filename", scratch_name(&tp("/path")));
         for (what, name, ptr) in [
             ("device model", "model", "/device/model"),
             ("device firmware", "firmware", "/device/firmware"),
@@ -300,6 +340,19 @@ mod tests {
         // trials= differs in no way that matters, high_variance is noise.
         assert!(a.iter().all(|f| f.name != "trials"));
         assert!(a.iter().any(|f| f.key == "findings" && f.value.is_empty()));
+    }
+
+    #[test]
+    fn the_default_jobs_scratch_file_is_one_target() {
+        assert_eq!(
+            scratch_name("/x/dioscope-scratch.123.dat"),
+            scratch_name("/x/dioscope-scratch.456.dat")
+        );
+        assert_ne!(
+            scratch_name("/x/dioscope-scratch.1.dat"),
+            scratch_name("/y/dioscope-scratch.1.dat")
+        );
+        assert_eq!(scratch_name("/dev/sda"), "/dev/sda");
     }
 
     #[test]

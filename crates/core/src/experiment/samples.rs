@@ -136,29 +136,57 @@ impl JobSamples {
 pub struct SideSamples {
     pub jobs: Vec<JobSamples>,
     pub notes: Vec<String>,
+    /// Per job: every document's latency bins merged, while every document
+    /// had bins (json+); `None` once one had none.
+    hists: Vec<Option<Histogram>>,
+}
+
+/// One job of one document: group, name, trials, merged figures, bins.
+type DocJob = (u32, String, Vec<Values>, Values, Option<Histogram>);
+
+fn tails(h: &Histogram) -> Values {
+    let mut v: Values = [None; 9];
+    v[M::LAT_MEAN] = pos(h.mean());
+    v[M::P50] = pos(h.percentile(50.0) as f64);
+    v[M::P99] = pos(h.percentile(99.0) as f64);
+    v[M::P999] = pos(h.percentile(99.9) as f64);
+    v
 }
 
 impl SideSamples {
     /// Add every trial of one document.
     pub fn add(&mut self, doc: &RunDoc) {
-        for (group, name, trials, merged) in doc_trials(doc, &mut self.notes) {
+        for (group, name, trials, merged, hist) in doc_trials(doc, &mut self.notes) {
             match self
                 .jobs
-                .iter_mut()
-                .find(|j| j.group == group && j.name == name)
+                .iter()
+                .position(|j| j.group == group && j.name == name)
             {
-                Some(j) => {
+                Some(i) => {
+                    let j = &mut self.jobs[i];
                     j.trials.extend(trials);
-                    // Several files: the merged figures are of the first
-                    // unless every file had bins (then they are merged).
-                    j.merged = merge_merged(&j.merged, &merged);
+                    // Several files: exact tails only from merged bins.
+                    self.hists[i] = match (self.hists[i].take(), hist) {
+                        (Some(mut a), Some(b)) => {
+                            a.merge(&b);
+                            Some(a)
+                        }
+                        _ => None,
+                    };
+                    j.merged = match &self.hists[i] {
+                        Some(h) => tails(h),
+                        None => merge_merged(&j.merged, &merged),
+                    };
                 }
-                None => self.jobs.push(JobSamples {
-                    group,
-                    name,
-                    trials,
-                    merged,
-                }),
+                None => {
+                    self.jobs.push(JobSamples {
+                        group,
+                        name,
+                        trials,
+                        merged,
+                    });
+                    self.hists.push(hist);
+                }
             }
         }
     }
@@ -180,7 +208,7 @@ fn merge_merged(a: &Values, b: &Values) -> Values {
 }
 
 /// Per job of a document: (group, name, trials, merged figures).
-fn doc_trials(doc: &RunDoc, notes: &mut Vec<String>) -> Vec<(u32, String, Vec<Values>, Values)> {
+fn doc_trials(doc: &RunDoc, notes: &mut Vec<String>) -> Vec<DocJob> {
     match &doc.dioscope {
         Some(d) if !d.jobs.is_empty() => {
             let mut out = Vec::new();
@@ -214,7 +242,8 @@ fn doc_trials(doc: &RunDoc, notes: &mut Vec<String>) -> Vec<(u32, String, Vec<Va
                     trials.push(v);
                 }
                 let merged = fj.map(job_merged).unwrap_or([None; 9]);
-                out.push((dj.groupid, dj.jobname.clone(), trials, merged));
+                let hist = fj.and_then(|j| histogram(&pick_lats(&[j])));
+                out.push((dj.groupid, dj.jobname.clone(), trials, merged, hist));
             }
             out
         }
@@ -231,19 +260,12 @@ fn pos(x: f64) -> Option<f64> {
 /// did I/O.
 fn job_merged(j: &Job) -> Values {
     let mut v: Values = [None; 9];
-    let lats: Vec<&Lat> = [&j.read.lat_ns, &j.write.lat_ns]
-        .into_iter()
-        .filter(|l| l.n > 0)
-        .collect();
+    let lats = pick_lats(&[j]);
     if lats.is_empty() {
         return v;
     }
     if let Some(h) = histogram(&lats) {
-        v[M::LAT_MEAN] = pos(h.mean());
-        v[M::P50] = pos(h.percentile(50.0) as f64);
-        v[M::P99] = pos(h.percentile(99.0) as f64);
-        v[M::P999] = pos(h.percentile(99.9) as f64);
-        return v;
+        return tails(&h);
     }
     let n: u64 = lats.iter().map(|l| l.n).sum();
     v[M::LAT_MEAN] = pos(lats.iter().map(|l| l.mean * l.n as f64).sum::<f64>() / n as f64);
@@ -259,6 +281,24 @@ fn job_merged(j: &Job) -> Values {
         v[M::P999] = find(99.9);
     }
     v
+}
+
+/// The latency distributions of the directions that did I/O: total
+/// latency (`lat_ns`) where it has bins or percentiles, else completion
+/// latency (`clat_ns`: fio writes percentiles and bins only for it unless
+/// `lat_percentiles` is set).
+fn pick_lats<'a>(jobs: &[&'a Job]) -> Vec<&'a Lat> {
+    jobs.iter()
+        .flat_map(|j| [&j.read, &j.write])
+        .filter(|d| d.lat_ns.n > 0 || d.clat_ns.n > 0)
+        .map(|d| {
+            if d.lat_ns.bins.is_some() || d.lat_ns.percentile.is_some() || d.clat_ns.n == 0 {
+                &d.lat_ns
+            } else {
+                &d.clat_ns
+            }
+        })
+        .collect()
 }
 
 /// All `lats` merged into one histogram, when every one of them has bins.
@@ -277,7 +317,7 @@ fn histogram(lats: &[&Lat]) -> Option<Histogram> {
 
 /// fio's own JSON: one trial per file; a job's clones (fio repeats the name
 /// per clone without group_reporting) merged.
-fn fio_trials(doc: &RunDoc, notes: &mut Vec<String>) -> Vec<(u32, String, Vec<Values>, Values)> {
+fn fio_trials(doc: &RunDoc, notes: &mut Vec<String>) -> Vec<DocJob> {
     let mut units: Vec<(u32, String, Vec<&Job>)> = Vec::new();
     for j in &doc.jobs {
         match units
@@ -309,16 +349,13 @@ fn fio_trials(doc: &RunDoc, notes: &mut Vec<String>) -> Vec<(u32, String, Vec<Va
             .sum();
         v[M::IOPS] = Some(iops);
         v[M::BW] = Some(bw);
-        let lats: Vec<&Lat> = jobs
-            .iter()
-            .flat_map(|j| [&j.read.lat_ns, &j.write.lat_ns])
-            .filter(|l| l.n > 0)
-            .collect();
-        if let Some(h) = histogram(&lats) {
-            v[M::LAT_MEAN] = pos(h.mean());
-            v[M::P50] = pos(h.percentile(50.0) as f64);
-            v[M::P99] = pos(h.percentile(99.0) as f64);
-            v[M::P999] = pos(h.percentile(99.9) as f64);
+        let lats = pick_lats(&jobs);
+        let hist = histogram(&lats);
+        if let Some(h) = &hist {
+            let t = tails(h);
+            for k in [M::LAT_MEAN, M::P50, M::P99, M::P999] {
+                v[k] = t[k];
+            }
         } else if !lats.is_empty() {
             let n: u64 = lats.iter().map(|l| l.n).sum();
             v[M::LAT_MEAN] = pos(lats.iter().map(|l| l.mean * l.n as f64).sum::<f64>() / n as f64);
@@ -364,7 +401,7 @@ fn fio_trials(doc: &RunDoc, notes: &mut Vec<String>) -> Vec<(u32, String, Vec<Va
             None,
             None,
         ];
-        out.push((group, name, vec![v], merged));
+        out.push((group, name, vec![v], merged, hist));
     }
     out
 }

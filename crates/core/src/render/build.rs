@@ -23,7 +23,8 @@ pub fn run_doc(r: &RunResult, diagnosis: &RunDiagnosis, context: String) -> RunD
     d.context = context;
     diagnosis.fill(&mut d);
     if !r.auto_trials.is_empty() {
-        d.sections.insert(
+        // Not a built-in key, so this cannot fail.
+        let _ = d.set_section(
             "trials_auto",
             serde_json::to_value(&r.auto_trials).unwrap_or_default(),
         );
