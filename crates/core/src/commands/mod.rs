@@ -12,8 +12,10 @@
 pub mod compare;
 pub mod doctor;
 pub mod options;
+pub mod recipe;
 pub mod report;
 pub mod run;
+pub mod scratch;
 pub mod sweep;
 
 use crate::render::{self, RUN_FORMATS};
@@ -34,6 +36,8 @@ pub static COMMANDS: &[Command] = &[
     sweep::COMMAND,
     report::COMMAND,
     doctor::COMMAND,
+    scratch::COMMAND,
+    recipe::COMMAND,
     options::COMMAND,
 ];
 

@@ -1,0 +1,263 @@
+//! `dioscope recipe list` and `dioscope recipe run NAME`: each seed's
+//! experiment as one command (see `crate::recipes`).
+
+use super::{eprint_err, Command};
+use crate::experiment::compare::{compare, CompareSettings, Input};
+use crate::experiment::sweep::{CellStatus, Sweep};
+use crate::recipes::{self, Ctx, Outcome, Stop, RECIPES};
+
+pub const COMMAND: Command = Command {
+    name: "recipe",
+    usage: &[
+        (
+            "recipe list",
+            "the recipes, one line each on what they reproduce",
+        ),
+        (
+            "recipe run NAME [--quick]",
+            "make the scratch devices, run, print the seed's table (mean ± CI),\n\
+             say whether the seed's effect is present, remove the devices\n\
+             ([--trials=N|auto] [--output=FILE.json] [--compare-with=SAVED.json];\n\
+             --quick: a short run, at most a minute)",
+        ),
+    ],
+    main,
+};
+
+struct Args {
+    name: String,
+    quick: bool,
+    trials: String,
+    output: Option<String>,
+    compare_with: Option<String>,
+}
+
+fn parse(args: &[String]) -> Result<Args, String> {
+    let mut a = Args {
+        name: String::new(),
+        quick: false,
+        trials: String::new(),
+        output: None,
+        compare_with: None,
+    };
+    for x in args {
+        if let Some(v) = x.strip_prefix("--trials=") {
+            if v != "auto" && v.parse::<u32>().map(|n| n < 1).unwrap_or(true) {
+                return Err(format!("--trials={v}: a number ≥ 1 or auto"));
+            }
+            a.trials = v.to_string();
+        } else if x == "--quick" {
+            a.quick = true;
+        } else if let Some(v) = x.strip_prefix("--output=") {
+            a.output = Some(v.to_string());
+        } else if let Some(v) = x.strip_prefix("--compare-with=") {
+            a.compare_with = Some(v.to_string());
+        } else if x.starts_with("--") {
+            return Err(format!(
+                "recipe run: unknown option '{x}' (it takes --quick, --trials=, --output=, \
+                 --compare-with=)"
+            ));
+        } else if a.name.is_empty() {
+            a.name = x.clone();
+        } else {
+            return Err(format!("recipe run: one recipe at a time ('{x}' is extra)"));
+        }
+    }
+    if a.name.is_empty() {
+        return Err(format!("recipe run needs a NAME: {}", names()));
+    }
+    if recipes::find(&a.name).is_none() {
+        return Err(format!("no recipe '{}': choose {}", a.name, names()));
+    }
+    Ok(a)
+}
+
+fn names() -> String {
+    RECIPES
+        .iter()
+        .map(|r| r.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn main(args: &[String]) -> i32 {
+    match args.first().map(String::as_str) {
+        Some("list") if args.len() == 1 => {
+            let w = RECIPES.iter().map(|r| r.name.len()).max().unwrap_or(0);
+            for r in RECIPES {
+                println!("{:w$}  seed {}  {}", r.name, r.seed, r.reproduces);
+            }
+            0
+        }
+        Some("run") => run(&args[1..]),
+        _ => eprint_err(
+            "recipe needs list or run NAME (e.g. dioscope recipe run indirect-write --quick)",
+        ),
+    }
+}
+
+fn run(args: &[String]) -> i32 {
+    dioscope_sys::signal::install();
+    let a = match parse(args) {
+        Ok(a) => a,
+        Err(e) => return eprint_err(&e),
+    };
+    if !crate::scratch::create::is_root() {
+        return eprint_err("recipes make scratch devices and need root: run with sudo");
+    }
+    let out_path = a
+        .output
+        .clone()
+        .unwrap_or_else(|| format!("dioscope-recipe-{}.json", a.name));
+    if let Err(e) = crate::outfile::check_output(&out_path, &[]) {
+        return eprint_err(&e.to_string());
+    }
+    let saved = match &a.compare_with {
+        Some(p) => match std::fs::read_to_string(p)
+            .map_err(|e| e.to_string())
+            .and_then(|t| Sweep::from_json(&t))
+        {
+            Ok(s) => Some(s),
+            Err(e) => {
+                return eprint_err(&format!("--compare-with={p}: {e} (give a recipe's JSON)"))
+            }
+        },
+        None => None,
+    };
+    let recipe = recipes::find(&a.name).expect("checked in parse");
+    let mut ctx = Ctx::new(recipe.name, a.quick, &a.trials);
+    let res = (recipe.run)(&mut ctx);
+    // Tear down first: on success, failure and a stop signal alike.
+    let clean = ctx.session.teardown();
+    let (outcome, code) = match res {
+        Ok(o) => (o, 0),
+        Err(Stop::Interrupted) => {
+            let sig = dioscope_sys::signal::last_signal();
+            eprintln!("dioscope recipe: interrupted; the scratch devices are removed");
+            (Outcome::default(), if sig > 0 { 128 + sig } else { 130 })
+        }
+        Err(Stop::Failed(e)) => {
+            eprintln!("dioscope: error: {}: {e}", recipe.name);
+            (Outcome::default(), 1)
+        }
+    };
+    let interrupted = code >= 128;
+    if !ctx.sweep.cells.is_empty() || code == 0 {
+        write_results(recipe, &ctx, &outcome, interrupted, &out_path);
+    }
+    if code == 0 {
+        println!(
+            "recipe {} (seed {}) on {}{}",
+            recipe.name,
+            recipe.seed,
+            recipes::kernel(),
+            if a.quick { " — quick run" } else { "" }
+        );
+        for t in &outcome.tables {
+            println!("\n{}", t.render());
+        }
+        println!("This kernel: {}", outcome.verdict);
+        println!("The seed:    {}", outcome.seed_reported);
+        for n in &outcome.notes {
+            println!("Note: {n}");
+        }
+        if let Some(s) = &saved {
+            print_comparison(s, &ctx, a.compare_with.as_deref().unwrap_or(""));
+        }
+        println!("\nWritten to {out_path} (compare: dioscope compare {out_path}@cell=NAME …)");
+    }
+    if !clean && code == 0 {
+        return 1;
+    }
+    code
+}
+
+fn write_results(
+    recipe: &recipes::Recipe,
+    ctx: &Ctx,
+    out: &Outcome,
+    interrupted: bool,
+    path: &str,
+) {
+    let text = recipes::result_json(recipe, ctx, out, interrupted);
+    let w = crate::outfile::check_output(path, &[])
+        .map_err(|e| std::io::Error::other(e.why))
+        .and_then(|o| crate::outfile::write_result(&o, text.as_bytes()));
+    if let Err(e) = w {
+        eprintln!("dioscope: warning: cannot write {path}: {e}");
+    }
+    // Each cell's run as a plain result, for `dioscope report`.
+    let dir = format!("{}.d", path.trim_end_matches(".json"));
+    if std::fs::create_dir_all(&dir).is_ok() {
+        for c in ctx
+            .sweep
+            .cells
+            .iter()
+            .filter(|c| c.status == CellStatus::Done)
+        {
+            if let Some(doc) = c.runs.first() {
+                let p = format!("{dir}/{}.json", c.values[0]);
+                let _ = crate::outfile::write_atomic(
+                    std::path::Path::new(&p),
+                    doc.to_json(false).as_bytes(),
+                );
+            }
+        }
+    }
+}
+
+/// Each cell against the same cell of a saved run (another kernel, usually).
+fn print_comparison(saved: &Sweep, ctx: &Ctx, label: &str) {
+    println!("\nAgainst {label}:");
+    for c in ctx
+        .sweep
+        .cells
+        .iter()
+        .filter(|c| c.status == CellStatus::Done)
+    {
+        let Some(old) = saved
+            .cells
+            .iter()
+            .find(|o| o.values == c.values && o.status == CellStatus::Done)
+        else {
+            println!("  {:<24} not in the saved result", c.values[0]);
+            continue;
+        };
+        let a = Input {
+            label: "saved",
+            files: vec![label.to_string()],
+            docs: old.runs.clone(),
+        };
+        let b = Input {
+            label: "now",
+            files: vec![],
+            docs: c.runs.clone(),
+        };
+        let cmp = compare(&a, &b, &CompareSettings::default());
+        let parts: Vec<String> = cmp
+            .jobs
+            .first()
+            .map(|j| {
+                j.metrics
+                    .iter()
+                    .filter(|m| m.change_pct.is_some())
+                    .take(3)
+                    .map(|m| {
+                        format!(
+                            "{} {:+.1} % ({})",
+                            m.label,
+                            m.change_pct.unwrap_or(0.0),
+                            m.verdict.text()
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        println!(
+            "  {:<24} {:?}: {}",
+            c.values[0],
+            cmp.outcome,
+            parts.join(", ")
+        );
+    }
+}

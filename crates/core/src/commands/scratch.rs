@@ -1,0 +1,267 @@
+//! `dioscope scratch create|list|destroy`: zram and loop devices and file
+//! systems for experiments, recorded so that only what dioscope made is
+//! ever removed (see `crate::scratch`).
+
+use super::{eprint_err, Command};
+use crate::job::units::parse_size;
+use crate::scratch::{self, FsSpec, LoopSpec};
+
+pub const COMMAND: Command = Command {
+    name: "scratch",
+    usage: &[
+        (
+            "scratch create zram --size=4g [--no-fill]",
+            "a new (hot-added) zram device, filled with incompressible data",
+        ),
+        (
+            "scratch create loop --size=1g [--sector-size=4096]",
+            "a loop device over a new file ([--direct-io=on|off] [--on=DIR])",
+        ),
+        (
+            "scratch create fs --type=ext4|xfs|btrfs",
+            "new devices with a file system, mounted ([--mkfs='-O ^extent']\n\
+             [--devices=N: one fs per device; btrfs -d raid0 over all]\n\
+             [--on=zram|loop] [--size=PER-DEVICE])",
+        ),
+        (
+            "scratch list [--json]",
+            "what dioscope made (leftovers of a crash are marked)",
+        ),
+        (
+            "scratch destroy ID|--all",
+            "remove what dioscope made, and nothing else",
+        ),
+    ],
+    main,
+};
+
+fn opts(args: &[String]) -> Result<Vec<(String, Option<String>)>, String> {
+    let mut out = Vec::new();
+    for a in args {
+        let Some(o) = a.strip_prefix("--") else {
+            return Err(format!(
+                "scratch: unexpected '{a}'; options are written --name=value (see dioscope --help)"
+            ));
+        };
+        match o.split_once('=') {
+            Some((k, v)) => out.push((k.to_string(), Some(v.to_string()))),
+            None => out.push((o.to_string(), None)),
+        }
+    }
+    Ok(out)
+}
+
+fn size_of(v: &str) -> Result<u64, String> {
+    parse_size(v).map_err(|e| format!("--size={v}: {e} (e.g. --size=1g)"))
+}
+
+fn onoff(k: &str, v: &str) -> Result<bool, String> {
+    match v {
+        "on" | "1" | "true" => Ok(true),
+        "off" | "0" | "false" => Ok(false),
+        _ => Err(format!("--{k}={v}: choose on or off")),
+    }
+}
+
+fn main(args: &[String]) -> i32 {
+    dioscope_sys::signal::install();
+    match args.first().map(String::as_str) {
+        Some("create") => create(&args[1..]),
+        Some("list") => list(&args[1..]),
+        Some("destroy") => destroy(&args[1..]),
+        _ => eprint_err("scratch needs create, list or destroy (e.g. dioscope scratch list)"),
+    }
+}
+
+fn create(args: &[String]) -> i32 {
+    let Some(kind) = args.first() else {
+        return eprint_err(
+            "scratch create needs zram, loop or fs (e.g. scratch create zram --size=1g)",
+        );
+    };
+    let o = match opts(&args[1..]) {
+        Ok(o) => o,
+        Err(e) => return eprint_err(&e),
+    };
+    let made = match build(kind, &o) {
+        Ok(Ok(it)) => it,
+        Ok(Err(e)) => {
+            eprintln!("dioscope: error: {e}");
+            return e.exit_code();
+        }
+        Err(e) => return eprint_err(&e),
+    };
+    println!("{}  {}", made.id, made.describe());
+    for g in made.geometry() {
+        println!(
+            "  {} logical {} physical {}{}{}",
+            g.device,
+            g.logical_block_size,
+            g.physical_block_size,
+            g.fs_block_size
+                .map(|b| format!(" fs-block {b}"))
+                .unwrap_or_default(),
+            g.mountpoint
+                .map(|m| format!(" mounted at {m}"))
+                .unwrap_or_default()
+        );
+    }
+    0
+}
+
+type Made = Result<scratch::Result<scratch::Item>, String>;
+
+fn build(kind: &str, o: &[(String, Option<String>)]) -> Made {
+    let allowed: &[&str] = match kind {
+        "zram" => &["size", "no-fill"],
+        "loop" => &["size", "sector-size", "direct-io", "on"],
+        "fs" => &[
+            "type",
+            "mkfs",
+            "devices",
+            "on",
+            "size",
+            "sector-size",
+            "direct-io",
+        ],
+        _ => return Err(format!("scratch create {kind}: choose zram, loop or fs")),
+    };
+    for (k, _) in o {
+        if !allowed.contains(&k.as_str()) {
+            return Err(format!(
+                "scratch create {kind}: unknown option --{k}; it takes --{}",
+                allowed.join(", --")
+            ));
+        }
+    }
+    let val = |k: &str| -> Result<Option<&str>, String> {
+        match o.iter().rev().find(|(x, _)| x == k) {
+            Some((_, Some(v))) => Ok(Some(v.as_str())),
+            Some((_, None)) if k == "no-fill" => Ok(Some("")),
+            Some((_, None)) => Err(format!("--{k} needs a value (--{k}=…)")),
+            None => Ok(None),
+        }
+    };
+    let size = val("size")?.map(size_of).transpose()?;
+    match kind {
+        "zram" => {
+            let Some(size) = size else {
+                return Err("scratch create zram needs --size (e.g. --size=1g)".into());
+            };
+            Ok(scratch::create_zram(size, val("no-fill")?.is_none()))
+        }
+        "loop" => {
+            let mut s = LoopSpec {
+                size: size.ok_or("scratch create loop needs --size (e.g. --size=1g)")?,
+                ..LoopSpec::default()
+            };
+            if let Some(v) = val("sector-size")? {
+                s.sector_size = v
+                    .parse()
+                    .map_err(|_| format!("--sector-size={v}: 512 or 4096"))?;
+            }
+            if let Some(v) = val("direct-io")? {
+                s.direct_io = onoff("direct-io", v)?;
+            }
+            s.on = val("on")?.map(Into::into);
+            Ok(scratch::create_loop(&s))
+        }
+        _ => {
+            let mut s = FsSpec {
+                fstype: val("type")?
+                    .ok_or("scratch create fs needs --type=ext4|xfs|btrfs")?
+                    .to_string(),
+                ..FsSpec::default()
+            };
+            if let Some(m) = val("mkfs")? {
+                s.mkfs = m.to_string();
+            }
+            if let Some(v) = val("devices")? {
+                s.devices = v
+                    .parse()
+                    .map_err(|_| format!("--devices={v}: a number of devices, e.g. 2"))?;
+            }
+            if let Some(v) = val("on")? {
+                s.on = v.to_string();
+            }
+            if let Some(sz) = size {
+                s.size = sz;
+            }
+            if let Some(v) = val("sector-size")? {
+                s.sector_size = v
+                    .parse()
+                    .map_err(|_| format!("--sector-size={v}: 512 or 4096"))?;
+            }
+            if let Some(v) = val("direct-io")? {
+                s.direct_io = onoff("direct-io", v)?;
+            }
+            Ok(scratch::create_fs(&s))
+        }
+    }
+}
+
+fn list(args: &[String]) -> i32 {
+    let json = args.iter().any(|a| a == "--json");
+    if let Some(a) = args.iter().find(|a| *a != "--json") {
+        return eprint_err(&format!("scratch list: unknown '{a}' (it takes --json)"));
+    }
+    let items = match scratch::load() {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("dioscope: error: {e}");
+            return e.exit_code();
+        }
+    };
+    if json {
+        let v: Vec<serde_json::Value> = items
+            .iter()
+            .map(|i| {
+                let mut v = serde_json::to_value(i).unwrap_or_default();
+                v["leftover"] = scratch::Session::is_leftover(i).into();
+                v["geometry"] = serde_json::to_value(i.geometry()).unwrap_or_default();
+                v
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        return 0;
+    }
+    if items.is_empty() {
+        println!("no scratch devices ({})", scratch::state_path().display());
+        return 0;
+    }
+    for i in &items {
+        println!(
+            "{:<10} {}{}{}",
+            i.id,
+            i.describe(),
+            i.parent
+                .as_ref()
+                .map(|p| format!(" (part of {p})"))
+                .unwrap_or_default(),
+            if !scratch::Session::is_leftover(i) {
+                String::new()
+            } else {
+                format!(
+                    "  LEFTOVER: its process {} is gone; dioscope scratch destroy {}",
+                    i.pid, i.id
+                )
+            }
+        );
+    }
+    0
+}
+
+fn destroy(args: &[String]) -> i32 {
+    let r = match args {
+        [a] if a == "--all" => scratch::destroy_all().map(|n| println!("destroyed {n}")),
+        [id] if !id.starts_with("--") => scratch::destroy(id).map(|_| println!("destroyed {id}")),
+        _ => return eprint_err("scratch destroy needs one ID (from scratch list) or --all"),
+    };
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("dioscope: error: {e}");
+            e.exit_code()
+        }
+    }
+}

@@ -1,0 +1,378 @@
+//! Recipes: each seed's experiment as one command. A recipe makes its
+//! scratch devices, runs its cells (each a job with trials, through the
+//! same `run::execute` every run uses), builds a table shaped like the
+//! seed's with a confidence interval per cell, says whether the seed's
+//! effect is present on this kernel, and tears everything down — also on
+//! a stop signal and on failure (the [`Ctx`]'s scratch session is dropped
+//! on every path).
+//!
+//! The JSON result is a sweep (one axis, `cell`) with a `recipe` section:
+//! `dioscope compare A.json@cell=X B.json@cell=X` reads it, and each cell's
+//! run is also written as a plain result (`FILE.d/CELL.json`) for
+//! `dioscope report`.
+//!
+//! To add a recipe: `recipes/NAME.rs` with `pub const RECIPE: Recipe`, and
+//! one line in [`RECIPES`].
+
+pub mod blocksize;
+pub mod dio_scaling;
+pub mod indirect_write;
+pub mod pagecache_interference;
+pub mod submit_cost;
+
+use crate::experiment::samples::M;
+use crate::experiment::sweep::{cell_stat, Axis, CellStat, CellStatus, Order, Sweep, SweepCell};
+use crate::scratch::{self, Geometry, Item, Session};
+use serde::Serialize;
+
+/// One recipe.
+pub struct Recipe {
+    pub name: &'static str,
+    /// The seed it reproduces (file name prefix in the seeds folder).
+    pub seed: &'static str,
+    /// One line: what it reproduces.
+    pub reproduces: &'static str,
+    pub run: fn(&mut Ctx) -> Result<Outcome, Stop>,
+}
+
+/// Every recipe, in the order `recipe list` shows them.
+pub static RECIPES: &[Recipe] = &[
+    indirect_write::RECIPE,
+    dio_scaling::RECIPE,
+    blocksize::RECIPE,
+    submit_cost::RECIPE,
+    pagecache_interference::RECIPE,
+];
+
+pub fn find(name: &str) -> Option<&'static Recipe> {
+    RECIPES.iter().find(|r| r.name == name)
+}
+
+/// Why a recipe ended early.
+#[derive(Debug)]
+pub enum Stop {
+    /// A stop signal (exit 128+N).
+    Interrupted,
+    /// Setup or a run failed (exit 1).
+    Failed(String),
+}
+
+impl From<scratch::Error> for Stop {
+    fn from(e: scratch::Error) -> Stop {
+        Stop::Failed(format!("scratch: {e}"))
+    }
+}
+
+/// A table shaped like the seed's.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Table {
+    pub title: String,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new(title: &str, header: &[&str]) -> Table {
+        Table {
+            title: title.into(),
+            header: header.iter().map(|s| s.to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn render(&self) -> String {
+        let n = self.header.len();
+        let mut w = vec![0usize; n];
+        for r in std::iter::once(&self.header).chain(&self.rows) {
+            for (i, c) in r.iter().enumerate().take(n) {
+                w[i] = w[i].max(c.chars().count());
+            }
+        }
+        let line = |r: &Vec<String>| -> String {
+            let cells: Vec<String> = r
+                .iter()
+                .enumerate()
+                .take(n)
+                .map(|(i, c)| format!("{c:>width$}", width = w[i]))
+                .collect();
+            format!("| {} |\n", cells.join(" | "))
+        };
+        let sep = format!(
+            "|{}|\n",
+            w.iter()
+                .map(|x| "-".repeat(x + 2))
+                .collect::<Vec<_>>()
+                .join("|")
+        );
+        let mut o = format!("{}\n", self.title);
+        o.push_str(&line(&self.header));
+        o.push_str(&sep);
+        for r in &self.rows {
+            o.push_str(&line(r));
+        }
+        o
+    }
+}
+
+/// What a recipe found.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Outcome {
+    pub tables: Vec<Table>,
+    /// Whether the seed's effect is present on this kernel, in words.
+    pub verdict: String,
+    /// What the seed reported, for the side-by-side.
+    pub seed_reported: String,
+    pub notes: Vec<String>,
+}
+
+/// A recipe's run: options, the scratch session, the cells run so far.
+pub struct Ctx {
+    pub quick: bool,
+    /// `--trials` as given (empty: the recipe's default).
+    pub trials: String,
+    pub session: Session,
+    pub geometry: Vec<Geometry>,
+    pub sweep: Sweep,
+    /// Extra per-cell facts (e.g. memory used), by cell name.
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Ctx {
+    pub fn new(recipe: &str, quick: bool, trials: &str) -> Ctx {
+        let mut sweep = Sweep::new(
+            vec![format!("recipe:{recipe}")],
+            vec![Axis {
+                option: "cell".into(),
+                values: Vec::new(),
+            }],
+            Order::Given,
+            0,
+            trials.to_string(),
+        );
+        sweep.cells.clear();
+        Ctx {
+            quick,
+            trials: trials.to_string(),
+            session: Session::new(),
+            geometry: Vec::new(),
+            sweep,
+            extra: serde_json::Map::new(),
+        }
+    }
+
+    /// Take a scratch item into the session and record its geometry.
+    pub fn keep(&mut self, it: Item) -> Result<Item, Stop> {
+        self.session.keep(&it);
+        self.geometry.extend(it.geometry());
+        Ok(it)
+    }
+
+    pub fn zram(&mut self, size: u64, fill: bool) -> Result<Item, Stop> {
+        stop_check()?;
+        let it = scratch::create_zram(size, fill)?;
+        self.keep(it)
+    }
+
+    pub fn fs(&mut self, spec: &scratch::FsSpec) -> Result<Item, Stop> {
+        stop_check()?;
+        let it = scratch::create_fs(spec)?;
+        self.keep(it)
+    }
+
+    pub fn loopdev(&mut self, spec: &scratch::LoopSpec) -> Result<Item, Stop> {
+        stop_check()?;
+        let it = scratch::create_loop(spec)?;
+        self.keep(it)
+    }
+
+    /// The trials argument for a cell: the user's, else `default`.
+    fn trials_arg(&self, default: &str) -> String {
+        let t = if self.trials.is_empty() {
+            default
+        } else {
+            &self.trials
+        };
+        format!("--trials={t}")
+    }
+
+    /// Run one cell: `args` are dioscope's/fio's options of the job(s);
+    /// `default_trials` applies unless `--trials` was given. The cell's
+    /// run carries the scratch geometry (its `scratch` section).
+    pub fn cell(&mut self, name: &str, args: &[String], default_trials: &str) -> Result<(), Stop> {
+        stop_check()?;
+        let mut full: Vec<String> = args.to_vec();
+        full.push(self.trials_arg(default_trials));
+        full.push("--eta=never".into());
+        full.push("--output-format=json".into());
+        eprintln!("[recipe · {name}] dioscope {}", full.join(" "));
+        let plan =
+            crate::job::parse_args(&full).map_err(|e| Stop::Failed(format!("cell {name}: {e}")))?;
+        let res = crate::commands::run::execute(&plan);
+        let done = match res {
+            Err(c) if c >= 128 => return Err(Stop::Interrupted),
+            Err(_) => {
+                return Err(Stop::Failed(format!(
+                    "cell {name}: the run could not start"
+                )))
+            }
+            Ok(d) => d,
+        };
+        if done.result.interrupted || dioscope_sys::signal::stop_count() > 0 {
+            return Err(Stop::Interrupted);
+        }
+        let mut doc = done.doc;
+        if let Some(d) = doc.dioscope.as_mut() {
+            let _ = d.set_section(
+                "scratch",
+                serde_json::to_value(&self.geometry).unwrap_or_default(),
+            );
+        }
+        let errors = done.result.io_errors();
+        self.sweep.axes[0].values.push(name.to_string());
+        let index = self.sweep.cells.len();
+        self.sweep.cells.push(SweepCell {
+            index,
+            values: vec![name.to_string()],
+            status: if errors == 0 {
+                CellStatus::Done
+            } else {
+                CellStatus::Failed
+            },
+            error: (errors > 0).then(|| format!("{errors} I/O error(s)")),
+            runs: vec![doc],
+            wall_s: 0.0,
+            trials_s: 0.0,
+        });
+        if errors > 0 {
+            return Err(Stop::Failed(format!("cell {name}: {errors} I/O error(s)")));
+        }
+        Ok(())
+    }
+
+    pub fn get(&self, name: &str) -> Option<&SweepCell> {
+        self.sweep.cells.iter().find(|c| c.values[0] == name)
+    }
+
+    /// Metric `k` of cell `name` (first job), mean ± CI.
+    pub fn stat(&self, name: &str, k: usize) -> Option<CellStat> {
+        self.get(name).and_then(|c| cell_stat(c, None, k))
+    }
+
+    /// Bytes per I/O of a cell (bandwidth ÷ IOPS).
+    pub fn bytes_per_io(&self, name: &str) -> Option<f64> {
+        let bw = self.stat(name, M::BW)?.mean;
+        let iops = self.stat(name, M::IOPS)?.mean;
+        (iops > 0.0).then(|| bw / iops)
+    }
+
+    /// Findings of a cell (kinds).
+    pub fn findings(&self, name: &str) -> Vec<String> {
+        self.get(name).map(|c| c.findings()).unwrap_or_default()
+    }
+}
+
+/// Whether two cells' 95 % intervals are apart (a difference the trials
+/// support); when they overlap a recipe says "inconclusive".
+pub fn apart(a: Option<CellStat>, b: Option<CellStat>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) if a.n >= 2 && b.n >= 2 => (a.mean - b.mean).abs() > a.half + b.half,
+        _ => false,
+    }
+}
+
+/// Stop before the next step once a stop signal came.
+pub fn stop_check() -> Result<(), Stop> {
+    if dioscope_sys::signal::stop_count() > 0 {
+        Err(Stop::Interrupted)
+    } else {
+        Ok(())
+    }
+}
+
+/// `mean ± half` of a statistic scaled by `f`, with `d` decimals.
+pub fn pm(s: Option<CellStat>, f: f64, d: usize) -> String {
+    match s {
+        Some(s) if s.n >= 2 => format!("{:.d$} ± {:.d$}", s.mean * f, s.half * f),
+        Some(s) => format!("{:.d$}", s.mean * f),
+        None => "—".into(),
+    }
+}
+
+/// A derived value `g(mean)` with its CI carried by the relative half-width
+/// (first order: good for the small CIs of trials).
+pub fn derived(s: Option<CellStat>, g: impl Fn(f64) -> f64, d: usize) -> String {
+    match s {
+        Some(s) if s.mean != 0.0 => {
+            let v = g(s.mean);
+            if s.n >= 2 {
+                format!("{v:.d$} ± {:.d$}", (v * s.half / s.mean).abs())
+            } else {
+                format!("{v:.d$}")
+            }
+        }
+        _ => "—".into(),
+    }
+}
+
+/// Memory in use now (% of MemTotal, MemAvailable-based, as `sar -r`'s
+/// %memused without buffers and cache).
+pub fn mem_used_pct() -> f64 {
+    let t = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let get = |k: &str| -> f64 {
+        t.lines()
+            .find(|l| l.starts_with(k))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0)
+    };
+    let total = get("MemTotal:");
+    if total == 0.0 {
+        return 0.0;
+    }
+    (total - get("MemAvailable:")) / total * 100.0
+}
+
+/// `--name=N --opt=v…` from pairs.
+pub fn job(name: &str, opts: &[(&str, String)]) -> Vec<String> {
+    let mut v = vec![format!("--name={name}")];
+    v.extend(opts.iter().map(|(k, x)| format!("--{k}={x}")));
+    v
+}
+
+/// The CPUs this process may run on.
+pub fn cpus() -> usize {
+    dioscope_sys::proc::ncpus().max(1)
+}
+
+/// The kernel release (`uname -r`).
+pub fn kernel() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// The whole JSON result: the sweep plus the `recipe` section.
+pub fn result_json(recipe: &Recipe, ctx: &Ctx, out: &Outcome, interrupted: bool) -> String {
+    let mut s = ctx.sweep.clone();
+    s.interrupted = interrupted;
+    s.complete = !interrupted;
+    let mut v = serde_json::to_value(&s).unwrap_or_default();
+    v["recipe"] = serde_json::json!({
+        "name": recipe.name,
+        "seed": recipe.seed,
+        "reproduces": recipe.reproduces,
+        "quick": ctx.quick,
+        "kernel": kernel(),
+        "cpus": cpus(),
+        "geometry": ctx.geometry,
+        "tables": out.tables,
+        "verdict": out.verdict,
+        "seed_reported": out.seed_reported,
+        "notes": out.notes,
+        "extra": ctx.extra,
+    });
+    let mut t = serde_json::to_string_pretty(&v).unwrap_or_default();
+    t.push('\n');
+    t
+}

@@ -1,0 +1,491 @@
+//! Scratch devices: zram and loop devices and file systems dioscope makes
+//! for an experiment and removes afterwards.
+//!
+//! Everything made is recorded in a state file under `/run/dioscope/`
+//! *before* the step that could leave it behind, so that after a crash
+//! `dioscope scratch list` shows the leftovers and `destroy` removes them.
+//! Destroy acts only on what the state file records, and only after
+//! checking that the thing is still the one recorded (the zram's
+//! hot-added number and size, the loop device's backing file and its
+//! inode, the mount point and its source device): a device dioscope did not
+//! create is never touched.
+
+pub mod create;
+mod state;
+
+pub use create::{create_fs, create_loop, create_zram, FsSpec, LoopSpec};
+pub use state::{load, state_dir, state_path};
+
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::process::Command;
+
+/// Why a scratch operation failed: bad input (exit 2) or the system
+/// refused (exit 1).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0}")]
+    Input(String),
+    #[error("{0}")]
+    System(String),
+}
+
+impl Error {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Input(_) => 2,
+            Error::System(_) => 1,
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// One mounted file system of a scratch `fs`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Mount {
+    pub device: String,
+    pub mountpoint: String,
+}
+
+/// What a scratch item is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum What {
+    Zram {
+        /// The number `hot_add` returned: /dev/zramN.
+        number: u32,
+        size: u64,
+        filled: bool,
+    },
+    Loop {
+        /// Empty until `losetup` attached it.
+        device: String,
+        backing: String,
+        /// Identity of the backing file dioscope created.
+        backing_dev: u64,
+        backing_ino: u64,
+        size: u64,
+        sector_size: u32,
+        direct_io: bool,
+    },
+    Fs {
+        fstype: String,
+        mkfs: String,
+        /// The scratch ids of the devices under it (destroyed with it).
+        devices: Vec<String>,
+        /// One per device for ext4/xfs (one file system each), one for btrfs.
+        mounts: Vec<Mount>,
+        block_size: u64,
+    },
+}
+
+/// One thing dioscope made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Item {
+    pub id: String,
+    pub what: What,
+    /// The process that made it (a leftover when it is gone).
+    pub pid: u32,
+    /// The file system this device belongs to, if any.
+    #[serde(default)]
+    pub parent: Option<String>,
+    /// Made for one run (a recipe's), to go when it ends: a leftover once
+    /// its process is gone. Items of `scratch create` stay until destroyed.
+    #[serde(default)]
+    pub transient: bool,
+}
+
+/// The geometry of a device or file system, as results carry it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Geometry {
+    pub id: String,
+    pub device: String,
+    pub logical_block_size: u32,
+    pub physical_block_size: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub direct_io: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fs_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fs_block_size: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mkfs: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mountpoint: Option<String>,
+}
+
+impl Item {
+    /// The block devices of this item (one for zram/loop).
+    pub fn devices(&self) -> Vec<String> {
+        match &self.what {
+            What::Zram { number, .. } => vec![format!("/dev/zram{number}")],
+            What::Loop { device, .. } if !device.is_empty() => vec![device.clone()],
+            What::Loop { .. } => vec![],
+            What::Fs { mounts, .. } => mounts.iter().map(|m| m.device.clone()).collect(),
+        }
+    }
+
+    /// The mount points (empty for a bare device).
+    pub fn mountpoints(&self) -> Vec<String> {
+        match &self.what {
+            What::Fs { mounts, .. } => mounts.iter().map(|m| m.mountpoint.clone()).collect(),
+            _ => vec![],
+        }
+    }
+
+    /// One line for `scratch list`.
+    pub fn describe(&self) -> String {
+        let h = crate::results::units::human_bytes;
+        match &self.what {
+            What::Zram {
+                number,
+                size,
+                filled,
+            } => format!(
+                "zram /dev/zram{number} {}{}",
+                h(*size),
+                if *filled {
+                    " filled (incompressible)"
+                } else {
+                    " not filled"
+                }
+            ),
+            What::Loop {
+                device,
+                backing,
+                size,
+                sector_size,
+                direct_io,
+                ..
+            } => format!(
+                "loop {} {} sector {sector_size} direct-io {} backing {backing}",
+                if device.is_empty() {
+                    "(not attached)"
+                } else {
+                    device
+                },
+                h(*size),
+                if *direct_io { "on" } else { "off" }
+            ),
+            What::Fs {
+                fstype,
+                mkfs,
+                mounts,
+                block_size,
+                ..
+            } => format!(
+                "fs {fstype} block {block_size}{} on {}",
+                if mkfs.is_empty() {
+                    String::new()
+                } else {
+                    format!(" mkfs '{mkfs}'")
+                },
+                mounts
+                    .iter()
+                    .map(|m| format!("{} at {}", m.device, m.mountpoint))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+
+    /// Geometry of each of its devices (and file systems).
+    pub fn geometry(&self) -> Vec<Geometry> {
+        let mut out = Vec::new();
+        match &self.what {
+            What::Fs {
+                fstype,
+                mkfs,
+                mounts,
+                block_size,
+                ..
+            } => {
+                for m in mounts {
+                    let (l, p) = block_sizes(&m.device);
+                    out.push(Geometry {
+                        id: self.id.clone(),
+                        device: m.device.clone(),
+                        logical_block_size: l,
+                        physical_block_size: p,
+                        direct_io: None,
+                        fs_type: Some(fstype.clone()),
+                        fs_block_size: Some(*block_size),
+                        mkfs: Some(mkfs.clone()),
+                        mountpoint: Some(m.mountpoint.clone()),
+                    });
+                }
+            }
+            w => {
+                for d in self.devices() {
+                    let (l, p) = block_sizes(&d);
+                    out.push(Geometry {
+                        id: self.id.clone(),
+                        device: d,
+                        logical_block_size: l,
+                        physical_block_size: p,
+                        direct_io: match w {
+                            What::Loop { direct_io, .. } => Some(*direct_io),
+                            _ => None,
+                        },
+                        fs_type: None,
+                        fs_block_size: None,
+                        mkfs: None,
+                        mountpoint: None,
+                    });
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The logical and physical block sizes the kernel reports for `dev`.
+pub fn block_sizes(dev: &str) -> (u32, u32) {
+    let name = Path::new(dev)
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let rd = |f: &str| -> u32 {
+        std::fs::read_to_string(format!("/sys/block/{name}/queue/{f}"))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (rd("logical_block_size"), rd("physical_block_size"))
+}
+
+/// Whether the process that made an item is still running.
+pub fn creator_alive(pid: u32) -> bool {
+    pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Run an external tool; its stderr in the error.
+pub(crate) fn tool(cmd: &str, args: &[&str]) -> Result<String> {
+    let out = Command::new(cmd).args(args).output().map_err(|e| {
+        Error::System(format!(
+            "cannot run {cmd}: {e} (install it: scripts/install-deps.sh)"
+        ))
+    })?;
+    if !out.status.success() {
+        return Err(Error::System(format!(
+            "{cmd} {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).to_string())
+}
+
+/// Destroy the item `id` and the devices under it. Refuses a device that
+/// belongs to a file system (destroy the file system).
+pub fn destroy(id: &str) -> Result<()> {
+    let items = load()?;
+    let Some(it) = items.iter().find(|i| i.id == id) else {
+        let known: Vec<&str> = items.iter().map(|i| i.id.as_str()).collect();
+        return Err(Error::Input(format!(
+            "no scratch item '{id}' (dioscope scratch list shows them{})",
+            if known.is_empty() {
+                ": there are none".to_string()
+            } else {
+                format!(": {}", known.join(", "))
+            }
+        )));
+    };
+    if let Some(p) = &it.parent {
+        if items.iter().any(|i| &i.id == p) {
+            return Err(Error::Input(format!(
+                "{id} is a device of the file system {p}: destroy {p}"
+            )));
+        }
+    }
+    destroy_item(it)
+}
+
+/// Destroy every recorded item, file systems first. Returns the first
+/// error after trying all.
+pub fn destroy_all() -> Result<usize> {
+    let items = load()?;
+    let mut first_err = None;
+    let mut n = 0;
+    for it in items.iter().filter(|i| matches!(i.what, What::Fs { .. })) {
+        match destroy_item(it) {
+            Ok(()) => n += 1,
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    for it in load()? {
+        match destroy_item(&it) {
+            Ok(()) => n += 1,
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(n),
+    }
+}
+
+fn destroy_item(it: &Item) -> Result<()> {
+    match &it.what {
+        What::Fs {
+            devices, mounts, ..
+        } => {
+            for m in mounts {
+                unmount_if_ours(m)?;
+            }
+            for d in devices {
+                if let Some(child) = load()?.into_iter().find(|i| &i.id == d) {
+                    destroy_item(&child)?;
+                }
+            }
+        }
+        What::Zram { number, size, .. } => destroy_zram(*number, *size)?,
+        What::Loop {
+            device,
+            backing,
+            backing_dev,
+            backing_ino,
+            ..
+        } => destroy_loop(device, backing, *backing_dev, *backing_ino)?,
+    }
+    state::remove(&it.id)
+}
+
+/// Unmount `m` if /proc/mounts shows it mounted from the recorded device,
+/// then remove the (empty) mount point.
+fn unmount_if_ours(m: &Mount) -> Result<()> {
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    let mut ours = false;
+    for l in mounts.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() > 2 && f[1] == m.mountpoint {
+            if f[0] != m.device {
+                return Err(Error::System(format!(
+                    "{} is mounted from {}, not from the recorded {}: left alone",
+                    m.mountpoint, f[0], m.device
+                )));
+            }
+            ours = true;
+        }
+    }
+    if ours {
+        tool("umount", &[&m.mountpoint])?;
+    }
+    // Only an empty directory goes: remove_dir fails on anything else.
+    let _ = std::fs::remove_dir(&m.mountpoint);
+    Ok(())
+}
+
+fn destroy_zram(number: u32, size: u64) -> Result<()> {
+    let sys = format!("/sys/block/zram{number}");
+    if !Path::new(&sys).exists() {
+        return Ok(()); // already gone
+    }
+    let now: u64 = std::fs::read_to_string(format!("{sys}/disksize"))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(u64::MAX);
+    // 0: made, but the crash came before disksize was set.
+    if now != size && now != 0 {
+        return Err(Error::System(format!(
+            "/dev/zram{number} is {now} bytes, not the {size} recorded: it is not the one dioscope \
+             made; left alone (remove the record with dioscope scratch forget is not offered: \
+             check it and hot_remove it yourself)"
+        )));
+    }
+    std::fs::write("/sys/class/zram-control/hot_remove", number.to_string()).map_err(|e| {
+        Error::System(format!(
+            "cannot remove /dev/zram{number}: {e} (is it still open? fuser -v /dev/zram{number})"
+        ))
+    })
+}
+
+fn destroy_loop(device: &str, backing: &str, bdev: u64, bino: u64) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let ours = std::fs::metadata(backing)
+        .map(|m| m.dev() == bdev && m.ino() == bino)
+        .unwrap_or(false);
+    // Every loop device on our backing file (the recorded one, and one a
+    // crash attached before it was recorded).
+    let mut devs: Vec<String> = Vec::new();
+    if ours {
+        if let Ok(out) = tool("losetup", &["-j", backing, "-O", "NAME", "-n", "-l"]) {
+            devs.extend(out.lines().map(|l| l.trim().to_string()));
+        }
+    }
+    if !device.is_empty() && !devs.iter().any(|d| d == device) {
+        // Still attached to our file? (the file name check of /sys)
+        let name = device.trim_start_matches("/dev/");
+        let bf = std::fs::read_to_string(format!("/sys/block/{name}/loop/backing_file"))
+            .unwrap_or_default();
+        if ours && bf.trim() == backing {
+            devs.push(device.to_string());
+        }
+    }
+    for d in devs.iter().filter(|d| !d.is_empty()) {
+        tool("losetup", &["-d", d])?;
+    }
+    if ours {
+        std::fs::remove_file(backing)
+            .map_err(|e| Error::System(format!("cannot remove {backing}: {e}")))?;
+    }
+    Ok(())
+}
+
+/// Items made in this process, destroyed when dropped (on success, on
+/// failure, and after a stop signal: the caller returns normally).
+#[derive(Default)]
+pub struct Session {
+    ids: Vec<String>,
+}
+
+impl Session {
+    pub fn new() -> Session {
+        Session::default()
+    }
+
+    /// Take `it` into the session (it goes at teardown; a crash before
+    /// that leaves it listed as a leftover), with the devices under it.
+    pub fn keep(&mut self, it: &Item) {
+        self.ids.push(it.id.clone());
+        if let Ok(all) = load() {
+            for mut x in all {
+                if x.id == it.id || x.parent.as_deref() == Some(&it.id) {
+                    x.transient = true;
+                    let _ = state::update(&x);
+                }
+            }
+        }
+    }
+
+    /// Whether this item is a leftover: made for a run whose process is gone.
+    pub fn is_leftover(it: &Item) -> bool {
+        it.transient && !creator_alive(it.pid)
+    }
+
+    /// Destroy everything made, newest first. Errors are printed.
+    pub fn teardown(&mut self) -> bool {
+        let mut ok = true;
+        while let Some(id) = self.ids.pop() {
+            if let Err(e) = destroy(&id) {
+                // Already removed with its file system: not an error.
+                if !matches!(e, Error::Input(_)) {
+                    eprintln!("dioscope: warning: scratch {id}: {e}");
+                    ok = false;
+                }
+            }
+        }
+        ok
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.teardown();
+    }
+}

@@ -1,0 +1,416 @@
+//! `dioscope recipe run NAME --quick` for every recipe, as root: the table,
+//! the JSON (read back by `compare` and `report`), and that scratch leaves
+//! nothing behind — loop devices, zram devices, mounts and the state
+//! directory are listed before and after every recipe (and after one
+//! interrupted with SIGINT) and nothing new may remain. Other processes'
+//! devices come and go meanwhile: only what is new is checked.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// One recipe at a time: a snapshot must not see another test's devices.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Per recipe: --quick promises a minute; setup and teardown on a loaded
+/// 2-CPU machine get the rest.
+const BUDGET: Duration = Duration::from_secs(150);
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_dioscope")
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
+        })
+        .unwrap_or(false)
+}
+
+/// Root is a prerequisite: skip with a message, but fail in CI.
+fn can_run() -> bool {
+    if is_root() && Path::new("/sys/class/zram-control").exists() {
+        return true;
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("recipes need root and zram (/sys/class/zram-control) in CI");
+    }
+    eprintln!("skipped: recipes need root and zram");
+    false
+}
+
+fn within(mut c: Command, limit: Duration) -> Output {
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = c.spawn().expect("spawn dioscope");
+    let t0 = Instant::now();
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        if t0.elapsed() > limit {
+            let _ = Command::new("kill")
+                .args(["-INT", &child.id().to_string()])
+                .status();
+            std::thread::sleep(Duration::from_secs(10));
+            let _ = child.kill();
+            let o = child.wait_with_output().expect("output");
+            panic!(
+                "over the {limit:?} budget; stderr:\n{}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Everything scratch could leave behind.
+fn snapshot() -> BTreeSet<String> {
+    let mut s = BTreeSet::new();
+    if let Ok(o) = Command::new("losetup").args(["-a"]).output() {
+        for l in String::from_utf8_lossy(&o.stdout).lines() {
+            s.insert(format!("loop {l}"));
+        }
+    }
+    if let Ok(rd) = std::fs::read_dir("/sys/block") {
+        for e in rd.flatten() {
+            let n = e.file_name().to_string_lossy().to_string();
+            if n.starts_with("zram") {
+                s.insert(format!("zram {n}"));
+            }
+        }
+    }
+    for l in std::fs::read_to_string("/proc/mounts")
+        .unwrap_or_default()
+        .lines()
+    {
+        s.insert(format!("mount {l}"));
+    }
+    for d in ["/run/dioscope", "/run/dioscope/mnt"] {
+        if let Ok(rd) = std::fs::read_dir(d) {
+            for e in rd.flatten() {
+                let n = e.file_name().to_string_lossy().to_string();
+                // The lock is held for a moment by any dioscope process.
+                if n != "scratch.lock" && n != "mnt" {
+                    s.insert(format!("state {d}/{n}"));
+                }
+            }
+        }
+    }
+    for d in ["/var/tmp", "/dev/shm"] {
+        if let Ok(rd) = std::fs::read_dir(d) {
+            for e in rd.flatten() {
+                let n = e.file_name().to_string_lossy().to_string();
+                if n.starts_with("dioscope-scratch-") {
+                    s.insert(format!("backing {d}/{n}"));
+                }
+            }
+        }
+    }
+    s
+}
+
+fn assert_nothing_new(before: &BTreeSet<String>, what: &str) {
+    let after = snapshot();
+    let new: Vec<&String> = after.difference(before).collect();
+    // A device another process hot-adds or attaches meanwhile is not ours:
+    // ours are those whose backing file or mount point is dioscope's
+    // scratch, and the zram devices the state file recorded. A new zram
+    // we cannot attribute is reported only when the state file still
+    // lists something.
+    let ours: Vec<&&String> = new
+        .iter()
+        .filter(|l| {
+            l.contains("dioscope-scratch-")
+                || l.contains("/run/dioscope/mnt/")
+                || l.starts_with("state ")
+        })
+        .collect();
+    assert!(
+        ours.is_empty(),
+        "{what} left behind: {ours:#?}\n(all new: {new:#?})"
+    );
+    let list = Command::new(bin())
+        .args(["scratch", "list", "--json"])
+        .output()
+        .expect("scratch list");
+    let v: serde_json::Value = serde_json::from_slice(&list.stdout).expect("list JSON");
+    let leftovers: Vec<&serde_json::Value> = v
+        .as_array()
+        .map(|a| a.iter().filter(|i| i["leftover"] == true).collect())
+        .unwrap_or_default();
+    assert!(
+        leftovers.is_empty(),
+        "{what}: scratch list shows leftovers: {leftovers:#?}"
+    );
+}
+
+fn run_recipe(name: &str) {
+    if !can_run() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join(format!("{name}.json"));
+    let before = snapshot();
+    let mut c = Command::new(bin());
+    c.args([
+        "recipe",
+        "run",
+        name,
+        "--quick",
+        &format!("--output={}", out.display()),
+    ])
+    .current_dir(dir.path());
+    let t0 = Instant::now();
+    let o = within(c, BUDGET);
+    let took = t0.elapsed();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_nothing_new(&before, name);
+    assert!(
+        o.status.success(),
+        "{name}: exit {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        o.status
+    );
+    eprintln!("{name}: {took:?}\n{stdout}");
+    // The table: a header row and a separator, a CI in the cells, a verdict.
+    assert!(stdout.contains("|--"), "{name}: no table:\n{stdout}");
+    assert!(
+        stdout.contains(" ± "),
+        "{name}: no CI in the table:\n{stdout}"
+    );
+    assert!(
+        stdout.contains("This kernel: ")
+            && (stdout.contains("PRESENT")
+                || stdout.contains("ABSENT")
+                || stdout.contains("INCONCLUSIVE")
+                || stdout.contains("no interference shown")),
+        "{name}: no plain verdict:\n{stdout}"
+    );
+    assert!(stdout.contains("The seed: "), "{name}:\n{stdout}");
+    // The JSON: a sweep with the recipe section, every cell done with trials.
+    let text = std::fs::read_to_string(&out).expect("the JSON result");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(v["kind"], "sweep");
+    assert_eq!(v["recipe"]["name"], name);
+    assert_eq!(v["recipe"]["quick"], true);
+    assert!(!v["recipe"]["tables"].as_array().unwrap().is_empty());
+    assert!(!v["recipe"]["geometry"].as_array().unwrap().is_empty());
+    let cells = v["cells"].as_array().expect("cells");
+    assert!(cells.len() >= 2, "{name}: {} cells", cells.len());
+    for c in cells {
+        assert_eq!(c["status"], "done", "{name}: {c}");
+        let runs = c["runs"].as_array().unwrap();
+        assert!(!runs.is_empty());
+        let trials = runs[0]["dioscope"]["jobs"][0]["trials"]
+            .as_array()
+            .map(|t| t.len())
+            .unwrap_or(0);
+        assert!(
+            trials >= 2,
+            "{name}: cell {} has {trials} trials",
+            c["values"][0]
+        );
+        assert!(
+            runs[0]["dioscope"]["scratch"].is_array(),
+            "{name}: the cell's run does not carry the scratch geometry"
+        );
+    }
+    // compare reads a cell of it; report reads a cell's run.
+    let cell = cells[0]["values"][0].as_str().unwrap().to_string();
+    let sel = format!("{}@cell={cell}", out.display());
+    let cmp = Command::new(bin())
+        .args(["compare", &sel, &sel, "--output-format=json"])
+        .output()
+        .expect("compare");
+    assert!(
+        cmp.status.code() != Some(2),
+        "{name}: compare cannot read the result: {}",
+        String::from_utf8_lossy(&cmp.stderr)
+    );
+    let doc = out.with_extension("d").join(format!("{cell}.json"));
+    let html = dir.path().join("r.html");
+    let rep = Command::new(bin())
+        .args([
+            "report",
+            &doc.display().to_string(),
+            "-o",
+            &html.display().to_string(),
+        ])
+        .output()
+        .expect("report");
+    assert!(
+        rep.status.success() && html.exists(),
+        "{name}: report cannot read {}: {}",
+        doc.display(),
+        String::from_utf8_lossy(&rep.stderr)
+    );
+}
+
+#[test]
+fn indirect_write_quick() {
+    run_recipe("indirect-write");
+}
+
+#[test]
+fn dio_scaling_quick() {
+    run_recipe("dio-scaling");
+}
+
+#[test]
+fn blocksize_quick() {
+    run_recipe("blocksize");
+}
+
+#[test]
+fn submit_cost_quick() {
+    run_recipe("submit-cost");
+}
+
+#[test]
+fn pagecache_interference_quick() {
+    run_recipe("pagecache-interference");
+}
+
+/// SIGINT in the middle of a recipe: exit 130, and everything it made is
+/// gone.
+#[test]
+fn interrupted_recipe_leaves_nothing() {
+    if !can_run() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let before = snapshot();
+    let mut child = Command::new(bin())
+        .args(["recipe", "run", "dio-scaling", "--quick"])
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id();
+    // Mid-run: once its scratch devices exist and a cell has started.
+    let t0 = Instant::now();
+    loop {
+        let l = Command::new(bin())
+            .args(["scratch", "list", "--json"])
+            .output()
+            .expect("list");
+        let v: serde_json::Value = serde_json::from_slice(&l.stdout).unwrap_or_default();
+        let mine = v
+            .as_array()
+            .map(|a| {
+                a.iter().any(|i| {
+                    i["pid"] == pid && i["what"]["kind"] == "fs" && i["what"]["block_size"] != 0
+                })
+            })
+            .unwrap_or(false);
+        if mine {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(90),
+            "the recipe never made its file system"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the recipe ended early"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .expect("kill");
+    let t1 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t1.elapsed() < Duration::from_secs(60),
+            "no exit within 60 s of SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut e, &mut err);
+    }
+    assert_eq!(status.code(), Some(130), "stderr:\n{err}");
+    assert_nothing_new(&before, "the interrupted recipe");
+}
+
+/// `scratch create` and `destroy` by hand: made, listed, removed, and a
+/// bad request refused with exit 2.
+#[test]
+fn scratch_by_hand() {
+    if !can_run() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = snapshot();
+    let o = Command::new(bin())
+        .args([
+            "scratch",
+            "create",
+            "fs",
+            "--type=btrfs",
+            "--devices=2",
+            "--on=zram",
+            "--size=256m",
+        ])
+        .output()
+        .expect("create");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let id = out.split_whitespace().next().unwrap().to_string();
+    assert!(out.contains("fs btrfs"), "{out}");
+    let l = Command::new(bin())
+        .args(["scratch", "list"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&l.stdout).contains(&id));
+    // A device of the file system cannot go on its own.
+    let child = String::from_utf8_lossy(&l.stdout)
+        .lines()
+        .find(|x| x.contains(&format!("(part of {id})")))
+        .map(|x| x.split_whitespace().next().unwrap().to_string())
+        .expect("its devices are listed");
+    let r = Command::new(bin())
+        .args(["scratch", "destroy", &child])
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(2));
+    let r = Command::new(bin())
+        .args(["scratch", "destroy", &id])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let bad = Command::new(bin())
+        .args([
+            "scratch",
+            "create",
+            "loop",
+            "--size=1g",
+            "--sector-size=3000",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("4096"));
+    let none = Command::new(bin())
+        .args(["scratch", "destroy", "no-such-id"])
+        .output()
+        .unwrap();
+    assert_eq!(none.status.code(), Some(2));
+    assert_nothing_new(&before, "scratch by hand");
+}
