@@ -109,13 +109,7 @@ pub fn execute_keeping(plan: &Plan, keep: bool) -> Result<Finished, i32> {
         eprint_err(&msg);
         code
     })?;
-    Ok(run_prepared(
-        plan,
-        resolved,
-        table,
-        keep,
-        &mut runner::NoHooks,
-    ))
+    run_prepared(plan, resolved, table, keep, &mut runner::NoHooks)
 }
 
 /// Stage one (`runner::prepare`); `Err` is the message and the exit code.
@@ -143,7 +137,7 @@ pub fn run_prepared(
     table: crate::targets::TargetTable,
     keep: bool,
     extra: &mut dyn runner::TrialHooks,
-) -> Finished {
+) -> Result<Finished, i32> {
     let opts = RunOptions {
         progress: plan.global.eta.shows(dioscope_sys::proc::stderr_is_tty()),
         destroy_data_on: plan.global.destroy_data_on.clone(),
@@ -170,7 +164,10 @@ pub fn run_prepared(
 
     // Remove what this run created when asked (the default job's scratch
     // file always). Files dioscope did not create are never removed.
-    let remove = plan.is_default_job || plan.jobs.iter().any(|j| j.unlink);
+    // A worker that could not start before anything ran: a setup error like
+    // those of `prepare`, and what layout created goes too.
+    let setup_failed = result.setup_error.is_some() && result.nothing_ran();
+    let remove = plan.is_default_job || plan.jobs.iter().any(|j| j.unlink) || setup_failed;
     let created = table.created_files();
     drop(table);
     let mut left = Vec::new();
@@ -181,17 +178,21 @@ pub fn run_prepared(
             c.remove();
         }
     }
+    if let (true, Some(e)) = (setup_failed, &result.setup_error) {
+        eprint_err(&format!("{e}; nothing was run"));
+        return Err(2);
+    }
     let mut doc = render::build::run_doc(&result, &diagnosis, context_line(plan, &diagnosis));
     if let Some(d) = doc.dioscope.as_mut() {
         d.profile = profile;
         d.command_line = std::env::args().collect();
     }
-    Finished {
+    Ok(Finished {
         result,
         diagnosis,
         doc,
         created: left,
-    }
+    })
 }
 
 /// The context line: engines, then the environment (kernel, CPU, memory,
@@ -239,6 +240,17 @@ pub fn report_errors(result: &RunResult) {
     if result.interrupted {
         return;
     }
+    if let Some(e) = &result.setup_error {
+        let done: Vec<String> = result.completed_groups.iter().map(u32::to_string).collect();
+        eprintln!(
+            "dioscope: error: {e}; groups completed: {}; the run stopped there and the result is partial",
+            if done.is_empty() {
+                "none".to_string()
+            } else {
+                done.join(", ")
+            }
+        );
+    }
     if let Some((job, e, path)) = result.first_error() {
         let spec = result
             .jobs
@@ -273,13 +285,18 @@ pub fn report_errors(result: &RunResult) {
     }
 }
 
-/// 128+N when stopped by signal N, 1 after I/O errors or bad blocks, else 0.
+/// 128+N when stopped by signal N, 1 after I/O errors, bad blocks or a
+/// setup error after earlier groups ran, else 0.
 pub fn exit_code(result: &RunResult) -> i32 {
     if result.interrupted {
         let sig = result.signal;
         return if sig > 0 { 128 + sig } else { 130 };
     }
-    if result.first_error().is_some() || result.io_errors() > 0 || result.verify_failures() > 0 {
+    if result.setup_error.is_some()
+        || result.first_error().is_some()
+        || result.io_errors() > 0
+        || result.verify_failures() > 0
+    {
         return 1;
     }
     0
@@ -307,6 +324,13 @@ mod tests {
             .unwrap();
         assert!(e.contains("'xml' is not an output format"), "{e}");
         assert!(e.contains(&render::names(RUN_FORMATS)), "{e}");
+        // fio's terse format is refused as not implemented, not silently
+        // replaced by another format.
+        for terse in ["terse", "minimal"] {
+            let a = format!("--output-format={terse}");
+            let e = validate(&s(&["--name=x", &a])).err().unwrap();
+            assert!(e.contains("not implemented"), "{e}");
+        }
     }
 
     #[test]

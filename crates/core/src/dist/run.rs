@@ -179,7 +179,11 @@ pub fn main(mut d: Dist, args: &[String]) -> i32 {
     };
     let mode = plan.global.rank_stonewall;
     let mut hooks = DistHooks::new(&d, mode);
-    let done = cmd::run_prepared(&plan, resolved, table, false, &mut hooks);
+    let done = match cmd::run_prepared(&plan, resolved, table, false, &mut hooks) {
+        Ok(d) => d,
+        // A worker could not start (message printed): end every rank now.
+        Err(_) => d.abort("a worker could not start, nothing was run"),
+    };
     let windows = std::mem::take(&mut hooks.windows);
     drop(hooks);
 

@@ -323,18 +323,17 @@ fn dioscope_job(r: &RunResult, s: &JobSummary) -> DioscopeJob {
 
 /// The run's status: version, interruption, errors, targets, notes, verify.
 fn status(r: &RunResult) -> Dioscope {
-    let verify: OrderedMap<serde_json::Value> = r
-        .jobs
-        .iter()
-        .filter_map(|j| {
-            j.verify.as_ref().map(|v| {
-                (
-                    j.resolved.spec.name.clone(),
-                    serde_json::to_value(v).unwrap_or_default(),
-                )
-            })
-        })
-        .collect();
+    // One entry per job name (a JSON object's keys are unique): a later
+    // job of the same name replaces the earlier one's report.
+    let mut verify: OrderedMap<serde_json::Value> = OrderedMap::new();
+    for j in &r.jobs {
+        if let Some(v) = &j.verify {
+            verify.set(
+                &j.resolved.spec.name,
+                serde_json::to_value(v).unwrap_or_default(),
+            );
+        }
+    }
     Dioscope {
         schema: SCHEMA,
         version: env!("CARGO_PKG_VERSION").into(),
@@ -349,6 +348,18 @@ fn status(r: &RunResult) -> Dioscope {
             error: io_error(e, path),
             hint: crate::runner::hint::io_error_hint(e, path, r),
         }),
+        setup_error: r
+            .setup_error
+            .as_ref()
+            .map(|e| crate::results::model::SetupErrorDoc {
+                group: e.group,
+                job: e.job.clone(),
+                clone: e.clone,
+                trial: e.trial + 1,
+                errno: e.errno,
+                message: e.msg.clone(),
+            }),
+        groups_completed: r.completed_groups.clone(),
         targets: serde_json::to_value(&r.targets).unwrap_or_default(),
         notes: r.notes.clone(),
         verify: (!verify.is_empty()).then_some(verify),

@@ -3,7 +3,7 @@
 //! findings and whether the result is partial. It reads only the typed
 //! result, so fio's own JSON renders too (without dioscope's sections).
 
-use super::Exporter;
+use super::{Exporter, Format};
 use crate::results::model::{DeviceTotal, Dioscope, DioscopeJob, Dir, Job, Severity};
 use crate::results::{human_bytes, human_count, human_ns, human_rate, units::wrap, RunDoc};
 use crate::verify::VerifyReport;
@@ -11,6 +11,13 @@ use std::fmt::Write;
 
 /// The `normal` format.
 pub struct Text;
+
+pub const FORMAT: Format<RunDoc> = Format {
+    name: "normal",
+    aliases: &[],
+    help: "the human summary: per job IOPS, bandwidth, latency, CPU per I/O, trials, findings",
+    exporter: &Text,
+};
 
 impl Exporter<RunDoc> for Text {
     fn render(&self, doc: &RunDoc) -> String {
@@ -280,6 +287,22 @@ fn tail(out: &mut String, d: &Dioscope) {
             out,
             "\nINTERRUPTED (signal {}): the results above are partial.",
             d.signal.unwrap_or(0)
+        );
+    } else if let Some(e) = &d.setup_error {
+        let done = if d.groups_completed.is_empty() {
+            "none".to_string()
+        } else {
+            d.groups_completed
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(
+            out,
+            "\nSTOPPED by a setup error in group {} (job '{}'): {} (errno {}). \
+             Groups completed: {done}; the results above are partial.",
+            e.group, e.job, e.message, e.errno
         );
     } else if d.stopped_by_error {
         let _ = writeln!(
