@@ -6,17 +6,8 @@
 //! like a command runs with `dioscope run FILE` or `dioscope ./FILE`.
 //!
 //! To add a command: write `commands/NAME.rs` with
-//! `pub const COMMAND: Command` and `fn main(args: &[String]) -> i32`, then
-//! add one line to [`COMMANDS`] (and `pub mod NAME;`).
-
-pub mod compare;
-pub mod doctor;
-pub mod options;
-pub mod recipe;
-pub mod report;
-pub mod run;
-pub mod scratch;
-pub mod sweep;
+//! `pub const COMMAND: Command` and its `fn main(args: &[String]) -> i32`,
+//! then add `NAME` to the `commands!` list below.
 
 use crate::render::{self, RUN_FORMATS};
 
@@ -29,17 +20,17 @@ pub struct Command {
     pub main: fn(&[String]) -> i32,
 }
 
-/// Every command, in the order `--help` lists them.
-pub static COMMANDS: &[Command] = &[
-    run::COMMAND,
-    compare::COMMAND,
-    sweep::COMMAND,
-    report::COMMAND,
-    doctor::COMMAND,
-    scratch::COMMAND,
-    recipe::COMMAND,
-    options::COMMAND,
-];
+/// Declares the command modules and [`COMMANDS`] from one list: each
+/// module has a `pub const COMMAND: Command`.
+macro_rules! commands {
+    ($($m:ident),* $(,)?) => {
+        $(pub mod $m;)*
+        /// Every command, in the order `--help` lists them.
+        pub static COMMANDS: &[Command] = &[$($m::COMMAND),*];
+    };
+}
+
+commands!(run, compare, sweep, report, doctor, scratch, recipe, options);
 
 /// The command `name` names, if any.
 pub fn find(name: &str) -> Option<&'static Command> {

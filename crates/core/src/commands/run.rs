@@ -267,6 +267,13 @@ mod tests {
             .unwrap();
         assert!(e.contains("'xml' is not an output format"), "{e}");
         assert!(e.contains(&render::names(RUN_FORMATS)), "{e}");
+        // fio's terse format is refused as not implemented, not silently
+        // replaced by another format.
+        for terse in ["terse", "minimal"] {
+            let a = format!("--output-format={terse}");
+            let e = validate(&s(&["--name=x", &a])).err().unwrap();
+            assert!(e.contains("not implemented"), "{e}");
+        }
     }
 
     #[test]

@@ -323,18 +323,17 @@ fn dioscope_job(r: &RunResult, s: &JobSummary) -> DioscopeJob {
 
 /// The run's status: version, interruption, errors, targets, notes, verify.
 fn status(r: &RunResult) -> Dioscope {
-    let verify: OrderedMap<serde_json::Value> = r
-        .jobs
-        .iter()
-        .filter_map(|j| {
-            j.verify.as_ref().map(|v| {
-                (
-                    j.resolved.spec.name.clone(),
-                    serde_json::to_value(v).unwrap_or_default(),
-                )
-            })
-        })
-        .collect();
+    // One entry per job name (a JSON object's keys are unique): a later
+    // job of the same name replaces the earlier one's report.
+    let mut verify: OrderedMap<serde_json::Value> = OrderedMap::new();
+    for j in &r.jobs {
+        if let Some(v) = &j.verify {
+            verify.set(
+                &j.resolved.spec.name,
+                serde_json::to_value(v).unwrap_or_default(),
+            );
+        }
+    }
     Dioscope {
         schema: SCHEMA,
         version: env!("CARGO_PKG_VERSION").into(),

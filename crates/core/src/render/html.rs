@@ -12,7 +12,7 @@
 //! tests can find them.
 
 use super::chart::{self, esc, ns, num, BarRow, DotGroup, Line, LineChart};
-use super::Exporter;
+use super::{Exporter, Format};
 use crate::experiment::compare::Comparison;
 use crate::experiment::sweep::Sweep;
 use crate::results::model::{DioscopeJob, Job, Lat, Severity};
@@ -24,6 +24,13 @@ use std::fmt::Write;
 
 /// `--output-format=html`: the report of this one run.
 pub struct Html;
+
+pub const FORMAT: Format<RunDoc> = Format {
+    name: "html",
+    aliases: &[],
+    help: "one self-contained HTML report with charts (no network needed to view it)",
+    exporter: &Html,
+};
 
 impl Exporter<RunDoc> for Html {
     fn render(&self, doc: &RunDoc) -> String {

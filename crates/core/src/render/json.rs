@@ -3,10 +3,17 @@
 //! under a top-level `"dioscope"` key. The text is the typed result
 //! serialised: nothing here decides a key.
 
-use super::Exporter;
+use super::{Exporter, Format};
 use crate::results::RunDoc;
 
-/// `json` (`bins: false`) and `json+` (`bins: true`).
+pub const FORMAT: Format<RunDoc> = Format {
+    name: "json",
+    aliases: &[],
+    help: "fio's JSON, with dioscope's measurements and diagnosis under \"dioscope\"",
+    exporter: &Json { bins: false },
+};
+
+/// `json` (`bins: false`) and `json+` (`bins: true`, see `json_plus.rs`).
 pub struct Json {
     pub bins: bool,
 }

@@ -8,20 +8,18 @@
 //! the runner's raw measurements, so a result read back from a file (ours
 //! or fio's) renders like a fresh one.
 //!
-//! To add a format: write `render/NAME.rs` with a unit struct implementing
-//! [`Exporter`], then add one line to [`RUN_FORMATS`] (and `pub mod NAME;`).
+//! To add a run format: write `render/NAME.rs` with a type implementing
+//! [`Exporter`] and `pub const FORMAT: Format<RunDoc>`, then add `NAME` to
+//! the `run_formats!` list below.
 
 pub mod build;
 pub mod chart;
 pub mod compare_markdown;
 pub mod compare_text;
 pub mod doctor;
-pub mod html;
 pub mod html_experiments;
-pub mod json;
 pub mod sweep_csv;
 pub mod sweep_text;
-pub mod text;
 pub mod typed_json;
 
 use crate::diag::DoctorReport;
@@ -49,35 +47,18 @@ impl<R: ?Sized> std::fmt::Debug for Format<R> {
     }
 }
 
-/// The formats of a run's result; the first is the default.
-pub static RUN_FORMATS: &[Format<RunDoc>] = &[
-    Format {
-        name: "normal",
-        aliases: &["terse"],
-        // `terse` is fio's name; until fio's terse format exists it gets this.
-        help: "the human summary: per job IOPS, bandwidth, latency, CPU per I/O, trials, findings \
-               (`terse` gives this too)",
-        exporter: &text::Text,
-    },
-    Format {
-        name: "json",
-        aliases: &[],
-        help: "fio's JSON, with dioscope's measurements and diagnosis under \"dioscope\"",
-        exporter: &json::Json { bins: false },
-    },
-    Format {
-        name: "json+",
-        aliases: &[],
-        help: "json with the latency histogram bins (fio's json+)",
-        exporter: &json::Json { bins: true },
-    },
-    Format {
-        name: "html",
-        aliases: &[],
-        help: "one self-contained HTML report with charts (no network needed to view it)",
-        exporter: &html::Html,
-    },
-];
+/// Declares the run formats' modules and [`RUN_FORMATS`] from one list:
+/// each module has a `pub const FORMAT: Format<RunDoc>`.
+macro_rules! run_formats {
+    ($($m:ident),* $(,)?) => {
+        $(pub mod $m;)*
+        /// The formats of a run's result, in `--help`'s order; the first is
+        /// the default.
+        pub static RUN_FORMATS: &[Format<RunDoc>] = &[$($m::FORMAT),*];
+    };
+}
+
+run_formats!(text, json, json_plus, html);
 
 /// The formats of a comparison (`dioscope compare`); the first is the default.
 pub static COMPARISON_FORMATS: &[Format<Comparison>] = &[
@@ -164,6 +145,15 @@ pub fn help<R: ?Sized>(table: &[Format<R>]) -> String {
 
 /// The error for an unknown format: which exist and an example.
 pub fn unknown<R: ?Sized>(table: &[Format<R>], given: &str) -> String {
+    // fio's own formats that dioscope does not write (yet): say so, rather
+    // than "not an output format" or, worse, quietly writing another one.
+    if matches!(given.trim(), "terse" | "minimal") {
+        return format!(
+            "--output-format={given}: fio's terse format is known but not implemented by \
+             dioscope; choose one of {} (e.g. --output-format=json)",
+            names(table)
+        );
+    }
     format!(
         "--output-format={given}: '{given}' is not an output format; choose one of {} \
          (e.g. --output-format=json)",

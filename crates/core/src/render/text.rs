@@ -3,7 +3,7 @@
 //! findings and whether the result is partial. It reads only the typed
 //! result, so fio's own JSON renders too (without dioscope's sections).
 
-use super::Exporter;
+use super::{Exporter, Format};
 use crate::results::model::{DeviceTotal, Dioscope, DioscopeJob, Dir, Job, Severity};
 use crate::results::{human_bytes, human_count, human_ns, human_rate, units::wrap, RunDoc};
 use crate::verify::VerifyReport;
@@ -11,6 +11,13 @@ use std::fmt::Write;
 
 /// The `normal` format.
 pub struct Text;
+
+pub const FORMAT: Format<RunDoc> = Format {
+    name: "normal",
+    aliases: &[],
+    help: "the human summary: per job IOPS, bandwidth, latency, CPU per I/O, trials, findings",
+    exporter: &Text,
+};
 
 impl Exporter<RunDoc> for Text {
     fn render(&self, doc: &RunDoc) -> String {

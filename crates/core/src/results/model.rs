@@ -258,10 +258,7 @@ impl Dioscope {
         if builtin || ["signal", "first_error", "verify", "context", "profile"].contains(&key) {
             return Err(format!("'{key}' is a built-in key of the dioscope section"));
         }
-        match self.sections.0.iter_mut().find(|(k, _)| k == key) {
-            Some(e) => e.1 = v,
-            None => self.sections.insert(key, v),
-        }
+        self.sections.set(key, v);
         Ok(())
     }
 }

@@ -25,6 +25,13 @@ impl<V> OrderedMap<V> {
     pub fn insert(&mut self, k: impl Into<String>, v: V) {
         self.0.push((k.into(), v));
     }
+    /// Replace `k`'s value in place, or append it.
+    pub fn set(&mut self, k: &str, v: V) {
+        match self.0.iter_mut().find(|(x, _)| x == k) {
+            Some(e) => e.1 = v,
+            None => self.0.push((k.to_string(), v)),
+        }
+    }
     pub fn get(&self, k: &str) -> Option<&V> {
         self.0.iter().find(|(x, _)| x == k).map(|(_, v)| v)
     }

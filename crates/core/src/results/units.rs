@@ -4,6 +4,11 @@
 
 /// `12.3k`, `1.20M`: a count or a rate, about four significant digits.
 pub fn human_count(v: f64) -> String {
+    // A confidence bound can fall below zero (a t interval over a wide
+    // spread): keep the sign, scale the magnitude.
+    if v < 0.0 {
+        return format!("-{}", human_count(-v));
+    }
     if v >= 1e9 {
         format!("{:.2}G", v / 1e9)
     } else if v >= 1e6 {
@@ -115,6 +120,7 @@ mod tests {
     fn units() {
         assert_eq!(human_count(123_456.0), "123.5k");
         assert_eq!(human_count(1_234_567.0), "1.23M");
+        assert_eq!(human_count(-2_058_004.0), "-2.06M");
         assert_eq!(human_bytes(482 * 1024 * 1024), "482 MiB");
         assert_eq!(human_bytes(512), "512 B");
         assert_eq!(human_bytes(4096), "4.00 KiB");
