@@ -762,6 +762,159 @@ fn p7_absurd_values_are_refused_before_io_with_the_limit_named() {
     }
 }
 
+/// Run dioscope in `dir` without CAP_IPC_LOCK and with a locked-memory
+/// limit of `memlock` bytes: the kernel then charges io_uring's ring memory
+/// to that limit, and a large ring fails `io_uring_setup` with ENOMEM inside
+/// the worker (preflight cannot know the ring's size in pages).
+fn run_memlocked(dir: &Path, memlock: u64, args: &[&str]) -> std::process::Output {
+    let mut c = Command::new("setpriv");
+    c.args([
+        "--inh-caps=-ipc_lock",
+        "--bounding-set=-ipc_lock",
+        "--",
+        "prlimit",
+    ])
+    .arg(format!("--memlock={memlock}"))
+    .arg("--")
+    .arg(bin())
+    .args(args)
+    .current_dir(dir);
+    output_within(c, Duration::from_secs(60))
+}
+
+#[test]
+fn p7_an_engine_that_cannot_start_is_a_setup_error_with_its_errno() {
+    if !ready(&["setpriv", "prlimit"]) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let args = |depth: &'static str| {
+        vec![
+            "--name=a",
+            "--filename=new.dat",
+            "--ioengine=io_uring",
+            depth,
+            "--rw=read",
+            "--bs=4k",
+            "--size=4m",
+            "--output-format=json",
+        ]
+    };
+    // The same limit with a one-entry ring runs: the ring is the cause.
+    let ok = run_memlocked(d.path(), 65536, &args("--iodepth=1"));
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+    std::fs::remove_file(d.path().join("new.dat")).unwrap();
+    let o = run_memlocked(d.path(), 65536, &args("--iodepth=4096"));
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    for want in [
+        "group 0 (job 'a'",
+        "io_uring_setup with 4096 entries failed",
+        "errno 12",
+        "ulimit -l",
+        "nothing was run",
+    ] {
+        assert!(e.contains(want), "no {want:?} in: {e}");
+    }
+    assert!(!e.contains("offset 0") && !e.contains("panicked"), "{e}");
+    assert!(o.stdout.is_empty(), "a result for a run that did not run");
+    assert!(
+        !d.path().join("new.dat").exists(),
+        "the file laid out for the run that could not start stayed"
+    );
+}
+
+#[test]
+fn p7_a_later_group_that_cannot_start_lists_the_groups_that_completed() {
+    if !ready(&["setpriv", "prlimit"]) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let job = "[global]\nbs=4k\nsize=4m\nfilename=g.dat\n\
+               [a]\nioengine=psync\nrw=write\n\
+               [b]\nstonewall\nioengine=psync\nrw=read\n\
+               [c]\nstonewall\nioengine=io_uring\niodepth=4096\nrw=read\n";
+    std::fs::write(d.path().join("j.fio"), job).unwrap();
+    let o = run_memlocked(d.path(), 65536, &["j.fio", "--output-format=json"]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("group 2 (job 'c'") && e.contains("groups completed: 0, 1"),
+        "{e}"
+    );
+    assert!(!e.contains("offset 0") && !e.contains("panicked"), "{e}");
+    let v = json(&o);
+    let ds = &v["dioscope"];
+    assert_eq!(ds["groups_completed"], serde_json::json!([0, 1]), "{ds}");
+    assert_eq!(ds["setup_error"]["group"], 2, "{ds}");
+    assert_eq!(ds["setup_error"]["job"], "c", "{ds}");
+    assert_eq!(ds["setup_error"]["errno"], 12, "{ds}");
+    assert_eq!(ds["partial"], true);
+    assert_eq!(
+        ds["io_errors"], 0,
+        "a setup failure counted as an I/O error"
+    );
+    // Groups 0 and 1 are in the result with their I/O; [c] did none.
+    let jobs = v["jobs"].as_array().unwrap();
+    let ios = |name: &str| {
+        jobs.iter().find(|j| j["jobname"] == name).map(|j| {
+            j["read"]["total_ios"].as_u64().unwrap() + j["write"]["total_ios"].as_u64().unwrap()
+        })
+    };
+    assert_eq!(ios("a"), Some(1024), "{v}");
+    assert_eq!(ios("b"), Some(1024), "{v}");
+    assert!(ios("c").unwrap_or(0) == 0, "{v}");
+    // The text result says it too.
+    let t = run_memlocked(d.path(), 65536, &["j.fio"]);
+    assert_eq!(t.status.code(), Some(1), "{}", stderr(&t));
+    assert!(
+        stdout(&t).contains("STOPPED by a setup error in group 2 (job 'c')")
+            && stdout(&t).contains("Groups completed: 0, 1"),
+        "{}",
+        stdout(&t)
+    );
+}
+
+#[test]
+fn p7_a_worker_thread_that_cannot_be_spawned_is_a_setup_error() {
+    if !ready(&["setpriv", "prlimit"]) {
+        return;
+    }
+    // A user near `ulimit -u`: its other processes (sleepers) leave room
+    // for two of six workers. Preflight passes (6 <= half the limit); the
+    // third thread spawn fails with EAGAIN. A uid of its own per run keeps
+    // other processes out of the count.
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let exe = dir.join("dioscope");
+    std::fs::copy(bin(), &exe).unwrap();
+    let uid = 50_000 + std::process::id() % 10_000;
+    let script = format!(
+        "pids=; for i in 1 2 3 4 5 6 7 8; do sleep 60 & pids=\"$pids $!\"; done; \
+         prlimit --nproc=12 -- {} --name=n --ioengine=null --size=1m --numjobs=6 \
+         --output-format=json; rc=$?; kill $pids; exit $rc",
+        exe.display()
+    );
+    let mut c = Command::new("setpriv");
+    c.arg(format!("--reuid={uid}"))
+        .arg(format!("--regid={uid}"))
+        .args(["--clear-groups", "--", "sh", "-c", &script])
+        .current_dir(dir);
+    let o = output_within(c, Duration::from_secs(60));
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    for want in [
+        "group 0 (job 'n'",
+        "starting a worker thread failed",
+        "errno 11",
+        "ulimit -u",
+    ] {
+        assert!(e.contains(want), "no {want:?} in: {e}");
+    }
+    assert!(!e.contains("panicked"), "{e}");
+}
+
 // ---- Principle 8: bounded input ----
 
 fn run_limited(dir: &Path, args: &[&str], secs: u64) -> std::process::Output {

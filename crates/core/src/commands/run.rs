@@ -130,7 +130,10 @@ pub fn execute_keeping(plan: &Plan, keep: bool) -> Result<Finished, i32> {
 
     // Remove what this run created when asked (the default job's scratch
     // file always). Files dioscope did not create are never removed.
-    let remove = plan.is_default_job || plan.jobs.iter().any(|j| j.unlink);
+    // A worker that could not start before anything ran: a setup error like
+    // those of `prepare`, and what layout created goes too.
+    let setup_failed = result.setup_error.is_some() && result.nothing_ran();
+    let remove = plan.is_default_job || plan.jobs.iter().any(|j| j.unlink) || setup_failed;
     let created = table.created_files();
     drop(table);
     let mut left = Vec::new();
@@ -140,6 +143,10 @@ pub fn execute_keeping(plan: &Plan, keep: bool) -> Result<Finished, i32> {
         for c in &created {
             c.remove();
         }
+    }
+    if let (true, Some(e)) = (setup_failed, &result.setup_error) {
+        eprint_err(&format!("{e}; nothing was run"));
+        return Err(2);
     }
     let mut doc = render::build::run_doc(&result, &diagnosis, context_line(plan, &diagnosis));
     if let Some(d) = doc.dioscope.as_mut() {
@@ -199,6 +206,17 @@ fn report_errors(result: &RunResult) {
     if result.interrupted {
         return;
     }
+    if let Some(e) = &result.setup_error {
+        let done: Vec<String> = result.completed_groups.iter().map(u32::to_string).collect();
+        eprintln!(
+            "dioscope: error: {e}; groups completed: {}; the run stopped there and the result is partial",
+            if done.is_empty() {
+                "none".to_string()
+            } else {
+                done.join(", ")
+            }
+        );
+    }
     if let Some((job, e, path)) = result.first_error() {
         let spec = result
             .jobs
@@ -233,13 +251,18 @@ fn report_errors(result: &RunResult) {
     }
 }
 
-/// 128+N when stopped by signal N, 1 after I/O errors or bad blocks, else 0.
+/// 128+N when stopped by signal N, 1 after I/O errors, bad blocks or a
+/// setup error after earlier groups ran, else 0.
 pub fn exit_code(result: &RunResult) -> i32 {
     if result.interrupted {
         let sig = result.signal;
         return if sig > 0 { 128 + sig } else { 130 };
     }
-    if result.first_error().is_some() || result.io_errors() > 0 || result.verify_failures() > 0 {
+    if result.setup_error.is_some()
+        || result.first_error().is_some()
+        || result.io_errors() > 0
+        || result.verify_failures() > 0
+    {
         return 1;
     }
     0

@@ -238,6 +238,8 @@ mod tests {
             start_ms: 0,
             notes: Vec::new(),
             auto_trials: Vec::new(),
+            setup_error: None,
+            completed_groups: vec![0],
         }
     }
 

@@ -1,6 +1,6 @@
 //! io_uring: see `dioscope_sys::uring` for the ring set-up and its fallbacks.
 
-use super::{Caps, Completion, Engine, EngineDef, EngineOpts, IoDesc, SlotArena, WithEngine};
+use super::{Caps, EngineSetupError, Completion, Engine, EngineDef, EngineOpts, IoDesc, SlotArena, WithEngine};
 use dioscope_sys::uring::{with_queue, UringOpts, UringQueue};
 use std::io;
 use std::os::fd::RawFd;
@@ -22,7 +22,7 @@ impl EngineDef for Def {
         fds: &[RawFd],
         o: &EngineOpts,
         f: W,
-    ) -> Result<(W::Out, Option<String>), String> {
+    ) -> Result<(W::Out, Option<String>), EngineSetupError> {
         let opts = UringOpts {
             entries: o.depth,
             fixed_bufs: o.fixed_bufs,
@@ -40,7 +40,34 @@ impl EngineDef for Def {
             );
             (out, Some(note))
         })
-        .map_err(|e| format!("io_uring setup failed: {e}; try ioengine=libaio"))
+        .map_err(|e| {
+            let what = format!("io_uring_setup with {} entries", o.depth.max(1));
+            EngineSetupError::new(&what, &e, uring_fix(&e))
+        })
+    }
+}
+
+/// The fix for an `io_uring_setup` errno.
+fn uring_fix(e: &io::Error) -> &'static str {
+    match e.raw_os_error() {
+        Some(libc::ENOMEM) => {
+            "the ring's memory is charged to the locked-memory limit (`ulimit -l`) of a \
+             process without CAP_IPC_LOCK, or memory is short: raise `ulimit -l`, lower \
+             iodepth or numjobs, or use ioengine=libaio"
+        }
+        Some(libc::EMFILE) | Some(libc::ENFILE) => {
+            "no descriptor left for the ring: raise `ulimit -n` (or fs.file-max), or lower numjobs"
+        }
+        Some(libc::EPERM) => {
+            "io_uring is not allowed here (kernel.io_uring_disabled, or a seccomp filter in \
+             a container): use ioengine=libaio"
+        }
+        Some(libc::EINVAL) => {
+            "the kernel refused this ring (size or flags: hipri, sqthread_poll): lower \
+             iodepth, drop those options, or use ioengine=libaio"
+        }
+        Some(libc::ENOSYS) => "this kernel has no io_uring: use ioengine=libaio",
+        _ => "lower iodepth or numjobs, or use ioengine=libaio",
     }
 }
 

@@ -1,6 +1,6 @@
 //! libaio through raw `io_submit`/`io_getevents` (see `dioscope_sys::aio`).
 
-use super::{Caps, Completion, Engine, EngineDef, EngineOpts, IoDesc, SlotArena, WithEngine};
+use super::{Caps, EngineSetupError, Completion, Engine, EngineDef, EngineOpts, IoDesc, SlotArena, WithEngine};
 use dioscope_sys::aio::AioQueue;
 use std::io;
 use std::os::fd::RawFd;
@@ -18,9 +18,18 @@ impl EngineDef for Def {
         fds: &[RawFd],
         opts: &EngineOpts,
         f: W,
-    ) -> Result<(W::Out, Option<String>), String> {
+    ) -> Result<(W::Out, Option<String>), EngineSetupError> {
         let mut q = AioQueue::new(arena, fds, opts.rw_flags()).map_err(|e| {
-            format!("io_setup failed: {e}; raise /proc/sys/fs/aio-max-nr or lower iodepth")
+            let fix = match e.raw_os_error() {
+                Some(libc::EAGAIN) => {
+                    "the system's libaio events are used up: raise fs.aio-max-nr \
+                     (/proc/sys/fs/aio-max-nr), or lower iodepth or numjobs"
+                }
+                Some(libc::ENOSYS) => "this kernel has no libaio: use ioengine=io_uring or psync",
+                _ => "lower iodepth or numjobs, or use ioengine=io_uring",
+            };
+            let what = format!("io_setup with {} events", opts.depth.max(1));
+            EngineSetupError::new(&what, &e, fix)
         })?;
         Ok((f.run(&mut q), None))
     }

@@ -13,6 +13,25 @@ pub use dioscope_sys::queue::{Completion, IoDesc, SlotArena};
 use std::io;
 use std::os::fd::RawFd;
 
+/// Why an engine could not be set up on a worker: the kernel's errno and a
+/// message naming the call that failed and a fix. The runner reports it as a
+/// setup error (never as an I/O error).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineSetupError {
+    pub errno: i32,
+    pub msg: String,
+}
+
+impl EngineSetupError {
+    /// From the error of the call `what`, with `fix` for this errno.
+    pub fn new(what: &str, e: &io::Error, fix: &str) -> EngineSetupError {
+        EngineSetupError {
+            errno: e.raw_os_error().unwrap_or(libc::EIO),
+            msg: format!("{what} failed: {e}; {fix}"),
+        }
+    }
+}
+
 /// One engine instance belongs to one worker thread.
 pub trait Engine {
     /// Queue one I/O for the next `commit` (the slot must be idle).
@@ -106,7 +125,7 @@ pub trait EngineDef {
         fds: &[RawFd],
         opts: &EngineOpts,
         f: W,
-    ) -> Result<(W::Out, Option<String>), String>;
+    ) -> Result<(W::Out, Option<String>), EngineSetupError>;
 }
 
 macro_rules! engine_list {
@@ -152,7 +171,7 @@ macro_rules! engine_list {
                 fds: &[RawFd],
                 opts: &EngineOpts,
                 f: W,
-            ) -> Result<(W::Out, Option<String>), String> {
+            ) -> Result<(W::Out, Option<String>), EngineSetupError> {
                 match self {
                     $(EngineKind::$Kind => <$module::Def as EngineDef>::with(arena, fds, opts, f),)*
                 }

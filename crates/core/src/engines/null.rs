@@ -18,7 +18,7 @@ impl EngineDef for Def {
         _: &[RawFd],
         _: &EngineOpts,
         f: W,
-    ) -> Result<(W::Out, Option<String>), String> {
+    ) -> Result<(W::Out, Option<String>), super::EngineSetupError> {
         Ok((f.run(&mut NullEngine::new(arena)), None))
     }
 }

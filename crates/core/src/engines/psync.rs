@@ -19,7 +19,7 @@ impl EngineDef for Def {
         fds: &[RawFd],
         _: &EngineOpts,
         f: W,
-    ) -> Result<(W::Out, Option<String>), String> {
+    ) -> Result<(W::Out, Option<String>), super::EngineSetupError> {
         Ok((f.run(&mut Blocking::new(arena, fds, None)), None))
     }
 }

@@ -19,7 +19,7 @@ impl EngineDef for Def {
         fds: &[RawFd],
         opts: &EngineOpts,
         f: W,
-    ) -> Result<(W::Out, Option<String>), String> {
+    ) -> Result<(W::Out, Option<String>), super::EngineSetupError> {
         let mut e = Blocking::new(arena, fds, Some(opts.rw_flags()));
         Ok((f.run(&mut e), None))
     }

@@ -348,6 +348,18 @@ fn status(r: &RunResult) -> Dioscope {
             error: io_error(e, path),
             hint: crate::runner::hint::io_error_hint(e, path, r),
         }),
+        setup_error: r
+            .setup_error
+            .as_ref()
+            .map(|e| crate::results::model::SetupErrorDoc {
+                group: e.group,
+                job: e.job.clone(),
+                clone: e.clone,
+                trial: e.trial + 1,
+                errno: e.errno,
+                message: e.msg.clone(),
+            }),
+        groups_completed: r.completed_groups.clone(),
         targets: serde_json::to_value(&r.targets).unwrap_or_default(),
         notes: r.notes.clone(),
         verify: (!verify.is_empty()).then_some(verify),

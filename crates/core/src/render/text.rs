@@ -288,6 +288,22 @@ fn tail(out: &mut String, d: &Dioscope) {
             "\nINTERRUPTED (signal {}): the results above are partial.",
             d.signal.unwrap_or(0)
         );
+    } else if let Some(e) = &d.setup_error {
+        let done = if d.groups_completed.is_empty() {
+            "none".to_string()
+        } else {
+            d.groups_completed
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(
+            out,
+            "\nSTOPPED by a setup error in group {} (job '{}'): {} (errno {}). \
+             Groups completed: {done}; the results above are partial.",
+            e.group, e.job, e.message, e.errno
+        );
     } else if d.stopped_by_error {
         let _ = writeln!(
             out,

@@ -204,6 +204,13 @@ pub struct Dioscope {
     pub stopped_by_error: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_error: Option<RunError>,
+    /// A worker that could not start (engine set-up, thread spawn) ended the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup_error: Option<SetupErrorDoc>,
+    /// The groups that ran all their trials; with a setup error or a stop,
+    /// the later ones did not run.
+    #[serde(default)]
+    pub groups_completed: Vec<u32>,
     #[serde(default)]
     pub targets: Value,
     #[serde(default)]
@@ -255,12 +262,34 @@ impl Dioscope {
             .and_then(|d| d.as_object().map(|o| o.contains_key(key)))
             .unwrap_or(false);
         // Keys left out when empty are built-in too.
-        if builtin || ["signal", "first_error", "verify", "context", "profile"].contains(&key) {
+        if builtin
+            || [
+                "signal",
+                "first_error",
+                "setup_error",
+                "verify",
+                "context",
+                "profile",
+            ]
+            .contains(&key)
+        {
             return Err(format!("'{key}' is a built-in key of the dioscope section"));
         }
         self.sections.set(key, v);
         Ok(())
     }
+}
+
+/// A worker that could not start: where, the kernel's errno, what failed and a fix.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SetupErrorDoc {
+    pub group: u32,
+    pub job: String,
+    pub clone: u32,
+    /// 1-based.
+    pub trial: u32,
+    pub errno: i32,
+    pub message: String,
 }
 
 /// The run's first I/O error with the hint the CLI prints.

@@ -14,7 +14,7 @@ pub mod offsets;
 pub mod preflight;
 pub mod worker;
 
-use crate::engines::{caps, Engine, EngineOpts, SlotArena, WithEngine};
+use crate::engines::{caps, Engine, EngineOpts, EngineSetupError, SlotArena, WithEngine};
 use crate::job::{JobSpec, Plan};
 pub use crate::results::measure::{TrialEnv, TrialJob};
 use crate::stats::cpu::SysCpu;
@@ -27,7 +27,7 @@ use dioscope_sys::proc::{usage_self, Usage};
 use offsets::{BsPicker, OffsetGen};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Condvar, Mutex};
 pub use worker::{
     merge_ticks, DirStats, IoErrorInfo, Progress, QueueStats, Tick, WorkerPlan, WorkerResult,
 };
@@ -40,6 +40,79 @@ pub enum SetupError {
     Target(#[from] crate::targets::TargetError),
     #[error("job '{job}': {msg}")]
     Job { job: String, msg: String },
+}
+
+/// A worker of a group could not start (engine set-up, I/O buffers, thread
+/// spawn): no worker of that trial did any I/O.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerSetupError {
+    pub group: u32,
+    /// 0-based trial of the group.
+    pub trial: u32,
+    pub job: String,
+    pub clone: u32,
+    pub errno: i32,
+    /// What failed, the kernel's error and a fix.
+    pub msg: String,
+}
+
+impl std::fmt::Display for WorkerSetupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "group {} (job '{}', clone {}, trial {}): {} (errno {})",
+            self.group,
+            self.job,
+            self.clone,
+            self.trial + 1,
+            self.msg,
+            self.errno
+        )
+    }
+}
+
+/// The start line of a trial's workers: like `std::sync::Barrier`, but the
+/// runner can lower the count when a worker thread could not be spawned
+/// (a `Barrier` would then wait forever).
+pub struct Gate {
+    state: Mutex<(usize, usize)>,
+    cv: Condvar,
+}
+
+impl Gate {
+    pub fn new(n: usize) -> Gate {
+        Gate {
+            state: Mutex::new((0, n)),
+            cv: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (usize, usize)> {
+        // A poisoned gate only means a worker panicked: the counts are intact.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Wait until every expected party arrived (one use per gate).
+    pub fn wait(&self) {
+        let mut st = self.lock();
+        st.0 += 1;
+        if st.0 >= st.1 {
+            self.cv.notify_all();
+            return;
+        }
+        while st.0 < st.1 {
+            st = self.cv.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// `n` expected parties will never come.
+    pub fn shrink(&self, n: usize) {
+        let mut st = self.lock();
+        st.1 = st.1.saturating_sub(n);
+        if st.0 >= st.1 {
+            self.cv.notify_all();
+        }
+    }
 }
 
 /// Run-wide knobs that are not job options.
@@ -92,6 +165,10 @@ pub struct RunResult {
     pub notes: Vec<String>,
     /// How `trials=auto` ended, per group that used it.
     pub auto_trials: Vec<crate::stats::significance::AutoOutcome>,
+    /// A worker that could not start ended the run there.
+    pub setup_error: Option<WorkerSetupError>,
+    /// The groups that ran all their trials (and read-back), in order.
+    pub completed_groups: Vec<u32>,
 }
 
 impl RunResult {
@@ -150,9 +227,17 @@ impl RunResult {
     /// An I/O error ended the run early (a job without `continue_on_error`
     /// failed): the result is partial.
     pub fn stopped_by_error(&self) -> bool {
-        self.jobs.iter().any(|j| {
-            !j.resolved.spec.continue_on_error && j.trials.iter().any(|t| t.first_error.is_some())
-        })
+        self.setup_error.is_some()
+            || self.jobs.iter().any(|j| {
+                !j.resolved.spec.continue_on_error
+                    && j.trials.iter().any(|t| t.first_error.is_some())
+            })
+    }
+
+    /// True when no trial ran at all (a setup error in the first group):
+    /// nothing was measured and nothing written.
+    pub fn nothing_ran(&self) -> bool {
+        self.groups.iter().all(|g| g.trials.is_empty())
     }
 }
 
@@ -423,7 +508,7 @@ fn worker_plan(
 fn run_worker<H: BlockHook>(
     j: &JobSpec,
     plan: WorkerPlan,
-    barrier: &Barrier,
+    barrier: &Gate,
     stop: &AtomicBool,
     prog: &Progress,
     hook: &mut H,
@@ -431,18 +516,24 @@ fn run_worker<H: BlockHook>(
     if let Some(cpus) = &j.cpus_allowed {
         let _ = dioscope_sys::proc::set_affinity(cpus);
     }
-    let fail = |msg: String| {
+    // A worker that cannot start stops its trial before anyone's first I/O:
+    // `stop` is raised before the gate, so every worker sees it after.
+    let fail = |e: EngineSetupError| {
+        stop.store(true, Ordering::Relaxed);
         barrier.wait();
         prog.done.store(true, Ordering::Relaxed);
-        failed_worker(libc::EINVAL, msg)
+        WorkerResult {
+            setup_failed: Some(e),
+            ..Default::default()
+        }
     };
     let mut arena = match SlotArena::new(plan.depth, j.max_bs() as usize) {
         Ok(a) => a,
         Err(e) => {
-            return fail(format!(
-                "cannot allocate {} buffers of {} bytes: {e}",
-                plan.depth,
-                j.max_bs()
+            return fail(EngineSetupError::new(
+                &format!("allocating {} buffers of {} bytes", plan.depth, j.max_bs()),
+                &e,
+                "lower iodepth, bs or numjobs, or raise the memory limit (`ulimit -v`)",
             ))
         }
     };
@@ -466,7 +557,7 @@ fn run_worker<H: BlockHook>(
             }
             r
         }
-        Err(msg) => fail(msg),
+        Err(e) => fail(e),
     }
 }
 
@@ -486,7 +577,7 @@ fn engine_opts(j: &JobSpec, depth: u32) -> EngineOpts {
 /// then run its loop.
 struct RunOnEngine<'a, H: BlockHook> {
     plan: WorkerPlan,
-    barrier: &'a Barrier,
+    barrier: &'a Gate,
     startdelay_us: u64,
     stop: &'a AtomicBool,
     prog: &'a Progress,
@@ -497,6 +588,12 @@ impl<H: BlockHook> WithEngine for RunOnEngine<'_, H> {
     type Out = WorkerResult;
     fn run<E: Engine>(self, e: &mut E) -> WorkerResult {
         self.barrier.wait();
+        if self.stop.load(Ordering::Relaxed) {
+            // Another worker of the trial could not start (or a stop signal
+            // came first): no I/O.
+            self.prog.done.store(true, Ordering::Relaxed);
+            return WorkerResult::default();
+        }
         if self.startdelay_us > 0 {
             // In slices: a stop signal during the delay ends it at once.
             let end = now_ns() + self.startdelay_us * 1000;
@@ -622,7 +719,7 @@ fn trial_plan(
 fn run_hooked(
     j: &JobSpec,
     plan: WorkerPlan,
-    b: &Barrier,
+    b: &Gate,
     s: &AtomicBool,
     p: &Progress,
     hook: HookKind,
@@ -640,26 +737,20 @@ fn run_hooked(
     }
 }
 
-/// The result of a worker that could not run (`errno`, and why).
-fn failed_worker(errno: i32, note: String) -> WorkerResult {
+fn panicked_worker() -> WorkerResult {
     WorkerResult {
         first_error: Some(IoErrorInfo {
             file: 0,
             offset: 0,
             len: 0,
             write: false,
-            errno,
+            errno: libc::EIO,
         }),
-        setup_note: Some(note),
+        setup_note: Some(
+            "a worker thread panicked; this is a dioscope bug, please report it".into(),
+        ),
         ..Default::default()
     }
-}
-
-fn panicked_worker() -> WorkerResult {
-    failed_worker(
-        libc::EIO,
-        "a worker thread panicked; this is a dioscope bug, please report it".into(),
-    )
 }
 
 /// Sleep until `deadline` (monotonic ns) or until `done()`. A stop signal
@@ -741,11 +832,14 @@ pub fn execute(
         notes: Vec::new(),
         interrupted: false,
         auto_trials: Vec::new(),
+        setup_error: None,
     };
+    let mut completed_groups = Vec::new();
     for g in 0..ngroups {
         if !ex.run_group(g) {
             break;
         }
+        completed_groups.push(g);
     }
     RunResult {
         jobs: ex.jobs,
@@ -756,6 +850,8 @@ pub fn execute(
         start_ms,
         notes: ex.notes,
         auto_trials: ex.auto_trials,
+        setup_error: ex.setup_error,
+        completed_groups,
     }
 }
 
@@ -771,13 +867,16 @@ struct Execution<'a> {
     /// The intervals each write worker stamped in the last trial, per job and clone.
     written: Vec<Vec<Option<Written>>>,
     auto_trials: Vec<crate::stats::significance::AutoOutcome>,
+    setup_error: Option<WorkerSetupError>,
 }
 
 /// The running workers of one trial.
 struct Spawned {
     /// (job index, clone, thread).
     handles: Vec<(usize, usize, WorkerThread)>,
-    barrier: Arc<Barrier>,
+    /// A worker thread that could not be spawned (job index, clone, error).
+    failed: Option<(usize, usize, std::io::Error)>,
+    barrier: Arc<Gate>,
     stop: Arc<AtomicBool>,
     progs: Vec<Arc<Progress>>,
 }
@@ -822,6 +921,11 @@ impl Execution<'_> {
         for trial in 0..trials {
             let t_trial = now_ns();
             let (env, stop_now) = self.run_trial(g, trial, trials, &idx);
+            if self.setup_error.is_some() {
+                // That trial did no I/O: it is not a measurement.
+                self.groups.push(grun);
+                return false;
+            }
             grun.trials.push(env);
             ran = trial + 1;
             if let Some(a) = &auto {
@@ -923,7 +1027,19 @@ impl Execution<'_> {
     fn run_trial(&mut self, g: u32, trial: u32, trials: u32, idx: &[usize]) -> (TrialEnv, bool) {
         let gjobs: Vec<&ResolvedJob> = idx.iter().map(|&i| &self.jobs[i].resolved).collect();
         self.hooks.before_trial(g, trial, &gjobs, self.table);
-        let sp = self.spawn(trial, idx);
+        let mut sp = self.spawn(trial, idx);
+        let spawn_failed = sp.failed.take().map(|(i, c, e)| WorkerSetupError {
+            group: g,
+            trial,
+            job: self.jobs[i].resolved.spec.name.clone(),
+            clone: c as u32,
+            errno: e.raw_os_error().unwrap_or(libc::EAGAIN),
+            msg: format!(
+                "starting a worker thread failed: {e}; the user's process/thread limit \
+                 (`ulimit -u`, counting every process of this user) or \
+                 /proc/sys/kernel/threads-max is reached: raise it, or lower numjobs"
+            ),
+        });
         sp.barrier.wait();
         let t0 = now_ns();
         let ramp = gjobs
@@ -963,7 +1079,15 @@ impl Execution<'_> {
             eprint!("\r\x1b[K");
         }
         let after = Snapshot::take();
-        let per_job = self.join(sp.handles, idx);
+        let (per_job, setup_failed) = self.join(sp.handles, idx);
+        let setup_failed = setup_failed.map(|(i, c, e)| WorkerSetupError {
+            group: g,
+            trial,
+            job: self.jobs[i].resolved.spec.name.clone(),
+            clone: c as u32,
+            errno: e.errno,
+            msg: e.msg,
+        });
         let ios: u64 = per_job.iter().map(|t| t.dirs[0].ios + t.dirs[1].ios).sum();
         self.hooks.measure_end(g, trial, ios);
         let env = TrialEnv {
@@ -974,6 +1098,10 @@ impl Execution<'_> {
         };
         let gjobs: Vec<&ResolvedJob> = idx.iter().map(|&i| &self.jobs[i].resolved).collect();
         self.hooks.after_trial(g, trial, &gjobs, self.table);
+        if let Some(e) = spawn_failed.or(setup_failed) {
+            self.setup_error = Some(e);
+            return (env, true);
+        }
         let mut stop_now = false;
         for (pos, tj) in per_job.into_iter().enumerate() {
             let job = &mut self.jobs[idx[pos]];
@@ -990,14 +1118,15 @@ impl Execution<'_> {
             .iter()
             .map(|&i| self.jobs[i].resolved.clones.len())
             .sum();
-        let barrier = Arc::new(Barrier::new(nworkers + 1));
+        let barrier = Arc::new(Gate::new(nworkers + 1));
         let stop = Arc::new(AtomicBool::new(false));
         let progs: Vec<Arc<Progress>> = (0..nworkers)
             .map(|_| Arc::new(Progress::default()))
             .collect();
         let mut handles = Vec::new();
+        let mut failed = None;
         let mut k = 0;
-        for &i in idx {
+        'jobs: for &i in idx {
             let rj = &self.jobs[i].resolved;
             for (c, files) in rj.clones.iter().enumerate() {
                 let (mut plan, hook) = trial_plan(&rj.spec, files, self.table, c as u32, trial);
@@ -1012,15 +1141,29 @@ impl Execution<'_> {
                 let spec = rj.spec.clone();
                 let (b, s, p) = (barrier.clone(), stop.clone(), progs[k].clone());
                 k += 1;
-                let h = std::thread::Builder::new()
+                let spawned = std::thread::Builder::new()
                     .name(format!("{}.{}", spec.name, c))
-                    .spawn(move || run_hooked(&spec, plan, &b, &s, &p, hook))
-                    .expect("spawn worker thread");
-                handles.push((i, c, h));
+                    .spawn(move || run_hooked(&spec, plan, &b, &s, &p, hook));
+                match spawned {
+                    Ok(h) => handles.push((i, c, h)),
+                    Err(e) => {
+                        // The threads already started must not run: stop
+                        // them at the gate, which no longer waits for the
+                        // ones that will never come.
+                        stop.store(true, Ordering::Relaxed);
+                        for p in &progs[k - 1..] {
+                            p.done.store(true, Ordering::Relaxed);
+                        }
+                        barrier.shrink(nworkers - (k - 1));
+                        failed = Some((i, c, e));
+                        break 'jobs;
+                    }
+                }
             }
         }
         Spawned {
             handles,
+            failed,
             barrier,
             stop,
             progs,
@@ -1028,12 +1171,21 @@ impl Execution<'_> {
     }
 
     /// Wait for the workers and merge their results per job (in `idx` order).
-    fn join(&mut self, handles: Vec<(usize, usize, WorkerThread)>, idx: &[usize]) -> Vec<TrialJob> {
+    /// Also the first worker that could not start (job index, clone, why).
+    fn join(
+        &mut self,
+        handles: Vec<(usize, usize, WorkerThread)>,
+        idx: &[usize],
+    ) -> (Vec<TrialJob>, Option<(usize, usize, EngineSetupError)>) {
         let mut per_job: Vec<TrialJob> = idx.iter().map(|_| TrialJob::default()).collect();
+        let mut failed = None;
         for (i, clone, h) in handles {
-            let (r, out) = h
+            let (mut r, out) = h
                 .join()
                 .unwrap_or_else(|_| (panicked_worker(), HookOut::None));
+            if let Some(e) = r.setup_failed.take() {
+                failed.get_or_insert((i, clone, e));
+            }
             self.keep_hook_out(i, clone, out);
             if let Some(n) = &r.setup_note {
                 if !self.notes.contains(n) {
@@ -1043,7 +1195,7 @@ impl Execution<'_> {
             let pos = idx.iter().position(|&x| x == i).expect("job index");
             per_job[pos].add_worker(r, &self.jobs[i].resolved);
         }
-        per_job
+        (per_job, failed)
     }
 
     /// Keep what a worker's block hook leaves: the intervals it wrote, or
@@ -1085,11 +1237,17 @@ impl Execution<'_> {
             };
             let mut checker = Checker::new(vs, Some(w), Some(vs.generation), spec.verify_fatal);
             let plan = verify_read_plan(&spec, files, self.table, vs.interval as u64);
-            let barrier = Barrier::new(1);
+            let barrier = Gate::new(1);
             let (stop, prog) = (AtomicBool::new(false), Progress::default());
             let r = run_worker(&spec, plan, &barrier, &stop, &prog, &mut checker);
             let paths = clone_paths(files);
             report.add(&checker, &paths);
+            if let Some(e) = &r.setup_failed {
+                report.read_errors += 1;
+                report
+                    .first_read_error
+                    .get_or_insert(format!("the read-back could not start: {}", e.msg));
+            }
             if let Some(e) = r.first_error {
                 report.read_errors += r.dirs[0].errors.max(1);
                 report.first_read_error.get_or_insert(format!(

@@ -34,6 +34,8 @@ pub struct WorkerResult {
     /// Fraction of the worker's wall time spent on CPU (user + sys).
     pub cpu_busy: f64,
     pub setup_note: Option<String>,
+    /// The worker could not start (its engine or buffers): it did no I/O.
+    pub setup_failed: Option<crate::engines::EngineSetupError>,
     pub queue: QueueStats,
 }
 
