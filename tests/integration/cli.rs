@@ -292,3 +292,26 @@ fn an_unknown_output_format_lists_the_formats_and_runs_nothing() {
     );
     assert!(!d.path().join("f.dat").exists(), "nothing laid out");
 }
+
+/// `dioscope … | head`: a reader that goes away is not a panic (exit 101)
+/// nor an error; the command finishes normally.
+#[test]
+fn a_closed_stdout_pipe_is_not_a_panic() {
+    for args in [
+        &["options"][..],
+        &["--name=p", "--ioengine=null", "--size=1m", "--bs=4k"][..],
+    ] {
+        let mut child = std::process::Command::new(bin())
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Close the read end before dioscope writes its output.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}

@@ -45,13 +45,14 @@ fn can_run() -> bool {
     false
 }
 
-fn within(mut c: Command, limit: Duration) -> Output {
+fn within(mut c: Command, limit: Duration) -> (Output, u32) {
     c.stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = c.spawn().expect("spawn dioscope");
     let t0 = Instant::now();
     loop {
         if child.try_wait().expect("wait").is_some() {
-            return child.wait_with_output().expect("output");
+            let pid = child.id();
+            return (child.wait_with_output().expect("output"), pid);
         }
         if t0.elapsed() > limit {
             let _ = Command::new("kill")
@@ -70,7 +71,7 @@ fn within(mut c: Command, limit: Duration) -> Output {
 }
 
 /// Everything scratch could leave behind.
-fn snapshot() -> BTreeSet<String> {
+fn snapshot(state: &Path) -> BTreeSet<String> {
     let mut s = BTreeSet::new();
     if let Ok(o) = Command::new("losetup").args(["-a"]).output() {
         for l in String::from_utf8_lossy(&o.stdout).lines() {
@@ -91,13 +92,13 @@ fn snapshot() -> BTreeSet<String> {
     {
         s.insert(format!("mount {l}"));
     }
-    for d in ["/run/dioscope", "/run/dioscope/mnt"] {
-        if let Ok(rd) = std::fs::read_dir(d) {
+    for d in [state.to_path_buf(), state.join("mnt")] {
+        if let Ok(rd) = std::fs::read_dir(&d) {
             for e in rd.flatten() {
                 let n = e.file_name().to_string_lossy().to_string();
                 // The lock is held for a moment by any dioscope process.
                 if n != "scratch.lock" && n != "mnt" {
-                    s.insert(format!("state {d}/{n}"));
+                    s.insert(format!("state {}/{n}", d.display()));
                 }
             }
         }
@@ -115,38 +116,46 @@ fn snapshot() -> BTreeSet<String> {
     s
 }
 
-fn assert_nothing_new(before: &BTreeSet<String>, what: &str) {
-    let after = snapshot();
+/// A scratch state directory of the test's own: other worktrees run these
+/// tests at the same time, and their devices are not ours to judge.
+fn state_dir(dir: &Path) -> std::path::PathBuf {
+    let d = dir.join("state");
+    std::fs::create_dir_all(&d).expect("state dir");
+    d
+}
+
+fn dioscope(state: &Path) -> Command {
+    let mut c = Command::new(bin());
+    c.env("DIOSCOPE_STATE_DIR", state);
+    c
+}
+
+/// Nothing the run (process `pid`, state directory `state`) made is left:
+/// no mount under its state directory, no backing file of its process, no
+/// record (a zram is removed before its record goes), and the state
+/// directory holds nothing but the empty mount-point directory.
+fn assert_nothing_new(before: &BTreeSet<String>, state: &Path, pid: u32, what: &str) {
+    let after = snapshot(state);
     let new: Vec<&String> = after.difference(before).collect();
-    // A device another process hot-adds or attaches meanwhile is not ours:
-    // ours are those whose backing file or mount point is dioscope's
-    // scratch, and the zram devices the state file recorded. A new zram
-    // we cannot attribute is reported only when the state file still
-    // lists something.
+    let sd = state.display().to_string();
+    let backing = format!("dioscope-scratch-{pid}-");
     let ours: Vec<&&String> = new
         .iter()
-        .filter(|l| {
-            l.contains("dioscope-scratch-")
-                || l.contains("/run/dioscope/mnt/")
-                || l.starts_with("state ")
-        })
+        .filter(|l| l.contains(&sd) || l.contains(&backing))
         .collect();
     assert!(
         ours.is_empty(),
-        "{what} left behind: {ours:#?}\n(all new: {new:#?})"
+        "{what} left behind: {ours:#?}\n(all new, others' included: {new:#?})"
     );
-    let list = Command::new(bin())
+    let list = dioscope(state)
         .args(["scratch", "list", "--json"])
         .output()
         .expect("scratch list");
     let v: serde_json::Value = serde_json::from_slice(&list.stdout).expect("list JSON");
-    let leftovers: Vec<&serde_json::Value> = v
-        .as_array()
-        .map(|a| a.iter().filter(|i| i["leftover"] == true).collect())
-        .unwrap_or_default();
-    assert!(
-        leftovers.is_empty(),
-        "{what}: scratch list shows leftovers: {leftovers:#?}"
+    assert_eq!(
+        v.as_array().map(|a| a.len()),
+        Some(0),
+        "{what}: scratch list still shows: {v:#}"
     );
 }
 
@@ -157,8 +166,9 @@ fn run_recipe(name: &str) {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join(format!("{name}.json"));
-    let before = snapshot();
-    let mut c = Command::new(bin());
+    let state = state_dir(dir.path());
+    let before = snapshot(&state);
+    let mut c = dioscope(&state);
     c.args([
         "recipe",
         "run",
@@ -168,11 +178,11 @@ fn run_recipe(name: &str) {
     ])
     .current_dir(dir.path());
     let t0 = Instant::now();
-    let o = within(c, BUDGET);
+    let (o, pid) = within(c, BUDGET);
     let took = t0.elapsed();
     let stdout = String::from_utf8_lossy(&o.stdout);
     let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_nothing_new(&before, name);
+    assert_nothing_new(&before, &state, pid, name);
     assert!(
         o.status.success(),
         "{name}: exit {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
@@ -287,8 +297,9 @@ fn interrupted_recipe_leaves_nothing() {
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().expect("tempdir");
-    let before = snapshot();
-    let mut child = Command::new(bin())
+    let state = state_dir(dir.path());
+    let before = snapshot(&state);
+    let mut child = dioscope(&state)
         .args(["recipe", "run", "dio-scaling", "--quick"])
         .current_dir(dir.path())
         .stdout(Stdio::null())
@@ -299,7 +310,7 @@ fn interrupted_recipe_leaves_nothing() {
     // Mid-run: once its scratch devices exist and a cell has started.
     let t0 = Instant::now();
     loop {
-        let l = Command::new(bin())
+        let l = dioscope(&state)
             .args(["scratch", "list", "--json"])
             .output()
             .expect("list");
@@ -346,7 +357,7 @@ fn interrupted_recipe_leaves_nothing() {
         let _ = std::io::Read::read_to_string(&mut e, &mut err);
     }
     assert_eq!(status.code(), Some(130), "stderr:\n{err}");
-    assert_nothing_new(&before, "the interrupted recipe");
+    assert_nothing_new(&before, &state, pid, "the interrupted recipe");
 }
 
 /// `scratch create` and `destroy` by hand: made, listed, removed, and a
@@ -357,8 +368,10 @@ fn scratch_by_hand() {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let before = snapshot();
-    let o = Command::new(bin())
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = state_dir(dir.path());
+    let before = snapshot(&state);
+    let o = dioscope(&state)
         .args([
             "scratch",
             "create",
@@ -374,10 +387,7 @@ fn scratch_by_hand() {
     let out = String::from_utf8_lossy(&o.stdout).to_string();
     let id = out.split_whitespace().next().unwrap().to_string();
     assert!(out.contains("fs btrfs"), "{out}");
-    let l = Command::new(bin())
-        .args(["scratch", "list"])
-        .output()
-        .unwrap();
+    let l = dioscope(&state).args(["scratch", "list"]).output().unwrap();
     assert!(String::from_utf8_lossy(&l.stdout).contains(&id));
     // A device of the file system cannot go on its own.
     let child = String::from_utf8_lossy(&l.stdout)
@@ -385,17 +395,17 @@ fn scratch_by_hand() {
         .find(|x| x.contains(&format!("(part of {id})")))
         .map(|x| x.split_whitespace().next().unwrap().to_string())
         .expect("its devices are listed");
-    let r = Command::new(bin())
+    let r = dioscope(&state)
         .args(["scratch", "destroy", &child])
         .output()
         .unwrap();
     assert_eq!(r.status.code(), Some(2));
-    let r = Command::new(bin())
+    let r = dioscope(&state)
         .args(["scratch", "destroy", &id])
         .output()
         .unwrap();
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
-    let bad = Command::new(bin())
+    let bad = dioscope(&state)
         .args([
             "scratch",
             "create",
@@ -407,10 +417,11 @@ fn scratch_by_hand() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("4096"));
-    let none = Command::new(bin())
+    let none = dioscope(&state)
         .args(["scratch", "destroy", "no-such-id"])
         .output()
         .unwrap();
     assert_eq!(none.status.code(), Some(2));
-    assert_nothing_new(&before, "scratch by hand");
+    // The creating process is gone: its backing files carry its pid.
+    assert_nothing_new(&before, &state, 0, "scratch by hand");
 }

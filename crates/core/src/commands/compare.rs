@@ -255,10 +255,10 @@ fn main(args: &[String]) -> i32 {
                 .and_then(|out| crate::outfile::write_result(&out, text.as_bytes()));
             if let Err(e) = written {
                 eprintln!("dioscope: error: cannot write --output={o}: {e}");
-                print!("{text}");
+                super::stdout(&text);
             }
         }
-        None => print!("{text}"),
+        None => super::stdout(&text),
     }
     if c.exit_code == 2 {
         eprintln!(

@@ -67,7 +67,7 @@ fn main(args: &[String]) -> i32 {
         Err(e) => return eprint_err(&e),
     };
     let (r, missing) = check(target);
-    print!("{}", format.exporter.render(&r));
+    super::stdout(&format.exporter.render(&r));
     if missing {
         eprintln!(
             "dioscope: error: {target} does not exist; give an existing file or block device"

@@ -41,11 +41,11 @@ pub fn find(name: &str) -> Option<&'static Command> {
 pub fn main(args: Vec<String>) -> i32 {
     match args.first().map(String::as_str) {
         Some("-h") | Some("--help") | Some("help") => {
-            print!("{}", usage());
+            stdout(&usage());
             0
         }
         Some("--version") | Some("-V") => {
-            println!("dioscope {}", env!("CARGO_PKG_VERSION"));
+            stdout(&format!("dioscope {}\n", env!("CARGO_PKG_VERSION")));
             0
         }
         Some(name) => match find(name) {
@@ -118,6 +118,20 @@ pub fn usage() -> String {
     );
     out.push_str(&crate::job::options::help_text());
     out
+}
+
+/// Write to standard output. A reader that went away (`dioscope … | head`)
+/// is not an error: the run itself has finished and its result file (if
+/// any) is written; other write errors are said on stderr. (`print!` would
+/// panic on EPIPE, since Rust ignores SIGPIPE.)
+pub fn stdout(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(e) => eprintln!("dioscope: error: cannot write to standard output: {e}"),
+    }
 }
 
 #[cfg(test)]

@@ -10,9 +10,9 @@ pub const COMMAND: Command = Command {
 
 fn main(args: &[String]) -> i32 {
     if args.first().map(String::as_str) == Some("--markdown") {
-        print!("{}", crate::job::options::markdown_table());
+        super::stdout(&crate::job::options::markdown_table());
     } else {
-        print!("{}", crate::job::options::help_text());
+        super::stdout(&crate::job::options::help_text());
     }
     0
 }

@@ -145,7 +145,7 @@ fn main(args: &[String]) -> i32 {
                 page.len().div_ceil(1024)
             );
         }
-        None => print!("{page}"),
+        None => super::stdout(&page),
     }
     0
 }

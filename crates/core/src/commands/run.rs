@@ -226,11 +226,11 @@ pub fn write_output(plan: &Plan, text: &str) -> Result<(), i32> {
                 .and_then(|out| crate::outfile::write_result(&out, text.as_bytes()));
             if let Err(e) = written {
                 eprintln!("dioscope: error: cannot write --output={path}: {e}");
-                print!("{text}");
+                super::stdout(text);
                 return Err(1);
             }
         }
-        None => print!("{text}"),
+        None => super::stdout(text),
     }
     Ok(())
 }

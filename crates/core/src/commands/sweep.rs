@@ -199,7 +199,7 @@ fn main(args: &[String]) -> i32 {
     }
     let code = run_cells(&mut sweep, &plans, trials, &out_path);
     let text = a.format.exporter.render(&sweep);
-    print!("{text}");
+    super::stdout(&text);
     code
 }
 

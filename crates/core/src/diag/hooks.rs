@@ -88,7 +88,8 @@ pub struct CpuShare {
     pub ours_pct: f64,
     /// Everyone else's on those CPUs, in % of one CPU.
     pub others_pct: f64,
-    /// The busiest other processes over the trial (anywhere), busiest first.
+    /// The other processes that took most of our CPUs over the trial
+    /// (`CpuProcess::our_cpus_pct`), busiest first.
     pub top: Vec<CpuProcess>,
 }
 
@@ -232,10 +233,29 @@ impl Sharing {
                     .map(|x| x.2)
                     .unwrap_or(0);
                 let cpu_pct = 100.0 * t1.saturating_sub(t0) as f64 / hz / wall_s;
-                (cpu_pct >= MIN_NAMED_CPU_PCT).then_some(CpuProcess { pid, comm, cpu_pct })
+                if cpu_pct < MIN_NAMED_CPU_PCT {
+                    return None;
+                }
+                // A process spread over CPUs we do not use takes only its
+                // share of ours (a parallel build elsewhere outranked a
+                // hog pinned on our CPU when ranked by its total).
+                let allowed = procs::allowed_cpus_of(pid);
+                let share = if allowed.is_empty() || self.cpus.is_empty() {
+                    1.0
+                } else {
+                    let on_ours = allowed.iter().filter(|c| self.cpus.contains(c)).count();
+                    on_ours as f64 / allowed.len() as f64
+                };
+                let our_cpus_pct = cpu_pct * share;
+                (our_cpus_pct >= MIN_NAMED_CPU_PCT).then_some(CpuProcess {
+                    pid,
+                    comm,
+                    cpu_pct,
+                    our_cpus_pct,
+                })
             })
             .collect();
-        top.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
+        top.sort_by(|a, b| b.our_cpus_pct.total_cmp(&a.our_cpus_pct));
         top.truncate(TOP_PROCESSES);
         top
     }

@@ -133,7 +133,16 @@ pub fn parse_cpu_list(s: &str) -> Vec<usize> {
 
 /// The CPUs this process may run on.
 pub fn allowed_cpus() -> Vec<usize> {
-    fs::read_to_string("/proc/self/status")
+    allowed_cpus_in("/proc/self/status")
+}
+
+/// The CPUs process `pid` may run on (empty when it is gone).
+pub fn allowed_cpus_of(pid: i32) -> Vec<usize> {
+    allowed_cpus_in(&format!("/proc/{pid}/status"))
+}
+
+fn allowed_cpus_in(status: &str) -> Vec<usize> {
+    fs::read_to_string(status)
         .ok()
         .and_then(|s| {
             s.lines()

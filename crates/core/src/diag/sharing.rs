@@ -181,11 +181,14 @@ pub fn cpu_contention(trials: &[TrialRecord]) -> Option<Finding> {
 fn merge_cpu(into: &mut Vec<CpuProcess>, from: &[CpuProcess]) {
     for p in from {
         match into.iter_mut().find(|x| x.pid == p.pid) {
-            Some(x) => x.cpu_pct = x.cpu_pct.max(p.cpu_pct),
+            Some(x) => {
+                x.cpu_pct = x.cpu_pct.max(p.cpu_pct);
+                x.our_cpus_pct = x.our_cpus_pct.max(p.our_cpus_pct);
+            }
             None => into.push(p.clone()),
         }
     }
-    into.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
+    into.sort_by(|a, b| b.our_cpus_pct.total_cmp(&a.our_cpus_pct));
     into.truncate(5);
 }
 
@@ -273,6 +276,7 @@ mod tests {
                 pid: 99,
                 comm: "hog".into(),
                 cpu_pct: others,
+                our_cpus_pct: others,
             }],
         });
         r

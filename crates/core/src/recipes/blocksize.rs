@@ -35,7 +35,8 @@ fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
             mkfs: format!("-b size={bsz}"),
             on: "zram".into(),
             devices: maxd,
-            size: (per_dev + (64 << 20)).max(320 << 20),
+            // Two files (buffered and direct) per device, plus XFS's log.
+            size: (2 * per_dev + (192 << 20)).max(320 << 20),
             ..FsSpec::default()
         })?;
         let mps = fs.mountpoints();

@@ -163,7 +163,9 @@ fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
             },
             h / 1e3,
             (h / c - 1.0) * 100.0,
-            if h < c * 1.1 {
+            if !apart(ctx.stat("clean", M::LAT_MEAN), ctx.stat("cached", M::LAT_MEAN)) {
+                "nothing for it to remove here"
+            } else if h < c * 1.1 {
                 "the hygiene removes it"
             } else {
                 "the hygiene does not fully remove it"

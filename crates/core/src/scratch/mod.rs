@@ -277,6 +277,19 @@ pub(crate) fn tool(cmd: &str, args: &[&str]) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).to_string())
 }
 
+/// `f` until it succeeds, for up to 5 s (a device or mount still busy for
+/// a moment after its last user closed it).
+fn retry(mut f: impl FnMut() -> Result<()>) -> Result<()> {
+    let t0 = std::time::Instant::now();
+    loop {
+        match f() {
+            Ok(()) => return Ok(()),
+            Err(e) if t0.elapsed() > std::time::Duration::from_secs(5) => return Err(e),
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(100)),
+        }
+    }
+}
+
 /// Destroy the item `id` and the devices under it. Refuses a device that
 /// belongs to a file system (destroy the file system).
 pub fn destroy(id: &str) -> Result<()> {
@@ -374,7 +387,9 @@ fn unmount_if_ours(m: &Mount) -> Result<()> {
         }
     }
     if ours {
-        tool("umount", &[&m.mountpoint])?;
+        // io_uring drops its file references asynchronously after the ring
+        // is closed: a umount right after a run can find the fs busy.
+        retry(|| tool("umount", &[&m.mountpoint]).map(|_| ()))?;
     }
     // Only an empty directory goes: remove_dir fails on anything else.
     let _ = std::fs::remove_dir(&m.mountpoint);
@@ -398,7 +413,11 @@ fn destroy_zram(number: u32, size: u64) -> Result<()> {
              check it and hot_remove it yourself)"
         )));
     }
-    std::fs::write("/sys/class/zram-control/hot_remove", number.to_string()).map_err(|e| {
+    retry(|| {
+        std::fs::write("/sys/class/zram-control/hot_remove", number.to_string())
+            .map_err(|e| Error::System(e.to_string()))
+    })
+    .map_err(|e| {
         Error::System(format!(
             "cannot remove /dev/zram{number}: {e} (is it still open? fuser -v /dev/zram{number})"
         ))

@@ -10,6 +10,12 @@ pub struct CpuProcess {
     pub comm: String,
     /// utime + stime over the trial, in % of one CPU.
     pub cpu_pct: f64,
+    /// The part of that likely spent on the CPUs dioscope may run on: its
+    /// time × the share of its allowed CPUs that are ours (all of it for a
+    /// process pinned there). Processes are ranked by this: a busy process
+    /// elsewhere is not the one taking our CPUs.
+    #[serde(default)]
+    pub our_cpus_pct: f64,
 }
 
 /// Other processes kept the CPUs dioscope may run on busy during the trials.
@@ -76,6 +82,7 @@ pub(super) fn example() -> super::Finding {
             pid: 777,
             comm: "hog".into(),
             cpu_pct: 99.0,
+            our_cpus_pct: 99.0,
         }],
     }
     .into()
