@@ -270,14 +270,26 @@ impl MountedFs {
 
 impl Drop for MountedFs {
     fn drop(&mut self) {
-        let m = self.mnt.path().to_str().unwrap().to_string();
+        umount_retrying(self.mnt.path());
+    }
+}
+
+/// Unmount a test's file system. io_uring drops its file references a
+/// moment after the run ends, so a first umount can fail with EBUSY: retry
+/// for up to 5 s, then detach lazily so the mount (and the loop device
+/// under it, autocleared) never outlives the test.
+pub fn umount_retrying(m: &Path) {
+    for _ in 0..50 {
         let ok = Command::new("umount")
-            .arg(&m)
+            .arg(m)
+            .stderr(std::process::Stdio::null())
             .status()
             .map(|s| s.success())
             .unwrap_or(false);
-        if !ok {
-            let _ = Command::new("umount").args(["-l", &m]).status();
+        if ok {
+            return;
         }
+        std::thread::sleep(std::time::Duration::from_millis(100));
     }
+    let _ = Command::new("umount").arg("-l").arg(m).status();
 }

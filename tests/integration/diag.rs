@@ -66,7 +66,7 @@ impl Mounted {
 
 impl Drop for Mounted {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(self.dir.path()).status();
+        crate::common::umount_retrying(self.dir.path());
     }
 }
 

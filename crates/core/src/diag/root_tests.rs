@@ -121,7 +121,24 @@ impl Mounted {
 
 impl Drop for Mounted {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(self.dir.path()).status();
+        // A first umount can fail with EBUSY while the kernel still holds a
+        // just-closed file: retry, then detach lazily, so no mount (and no
+        // loop device under it) outlives the test.
+        for _ in 0..50 {
+            let ok = Command::new("umount")
+                .arg(self.dir.path())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if ok {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
     }
 }
 
