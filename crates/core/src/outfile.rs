@@ -179,32 +179,38 @@ pub fn check_output(given: &str, targets: &[PathBuf]) -> Result<Output, OutputEr
 /// `O_TMPFILE` file (gone when closed), or where the filesystem lacks
 /// those, a named one removed at once by identity.
 fn probe_writable(dir: &Path) -> io::Result<()> {
+    let (f, named) = new_file_in(dir, ".dioscope-probe", 0o600)?;
+    if let Some(p) = named {
+        let m = f.metadata()?;
+        crate::targets::remove_if_same(&p, m.dev(), m.ino());
+    }
+    Ok(())
+}
+
+/// A new file in `dir` that no other name can point at: an unnamed
+/// `O_TMPFILE` file, or where the filesystem lacks those, an `O_EXCL` one
+/// named `PREFIX.PID.NANOS` (returned, for the caller to rename or remove).
+fn new_file_in(dir: &Path, prefix: &str, mode: u32) -> io::Result<(fs::File, Option<PathBuf>)> {
     match OpenOptions::new()
         .write(true)
         .custom_flags(libc::O_TMPFILE)
-        .mode(0o600)
+        .mode(mode)
         .open(dir)
     {
-        Ok(_) => Ok(()),
+        Ok(f) => Ok((f, None)),
         Err(e)
             if matches!(
                 e.raw_os_error(),
                 Some(libc::EOPNOTSUPP) | Some(libc::EISDIR)
             ) =>
         {
-            let p = dir.join(format!(
-                ".dioscope-probe.{}.{}",
-                std::process::id(),
-                nanos()
-            ));
+            let p = dir.join(format!("{prefix}.{}.{}", std::process::id(), nanos()));
             let f = OpenOptions::new()
                 .write(true)
                 .create_new(true)
-                .mode(0o600)
+                .mode(mode)
                 .open(&p)?;
-            let m = f.metadata()?;
-            crate::targets::remove_if_same(&p, m.dev(), m.ino());
-            Ok(())
+            Ok((f, Some(p)))
         }
         Err(e) => Err(e),
     }
@@ -260,33 +266,7 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> io::Result<()> {
         .unwrap_or_else(|| "result".into());
     remove_stale_temps(dir, &name);
     let old = fs::metadata(path).ok().filter(|m| m.is_file());
-    let (f, fallback) = match OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_TMPFILE)
-        .mode(0o666)
-        .open(dir)
-    {
-        Ok(f) => (f, None),
-        Err(e)
-            if matches!(
-                e.raw_os_error(),
-                Some(libc::EOPNOTSUPP) | Some(libc::EISDIR)
-            ) =>
-        {
-            let p = dir.join(format!(
-                ".{name}.dioscope-new.{}.{}",
-                std::process::id(),
-                nanos()
-            ));
-            let f = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o666)
-                .open(&p)?;
-            (f, Some(p))
-        }
-        Err(e) => return Err(e),
-    };
+    let (f, fallback) = new_file_in(dir, &format!(".{name}.dioscope-new"), 0o666)?;
     let ino = f.metadata()?.ino();
     let tmp = dir.join(temp_name(&name, std::process::id(), ino));
     let res = (|| {
