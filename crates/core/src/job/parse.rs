@@ -5,7 +5,7 @@
 //! order (`[global]` defaults, then each job's own lines). Nothing touches the
 //! system here beyond reading job files.
 
-use super::options::{closest, lookup, Apply, Kind, OptDef, FIO_UNIMPLEMENTED};
+use super::options::{closest, lookup, not_supported, Apply, Kind, OptDef};
 use super::spec::{BlockSizes, EngineKind, JobSpec, Plan, RwMode};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -35,8 +35,12 @@ pub enum ParseError {
         origin: Origin,
         suggestion: Option<String>,
     },
-    #[error("option '{name}' {origin} is a fio option that dioscope does not implement; remove it from the job")]
-    Unimplemented { name: String, origin: Origin },
+    #[error("not supported by dioscope: {name} ({reason}), {origin}; remove it from the job")]
+    Unimplemented {
+        name: String,
+        origin: Origin,
+        reason: String,
+    },
     #[error("invalid value '{value}' for option '{name}' {origin}: {reason}; a valid example: {name}={example}")]
     BadValue {
         name: String,
@@ -337,10 +341,11 @@ fn resolve_def(raw: &RawOpt) -> Result<&'static OptDef, ParseError> {
     if let Some(d) = lookup(&raw.key) {
         return Ok(d);
     }
-    if FIO_UNIMPLEMENTED.contains(&raw.key.as_str()) {
+    if let Some(reason) = not_supported(&raw.key) {
         return Err(ParseError::Unimplemented {
             name: raw.key.clone(),
             origin: raw.origin.clone(),
+            reason: reason.to_string(),
         });
     }
     let suggestion = closest(&raw.key).map(|(n, o)| {
@@ -676,7 +681,10 @@ mod tests {
         let e = parse_job_text("[a]\ngtod_reduce=1\n")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("does not implement"), "{e}");
+        assert!(
+            e.contains("not supported by dioscope: gtod_reduce (") && e.contains(":2"),
+            "{e}"
+        );
         let e = parse_job_text("[a\n").unwrap_err().to_string();
         assert!(e.contains("closing"), "{e}");
     }
