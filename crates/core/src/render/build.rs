@@ -202,6 +202,11 @@ fn job(r: &RunResult, s: &JobSummary) -> Job {
     Job {
         jobname: spec.name.clone(),
         groupid: s.group,
+        job_start: r
+            .groups
+            .iter()
+            .find(|g| g.id == s.group)
+            .map(|g| g.start_ms + spec.startdelay_us / 1000),
         error: s.first_error.as_ref().map(|(e, _)| e.errno).unwrap_or(0),
         eta: 0,
         elapsed: ((s.wall_ns as f64) / 1e9).round() as u64,
@@ -232,6 +237,7 @@ fn job(r: &RunResult, s: &JobSummary) -> Job {
         latency_target: 0,
         latency_percentile: 100.0,
         latency_window: 0,
+        desc: spec.description.clone(),
         other: OrderedMap::new(),
     }
 }
@@ -282,11 +288,15 @@ fn dioscope_job(r: &RunResult, s: &JobSummary) -> DioscopeJob {
         direct: spec.direct,
         rw: spec.rw.as_str().into(),
         bs: bs_text(spec),
-        numjobs: s
-            .jobs
-            .iter()
-            .map(|&i| r.jobs[i].resolved.spec.numjobs)
-            .sum(),
+        // One clone's own entry counts that clone.
+        numjobs: if s.clone_of.is_some() {
+            1
+        } else {
+            s.jobs
+                .iter()
+                .map(|&i| r.jobs[i].resolved.spec.numjobs)
+                .sum()
+        },
         directions: ["read", "write"]
             .iter()
             .zip(show)

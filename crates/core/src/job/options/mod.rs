@@ -174,11 +174,14 @@ macro_rules! job {
     };
 }
 
+// Section files (after `job!`: they use it).
+mod output;
+
 /// The sections of the option table, one file each under `job/options/` (the
 /// core options are below). A section is a `static &[OptDef]`; adding one is
 /// one line here. Helpers (`job!`, the unit parsers, `bs_dirs`, …) are visible
 /// to the section files through `use super::*`.
-static SECTIONS: &[&[OptDef]] = &[CORE];
+static SECTIONS: &[&[OptDef]] = &[CORE, output::OUTPUT];
 
 /// Every option dioscope understands, in table order.
 pub fn all() -> impl Iterator<Item = &'static OptDef> + Clone {
@@ -1329,8 +1332,6 @@ pub static FIO_UNIMPLEMENTED: &[(&str, &str)] = &[
     ),
     ("steadystate", "steady-state detection is not implemented"),
     ("ss", "steady-state detection is not implemented"),
-    ("kb_base", "decimal (SI) unit prefixes are not implemented"),
-    ("unit_base", "bit-based reports are not implemented"),
     (
         "serialize_overlap",
         "serialising overlapping in-flight I/Os is not implemented",
