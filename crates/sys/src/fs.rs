@@ -139,8 +139,7 @@ pub fn fallocate(fd: RawFd, off: u64, len: u64) -> io::Result<()> {
 /// the end without changing the file's size (fio's `fallocate=keep`).
 pub fn fallocate_keep_size(fd: RawFd, off: u64, len: u64) -> io::Result<()> {
     // SAFETY: no memory is passed.
-    cvt(unsafe { libc::fallocate(fd, libc::FALLOC_FL_KEEP_SIZE, off as i64, len as i64) })
-        .map(drop)
+    cvt(unsafe { libc::fallocate(fd, libc::FALLOC_FL_KEEP_SIZE, off as i64, len as i64) }).map(drop)
 }
 
 /// `posix_fallocate(fd, off, len)`: reserve blocks (glibc writes zeros

@@ -299,8 +299,9 @@ pub struct JobSpec {
     pub bs_trim: BlockSizes,
     /// `offset_align`: a percentage offset is rounded up to this (0: the smallest bs).
     pub offset_align: u64,
-    /// `blockalign`: boundary of random offsets (0: the smallest bs).
-    pub blockalign: u64,
+    /// `blockalign`: boundary of random offsets per direction (0: the
+    /// smallest block size).
+    pub blockalign: [u64; 2],
     pub random_generator: RandomGenerator,
     /// Second `random_distribution` parameter (`zipf:1.2:0.25`): where in
     /// the region (0..1) the most likely offset lies.
@@ -412,7 +413,7 @@ impl Default for JobSpec {
             rw_sequencer_identical: false,
             bs_trim: BlockSizes::Fixed(4096),
             offset_align: 0,
-            blockalign: 0,
+            blockalign: [0; 2],
             random_generator: RandomGenerator::Tausworthe,
             random_center: None,
             percentage_random: [100; 2],

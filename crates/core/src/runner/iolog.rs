@@ -387,8 +387,8 @@ mod tests {
         assert!(e.1.contains("not open"), "{e:?}");
         let e = IoLog::parse("fio version 2 iolog\n/a add\n/a open\n/a frob 0 1\n").unwrap_err();
         assert!(e.1.contains("frob"), "{e:?}");
-        let e = IoLog::parse("fio version 3 iolog\n0 /a add\n0 /a open\nx /a read 0 1\n")
-            .unwrap_err();
+        let e =
+            IoLog::parse("fio version 3 iolog\n0 /a add\n0 /a open\nx /a read 0 1\n").unwrap_err();
         assert!(e.1.contains("timestamp"), "{e:?}");
     }
 
@@ -400,14 +400,22 @@ mod tests {
         let mut w = IologWriter::create(&p, &files, 1_000).unwrap();
         let mut want = Vec::new();
         for i in 0..5000u64 {
-            let kind = if i % 3 == 0 { OpKind::Write } else { OpKind::Read };
+            let kind = if i % 3 == 0 {
+                OpKind::Write
+            } else {
+                OpKind::Read
+            };
             w.io(1_000 + i * 10_000, (i % 2) as u32, kind, i * 4096, 4096);
             want.push(((i % 2) as u32, kind, i * 4096, 4096));
         }
         w.finish(1_000 + 60_000_000).unwrap();
         let l = IoLog::load(&p).unwrap();
         assert_eq!(l.files, files);
-        let got: Vec<_> = l.ops.iter().map(|o| (o.file, o.kind, o.offset, o.len)).collect();
+        let got: Vec<_> = l
+            .ops
+            .iter()
+            .map(|o| (o.file, o.kind, o.offset, o.len))
+            .collect();
         assert_eq!(got, want);
         assert_eq!(l.ops[4999].at_ns, 4999 * 10_000 / 1_000 * 1_000);
     }

@@ -361,7 +361,9 @@ pub fn prepare(plan: &Plan) -> Result<(Vec<ResolvedJob>, TargetTable), SetupErro
                     may_create: j.allow_file_create,
                     fallocate: j.fallocate,
                     make_dirs: j.filenames.is_empty()
-                        && j.filename_format.as_deref().is_some_and(|f| f.contains('/')),
+                        && j.filename_format
+                            .as_deref()
+                            .is_some_and(|f| f.contains('/')),
                 });
             }
         }
@@ -432,9 +434,7 @@ fn check_replay(
     if j.direct {
         let a = t.offset_align.max(1) as u64;
         let bad = log.ops.iter().find(|o| {
-            o.file == f
-                && o.len > 0
-                && (!o.offset.is_multiple_of(a) || !o.len.is_multiple_of(a))
+            o.file == f && o.len > 0 && (!o.offset.is_multiple_of(a) || !o.len.is_multiple_of(a))
         });
         if let Some(o) = bad {
             return Err(job_err(
@@ -513,7 +513,11 @@ fn resolve(
                         .into());
                     }
                     if j.direct {
-                        let trim = if j.rw.trims() { j.bs_trim.all() } else { Vec::new() };
+                        let trim = if j.rw.trims() {
+                            j.bs_trim.all()
+                        } else {
+                            Vec::new()
+                        };
                         for bs in j.bs[0].all().into_iter().chain(j.bs[1].all()).chain(trim) {
                             check_aligned(t, "bs", bs)?;
                         }
@@ -558,9 +562,11 @@ fn worker_plan(
 ) -> WorkerPlan {
     let c = caps(j.ioengine);
     let depth = if c.sync { 1 } else { j.iodepth.max(1) };
-    let unit = match j.blockalign {
-        0 => j.bs[0].min().min(j.bs[1].min()).max(1),
-        ba => ba,
+    // blockalign: offsets on the finest boundary asked for; each
+    // direction's are then rounded to its own (offsets.rs).
+    let unit = match j.blockalign.iter().filter(|&&b| b > 0).min() {
+        None => j.bs[0].min().min(j.bs[1].min()).max(1),
+        Some(&ba) => ba,
     };
     let unit = if j.direct {
         let a = files
@@ -648,7 +654,10 @@ fn worker_plan(
             } else {
                 format!("{p}.{clone}")
             };
-            (PathBuf::from(p), files.iter().map(|f| f.path.clone()).collect())
+            (
+                PathBuf::from(p),
+                files.iter().map(|f| f.path.clone()).collect(),
+            )
         }),
     }
 }
@@ -662,7 +671,7 @@ fn offset_cfg(j: &JobSpec, unit: u64) -> offsets::OffsetCfg {
         random,
         // fio: blockalign turns the random map off; lfsr never repeats a
         // block within a pass, with or without it.
-        randommap: (!j.norandommap && j.blockalign == 0)
+        randommap: (!j.norandommap && j.blockalign == [0; 2])
             || j.random_generator == RandomGenerator::Lfsr,
         dist: j.random_distribution.clone(),
         center: j.random_center,
@@ -673,12 +682,17 @@ fn offset_cfg(j: &JobSpec, unit: u64) -> offsets::OffsetCfg {
             1
         },
         run_identical: j.rw_sequencer_identical,
+        blockalign: j.blockalign,
         pct_random: j.percentage_random,
         file_service: j.file_service,
         file_every: j.file_service_every,
         open_files: j.openfiles,
         zones: (j.zonemode == ZoneMode::Strided && j.zonesize > 0).then(|| {
-            let range = if j.zonerange > 0 { j.zonerange } else { j.zonesize };
+            let range = if j.zonerange > 0 {
+                j.zonerange
+            } else {
+                j.zonesize
+            };
             (range, j.zonesize, j.zoneskip)
         }),
     }

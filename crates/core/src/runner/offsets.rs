@@ -243,6 +243,9 @@ pub struct OffsetCfg {
     pub rand_run: u64,
     /// `rw_sequencer=identical`: the I/Os after a random one repeat its offset.
     pub run_identical: bool,
+    /// `blockalign` per direction (0: `unit`): random offsets are rounded
+    /// down to it.
+    pub blockalign: [u64; 2],
     /// `percentage_random` per direction (read, write).
     pub pct_random: [u32; 2],
     pub file_service: FileService,
@@ -266,6 +269,7 @@ impl OffsetCfg {
             seq_add: 0,
             rand_run: 1,
             run_identical: false,
+            blockalign: [0; 2],
             pct_random: [100; 2],
             file_service: FileService::RoundRobin,
             file_every: 1,
@@ -341,7 +345,11 @@ impl OffsetGen {
         dist: RandomDist,
         seed: u64,
     ) -> OffsetGen {
-        OffsetGen::with(regions, OffsetCfg::simple(unit, random, randommap, dist), seed)
+        OffsetGen::with(
+            regions,
+            OffsetCfg::simple(unit, random, randommap, dist),
+            seed,
+        )
     }
 
     pub fn with(regions: &[(u64, u64)], mut cfg: OffsetCfg, seed: u64) -> OffsetGen {
@@ -678,10 +686,14 @@ impl OffsetGen {
                 }
             }
         };
-        let o = block * unit;
+        let ba = match self.cfg.blockalign[write as usize] {
+            0 => unit,
+            b => b,
+        };
+        let o = block * unit / ba * ba;
         if o + len > r.win_len {
             // A large block near the end: pull it back inside, aligned.
-            r.win_len.saturating_sub(len) / unit * unit
+            r.win_len.saturating_sub(len) / ba * ba
         } else {
             o
         }
@@ -825,5 +837,197 @@ mod tests {
             let (_, o) = g.next(16384);
             assert!(o + 16384 <= 10 * 4096 && o % 4096 == 0);
         }
+    }
+
+    fn cfg(random: bool) -> OffsetCfg {
+        OffsetCfg::simple(4096, random, true, RandomDist::Uniform)
+    }
+
+    fn offs(g: &mut OffsetGen, n: usize) -> Vec<u64> {
+        (0..n).map(|_| g.next(4096).1).collect()
+    }
+
+    #[test]
+    fn sequential_with_holes_and_backwards_match_fio() {
+        // fio 3.33 write_iolog: rw=read:4k, bs=4k, size=64k.
+        let mut c = cfg(false);
+        c.seq_add = 4096;
+        let mut g = OffsetGen::with(&[(0, 65536)], c.clone(), 1);
+        let k: Vec<u64> = (0..16).map(|i| (i % 8) * 8192).collect();
+        assert_eq!(offs(&mut g, 16), k);
+        // rw=read:-8k: 0, 56k, 52k, …, 4k, 0.
+        c.seq_add = -8192;
+        let mut g = OffsetGen::with(&[(0, 65536)], c, 1);
+        let mut want = vec![0u64];
+        want.extend((1..=14).rev().map(|i| i * 4096));
+        want.push(0);
+        assert_eq!(offs(&mut g, 16), want);
+    }
+
+    #[test]
+    fn strided_zones_match_fio() {
+        // fio 3.33: rw=read bs=4k size=1m zonesize=16k zonerange=64k zoneskip=128k.
+        let mut c = cfg(false);
+        c.zones = Some((65536, 16384, 131072));
+        let mut g = OffsetGen::with(&[(0, 1 << 20)], c, 1);
+        let mut want = Vec::new();
+        for z in 0..6u64 {
+            for b in 0..4u64 {
+                want.push(z * 196608 + b * 4096);
+            }
+        }
+        want.extend([0, 4096, 8192, 12288]);
+        assert_eq!(offs(&mut g, 28), want);
+    }
+
+    #[test]
+    fn random_runs_follow_the_random_offset() {
+        let mut c = cfg(true);
+        c.rand_run = 4;
+        let mut g = OffsetGen::with(&[(0, 1 << 20)], c.clone(), 5);
+        let v = offs(&mut g, 12);
+        for run in v.chunks(4) {
+            for k in 1..4 {
+                // Continuing past the end wraps to the start, as sequential I/O does.
+                assert_eq!(run[k], (run[0] + k as u64 * 4096) % (1 << 20), "{v:?}");
+            }
+        }
+        assert_ne!(v[0] + 4 * 4096, v[4], "a new random offset every 4: {v:?}");
+        c.run_identical = true;
+        let mut g = OffsetGen::with(&[(0, 1 << 20)], c, 5);
+        let v = offs(&mut g, 8);
+        assert!(v[..4].iter().all(|&o| o == v[0]) && v[4..].iter().all(|&o| o == v[4]));
+    }
+
+    #[test]
+    fn percentage_random_mixes_sequential_runs() {
+        let mut c = cfg(true);
+        c.randommap = false;
+        c.pct_random = [0, 100];
+        let mut g = OffsetGen::with(&[(0, 1 << 30)], c, 3);
+        // Reads: fully sequential; writes: random.
+        let first = g.next_dir(4096, false).1;
+        for k in 1..100u64 {
+            assert_eq!(g.next_dir(4096, false).1, first + k * 4096);
+        }
+        let mut c = cfg(true);
+        c.randommap = false;
+        c.pct_random = [50; 2];
+        let mut g = OffsetGen::with(&[(0, 1 << 30)], c, 3);
+        let v = offs(&mut g, 10_000);
+        let seq = v.windows(2).filter(|w| w[1] == w[0] + 4096).count();
+        assert!((4_000..6_000).contains(&seq), "{seq} sequential of 10000");
+    }
+
+    #[test]
+    fn file_services() {
+        let regions = [(0, 8192), (0, 8192), (0, 8192)];
+        // roundrobin:2
+        let mut c = cfg(false);
+        c.file_every = 2;
+        let mut g = OffsetGen::with(&regions, c, 1);
+        let f: Vec<u32> = (0..8).map(|_| g.next(4096).0).collect();
+        assert_eq!(f, vec![0, 0, 1, 1, 2, 2, 0, 0]);
+        // sequential: each file's pass, then the next.
+        let mut c = cfg(false);
+        c.file_service = FileService::Sequential;
+        let mut g = OffsetGen::with(&regions, c, 1);
+        let f: Vec<(u32, u64)> = (0..7).map(|_| g.next(4096)).collect();
+        assert_eq!(
+            f,
+            vec![
+                (0, 0),
+                (0, 4096),
+                (1, 0),
+                (1, 4096),
+                (2, 0),
+                (2, 4096),
+                (0, 0)
+            ]
+        );
+        // random: every file is used, not in order.
+        let mut c = cfg(false);
+        c.file_service = FileService::Random;
+        let mut g = OffsetGen::with(&regions, c, 1);
+        let mut n = [0; 3];
+        for _ in 0..3000 {
+            n[g.next(4096).0 as usize] += 1;
+        }
+        assert!(n.iter().all(|&k| (800..1200).contains(&k)), "{n:?}");
+        // zipf over files: file 0 is the hottest.
+        let mut c = cfg(false);
+        c.file_service = FileService::Zipf(1.2);
+        let mut g = OffsetGen::with(&regions, c, 1);
+        let mut n = [0; 3];
+        for _ in 0..3000 {
+            n[g.next(4096).0 as usize] += 1;
+        }
+        assert!(n[0] > n[1] && n[1] > n[2], "{n:?}");
+        // openfiles=2 of 3: files 0 and 1 until both did a pass, then 2 and 0.
+        let mut c = cfg(false);
+        c.open_files = 2;
+        let mut g = OffsetGen::with(&regions, c, 1);
+        let f: Vec<u32> = (0..6).map(|_| g.next(4096).0).collect();
+        assert_eq!(f, vec![0, 1, 0, 1, 2, 0]);
+    }
+
+    #[test]
+    fn zoned_distribution_hits_its_zones() {
+        use crate::job::spec::{AccessZone, ZoneSize};
+        let z = |io, p| AccessZone {
+            io_pct: io,
+            size: ZoneSize::Pct(p),
+        };
+        // 80% of reads in the first 10%; writes uniform over the second half.
+        let dist = RandomDist::Zoned([
+            vec![z(80, 10.0), z(20, 90.0)],
+            vec![z(0, 50.0), z(100, 50.0)],
+        ]);
+        let c = OffsetCfg::simple(4096, true, false, dist);
+        let len = 1000 * 4096;
+        let mut g = OffsetGen::with(&[(0, len)], c, 9);
+        let hot = (0..10_000)
+            .filter(|_| g.next_dir(4096, false).1 < len / 10)
+            .count();
+        assert!((7_600..8_400).contains(&hot), "{hot}");
+        assert!((0..1000).all(|_| g.next_dir(4096, true).1 >= len / 2));
+        // zoned_abs: 100% in the first 64 KiB.
+        let dist = RandomDist::Zoned([
+            vec![AccessZone {
+                io_pct: 100,
+                size: ZoneSize::Bytes(65536),
+            }],
+            vec![],
+        ]);
+        let mut g = OffsetGen::with(&[(0, len)], OffsetCfg::simple(4096, true, false, dist), 9);
+        assert!((0..1000).all(|_| g.next(4096).1 < 65536));
+    }
+
+    #[test]
+    fn blockalign_rounds_each_direction() {
+        let mut c = OffsetCfg::simple(512, true, false, RandomDist::Uniform);
+        c.blockalign = [512, 8192];
+        let mut g = OffsetGen::with(&[(0, 1 << 24)], c, 2);
+        let reads: Vec<u64> = (0..2000).map(|_| g.next_dir(4096, false).1).collect();
+        assert!(
+            reads.iter().any(|o| o % 4096 != 0),
+            "reads use 512-byte boundaries"
+        );
+        assert!(reads.iter().all(|o| o % 512 == 0));
+        assert!((0..2000).all(|_| g.next_dir(4096, true).1 % 8192 == 0));
+    }
+
+    #[test]
+    fn skewed_center_moves_the_hot_spot() {
+        let mut c = OffsetCfg::simple(4096, true, false, RandomDist::Zipf(1.2));
+        c.center = Some(0.5);
+        let n = 1000u64;
+        let mut g = OffsetGen::with(&[(0, n * 4096)], c, 4);
+        let mut counts = vec![0u32; n as usize];
+        for _ in 0..20_000 {
+            counts[(g.next(4096).1 / 4096) as usize] += 1;
+        }
+        let top = (0..n as usize).max_by_key(|&i| counts[i]).unwrap();
+        assert_eq!(top, 500, "rank 0 at the center");
     }
 }

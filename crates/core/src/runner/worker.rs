@@ -609,7 +609,13 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
                     if !self.within_size(op.len) {
                         break;
                     }
-                    self.stage_at(t_stage, op.kind == OpKind::Write, op.len, op.file, op.offset);
+                    self.stage_at(
+                        t_stage,
+                        op.kind == OpKind::Write,
+                        op.len,
+                        op.file,
+                        op.offset,
+                    );
                 }
                 OpKind::Trim => {
                     if !self.within_size(op.len) {
@@ -640,7 +646,12 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
     #[inline(never)]
     fn trim(&mut self, file: u32, offset: u64, len: u64) {
         let fd = self.p.fds.get(file as usize).copied().unwrap_or(-1);
-        let is_dev = self.p.trim_is_dev.get(file as usize).copied().unwrap_or(false);
+        let is_dev = self
+            .p
+            .trim_is_dev
+            .get(file as usize)
+            .copied()
+            .unwrap_or(false);
         if fd < 0 {
             // null engine: nothing to trim, nothing counted.
             return;
@@ -705,7 +716,10 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
     #[inline(never)]
     fn overlaps(&self, file: u32, offset: u64, len: u64) -> bool {
         self.slots.meta.iter().any(|m| {
-            m.len > 0 && m.file == file && m.offset < offset + len && offset < m.offset + m.len as u64
+            m.len > 0
+                && m.file == file
+                && m.offset < offset + len
+                && offset < m.offset + m.len as u64
         })
     }
 

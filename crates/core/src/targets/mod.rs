@@ -671,7 +671,11 @@ fn layout(
         Ok(()) => {}
         Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => return Err(cleanup(no_space(have))),
         Err(e) if how == Fallocate::Posix => {
-            return Err(cleanup(io_err(path, "posix_fallocate (fallocate=posix)", e)))
+            return Err(cleanup(io_err(
+                path,
+                "posix_fallocate (fallocate=posix)",
+                e,
+            )))
         }
         // Not supported (e.g. some filesystems): write it out instead.
         Err(_) => {}

@@ -5,9 +5,7 @@
 //! runner/iolog.rs and targets/.
 
 use super::*;
-use crate::job::spec::{
-    AccessZone, Fallocate, FileService, RandomGenerator, ZoneMode, ZoneSize,
-};
+use crate::job::spec::{AccessZone, Fallocate, FileService, RandomGenerator, ZoneMode, ZoneSize};
 
 /// `name:N` → (name, Some(N)).
 fn with_suffix(v: &str) -> (&str, Option<&str>) {
@@ -72,9 +70,9 @@ pub(super) fn zoned(spec: &str, abs: bool) -> Result<[Vec<AccessZone>; 2], UnitE
     let one = |list: &str| -> Result<Vec<AccessZone>, UnitError> {
         let mut v = Vec::new();
         for part in list.split(':').map(str::trim).filter(|p| !p.is_empty()) {
-            let (io, size) = part.split_once('/').ok_or_else(|| {
-                format!("'{part}' is not IO_PERCENT/SIZE, for example 60/10")
-            })?;
+            let (io, size) = part
+                .split_once('/')
+                .ok_or_else(|| format!("'{part}' is not IO_PERCENT/SIZE, for example 60/10"))?;
             let io_pct = pct(io)?;
             let size = if abs {
                 ZoneSize::Bytes(parse_size(size)?)
@@ -92,7 +90,9 @@ pub(super) fn zoned(spec: &str, abs: bool) -> Result<[Vec<AccessZone>; 2], UnitE
         }
         let io: u32 = v.iter().map(|z| z.io_pct).sum();
         if io != 100 {
-            return Err(format!("the zones' I/O percentages add up to {io}, not 100"));
+            return Err(format!(
+                "the zones' I/O percentages add up to {io}, not 100"
+            ));
         }
         if !abs {
             let sz: f64 = v
@@ -103,7 +103,9 @@ pub(super) fn zoned(spec: &str, abs: bool) -> Result<[Vec<AccessZone>; 2], UnitE
                 })
                 .sum();
             if sz > 100.0 + 1e-9 {
-                return Err(format!("the zones cover {sz}% of the region, more than 100%"));
+                return Err(format!(
+                    "the zones cover {sz}% of the region, more than 100%"
+                ));
             }
         }
         Ok(v)
@@ -122,6 +124,31 @@ pub(super) fn zoned(spec: &str, abs: bool) -> Result<[Vec<AccessZone>; 2], UnitE
 
 fn opt_bytes(v: &str) -> Result<Option<String>, UnitError> {
     Ok(opt_str(v))
+}
+
+/// Checks across this section's options, once a job is complete.
+pub fn validate(j: &JobSpec) -> Result<(), String> {
+    if j.unlink_each_loop && j.loops > 1 {
+        return Err(format!(
+            "not supported by dioscope: unlink_each_loop with loops={} (a job's loops run over \
+             files laid out once); use loops=1 with unlink_each_loop, or unlink=1",
+            j.loops
+        ));
+    }
+    if j.zonemode == ZoneMode::Strided && j.zonesize == 0 {
+        return Err("zonemode=strided needs zonesize=, for example zonesize=64m".into());
+    }
+    if j.read_iolog.is_some() && j.read_iolog == j.write_iolog {
+        return Err("read_iolog and write_iolog name the same file; record to another one".into());
+    }
+    if j.rw.trims() && j.verify.is_some() {
+        return Err(format!(
+            "rw={} with verify: trimmed blocks hold no verifiable data; drop verify= or trim \
+             in a job of its own",
+            j.rw.as_str()
+        ));
+    }
+    Ok(())
 }
 
 /// Options of this section.
@@ -238,29 +265,27 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &["ba"],
         kind: Kind::Size,
         example: "8k",
-        help: "Boundary of random offsets (default: the block size); turns off the random map",
+        help: "Boundary of random offsets (default: the block size); 'R,W' per direction; turns off the random map",
         apply: job!(|j, v| {
-            // 'R,W,T': dioscope draws one offset stream for every direction.
             let parts: Vec<&str> = v.split(',').map(str::trim).collect();
-            let vals: Vec<u64> = parts
-                .iter()
-                .filter(|p| !p.is_empty())
-                .map(|p| parse_size(p))
-                .collect::<Result<_, _>>()?;
-            let Some(&first) = vals.first() else {
-                return Err("an empty blockalign".into());
+            if parts.len() > 3 {
+                return Err("at most read, write and trim values".into());
+            }
+            let one = |p: &str| -> Result<u64, UnitError> {
+                if p.is_empty() {
+                    return Ok(0);
+                }
+                match parse_size(p)? {
+                    0 => Err("a blockalign of 0".into()),
+                    b => Ok(b),
+                }
             };
-            if vals.iter().any(|&x| x != first) {
-                return Err(format!(
-                    "not supported by dioscope: a different blockalign per direction ('{}'): \
-                     one offset stream serves every direction; give one value",
-                    v.trim()
-                ));
-            }
-            if first == 0 {
-                return Err("a blockalign of 0".into());
-            }
-            j.blockalign = first;
+            let r = one(parts[0])?;
+            let w = match parts.get(1) {
+                Some(p) => one(p)?,
+                None => r,
+            };
+            j.blockalign = [r, w];
             Ok(())
         }),
     },
