@@ -247,6 +247,23 @@ fn find(name: &str) -> Option<&'static FlagDef> {
     FLAGS.iter().find(|f| f.name == name)
 }
 
+/// The flag `key` is a misspelling of, when it is no option either.
+fn near_flag(key: &str) -> Option<&'static str> {
+    if options::lookup(key).is_some()
+        || options::not_supported(key).is_some()
+        || options::closest(key).is_some()
+    {
+        return None;
+    }
+    let key = key.replace('_', "-");
+    FLAGS
+        .iter()
+        .map(|f| (options::levenshtein(&key, f.name), f.name))
+        .filter(|(d, n)| *d <= (n.len() / 3).max(1))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, n)| n)
+}
+
 /// Take fio's invocation flags out of `args`; the flags and the rest, in
 /// order, for the job parser. A refused flag is an error naming it.
 pub fn split(args: &[String]) -> Result<(Flags, Vec<String>), String> {
@@ -262,6 +279,11 @@ pub fn split(args: &[String]) -> Result<(Flags, Vec<String>), String> {
             None => (opt, None),
         };
         let Some(def) = find(key) else {
+            if let Some(near) = near_flag(key) {
+                return Err(format!(
+                    "unknown option '{key}' on the command line; did you mean '--{near}'?"
+                ));
+            }
             rest.push(a.clone());
             continue;
         };
@@ -372,8 +394,8 @@ pub fn enghelp(what: &str) -> Result<String, String> {
 }
 
 /// `--showcmd`: the job files as one command line that runs the same jobs.
-/// Options every job of a file shares come first (they apply to every job
-/// that follows), then each job's `--name` and its own options.
+/// The `[global]` options every job of a file starts with come first (they
+/// apply to every job that follows), then each job's `--name` and the rest.
 pub fn showcmd(args: &[String]) -> Result<String, String> {
     let mut words: Vec<String> = vec!["dioscope".into()];
     let mut any = false;
@@ -387,7 +409,7 @@ pub fn showcmd(args: &[String]) -> Result<String, String> {
             .map_err(|e| e.to_string())?;
         let common = jobs
             .iter()
-            .map(|j| j.opts.len())
+            .map(|j| j.globals)
             .min()
             .map(|min| {
                 (0..min)
@@ -453,6 +475,10 @@ mod tests {
         assert_eq!(rest, s(&["job.fio", "--bs=4k"]));
         // fio also spells them with '_'.
         assert!(split(&s(&["--parse_only"])).unwrap().0.parse_only);
+        let e = split(&s(&["--minimall"])).unwrap_err();
+        assert!(e.contains("did you mean '--minimal'"), "{e}");
+        // Not a flag and not near one: left to the job parser.
+        assert_eq!(split(&s(&["--iodepht=4"])).unwrap().1, s(&["--iodepht=4"]));
     }
 
     #[test]
@@ -478,11 +504,14 @@ mod tests {
     #[test]
     fn cmdhelp_and_enghelp() {
         let h = cmdhelp("bs").unwrap();
-        assert!(h.contains("bs:") && h.contains("blocksize") && h.contains("bs=4k"), "{h}");
+        assert!(
+            h.contains("bs:") && h.contains("blocksize") && h.contains("bs=4k"),
+            "{h}"
+        );
         let h = cmdhelp("blocksize").unwrap();
         assert!(h.starts_with("bs:"), "{h}");
         assert!(cmdhelp("").unwrap().contains("--iodepth="));
-        assert!(cmdhelp("all").unwrap().contains("--rw="));
+        assert!(cmdhelp("all").unwrap().contains("--rw, readwrite="));
         let (name, why) = options::FIO_UNIMPLEMENTED[0];
         assert!(cmdhelp(name).unwrap().contains(why));
         let e = cmdhelp("iodepht").unwrap_err();
@@ -507,24 +536,33 @@ mod tests {
         .unwrap();
         let line = showcmd(&s(&[f.to_str().unwrap()])).unwrap();
         assert!(
-            line.starts_with("dioscope --ioengine=null --size=1m --name=a --rw=randread --bs=8k --name=b"),
+            line.starts_with(
+                "dioscope --ioengine=null --size=1m --name=a --rw=randread --bs=8k --name=b"
+            ),
             "{line}"
         );
         let from_file = crate::job::parse_args(&[f.to_str().unwrap()]).unwrap();
-        // The words back through the parser (no shell: strip the quotes).
-        let words: Vec<String> = line
-            .trim()
-            .split(" --")
-            .skip(1)
-            .map(|w| format!("--{}", w.replace('\'', "")))
-            .collect();
-        let from_line = crate::job::parse_args(&words).unwrap();
+        assert!(line.contains("'--description=two words'"), "{line}");
+        // The words back through the parser, split as a shell would.
+        let mut words: Vec<String> = Vec::new();
+        let (mut cur, mut quoted) = (String::new(), false);
+        for c in line.trim().chars() {
+            match c {
+                '\'' => quoted = !quoted,
+                ' ' if !quoted => words.push(std::mem::take(&mut cur)),
+                c => cur.push(c),
+            }
+        }
+        words.push(cur);
+        let words = &words[1..];
+        let from_line = crate::job::parse_args(words).unwrap();
         assert_eq!(from_file.jobs.len(), from_line.jobs.len());
         for (a, b) in from_file.jobs.iter().zip(&from_line.jobs) {
             assert_eq!(a.name, b.name);
             assert_eq!(a.rw, b.rw);
             assert_eq!(a.bs, b.bs);
             assert_eq!(a.ioengine, b.ioengine);
+            assert_eq!(a.description, b.description);
         }
     }
 }

@@ -460,6 +460,8 @@ pub fn validate(j: &JobSpec) -> Result<(), ParseError> {
             return invalid(format!("bs={b} is not a multiple of the verify interval {iv}; set verify_interval to a common divisor such as verify_interval={}", gcd(b, iv)));
         }
     }
+    super::options::workload::validate(j)
+        .map_err(|m| ParseError::Invalid(format!("job '{}': {m}", j.name)))?;
     if j.verify_only && j.verify.is_none() {
         return invalid("verify_only needs a verify method, for example verify=crc32c".into());
     }
@@ -719,8 +721,8 @@ mod tests {
 
     #[test]
     fn kb_base_decides_what_the_jobs_sizes_mean() {
-        let p = parse_job_text("[a]\nbs=4k\nkb_base=1000\nsize=1m\n[b]\nbs=4KiB\nsize=1m\n")
-            .unwrap();
+        let p =
+            parse_job_text("[a]\nbs=4k\nkb_base=1000\nsize=1m\n[b]\nbs=4KiB\nsize=1m\n").unwrap();
         assert_eq!(p.jobs[0].bs[0], BlockSizes::Fixed(4000));
         assert_eq!(
             p.jobs[0].size,
@@ -732,9 +734,13 @@ mod tests {
             p.jobs[1].size,
             Some(crate::job::units::SizeOrPct::Bytes(1 << 20))
         );
-        let e = parse_job_text("[a]\nkb_base=512\n").unwrap_err().to_string();
+        let e = parse_job_text("[a]\nkb_base=512\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("kb_base") && e.contains("1000"), "{e}");
-        let e = parse_job_text("[a]\nunit_base=1\n").unwrap_err().to_string();
+        let e = parse_job_text("[a]\nunit_base=1\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not supported by dioscope"), "{e}");
         let p = parse_job_text("[a]\nunit_base=8\ndescription=my job\n").unwrap();
         assert_eq!(p.jobs[0].description.as_deref(), Some("my job"));
@@ -743,10 +749,17 @@ mod tests {
     #[test]
     fn global_options_are_what_global_set() {
         let p = parse_job_text("[global]\nbs=8k\nioengine=null\n[a]\nrw=read\n[b]\n").unwrap();
-        assert!(p.global_options.is_empty(), "parse_job_text is not an invocation");
+        assert!(
+            p.global_options.is_empty(),
+            "parse_job_text is not an invocation"
+        );
         let d = tempfile::tempdir().unwrap();
         let f = d.path().join("g.fio");
-        std::fs::write(&f, "[global]\nbs=8k\nioengine=null\nbs=16k\n[a]\nrw=read\n[b]\n").unwrap();
+        std::fs::write(
+            &f,
+            "[global]\nbs=8k\nioengine=null\nbs=16k\n[a]\nrw=read\n[b]\n",
+        )
+        .unwrap();
         let p = parse_args(&[f.to_str().unwrap()]).unwrap();
         assert_eq!(
             p.global_options,

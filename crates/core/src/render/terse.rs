@@ -174,7 +174,7 @@ mod tests {
             .iter()
             .map(|k| (k.to_string(), if *k == "2" { 99.9 } else { 0.0 }))
             .collect();
-        j.ctx = 9;
+        j.minf = 9;
         let disk = DiskUtil {
             name: "vda".into(),
             util: 12.5,
@@ -218,7 +218,7 @@ mod tests {
         assert_eq!(ours[17], "1.000000%=0", "read_clat_pct01");
         assert_eq!(ours[18], "99.900000%=7", "read_clat_pct02");
         assert_eq!(ours[19], "0%=0", "padding to 20 percentiles");
-        assert_eq!(ours[90], "9", "cpu_csw");
+        assert_eq!(ours[91], "9", "cpu_minf");
         assert_eq!(ours[92], "100.0%", "iodepth_1");
         assert_eq!(ours[99], "99.90%", "lat_2us");
         // One disk: nine more fields, as fio writes for vda.

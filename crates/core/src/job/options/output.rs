@@ -38,7 +38,10 @@ pub(super) static OUTPUT: &[OptDef] = &[
                1 (bits) is not supported",
         apply: job!(|_, v| match v.trim() {
             "0" | "8" => Ok(()),
-            "1" => Err("bit-based reports are not supported by dioscope (it reports bytes: unit_base=8)".into()),
+            "1" => Err(
+                "bit-based reports are not supported by dioscope (it reports bytes: unit_base=8)"
+                    .into()
+            ),
             o => Err(format!("'{o}' is not 0, 8 or 1")),
         }),
     },
