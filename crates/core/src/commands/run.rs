@@ -159,7 +159,8 @@ fn formats(given: &str, flags: &super::flags::Flags) -> Result<Formats, String> 
 /// would write (its pattern, or a file it would have to lay out).
 fn readonly(plan: &Plan) -> Result<(), String> {
     for j in &plan.jobs {
-        if j.rw.writes() {
+        // verify_only reads back what an earlier run wrote: no write.
+        if j.rw.writes() && !j.verify_only {
             return Err(format!(
                 "--readonly: job '{}' writes (rw={}); drop --readonly or make it read only (rw=read or rw=randread)",
                 j.name,

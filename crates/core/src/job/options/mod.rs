@@ -479,7 +479,7 @@ static CORE: &[OptDef] = &[
     },
     OptDef {
         name: "thread",
-        aliases: &[],
+        aliases: &["threads"],
         kind: Kind::Flag,
         example: "1",
         help: "Accepted for fio compatibility: dioscope always uses threads",
@@ -1411,6 +1411,19 @@ pub static FIO_UNIMPLEMENTED: &[(&str, &str)] = &[
     ),
     ("bwavgtime", "the bandwidth sample window is fixed"),
     ("iopsavgtime", "the IOPS sample window is fixed"),
+    ("wait_for", "waiting for a named job is not implemented; stonewall (or new_group) orders jobs"),
+    ("create_serialize", "laying out files is always serialised, before any job starts"),
+    ("fill_device", "writing until the device or file system is full is not implemented; give size="),
+    ("log_prio", "logging each I/O's priority is not implemented"),
+    ("log_issue_time", "logging each I/O's issue time is not implemented"),
+    ("log_window_value", "logging more than one value per window is not implemented (log_max_value picks the maximum)"),
+    ("iodepth_mode", "stepping the queue depth within a job is not implemented; dioscope sweep --vary iodepth=… runs one job per depth"),
+    ("sprandom", "SanDisk-style random preconditioning is not implemented"),
+    ("spr_op", "SanDisk-style random preconditioning is not implemented (sprandom)"),
+    ("spr_num_regions", "SanDisk-style random preconditioning is not implemented (sprandom)"),
+    ("random_sequence_stride", "the sequence distribution is not implemented"),
+    ("ignore_error", "ignoring chosen errnos is not implemented; continue_on_error=all goes on after any error"),
+    ("error_dump", "dumping each I/O error is not implemented; the first error is reported with its offset"),
 ];
 
 /// Why dioscope does not support the fio option `name`, if it is one of those.
