@@ -56,6 +56,8 @@ pub struct LatSearch {
     low: u32,
     /// Shallowest depth known to miss it (or the job's iodepth).
     high: u32,
+    /// A window has failed: from then on the search bisects instead of doubling.
+    failed_once: bool,
     window_start: u64,
     ios: u64,
     late: u64,
@@ -73,6 +75,7 @@ impl LatSearch {
             depth: 1,
             low: 1,
             high: max,
+            failed_once: false,
             window_start: now,
             ios: 0,
             late: 0,
@@ -117,6 +120,7 @@ impl LatSearch {
     }
 
     fn step_down(&mut self, now: u64) -> LatStep {
+        self.failed_once = true;
         self.high = self.depth;
         if self.depth == self.low {
             self.low = self.low.saturating_sub(1).max(1);
@@ -130,7 +134,7 @@ impl LatSearch {
         let was = self.depth;
         self.low = self.depth;
         // Until a window fails, double; after, bisect towards the failure.
-        self.depth = if self.high != self.plan.max_depth {
+        self.depth = if self.failed_once {
             (self.depth + self.high) / 2
         } else {
             self.depth.saturating_mul(2)
@@ -203,7 +207,11 @@ mod tests {
                 for pct in [100.0, 90.0] {
                     let (seen, end) = search(plan(pct, max), good);
                     assert_eq!(end, LatStep::Done, "max {max} good {good}: {seen:?}");
-                    assert_eq!(*seen.last().unwrap(), good, "max {max} good {good}: {seen:?}");
+                    assert_eq!(
+                        *seen.last().unwrap(),
+                        good,
+                        "max {max} good {good}: {seen:?}"
+                    );
                 }
             }
         }

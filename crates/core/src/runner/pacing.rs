@@ -42,6 +42,8 @@ pub struct PacePlan {
     pub lat: Option<LatPlan>,
     /// Which directions the job issues.
     pub issues: [bool; 2],
+    /// `startdelay` for this worker (a range is drawn from its seed).
+    pub start_delay_us: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -108,7 +110,77 @@ impl PacePlan {
             flow: None,
             lat,
             issues: [j.rw.reads(), j.rw.writes()],
+            start_delay_us: match j.startdelay_us {
+                (lo, hi) if hi > lo => lo + Rng::new(seed ^ 0x5354_4152).below(hi - lo + 1),
+                (lo, _) => lo,
+            },
         }
+    }
+}
+
+/// The flows of one trial: one shared counter per `flow_id` used by its jobs.
+#[derive(Debug, Default)]
+pub struct Flows {
+    shares: Vec<(u32, Arc<FlowShare>)>,
+}
+
+impl Flows {
+    /// `jobs`: the trial's jobs with their clone counts. Every member's
+    /// weight is in its flow before any worker starts.
+    pub fn for_trial<'a>(jobs: impl Iterator<Item = (&'a JobSpec, usize)>) -> Flows {
+        let mut weights: Vec<(u32, u64)> = Vec::new();
+        for (j, clones) in jobs.filter(|(j, _)| j.flow > 0) {
+            let w = j.flow as u64 * clones as u64;
+            match weights.iter_mut().find(|(id, _)| *id == j.flow_id) {
+                Some((_, t)) => *t += w,
+                None => weights.push((j.flow_id, w)),
+            }
+        }
+        Flows {
+            shares: weights
+                .into_iter()
+                .map(|(id, w)| (id, FlowShare::new(w)))
+                .collect(),
+        }
+    }
+
+    /// The flow membership of one worker of job `j` (None: not in a flow).
+    pub fn member(&self, j: &JobSpec) -> Option<FlowPlan> {
+        if j.flow == 0 {
+            return None;
+        }
+        let (_, share) = self.shares.iter().find(|(id, _)| *id == j.flow_id)?;
+        Some(FlowPlan {
+            share: share.clone(),
+            weight: j.flow as u64,
+            sleep_ns: j.flow_sleep_us * 1000,
+        })
+    }
+}
+
+/// What pacing found in one trial of one job, per clone.
+#[derive(Debug, Clone, Default)]
+pub struct TrialPace {
+    pub clones: Vec<ClonePace>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ClonePace {
+    pub steady: Option<super::steadystate::SteadyReport>,
+    pub latency_depth: Option<u32>,
+}
+
+impl TrialPace {
+    /// The entry of `clone` in trial `trial`, made when missing.
+    pub fn clone_mut(trials: &mut Vec<TrialPace>, trial: usize, clone: usize) -> &mut ClonePace {
+        if trials.len() <= trial {
+            trials.resize_with(trial + 1, TrialPace::default);
+        }
+        let t = &mut trials[trial];
+        if t.clones.len() <= clone {
+            t.clones.resize_with(clone + 1, ClonePace::default);
+        }
+        &mut t.clones[clone]
     }
 }
 
@@ -255,6 +327,16 @@ pub enum PaceEvent {
     Fail(i32, String),
 }
 
+/// Whether a run note is a pacing failure of this errno (what the worker's
+/// [`PaceEvent::Fail`] message starts with).
+pub fn is_failure(note: &str, errno: i32) -> bool {
+    match errno {
+        libc::EIO => note.starts_with("rate_min=") || note.starts_with("rate_iops_min="),
+        libc::ETIMEDOUT => note.starts_with("latency_target="),
+        _ => false,
+    }
+}
+
 /// The pacing state of one running worker.
 #[derive(Debug)]
 pub struct Pacer {
@@ -278,9 +360,7 @@ pub struct Pacer {
 impl Pacer {
     pub fn new(p: &PacePlan, start: u64) -> Pacer {
         let rate = (p.bps[0] | p.bps[1] > 0).then(|| Rate {
-            ns_per_byte: p
-                .bps
-                .map(|b| if b > 0 { 1e9 / b as f64 } else { 0.0 }),
+            ns_per_byte: p.bps.map(|b| if b > 0 { 1e9 / b as f64 } else { 0.0 }),
             mean_gap_ns: [0, 1].map(|d| {
                 if p.poisson && p.bps[d] > 0 {
                     1e9 * p.min_bs[d].max(1) as f64 / p.bps[d] as f64
@@ -292,7 +372,7 @@ impl Pacer {
             issues: p.issues,
             rng: Rng::new(p.seed ^ 0x7261_7465),
         });
-        let floor = (p.min_bps.iter().chain(&p.min_iops).any(|&x| x > 0)).then(|| Floor {
+        let floor = (p.min_bps.iter().chain(&p.min_iops).any(|&x| x > 0)).then_some(Floor {
             min_bps: p.min_bps,
             min_iops: p.min_iops,
             cycle_ns: p.cycle_ns,
@@ -335,7 +415,13 @@ impl Pacer {
     /// May an I/O drawn as `write` go now? The direction it goes (the rate
     /// may send it the other way), or None: hold back for now.
     #[inline(always)]
-    pub fn admit(&mut self, write: bool, now: u64, inflight: usize, measuring: bool) -> Option<bool> {
+    pub fn admit(
+        &mut self,
+        write: bool,
+        now: u64,
+        inflight: usize,
+        measuring: bool,
+    ) -> Option<bool> {
         if self.hold != Hold::None {
             return None;
         }

@@ -151,6 +151,7 @@ mod tests {
         // 200, 105, 100: mean 135, largest deviation 65 = 48 %.
         assert!(!d.push(105, 0));
         assert!((d.max_deviation - (200.0 - 135.0)).abs() < 1e-9);
+        assert!(!d.push(100, 0));
         // 105, 100, 104: mean 103, deviation 3 = 2.9 %.
         assert!(d.push(104, 0));
         assert!(d.attained);
