@@ -29,6 +29,9 @@ pub fn run_doc(r: &RunResult, diagnosis: &RunDiagnosis, context: String) -> RunD
             serde_json::to_value(&r.auto_trials).unwrap_or_default(),
         );
     }
+    if let Some(v) = crate::runner::pacing::trials_section(r) {
+        let _ = d.set_section("pacing", v);
+    }
     RunDoc {
         fio_version: format!("dioscope-{}", env!("CARGO_PKG_VERSION")),
         timestamp: now.as_secs(),

@@ -184,6 +184,41 @@ impl TrialPace {
     }
 }
 
+/// dioscope's `pacing` section: per job and trial, whether and when steady
+/// state was reached and the depth the latency target settled on (fio's
+/// fields show the last trial; this shows every one). None when no job
+/// judged either.
+pub fn trials_section(r: &super::RunResult) -> Option<serde_json::Value> {
+    let jobs: Vec<serde_json::Value> = r
+        .jobs
+        .iter()
+        .filter(|j| !j.pace.is_empty())
+        .map(|j| {
+            let trials: Vec<serde_json::Value> = j
+                .pace
+                .iter()
+                .enumerate()
+                .map(|(t, tp)| {
+                    let clones: Vec<serde_json::Value> = tp
+                        .clones
+                        .iter()
+                        .map(|c| {
+                            serde_json::json!({
+                                "steady_attained": c.steady.as_ref().map(|s| s.detector.attained),
+                                "steady_after_s": c.steady.as_ref().and_then(|s| s.attained_after_s),
+                                "latency_depth": c.latency_depth,
+                            })
+                        })
+                        .collect();
+                    serde_json::json!({"trial": t + 1, "clones": clones})
+                })
+                .collect();
+            serde_json::json!({"jobname": j.resolved.spec.name, "trials": trials})
+        })
+        .collect();
+    (!jobs.is_empty()).then(|| serde_json::json!({ "jobs": jobs }))
+}
+
 /// The I/O counter the workers of one `flow_id` share in a trial.
 #[derive(Debug)]
 pub struct FlowShare {
