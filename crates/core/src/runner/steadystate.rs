@@ -92,7 +92,8 @@ impl Detector {
         } else {
             value
         };
-        self.attained = self.criterion.abs() < self.crit.limit;
+        // One sample has no slope (fio divides by zero there and never attains).
+        self.attained = self.criterion.abs() < self.crit.limit && !(self.crit.slope && y.len() < 2);
         self.attained
     }
 
@@ -196,5 +197,10 @@ mod tests {
         assert_eq!(j["data"]["iops"], json!([7, 0, 0, 0]));
         assert_eq!(j["data"]["bw"], json!([70, 0, 0, 0]));
         assert_eq!(j["ss"], "iops_slope:0.010000%");
+        // A one-second window has no slope: never steady by slope.
+        let mut d = Detector::new(crit(SsMetric::Iops, true, 50.0, true), 1);
+        assert!(!d.push(100, 0) && !d.push(100, 0));
+        let mut d = Detector::new(crit(SsMetric::Iops, false, 50.0, true), 1);
+        assert!(d.push(100, 0));
     }
 }
