@@ -39,6 +39,14 @@ const EXEMPT: &[(&str, &str)] = &[
         "unit_base",
         "0 and 8 are the bytes dioscope reports; 1 (bits) is refused",
     ),
+    (
+        "io_submit_mode",
+        "its one accepted value, inline, is how dioscope always submits (offload is refused)",
+    ),
+    (
+        "clocksource",
+        "its one accepted value, clock_gettime, is the clock dioscope always uses (the others are refused)",
+    ),
 ];
 
 /// Choice values that are fio's other spelling of another value.

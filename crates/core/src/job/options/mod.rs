@@ -196,13 +196,14 @@ macro_rules! job {
 
 // Section files (after `job!`: they use it).
 mod output;
+pub mod pacing;
 pub mod workload;
 
 /// The sections of the option table, one file each under `job/options/` (the
 /// core options are below). A section is a `static &[OptDef]`; adding one is
 /// one line here. Helpers (`job!`, the unit parsers, `bs_dirs`, …) are visible
 /// to the section files through `use super::*`.
-static SECTIONS: &[&[OptDef]] = &[CORE, workload::WORKLOAD, output::OUTPUT];
+static SECTIONS: &[&[OptDef]] = &[CORE, workload::WORKLOAD, pacing::PACING, output::OUTPUT];
 
 /// Every option dioscope understands, in table order.
 pub fn all() -> impl Iterator<Item = &'static OptDef> + Clone {
@@ -533,17 +534,6 @@ static CORE: &[OptDef] = &[
         }),
     },
     OptDef {
-        name: "startdelay",
-        aliases: &[],
-        kind: Kind::Time,
-        example: "1s",
-        help: "Wait this long before starting the job",
-        apply: job!(|j, v| {
-            j.startdelay_us = parse_time_us(v, 1_000_000)?;
-            Ok(())
-        }),
-    },
-    OptDef {
         name: "direct",
         aliases: &[],
         kind: Kind::Flag,
@@ -788,17 +778,6 @@ static CORE: &[OptDef] = &[
         help: "Remove the files this job created when it ends",
         apply: job!(|j, v| {
             j.unlink = parse_bool(v)?;
-            Ok(())
-        }),
-    },
-    OptDef {
-        name: "rate_iops",
-        aliases: &[],
-        kind: Kind::Int,
-        example: "10000",
-        help: "Cap reads and writes at this many I/Os per second each (R,W: separate caps; empty: none)",
-        apply: job!(|j, v| {
-            j.rate_iops = per_dir_ints(v)?;
             Ok(())
         }),
     },
@@ -1236,179 +1215,56 @@ static CORE: &[OptDef] = &[
 /// an option by adding it to a section and deleting its line here (the
 /// table test refuses a name in both).
 pub static FIO_UNIMPLEMENTED: &[(&str, &str)] = &[
-    (
-        "cgroup",
-        "dioscope does not create or join cgroups; run it under systemd-run or cgexec",
-    ),
-    (
-        "nice",
-        "dioscope does not renice its workers; run it under nice",
-    ),
-    (
-        "prio",
-        "per-job I/O priorities are not set; run dioscope under ionice",
-    ),
-    (
-        "prioclass",
-        "per-job I/O priority classes are not set; run dioscope under ionice",
-    ),
-    (
-        "rate",
-        "bandwidth caps are not implemented; rate_iops caps I/Os per second",
-    ),
-    ("rate_min", "a minimum bandwidth is not enforced"),
-    ("ratemin", "a minimum bandwidth is not enforced"),
-    (
-        "rate_process",
-        "rate pacing other than linear is not implemented",
-    ),
-    ("thinktime", "pauses between I/Os are not implemented"),
-    (
-        "thinktime_blocks",
-        "pauses between I/Os are not implemented (thinktime)",
-    ),
-    (
-        "exitall",
-        "ending every job when one finishes is not implemented",
-    ),
-    (
-        "lockmem",
-        "pinning memory to shrink the page cache is not implemented",
-    ),
-    (
-        "gtod_reduce",
-        "dioscope always times every I/O; its clock cannot be turned off",
-    ),
+    ("cgroup", "dioscope does not create or join cgroups; run it under systemd-run or cgexec"),
+    ("nice", "dioscope does not renice its workers; run it under nice"),
+    ("prio", "per-job I/O priorities are not set; run dioscope under ionice"),
+    ("prioclass", "per-job I/O priority classes are not set; run dioscope under ionice"),
+    ("lockmem", "pinning memory to shrink the page cache is not implemented"),
+    ("gtod_reduce", "dioscope always times every I/O; its clock cannot be turned off"),
     ("disable_lat", "dioscope always records total latency"),
     ("disable_clat", "dioscope always records completion latency"),
     ("disable_slat", "dioscope always records submission latency"),
-    (
-        "disable_bw_measurement",
-        "dioscope always measures bandwidth",
-    ),
-    (
-        "mem",
-        "I/O buffers are always page-aligned anonymous memory",
-    ),
-    (
-        "iomem",
-        "I/O buffers are always page-aligned anonymous memory",
-    ),
+    ("disable_bw_measurement", "dioscope always measures bandwidth"),
+    ("mem", "I/O buffers are always page-aligned anonymous memory"),
+    ("iomem", "I/O buffers are always page-aligned anonymous memory"),
     ("iomem_align", "I/O buffers are always page-aligned"),
-    (
-        "buffer_pattern",
-        "the contents of write buffers are not configurable",
-    ),
-    (
-        "refill_buffers",
-        "the contents of write buffers are not configurable",
-    ),
-    (
-        "scramble_buffers",
-        "the contents of write buffers are not configurable",
-    ),
-    (
-        "buffer_compress_percentage",
-        "compressible write buffers are not implemented",
-    ),
-    (
-        "dedupe_percentage",
-        "deduplicable write buffers are not implemented",
-    ),
-    (
-        "pre_read",
-        "reading files into the page cache first is not implemented",
-    ),
+    ("buffer_pattern", "the contents of write buffers are not configurable"),
+    ("refill_buffers", "the contents of write buffers are not configurable"),
+    ("scramble_buffers", "the contents of write buffers are not configurable"),
+    ("buffer_compress_percentage", "compressible write buffers are not implemented"),
+    ("dedupe_percentage", "deduplicable write buffers are not implemented"),
+    ("pre_read", "reading files into the page cache first is not implemented"),
     ("lockfile", "file locks between jobs are not implemented"),
-    (
-        "opendir",
-        "taking every file of a directory is not implemented; list the files in filename=",
-    ),
+    ("opendir", "taking every file of a directory is not implemented; list the files in filename="),
     ("trim_percentage", "trims after writes are not implemented"),
     ("trim_verify_zero", "trims after writes are not implemented"),
-    (
-        "ioscheduler",
-        "dioscope does not switch I/O schedulers; set /sys/block/DEV/queue/scheduler",
-    ),
+    ("ioscheduler", "dioscope does not switch I/O schedulers; set /sys/block/DEV/queue/scheduler"),
     ("cpumask", "give the CPUs as a list with cpus_allowed"),
-    (
-        "numa_cpu_nodes",
-        "NUMA placement is not implemented; run dioscope under numactl",
-    ),
-    (
-        "numa_mem_policy",
-        "NUMA memory policy is not implemented; run dioscope under numactl",
-    ),
+    ("numa_cpu_nodes", "NUMA placement is not implemented; run dioscope under numactl"),
+    ("numa_mem_policy", "NUMA memory policy is not implemented; run dioscope under numactl"),
     ("uid", "dioscope does not switch users"),
     ("gid", "dioscope does not switch groups"),
-    ("flow", "flow control between jobs is not implemented"),
-    (
-        "flow_id",
-        "flow control between jobs is not implemented (flow)",
-    ),
-    (
-        "exec_prerun",
-        "running commands around a job is not implemented; run them around dioscope",
-    ),
-    (
-        "exec_postrun",
-        "running commands around a job is not implemented; run them around dioscope",
-    ),
-    ("steadystate", "steady-state detection is not implemented"),
-    ("ss", "steady-state detection is not implemented"),
-    (
-        "allrandrepeat",
-        "seeding every random generator alike is not implemented",
-    ),
+    ("exec_prerun", "running commands around a job is not implemented; run them around dioscope"),
+    ("exec_postrun", "running commands around a job is not implemented; run them around dioscope"),
+    ("allrandrepeat", "seeding every random generator alike is not implemented"),
     ("fadvise_hint", "dioscope gives no posix_fadvise hints"),
-    (
-        "sync",
-        "O_SYNC/O_DSYNC opens are not implemented; use fsync= or fdatasync=",
-    ),
-    (
-        "overwrite",
-        "laying files out before writing is not optional",
-    ),
-    (
-        "experimental_verify",
-        "verifying by replaying the offsets is not implemented",
-    ),
-    (
-        "verify_pattern",
-        "verify=pattern checks dioscope's own pattern; a custom one is not implemented",
-    ),
-    (
-        "verify_offset",
-        "moving the verify header is not implemented",
-    ),
-    (
-        "verify_backlog",
-        "verifying while writing is not implemented; dioscope verifies after the write phase",
-    ),
+    ("sync", "O_SYNC/O_DSYNC opens are not implemented; use fsync= or fdatasync="),
+    ("overwrite", "laying files out before writing is not optional"),
+    ("experimental_verify", "verifying by replaying the offsets is not implemented"),
+    ("verify_pattern", "verify=pattern checks dioscope's own pattern; a custom one is not implemented"),
+    ("verify_offset", "moving the verify header is not implemented"),
+    ("verify_backlog", "verifying while writing is not implemented; dioscope verifies after the write phase"),
     ("verify_async", "verify threads are not implemented"),
-    (
-        "verify_state_save",
-        "saving the verify state is not implemented",
-    ),
+    ("verify_state_save", "saving the verify state is not implemented"),
     ("log_compression", "compressed logs are not implemented"),
     ("log_hist_msec", "histogram logs are not implemented"),
     ("write_hist_log", "histogram logs are not implemented"),
-    ("clocksource", "dioscope always uses CLOCK_MONOTONIC"),
-    (
-        "gtod_cpu",
-        "dioscope always uses CLOCK_MONOTONIC; no CPU keeps the time",
-    ),
+    ("gtod_cpu", "dioscope always uses CLOCK_MONOTONIC; no CPU keeps the time"),
     ("ioengine_opts", "engine options are options of their own"),
-    (
-        "cmdprio_percentage",
-        "per-command priorities are not implemented",
-    ),
+    ("cmdprio_percentage", "per-command priorities are not implemented"),
     ("uncached", "uncached buffered I/O is not implemented"),
     ("atomic", "atomic writes (RWF_ATOMIC) are not implemented"),
-    (
-        "userspace_reap",
-        "reaping libaio completions in user space is not implemented",
-    ),
+    ("userspace_reap", "reaping libaio completions in user space is not implemented"),
     ("bwavgtime", "the bandwidth sample window is fixed"),
     ("iopsavgtime", "the IOPS sample window is fixed"),
     ("wait_for", "waiting for a named job is not implemented; stonewall (or new_group) orders jobs"),
