@@ -18,3 +18,4 @@ mod results;
 mod safety2;
 mod signals;
 mod verify;
+mod workload;
