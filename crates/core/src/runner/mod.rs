@@ -303,6 +303,7 @@ pub fn replay_log(j: &JobSpec) -> Result<iolog::IoLog, SetupError> {
         j.replay_align,
         j.replay_redirect.as_deref().map(Path::new),
     );
+    log.filter_and_pace(&j.replay_skip, j.replay_time_scale);
     Ok(log)
 }
 
