@@ -249,17 +249,16 @@ fn find(name: &str) -> Option<&'static FlagDef> {
 
 /// The flag `key` is a misspelling of, when it is no option either.
 fn near_flag(key: &str) -> Option<&'static str> {
-    if options::lookup(key).is_some()
-        || options::not_supported(key).is_some()
-        || options::closest(key).is_some()
-    {
+    if options::lookup(key).is_some() || options::not_supported(key).is_some() {
         return None;
     }
-    let key = key.replace('_', "-");
+    // The job parser suggests the closest option; a closer flag wins.
+    let option = options::closest(key).map(|(n, _)| options::levenshtein(key, n));
+    let dashed = key.replace('_', "-");
     FLAGS
         .iter()
-        .map(|f| (options::levenshtein(&key, f.name), f.name))
-        .filter(|(d, n)| *d <= (n.len() / 3).max(1))
+        .map(|f| (options::levenshtein(&dashed, f.name), f.name))
+        .filter(|(d, n)| *d <= (n.len() / 3).max(1) && option.is_none_or(|o| *d < o))
         .min_by_key(|(d, _)| *d)
         .map(|(_, n)| n)
 }
