@@ -288,7 +288,10 @@ mod tests {
             assert_eq!(b.as_ptr() as usize % (1 << 16), 0, "{kind:?}");
             b.as_mut_slice()[9_999] = 9;
             assert_eq!(b.as_slice()[9_999], 9);
-            assert!(b.as_slice()[..9_999].iter().all(|&x| x == 0), "{kind:?} starts zeroed");
+            assert!(
+                b.as_slice()[..9_999].iter().all(|&x| x == 0),
+                "{kind:?} starts zeroed"
+            );
         }
         let _ = std::fs::remove_file(&d);
         let bad = BufOptions {

@@ -130,19 +130,30 @@ mod tests {
         let v = std::thread::spawn(|| {
             set_thread_ioprio(ioprio_value(IOPRIO_CLASS_BE, 6)).unwrap();
             set_thread_nice(5).unwrap();
-            (thread_ioprio(0).unwrap(), std::fs::read_to_string(format!(
-                "/proc/self/task/{}/stat",
-                gettid()
-            ))
-            .unwrap())
+            (
+                thread_ioprio(0).unwrap(),
+                std::fs::read_to_string(format!("/proc/self/task/{}/stat", gettid())).unwrap(),
+            )
         })
         .join()
         .unwrap();
         assert_eq!(v.0, ioprio_value(IOPRIO_CLASS_BE, 6));
         // Field 19 of stat is the nice value (after the parenthesised name).
-        let nice: i32 = v.1.rsplit(')').next().unwrap().split_whitespace().nth(16).unwrap().parse().unwrap();
+        let nice: i32 =
+            v.1.rsplit(')')
+                .next()
+                .unwrap()
+                .split_whitespace()
+                .nth(16)
+                .unwrap()
+                .parse()
+                .unwrap();
         assert_eq!(nice, 5);
-        assert_eq!(thread_ioprio(0).unwrap(), before, "the other thread is untouched");
+        assert_eq!(
+            thread_ioprio(0).unwrap(),
+            before,
+            "the other thread is untouched"
+        );
     }
 
     #[test]

@@ -177,22 +177,22 @@ impl UringQueue<'_> {
             (true, true, false) => opcode::ReadFixed::new(types::Fixed(d.file), ptr, d.len, 0)
                 .offset(d.offset)
                 .rw_flags(self.rw_flags)
-                    .ioprio(d.prio)
+                .ioprio(d.prio)
                 .build(),
             (true, true, true) => opcode::WriteFixed::new(types::Fixed(d.file), ptr, d.len, 0)
                 .offset(d.offset)
                 .rw_flags(self.rw_flags)
-                    .ioprio(d.prio)
+                .ioprio(d.prio)
                 .build(),
             (true, false, false) => opcode::Read::new(types::Fixed(d.file), ptr, d.len)
                 .offset(d.offset)
                 .rw_flags(self.rw_flags)
-                    .ioprio(d.prio)
+                .ioprio(d.prio)
                 .build(),
             (true, false, true) => opcode::Write::new(types::Fixed(d.file), ptr, d.len)
                 .offset(d.offset)
                 .rw_flags(self.rw_flags)
-                    .ioprio(d.prio)
+                .ioprio(d.prio)
                 .build(),
             (false, true, false) => {
                 opcode::ReadFixed::new(types::Fd(self.fds[d.file as usize]), ptr, d.len, 0)

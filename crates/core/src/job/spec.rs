@@ -1,6 +1,8 @@
 //! The resolved description of one job, with fio's defaults.
 
+pub use super::options::buffers::{CmdPrio, CpuPolicy, MemKind, MemPolicy};
 use super::units::SizeOrPct;
+use crate::verify::pattern::Pattern;
 
 /// Data direction pattern (`rw=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -300,7 +300,11 @@ pub fn check_interval(
     swapped: &mut [u8],
 ) -> Option<(BadKind, Option<u64>, Option<u64>)> {
     if let (true, Some(p)) = (spec.headerless(), &spec.pattern) {
-        return (!p.matches(buf, offset, scratch)).then_some((BadKind::PatternMismatch, None, None));
+        return (!p.matches(buf, offset, scratch)).then_some((
+            BadKind::PatternMismatch,
+            None,
+            None,
+        ));
     }
     let buf = if spec.header_at > 0 {
         let s = &mut swapped[..buf.len()];
@@ -347,8 +351,9 @@ pub fn check_interval(
     (!ok).then_some((BadKind::TornWrite, Some(off), Some(gen)))
 }
 
-/// Which intervals were written, per file (a bitmap per file).
-#[derive(Debug, Clone, Default)]
+/// Which intervals were written, per file (a bitmap per file). Serialized,
+/// it is the verify state file (verify_state_save).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Written {
     /// (file start offset of the region, bits).
     files: Vec<(u64, Vec<u64>)>,
@@ -666,9 +671,16 @@ mod tests {
         fill_interval(&s, &mut b, 8192);
         // Never written: zeros.
         assert_eq!(
-            check_interval(&s, &[0u8; 4096], 0, Some(2), &mut scratch, &mut vec![0u8; 4096])
-                .unwrap()
-                .0,
+            check_interval(
+                &s,
+                &[0u8; 4096],
+                0,
+                Some(2),
+                &mut scratch,
+                &mut vec![0u8; 4096]
+            )
+            .unwrap()
+            .0,
             BadKind::LostWrite
         );
         // Read at another offset: misplaced.
@@ -686,7 +698,10 @@ mod tests {
             BadKind::StaleGeneration
         );
         // Any generation accepted (verify_only).
-        assert_eq!(check_interval(&s, &b, 8192, None, &mut scratch, &mut vec![0u8; 4096]), None);
+        assert_eq!(
+            check_interval(&s, &b, 8192, None, &mut scratch, &mut vec![0u8; 4096]),
+            None
+        );
         // Second half replaced by old data: torn.
         let mut t = b.clone();
         t[2048..].fill(0xee);
@@ -711,7 +726,9 @@ mod tests {
         fill_interval(&p, &mut pb, 0);
         pb[3000] ^= 0x10;
         assert_eq!(
-            check_interval(&p, &pb, 0, Some(2), &mut scratch, &mut vec![0u8; 4096]).unwrap().0,
+            check_interval(&p, &pb, 0, Some(2), &mut scratch, &mut vec![0u8; 4096])
+                .unwrap()
+                .0,
             BadKind::TornWrite
         );
     }
@@ -726,9 +743,14 @@ mod tests {
         let mut b = vec![0u8; 4096];
         fill_interval(&s, &mut b, 8192);
         assert_eq!(&b[..3], &[0xab, 0x00, 0x20]);
-        assert_eq!(check_interval(&s, &b, 8192, Some(2), &mut scratch, &mut swapped), None);
         assert_eq!(
-            check_interval(&s, &b, 4096, Some(2), &mut scratch, &mut swapped).unwrap().0,
+            check_interval(&s, &b, 8192, Some(2), &mut scratch, &mut swapped),
+            None
+        );
+        assert_eq!(
+            check_interval(&s, &b, 4096, Some(2), &mut scratch, &mut swapped)
+                .unwrap()
+                .0,
             BadKind::PatternMismatch
         );
         // crc32c with verify_pattern: a header, then the pattern as payload.
@@ -737,16 +759,24 @@ mod tests {
         fill_interval(&c, &mut b, 0);
         assert_eq!(&b[0..4], MAGIC);
         assert_eq!(&b[HEADER_LEN..HEADER_LEN + 4], b"xyxy");
-        assert_eq!(check_interval(&c, &b, 0, Some(2), &mut scratch, &mut swapped), None);
+        assert_eq!(
+            check_interval(&c, &b, 0, Some(2), &mut scratch, &mut swapped),
+            None
+        );
         // verify_offset: the header sits at 1024 on disk and still checks.
         c.header_at = 1024;
         fill_interval(&c, &mut b, 0);
         assert_eq!(&b[1024..1028], MAGIC);
         assert_ne!(&b[0..4], MAGIC);
-        assert_eq!(check_interval(&c, &b, 0, Some(2), &mut scratch, &mut swapped), None);
+        assert_eq!(
+            check_interval(&c, &b, 0, Some(2), &mut scratch, &mut swapped),
+            None
+        );
         b[1024 + 9] ^= 1;
         assert_eq!(
-            check_interval(&c, &b, 0, Some(2), &mut scratch, &mut swapped).unwrap().0,
+            check_interval(&c, &b, 0, Some(2), &mut scratch, &mut swapped)
+                .unwrap()
+                .0,
             BadKind::LostWrite
         );
         // verify_header_seed=0: a block of another seed is accepted.
@@ -756,7 +786,10 @@ mod tests {
         let mut lax = spec(Algo::Crc32c);
         assert!(check_interval(&lax, &b, 0, Some(2), &mut scratch, &mut swapped).is_some());
         lax.check_seed = false;
-        assert_eq!(check_interval(&lax, &b, 0, Some(2), &mut scratch, &mut swapped), None);
+        assert_eq!(
+            check_interval(&lax, &b, 0, Some(2), &mut scratch, &mut swapped),
+            None
+        );
     }
 
     #[test]
@@ -772,8 +805,14 @@ mod tests {
             Checker::new(s, None, Some(2), false).dump_to(d.path().to_path_buf(), vec![path]);
         c.after_read(&b, 0, 4096);
         assert_eq!(c.bad_count, 1);
-        assert_eq!(std::fs::read(d.path().join("target.dat.4096.received")).unwrap(), b);
-        assert_eq!(std::fs::read(d.path().join("target.dat.4096.expected")).unwrap(), good);
+        assert_eq!(
+            std::fs::read(d.path().join("target.dat.4096.received")).unwrap(),
+            b
+        );
+        assert_eq!(
+            std::fs::read(d.path().join("target.dat.4096.expected")).unwrap(),
+            good
+        );
     }
 
     #[test]

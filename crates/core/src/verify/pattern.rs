@@ -81,7 +81,8 @@ impl Pattern {
                 let d = &digits[..n];
                 let (first, tail) = d.split_at(n % 2);
                 if !first.is_empty() {
-                    p.bytes.push(u8::from_str_radix(first, 16).expect("hex digit"));
+                    p.bytes
+                        .push(u8::from_str_radix(first, 16).expect("hex digit"));
                 }
                 for i in (0..tail.len()).step_by(2) {
                     p.bytes
@@ -94,7 +95,9 @@ impl Pattern {
                     .char_indices()
                     .skip(1)
                     .find(|&(i, c)| {
-                        !c.is_ascii_digit() || rest[i..].starts_with("0x") || rest[i..].starts_with("0X")
+                        !c.is_ascii_digit()
+                            || rest[i..].starts_with("0x")
+                            || rest[i..].starts_with("0X")
                     })
                     .map(|(i, _)| i)
                     .unwrap_or(rest.len());
@@ -191,13 +194,24 @@ mod tests {
         assert_eq!(bytes("0xFF0X1"), [0xff, 0x01]);
         assert_eq!(bytes("0xdeadbeef"), [0xde, 0xad, 0xbe, 0xef]);
         assert_eq!(bytes("0x123"), [0x01, 0x23]);
-        assert_eq!(bytes("\"123\"0xFFeeCC"), [0x31, 0x32, 0x33, 0xff, 0xee, 0xcc]);
+        assert_eq!(
+            bytes("\"123\"0xFFeeCC"),
+            [0x31, 0x32, 0x33, 0xff, 0xee, 0xcc]
+        );
         assert_eq!(
             bytes("-100xab\"1\"%o\"2\""),
             [0xf6, 0xff, 0xff, 0xff, 0xab, 0x31, 0, 0, 0, 0, 0, 0, 0, 0, 0x32]
         );
         assert_eq!(bytes("0xfefefefefefefefefefe"), [0xfe; 10]);
-        for bad in ["", "\"open", "%x", "0x", "banana", "99999999999", "'/no/such/file'"] {
+        for bad in [
+            "",
+            "\"open",
+            "%x",
+            "0x",
+            "banana",
+            "99999999999",
+            "'/no/such/file'",
+        ] {
             assert!(Pattern::parse(bad).is_err(), "{bad}");
         }
         let long = format!("0x{}", "ab".repeat(MAX_PATTERN + 1));

@@ -178,7 +178,9 @@ macro_rules! job {
 /// core options are below). A section is a `static &[OptDef]`; adding one is
 /// one line here. Helpers (`job!`, the unit parsers, `bs_dirs`, …) are visible
 /// to the section files through `use super::*`.
-static SECTIONS: &[&[OptDef]] = &[CORE];
+static SECTIONS: &[&[OptDef]] = &[CORE, buffers::BUFFERS];
+
+pub mod buffers;
 
 /// Every option dioscope understands, in table order.
 pub fn all() -> impl Iterator<Item = &'static OptDef> + Clone {
@@ -1184,9 +1186,6 @@ pub static FIO_UNIMPLEMENTED: &[&str] = &[
     "zonerange",
     "zoneskip",
     "cgroup",
-    "nice",
-    "prio",
-    "prioclass",
     "rate",
     "rate_min",
     "ratemin",
@@ -1194,20 +1193,11 @@ pub static FIO_UNIMPLEMENTED: &[&str] = &[
     "thinktime",
     "thinktime_blocks",
     "exitall",
-    "lockmem",
     "gtod_reduce",
     "disable_lat",
     "disable_clat",
     "disable_slat",
     "disable_bw_measurement",
-    "mem",
-    "iomem",
-    "iomem_align",
-    "buffer_pattern",
-    "refill_buffers",
-    "scramble_buffers",
-    "buffer_compress_percentage",
-    "dedupe_percentage",
     "file_service_type",
     "openfiles",
     "fallocate",
@@ -1219,15 +1209,10 @@ pub static FIO_UNIMPLEMENTED: &[&str] = &[
     "trim_percentage",
     "trim_verify_zero",
     "ioscheduler",
-    "cpumask",
-    "numa_cpu_nodes",
-    "numa_mem_policy",
     "uid",
     "gid",
     "flow",
     "flow_id",
-    "exec_prerun",
-    "exec_postrun",
     "steadystate",
     "ss",
     "kb_base",
@@ -1243,12 +1228,6 @@ pub static FIO_UNIMPLEMENTED: &[&str] = &[
     "fadvise_hint",
     "sync",
     "overwrite",
-    "experimental_verify",
-    "verify_pattern",
-    "verify_offset",
-    "verify_backlog",
-    "verify_async",
-    "verify_state_save",
     "log_compression",
     "log_hist_msec",
     "write_hist_log",
@@ -1258,7 +1237,6 @@ pub static FIO_UNIMPLEMENTED: &[&str] = &[
     "read_iolog",
     "write_iolog",
     "ioengine_opts",
-    "cmdprio_percentage",
     "uncached",
     "atomic",
     "userspace_reap",
