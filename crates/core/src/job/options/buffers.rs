@@ -6,6 +6,10 @@
 use super::*;
 use crate::verify::pattern::Pattern;
 
+/// One `cmdprio_bssplit` entry: block size, percentage, and a class and
+/// level of its own (`None`: `cmdprio_class`/`cmdprio`).
+pub type BsPrio = (u64, u32, Option<u32>, Option<u32>);
+
 /// Per-I/O priorities (`cmdprio_percentage`, `cmdprio_class`, `cmdprio`,
 /// `cmdprio_bssplit`), read then write.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -14,9 +18,7 @@ pub struct CmdPrio {
     /// `None`: fio's default, the real-time class.
     pub class: [Option<u32>; 2],
     pub level: [u32; 2],
-    /// (block size, percentage, class, level); class/level `None` take
-    /// `cmdprio_class`/`cmdprio`.
-    pub bssplit: [Vec<(u64, u32, Option<u32>, Option<u32>)>; 2],
+    pub bssplit: [Vec<BsPrio>; 2],
 }
 
 impl CmdPrio {
@@ -79,17 +81,19 @@ fn nodes(v: &str) -> Result<Option<Vec<usize>>, UnitError> {
         .map_err(|e| e.replace("CPU", "node"))
 }
 
-fn cmdprio_bssplit(v: &str) -> Result<[Vec<(u64, u32, Option<u32>, Option<u32>)>; 2], UnitError> {
-    let one = |s: &str| -> Result<Vec<(u64, u32, Option<u32>, Option<u32>)>, UnitError> {
+fn cmdprio_bssplit(v: &str) -> Result<[Vec<BsPrio>; 2], UnitError> {
+    let one = |s: &str| -> Result<Vec<BsPrio>, UnitError> {
         let mut out = Vec::new();
         for e in s.split(':').filter(|e| !e.trim().is_empty()) {
             let f: Vec<&str> = e.split('/').collect();
             let (bs, pct, class, level) = match f.as_slice() {
                 [b, p] => (parse_size(b)?, u32v(p)?, None, None),
                 [b, p, c, l] => (parse_size(b)?, u32v(p)?, Some(u32v(c)?), Some(u32v(l)?)),
-                _ => return Err(format!(
+                _ => {
+                    return Err(format!(
                     "'{e}': give BS/PERCENT or BS/PERCENT/CLASS/LEVEL, e.g. 64k/30 or 64k/30/1/0"
-                )),
+                ))
+                }
             };
             if pct > 100 || class.is_some_and(|c| c > 3) || level.is_some_and(|l| l > 7) {
                 return Err(format!(
