@@ -578,22 +578,28 @@ impl Execution<'_> {
                         .collect()
                 }
             };
-            let results: Vec<(WorkerResult, Checker)> = std::thread::scope(|sc| {
-                let handles: Vec<_> = plans
-                    .into_iter()
-                    .map(|plan| {
-                        let mut ck = checker();
-                        let spec = &spec;
-                        sc.spawn(move || {
-                            let barrier = Gate::new(1);
-                            let (stop, prog) = (AtomicBool::new(false), Progress::default());
-                            let r = run_worker(spec, plan, &barrier, &stop, &prog, &mut ck);
-                            (r, ck)
+            let read = |plan: WorkerPlan, mut ck: Checker| {
+                let barrier = Gate::new(1);
+                let (stop, prog) = (AtomicBool::new(false), Progress::default());
+                let r = run_worker(&spec, plan, &barrier, &stop, &prog, &mut ck);
+                (r, ck)
+            };
+            // One reader runs on this thread; verify_async=N on N threads.
+            let results: Vec<(WorkerResult, Checker)> = if plans.len() == 1 {
+                plans.into_iter().map(|p| read(p, checker())).collect()
+            } else {
+                std::thread::scope(|sc| {
+                    let handles: Vec<_> = plans
+                        .into_iter()
+                        .map(|plan| {
+                            let ck = checker();
+                            let read = &read;
+                            sc.spawn(move || read(plan, ck))
                         })
-                    })
-                    .collect();
-                handles.into_iter().filter_map(|h| h.join().ok()).collect()
-            });
+                        .collect();
+                    handles.into_iter().filter_map(|h| h.join().ok()).collect()
+                })
+            };
             for (r, ck) in results {
                 report.add(&ck, &paths);
                 if let Some(e) = &r.setup_failed {

@@ -25,9 +25,8 @@ pub struct Pattern {
 }
 
 impl Pattern {
-    /// Parse fio's pattern syntax. `%o` only where `with_offset` (fio's
-    /// buffer_pattern has no formats; dioscope accepts `%o` there too, see
-    /// job/options/buffers.rs).
+    /// Parse fio's pattern syntax. (fio's buffer_pattern takes no `%o`;
+    /// dioscope's does, so a written block can name its own offset.)
     pub fn parse(input: &str) -> Result<Pattern, String> {
         let s = input.trim();
         if s.is_empty() {

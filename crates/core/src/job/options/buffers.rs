@@ -598,7 +598,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         example: "echo start",
-        help: "Run this shell command before the job (output: JOB.prerun.txt)",
+        help: "Run this shell command in each of the job's threads before it starts, each trial (output: JOB.prerun.txt; failing stops the run)",
         apply: job!(|j, v| {
             j.exec_prerun = opt_str(v);
             Ok(())
@@ -609,7 +609,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         example: "echo done",
-        help: "Run this shell command after the job (output: JOB.postrun.txt)",
+        help: "Run this shell command in each of the job's threads after it ends (output: JOB.postrun.txt)",
         apply: job!(|j, v| {
             j.exec_postrun = opt_str(v);
             Ok(())
