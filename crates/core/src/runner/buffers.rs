@@ -381,9 +381,13 @@ fn verify_read_plan(
     p
 }
 
-/// A read-back plan: no timeline, syncs, rate or logs.
+/// A read-back plan: no timeline, syncs, rate, logs, trims or iolog.
 fn quiet_read(p: &mut WorkerPlan) {
     p.read_pct = 100;
+    p.number_ios = 0;
+    p.trim = super::worker::TrimMode::None;
+    p.replay = None;
+    p.write_iolog = None;
     p.ramp_ns = 0;
     p.runtime_ns = 0;
     p.fsync_every = 0;
@@ -854,7 +858,7 @@ pub(super) fn setup_thread(j: &JobSpec) -> Result<ThreadSetup, EngineSetupError>
 
 /// The worker's slot buffers in the memory `mem=`/`iomem=` asks for, filled
 /// as the job's first writes expect.
-pub(super) fn arena(j: &JobSpec, depth: u32) -> Result<SlotArena, EngineSetupError> {
+pub(super) fn arena(j: &JobSpec, depth: u32, slot_len: u64) -> Result<SlotArena, EngineSetupError> {
     let kind = match &j.iomem {
         MemKind::Malloc | MemKind::Mmap(None) => BufKind::Anonymous,
         MemKind::Mmap(Some(p)) | MemKind::MmapHuge(Some(p)) => BufKind::File(PathBuf::from(p)),
@@ -868,9 +872,9 @@ pub(super) fn arena(j: &JobSpec, depth: u32) -> Result<SlotArena, EngineSetupErr
         kind,
         align: j.iomem_align as usize,
     };
-    let mut arena = SlotArena::new_in(depth, j.max_bs() as usize, &opts).map_err(|e| {
+    let mut arena = SlotArena::new_in(depth, slot_len as usize, &opts).map_err(|e| {
         EngineSetupError::new(
-            &format!("allocating {depth} buffers of {} bytes ({:?})", j.max_bs(), j.iomem),
+            &format!("allocating {depth} buffers of {slot_len} bytes ({:?})", j.iomem),
             &e,
             if huge {
                 "huge pages must be reserved first: echo N > /proc/sys/vm/nr_hugepages (and mount hugetlbfs for mmaphuge:FILE)"
