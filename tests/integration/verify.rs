@@ -237,6 +237,16 @@ fn verify_offset_header_seed_async_and_experimental_round_trip() {
         &["--verify_async=4"][..],
         &["--experimental_verify=1"][..],
         &["--verify_pattern=\"dioscope\"", "--verify=md5"][..],
+        &["--verify=crc64"][..],
+        &["--verify=crc16"][..],
+        &["--verify=crc7"][..],
+        &["--verify=sha512"][..],
+        &["--verify=meta"][..],
+        &[
+            "--verify_write_sequence=0",
+            "--verify_async=2",
+            "--verify_async_cpus=0",
+        ][..],
     ] {
         let o = write_job(d.path(), "v.dat", extra);
         assert_eq!(o.status.code(), Some(0), "{extra:?}: {}", stderr(&o));

@@ -51,8 +51,7 @@ enum Refill {
     Random {
         compress: Option<(u32, usize)>,
         fixed: Option<Arc<crate::verify::pattern::Pattern>>,
-        dedupe: u32,
-        last_seed: u64,
+        dedupe: Dedupe,
     },
 }
 
@@ -86,6 +85,44 @@ fn fill_random(buf: &mut [u8], seed: u64) {
     rest.copy_from_slice(&xorshift(&mut x).to_le_bytes()[..n]);
 }
 
+/// dedupe_percentage: which earlier contents a deduplicable write repeats.
+/// Contents are generated from a seed, so a buffer is its number: unique
+/// write k has `base ^ mix(k)`.
+struct Dedupe {
+    percentage: u32,
+    /// This worker's unique writes.
+    base: u64,
+    /// The buffers repeated (dedupe_global: one base for every job).
+    dup_base: u64,
+    uniques: u64,
+    /// dedupe_mode=working_set: pick among this many buffers; 0: repeat
+    /// the last unique write.
+    working_set: u64,
+}
+
+impl Dedupe {
+    #[inline]
+    fn seed(&mut self, rng: &mut u64) -> u64 {
+        if self.percentage > 0 && xorshift(rng) % 100 < self.percentage as u64 {
+            let k = if self.working_set > 0 {
+                let n = if self.dup_base == self.base {
+                    self.working_set.min(self.uniques.max(1))
+                } else {
+                    self.working_set
+                };
+                xorshift(rng) % n
+            } else if self.dup_base == self.base {
+                self.uniques.saturating_sub(1)
+            } else {
+                0
+            };
+            return self.dup_base ^ mix(k);
+        }
+        self.uniques += 1;
+        self.base ^ mix(self.uniques - 1)
+    }
+}
+
 impl Fill {
     /// The fill of a writing job without verify, or `None` when its buffers
     /// need no per-write work.
@@ -94,6 +131,27 @@ impl Fill {
             return None;
         }
         let pattern = j.buffer_pattern.clone().map(Arc::new);
+        let dedupe = |percentage: u32| {
+            let base = mix(seed ^ 0x5eed);
+            let working_set = match (j.dedupe_working_set, &j.size) {
+                (true, Some(crate::job::units::SizeOrPct::Bytes(b))) => {
+                    (b * j.dedupe_working_set_percentage as u64 / 100 / j.bs[1].min().max(1)).max(1)
+                }
+                _ => 0,
+            };
+            Dedupe {
+                percentage,
+                base,
+                // Shared buffers: the same numbers in every job.
+                dup_base: if j.dedupe_global {
+                    0x0dd5_eed5_6a1b_a15e
+                } else {
+                    base
+                },
+                uniques: 0,
+                working_set,
+            }
+        };
         let refill =
             if j.buffer_compress_percentage.is_some_and(|p| p > 0) || j.dedupe_percentage > 0 {
                 Some(Refill::Random {
@@ -102,8 +160,7 @@ impl Fill {
                         .filter(|&p| p > 0)
                         .map(|p| (p, j.buffer_compress_chunk as usize)),
                     fixed: pattern,
-                    dedupe: j.dedupe_percentage,
-                    last_seed: seed ^ 0x5eed,
+                    dedupe: dedupe(j.dedupe_percentage),
                 })
             } else if let Some(p) = pattern {
                 // Reads land in the same buffers: a job that also reads must
@@ -115,8 +172,7 @@ impl Fill {
                 Some(Refill::Random {
                     compress: None,
                     fixed: None,
-                    dedupe: 0,
-                    last_seed: 0,
+                    dedupe: dedupe(0),
                 })
             } else {
                 None
@@ -158,14 +214,8 @@ impl Fill {
                 compress,
                 fixed,
                 dedupe,
-                last_seed,
             }) => {
-                let mut seed = xorshift(&mut self.rng);
-                if *dedupe > 0 && xorshift(&mut self.rng) % 100 < *dedupe as u64 {
-                    seed = *last_seed;
-                } else {
-                    *last_seed = seed;
-                }
+                let seed = dedupe.seed(&mut self.rng);
                 match compress {
                     None => fill_random(buf, seed),
                     Some((pct, chunk)) => {
@@ -439,7 +489,8 @@ pub(super) fn trial_plan(
         Some(vs) => {
             let regions: Vec<(u64, u64)> = files.iter().map(|f| f.region).collect();
             if j.verify_backlog > 0 {
-                let c = Checker::new(vs.clone(), None, Some(vs.generation), j.verify_fatal);
+                let generation = j.verify_write_sequence.then_some(vs.generation);
+                let c = Checker::new(vs.clone(), None, generation, j.verify_fatal);
                 let c = if j.verify_dump {
                     c.dump_to(PathBuf::from("."), paths(files))
                 } else {
@@ -530,11 +581,17 @@ impl Execution<'_> {
     /// (experimental_verify); with verify_async=N, N threads per clone.
     pub(super) fn read_back(&mut self, i: usize, trials: u32) {
         // The read-back is no run of the job: no exec_prerun/postrun.
-        let spec = JobSpec {
+        let mut spec = JobSpec {
             exec_prerun: None,
             exec_postrun: None,
             ..self.jobs[i].resolved.spec.clone()
         };
+        if spec.verify_async > 0 {
+            if let Some(c) = &spec.verify_async_cpus {
+                spec.cpus_allowed = Some(c.clone());
+            }
+        }
+        let expect = spec.verify_write_sequence.then_some(0);
         if !(spec.do_verify && spec.rw.writes() && !spec.verify_only) {
             return;
         }
@@ -550,13 +607,14 @@ impl Execution<'_> {
             };
             let paths = paths(files);
             let checker = || {
+                let generation = expect.map(|_| vs.generation);
                 let ck = if replay.is_some() {
-                    Checker::new(vs.clone(), None, Some(vs.generation), spec.verify_fatal)
+                    Checker::new(vs.clone(), None, generation, spec.verify_fatal)
                 } else {
                     Checker::new(
                         vs.clone(),
                         Some(written.clone()),
-                        Some(vs.generation),
+                        generation,
                         spec.verify_fatal,
                     )
                 };
@@ -924,6 +982,7 @@ pub(super) fn exec_hook(j: &JobSpec, what: &str) -> Result<(), EngineSetupError>
 mod tests {
     use super::*;
     use crate::job::RwMode;
+    use std::collections::HashSet;
 
     fn writer_job() -> JobSpec {
         JobSpec {
@@ -984,7 +1043,7 @@ mod tests {
             ..writer_job()
         };
         let mut f = Fill::of(&d, 3).unwrap();
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = HashSet::new();
         for _ in 0..1000 {
             let mut b = vec![0u8; 512];
             f.before_write(&mut b, 0);
@@ -995,6 +1054,43 @@ mod tests {
             "{} unique of 1000",
             seen.len()
         );
+    }
+
+    #[test]
+    fn dedupe_working_set_and_global_share_buffers() {
+        let one = |seed: u64, global: bool| {
+            let j = JobSpec {
+                dedupe_percentage: 50,
+                dedupe_working_set: true,
+                dedupe_working_set_percentage: 10,
+                dedupe_global: global,
+                size: Some(crate::job::units::SizeOrPct::Bytes(400 * 4096)),
+                ..writer_job()
+            };
+            let mut f = Fill::of(&j, seed).unwrap();
+            (0..2000)
+                .map(|_| {
+                    let mut b = vec![0u8; 64];
+                    f.before_write(&mut b, 0);
+                    b
+                })
+                .collect::<Vec<_>>()
+        };
+        // 10 % of 400 blocks: repeats come from 40 buffers.
+        let a = one(1, false);
+        let mut count = std::collections::HashMap::new();
+        for b in &a {
+            *count.entry(b.clone()).or_insert(0) += 1;
+        }
+        let repeated = count.values().filter(|&&n| n > 1).count();
+        assert!((30..=40).contains(&repeated), "{repeated} buffers repeated");
+        // Two jobs: their repeats are the same buffers only with dedupe_global.
+        let shared = |x: &[Vec<u8>], y: &[Vec<u8>]| {
+            let xs: HashSet<&Vec<u8>> = x.iter().collect();
+            y.iter().filter(|b| xs.contains(b)).count()
+        };
+        assert_eq!(shared(&one(1, false), &one(2, false)), 0);
+        assert!(shared(&one(1, true), &one(2, true)) > 500);
     }
 
     #[test]

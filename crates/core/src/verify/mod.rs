@@ -81,13 +81,35 @@ pub enum Algo {
     Md5,
     /// CRC-32 (IEEE 802.3), fio's `crc32`; not the same as crc32c.
     Crc32,
+    /// CRC-64/XZ (the ECMA-182 polynomial, reflected).
+    Crc64,
+    /// CRC-16/ARC, the kernel's crc16.
+    Crc16,
+    /// CRC-7/MMC, the kernel's crc7.
+    Crc7,
+    /// SHA-512, its first 32 bytes in the header.
+    Sha512,
+    /// fio's deprecated `meta`: the header alone (offset, generation,
+    /// seed, its own CRC); the payload is not checked.
+    Meta,
 }
 
 impl Algo {
+    /// Every `verify=` method, by fio's name.
+    pub const NAMES: &'static [&'static str] = &[
+        "crc32c", "crc32", "crc64", "crc16", "crc7", "xxhash", "sha256", "sha512", "md5", "meta",
+        "pattern",
+    ];
+
     pub fn parse(s: &str) -> Option<Algo> {
         Some(match s {
             "crc32c" => Algo::Crc32c,
             "crc32" => Algo::Crc32,
+            "crc64" => Algo::Crc64,
+            "crc16" => Algo::Crc16,
+            "crc7" => Algo::Crc7,
+            "sha512" => Algo::Sha512,
+            "meta" => Algo::Meta,
             "xxhash" => Algo::Xxhash,
             "sha256" => Algo::Sha256,
             "md5" => Algo::Md5,
@@ -103,6 +125,11 @@ impl Algo {
             Algo::Pattern => 4,
             Algo::Md5 => 5,
             Algo::Crc32 => 6,
+            Algo::Crc64 => 7,
+            Algo::Crc16 => 8,
+            Algo::Crc7 => 9,
+            Algo::Sha512 => 10,
+            Algo::Meta => 11,
         }
     }
     fn digest(self, data: &[u8], out: &mut [u8; 32]) {
@@ -115,8 +142,13 @@ impl Algo {
             Algo::Sha256 => out.copy_from_slice(&sha2::Sha256::digest(data)),
             Algo::Md5 => out[..16].copy_from_slice(&md5::Md5::digest(data)),
             Algo::Crc32 => out[..4].copy_from_slice(&crc32_ieee(data).to_le_bytes()),
-            // The payload itself is the check; the header carries no digest.
-            Algo::Pattern => {}
+            Algo::Crc64 => out[..8].copy_from_slice(&crc64_xz(data).to_le_bytes()),
+            Algo::Crc16 => out[..2].copy_from_slice(&crc16_arc(data).to_le_bytes()),
+            Algo::Crc7 => out[0] = crc7_mmc(data),
+            Algo::Sha512 => out.copy_from_slice(&sha2::Sha512::digest(data)[..32]),
+            // The payload itself is the check (pattern), or is not checked
+            // (meta); the header carries no digest.
+            Algo::Pattern | Algo::Meta => {}
         }
     }
 }
@@ -146,6 +178,62 @@ fn crc32_ieee(data: &[u8]) -> u32 {
     !data.iter().fold(!0u32, |c, &b| {
         TABLE[((c ^ b as u32) & 0xff) as usize] ^ (c >> 8)
     })
+}
+
+/// CRC-64/XZ: reflected ECMA-182 polynomial, init and final xor all ones.
+fn crc64_xz(data: &[u8]) -> u64 {
+    const TABLE: [u64; 256] = {
+        let mut t = [0u64; 256];
+        let mut i = 0;
+        while i < 256 {
+            let mut c = i as u64;
+            let mut k = 0;
+            while k < 8 {
+                c = if c & 1 != 0 {
+                    0xC96C_5795_D787_0F42 ^ (c >> 1)
+                } else {
+                    c >> 1
+                };
+                k += 1;
+            }
+            t[i] = c;
+            i += 1;
+        }
+        t
+    };
+    !data.iter().fold(!0u64, |c, &b| {
+        TABLE[((c ^ b as u64) & 0xff) as usize] ^ (c >> 8)
+    })
+}
+
+/// CRC-16/ARC (reflected 0x8005, init 0), the Linux kernel's crc16.
+fn crc16_arc(data: &[u8]) -> u16 {
+    data.iter().fold(0u16, |mut c, &b| {
+        c ^= b as u16;
+        for _ in 0..8 {
+            c = if c & 1 != 0 {
+                (c >> 1) ^ 0xA001
+            } else {
+                c >> 1
+            };
+        }
+        c
+    })
+}
+
+/// CRC-7/MMC (polynomial 0x09, init 0), as the kernel's crc7 computes it.
+fn crc7_mmc(data: &[u8]) -> u8 {
+    let mut c: u8 = 0;
+    for &b in data {
+        for i in (0..8).rev() {
+            let bit = ((b >> i) & 1) ^ ((c >> 6) & 1);
+            c = (c << 1) & 0x7f;
+            if bit != 0 {
+                c ^= 0x09;
+            }
+        }
+    }
+    c
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -623,14 +711,7 @@ mod tests {
 
     #[test]
     fn round_trip_every_algorithm() {
-        for a in [
-            Algo::Crc32c,
-            Algo::Xxhash,
-            Algo::Sha256,
-            Algo::Pattern,
-            Algo::Md5,
-            Algo::Crc32,
-        ] {
+        for a in Algo::NAMES.iter().map(|n| Algo::parse(n).unwrap()) {
             let s = spec(a);
             let mut b = vec![0u8; 4096];
             fill_interval(&s, &mut b, 8192);
@@ -651,8 +732,11 @@ mod tests {
         assert_eq!(hex, "900150983cd24fb0d6963f7d28e17f72");
         assert_eq!(crc32_ieee(b"123456789"), 0xCBF4_3926);
         assert_eq!(crc32c::crc32c(b"123456789"), 0xE306_9283);
+        assert_eq!(crc64_xz(b"123456789"), 0x995D_C9BB_DF19_39FA);
+        assert_eq!(crc16_arc(b"123456789"), 0xBB3D);
+        assert_eq!(crc7_mmc(b"123456789"), 0x75);
         // Every fio name dioscope accepts is its own algorithm.
-        let names = ["crc32c", "crc32", "xxhash", "sha256", "md5", "pattern"];
+        let names = Algo::NAMES;
         let algos: Vec<Algo> = names.iter().map(|n| Algo::parse(n).unwrap()).collect();
         for (i, a) in algos.iter().enumerate() {
             assert!(

@@ -173,6 +173,15 @@ pub fn validate(j: &JobSpec) -> Result<(), String> {
             ));
         }
     }
+    if j.dedupe_percentage > 0
+        && j.dedupe_working_set
+        && !matches!(j.size, Some(SizeOrPct::Bytes(_)))
+    {
+        return Err(
+            "dedupe_mode=working_set sizes its working set from size=; give size= in bytes (fio needs it too)"
+                .into(),
+        );
+    }
     let c = &j.cmdprio;
     if c.percentage.iter().any(|&p| p > 0) && c.bssplit.iter().any(|b| !b.is_empty()) {
         return Err(
@@ -276,6 +285,47 @@ pub(super) static BUFFERS: &[OptDef] = &[
         }),
     },
     OptDef {
+        name: "dedupe_mode",
+        aliases: &[],
+        kind: Kind::Choice(&["repeat", "working_set"]),
+        example: "working_set",
+        help: "How deduplicable writes are made: repeat the last unique write, or pick one of a working set (dedupe_working_set_percentage)",
+        apply: job!(|j, v| {
+            j.dedupe_working_set = match v.trim() {
+                "repeat" => false,
+                "working_set" => true,
+                o => return Err(format!("'{o}' is not repeat or working_set")),
+            };
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "dedupe_working_set_percentage",
+        aliases: &[],
+        kind: Kind::Int,
+        example: "40",
+        help: "dedupe_mode=working_set: the working set, as a percentage of size= (default 5)",
+        apply: job!(|j, v| {
+            let p = pct(v)?;
+            if p == 0 {
+                return Err("a working set of 0 % holds no buffer".into());
+            }
+            j.dedupe_working_set_percentage = p;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "dedupe_global",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Deduplicable writes of every job with this option draw from one shared set of buffers",
+        apply: job!(|j, v| {
+            j.dedupe_global = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
         name: "verify_pattern",
         aliases: &[],
         kind: Kind::Str,
@@ -363,6 +413,28 @@ pub(super) static BUFFERS: &[OptDef] = &[
         help: "Read back and check with this many threads per job clone",
         apply: job!(|j, v| {
             j.verify_async = u32v(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "verify_async_cpus",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "0-1",
+        help: "CPUs of the verify_async read-back threads (as cpus_allowed)",
+        apply: job!(|j, v| {
+            j.verify_async_cpus = Some(parse_cpu_list(v)?);
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "verify_write_sequence",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "0",
+        help: "Treat a block from an earlier trial as bad (stale generation) (default on)",
+        apply: job!(|j, v| {
+            j.verify_write_sequence = parse_bool(v)?;
             Ok(())
         }),
     },

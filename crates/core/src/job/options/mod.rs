@@ -983,9 +983,14 @@ static CORE: &[OptDef] = &[
             "crc32c",
             "crc32c-intel",
             "crc32",
+            "crc64",
+            "crc16",
+            "crc7",
             "xxhash",
             "sha256",
+            "sha512",
             "md5",
+            "meta",
             "pattern",
         ]),
         example: "crc32c",
@@ -993,11 +998,17 @@ static CORE: &[OptDef] = &[
         apply: job!(|j, v| {
             j.verify = match v.trim() {
                 "0" | "" | "none" => None,
-                a @ ("crc32c" | "crc32c-intel" | "xxhash" | "sha256" | "pattern" | "md5"
-                | "crc32") => Some(a.replace("-intel", "")),
+                "crc32c-intel" => Some("crc32c".into()),
+                a if crate::verify::Algo::parse(a).is_some() => Some(a.to_string()),
+                o @ ("sha1" | "sha3-224" | "sha3-256" | "sha3-384" | "sha3-512" | "null") => {
+                    return Err(format!(
+                        "not supported by dioscope: verify={o} (no SHA-1/SHA-3 and no pretend verify here); use sha256 or sha512"
+                    ))
+                }
                 o => {
                     return Err(format!(
-                        "'{o}' is not a verify method dioscope has (crc32c, crc32, xxhash, sha256, md5, pattern)"
+                        "'{o}' is not a verify method ({})",
+                        crate::verify::Algo::NAMES.join(", ")
                     ))
                 }
             };
