@@ -442,7 +442,7 @@ fn quiet_read(p: &mut WorkerPlan) {
     p.runtime_ns = 0;
     p.fsync_every = 0;
     p.fdatasync_every = 0;
-    p.rate_iops = [0; 2];
+    p.pace = super::pacing::PacePlan::default();
     p.end_fsync = false;
     p.complete_max = 0;
     p.log = None;

@@ -11,9 +11,13 @@
 pub mod buffers;
 pub mod hint;
 pub mod iolog;
+pub mod latency_target;
 pub mod logs;
 pub mod offsets;
+pub mod pacing;
 pub mod preflight;
+pub mod steadystate;
+pub mod watch;
 pub mod worker;
 
 use crate::engines::{caps, Engine, EngineOpts, EngineSetupError, WithEngine};
@@ -152,6 +156,9 @@ pub struct ResolvedJob {
 pub struct JobRun {
     pub resolved: ResolvedJob,
     pub trials: Vec<TrialJob>,
+    /// What pacing found per trial (steady state, latency target's depth);
+    /// empty when the job uses neither.
+    pub pace: Vec<pacing::TrialPace>,
     /// Read-back checks (`verify=`), when the job verifies.
     pub verify: Option<VerifyReport>,
 }
@@ -625,7 +632,7 @@ fn worker_plan(
         number_ios: j.number_ios,
         fsync_every: j.fsync,
         fdatasync_every: j.fdatasync,
-        rate_iops: j.rate_iops,
+        pace: pacing::PacePlan::for_job(j, [j.bs[0].min(), j.bs[1].min()], depth, seed),
         end_fsync: j.end_fsync && j.rw.writes(),
         continue_on_error: j.continue_on_error,
         fds: files
@@ -745,10 +752,11 @@ fn run_worker<H: BlockHook>(
     };
     let opts = engine_opts(j, plan.depth);
     let fds = plan.fds.clone();
+    let startdelay_us = plan.pace.start_delay_us;
     let run = RunOnEngine {
         plan,
         barrier,
-        startdelay_us: j.startdelay_us,
+        startdelay_us,
         stop,
         prog,
         hook,
@@ -973,6 +981,7 @@ pub fn execute(
             .map(|r| JobRun {
                 resolved: r,
                 trials: Vec::new(),
+                pace: Vec::new(),
                 verify: None,
             })
             .collect(),
@@ -1199,6 +1208,16 @@ impl Execution<'_> {
                  /proc/sys/kernel/threads-max is reached: raise it, or lower numjobs"
             ),
         });
+        let watched: Vec<(&JobSpec, usize)> = idx
+            .iter()
+            .map(|&i| {
+                (
+                    &self.jobs[i].resolved.spec,
+                    self.jobs[i].resolved.clones.len(),
+                )
+            })
+            .collect();
+        let watch = watch::Watch::start(&watched, &sp.progs);
         self.hooks.workers_ready(g, trial);
         sp.barrier.wait();
         let t0 = now_ns();
@@ -1264,6 +1283,9 @@ impl Execution<'_> {
         }
         let after = Snapshot::take();
         let (mut per_job, setup_failed) = self.join(sp.handles, idx);
+        let end_run = watch
+            .map(|w| self.keep_watch(w.finish(), idx))
+            .unwrap_or(false);
         let setup_failed = setup_failed.map(|(i, c, e)| WorkerSetupError {
             group: g,
             trial,
@@ -1292,7 +1314,7 @@ impl Execution<'_> {
             self.setup_error = Some(e);
             return (env, true);
         }
-        let mut stop_now = false;
+        let mut stop_now = end_run;
         for (pos, tj) in per_job.into_iter().enumerate() {
             let job = &mut self.jobs[idx[pos]];
             self.interrupted |= tj.interrupted;
@@ -1300,6 +1322,27 @@ impl Execution<'_> {
             job.trials.push(tj);
         }
         (env, stop_now)
+    }
+
+    /// Keep what the trial's watcher found (steady state per clone, why
+    /// jobs ended early). True: `exit_what=all` ends the run.
+    fn keep_watch(&mut self, out: watch::WatchOut, idx: &[usize]) -> bool {
+        let mut w = 0;
+        for &i in idx {
+            let t = self.jobs[i].trials.len();
+            for c in 0..self.jobs[i].resolved.clones.len() {
+                if let Some(s) = out.steady.get(w).cloned().flatten() {
+                    pacing::TrialPace::clone_mut(&mut self.jobs[i].pace, t, c).steady = Some(s);
+                }
+                w += 1;
+            }
+        }
+        for n in out.notes {
+            if !self.notes.contains(&n) {
+                self.notes.push(n);
+            }
+        }
+        out.end_run
     }
 
     /// Start one thread per clone of the jobs `idx`; they wait at the barrier.
@@ -1316,6 +1359,10 @@ impl Execution<'_> {
         let mut handles = Vec::new();
         let mut failed = None;
         let mut k = 0;
+        let flows = pacing::Flows::for_trial(idx.iter().map(|&i| {
+            let r = &self.jobs[i].resolved;
+            (&r.spec, r.clones.len())
+        }));
         'jobs: for &i in idx {
             let rj = &self.jobs[i].resolved;
             for (c, files) in rj.clones.iter().enumerate() {
@@ -1328,6 +1375,7 @@ impl Execution<'_> {
                     + c
                     + 1;
                 plan.log = logs::plan_for(&rj.spec, index, trial);
+                plan.pace.flow = flows.member(&rj.spec);
                 let spec = buffers::placed(&rj.spec, index - 1);
                 let (b, s, p) = (barrier.clone(), stop.clone(), progs[k].clone());
                 k += 1;
@@ -1377,6 +1425,11 @@ impl Execution<'_> {
                 failed.get_or_insert((i, clone, e));
             }
             self.keep_hook_out(i, clone, out);
+            if let Some(d) = r.latency_depth {
+                let t = self.jobs[i].trials.len();
+                pacing::TrialPace::clone_mut(&mut self.jobs[i].pace, t, clone).latency_depth =
+                    Some(d);
+            }
             if let Some(n) = &r.setup_note {
                 if !self.notes.contains(n) {
                     self.notes.push(n.clone());

@@ -194,13 +194,14 @@ macro_rules! job {
     };
 }
 
+pub mod pacing;
 pub mod workload;
 
 /// The sections of the option table, one file each under `job/options/` (the
 /// core options are below). A section is a `static &[OptDef]`; adding one is
 /// one line here. Helpers (`job!`, the unit parsers, `bs_dirs`, …) are visible
 /// to the section files through `use super::*`.
-static SECTIONS: &[&[OptDef]] = &[CORE, workload::WORKLOAD, buffers::BUFFERS];
+static SECTIONS: &[&[OptDef]] = &[CORE, workload::WORKLOAD, pacing::PACING, buffers::BUFFERS];
 
 pub mod buffers;
 
@@ -533,17 +534,6 @@ static CORE: &[OptDef] = &[
         }),
     },
     OptDef {
-        name: "startdelay",
-        aliases: &[],
-        kind: Kind::Time,
-        example: "1s",
-        help: "Wait this long before starting the job",
-        apply: job!(|j, v| {
-            j.startdelay_us = parse_time_us(v, 1_000_000)?;
-            Ok(())
-        }),
-    },
-    OptDef {
         name: "direct",
         aliases: &[],
         kind: Kind::Flag,
@@ -788,17 +778,6 @@ static CORE: &[OptDef] = &[
         help: "Remove the files this job created when it ends",
         apply: job!(|j, v| {
             j.unlink = parse_bool(v)?;
-            Ok(())
-        }),
-    },
-    OptDef {
-        name: "rate_iops",
-        aliases: &[],
-        kind: Kind::Int,
-        example: "10000",
-        help: "Cap reads and writes at this many I/Os per second each (R,W: separate caps; empty: none)",
-        apply: job!(|j, v| {
-            j.rate_iops = per_dir_ints(v)?;
             Ok(())
         }),
     },
@@ -1245,13 +1224,6 @@ static CORE: &[OptDef] = &[
 /// rather than "unknown option".
 pub static FIO_UNIMPLEMENTED: &[&str] = &[
     "cgroup",
-    "rate",
-    "rate_min",
-    "ratemin",
-    "rate_process",
-    "thinktime",
-    "thinktime_blocks",
-    "exitall",
     "gtod_reduce",
     "disable_lat",
     "disable_clat",
@@ -1265,10 +1237,6 @@ pub static FIO_UNIMPLEMENTED: &[&str] = &[
     "ioscheduler",
     "uid",
     "gid",
-    "flow",
-    "flow_id",
-    "steadystate",
-    "ss",
     "kb_base",
     "unit_base",
     "allrandrepeat",
@@ -1278,7 +1246,6 @@ pub static FIO_UNIMPLEMENTED: &[&str] = &[
     "log_compression",
     "log_hist_msec",
     "write_hist_log",
-    "clocksource",
     "gtod_cpu",
     "ioengine_opts",
     "uncached",
