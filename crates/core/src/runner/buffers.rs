@@ -240,15 +240,17 @@ impl Fill {
     }
 
     /// Overwrite the first 16 bytes of every 512 with the sector's offset
-    /// and this write's number: no two writes are identical (deduplication
-    /// finds nothing), the rest of the data stays as it was, and the cost
-    /// is two stores per sector.
+    /// and this write's number, masked with random constants so they look
+    /// like the rest (no runs of zeros): no two writes are identical
+    /// (deduplication finds nothing), the rest of the data stays as it was,
+    /// and the cost is two stores per sector.
     #[inline]
     fn scramble(&self, buf: &mut [u8], offset: u64) {
-        let stamp = self.count.to_le_bytes();
+        let stamp = (self.count ^ mix(self.rng)).to_le_bytes();
+        let mask = mix(!self.rng);
         for (i, sector) in buf.chunks_exact_mut(512).enumerate() {
             let off = offset + (i as u64) * 512;
-            sector[..8].copy_from_slice(&off.to_le_bytes());
+            sector[..8].copy_from_slice(&(off ^ mask).to_le_bytes());
             sector[8..16].copy_from_slice(&stamp);
         }
     }
@@ -292,12 +294,18 @@ impl PrioPicker {
         })
     }
 
+    /// Entries of one block size share its I/Os: `64k/25/1/1:64k/75/3/2`
+    /// gives a quarter of the 64 KiB I/Os one priority, the rest another.
     #[inline]
     fn pick(&mut self, write: bool, len: u64) -> u16 {
         let roll = xorshift(&mut self.rng) % 100;
+        let mut below = 0;
         for &(bs, pct, value) in &self.rules[write as usize] {
             if bs == 0 || bs == len {
-                return if roll < pct as u64 { value } else { 0 };
+                below += pct as u64;
+                if roll < below {
+                    return value;
+                }
             }
         }
         0
