@@ -57,8 +57,26 @@ pub enum MemKind {
     MmapShared,
 }
 
+/// fio's `READ,WRITE` value: one value is both; trims (a third value) have
+/// no priority here.
 fn per_dir_u32(v: &str, max: u64, what: &str) -> Result<[u32; 2], UnitError> {
-    let d = per_dir_ints(v)?;
+    let parts: Vec<&str> = v.split(',').collect();
+    if parts.len() > 3 {
+        return Err(format!("'{v}': give a read and a write value"));
+    }
+    let one = |p: &str| {
+        if p.trim().is_empty() {
+            Ok(0)
+        } else {
+            parse_int(p)
+        }
+    };
+    let r = one(parts[0])?;
+    let w = match parts.get(1) {
+        Some(p) => one(p)?,
+        None => r,
+    };
+    let d = [r, w];
     for x in d {
         if x > max {
             return Err(format!("'{v}': {x} is above {max}, the highest {what}"));
