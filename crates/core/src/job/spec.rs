@@ -89,6 +89,10 @@ impl RwMode {
     pub fn writes(self) -> bool {
         !matches!(self, RwMode::Read | RwMode::RandRead)
     }
+    /// The job issues write I/Os (a trim-only job does not).
+    pub fn issues_writes(self) -> bool {
+        self.writes() && !matches!(self, RwMode::Trim | RwMode::RandTrim)
+    }
     /// The job trims (discards) blocks.
     pub fn trims(self) -> bool {
         matches!(
