@@ -180,7 +180,15 @@ pub mod workload;
 /// core options are below). A section is a `static &[OptDef]`; adding one is
 /// one line here. Helpers (`job!`, the unit parsers, `bs_dirs`, …) are visible
 /// to the section files through `use super::*`.
-static SECTIONS: &[&[OptDef]] = &[CORE, workload::WORKLOAD, pacing::PACING, output::OUTPUT];
+static SECTIONS: &[&[OptDef]] = &[
+    CORE,
+    workload::WORKLOAD,
+    pacing::PACING,
+    buffers::BUFFERS,
+    output::OUTPUT,
+];
+
+pub mod buffers;
 
 /// Every option dioscope understands, in table order.
 pub fn all() -> impl Iterator<Item = &'static OptDef> + Clone {
@@ -939,9 +947,14 @@ static CORE: &[OptDef] = &[
             "crc32c",
             "crc32c-intel",
             "crc32",
+            "crc64",
+            "crc16",
+            "crc7",
             "xxhash",
             "sha256",
+            "sha512",
             "md5",
+            "meta",
             "pattern",
         ]),
         example: "crc32c",
@@ -949,11 +962,17 @@ static CORE: &[OptDef] = &[
         apply: job!(|j, v| {
             j.verify = match v.trim() {
                 "0" | "" | "none" => None,
-                a @ ("crc32c" | "crc32c-intel" | "xxhash" | "sha256" | "pattern" | "md5"
-                | "crc32") => Some(a.replace("-intel", "")),
+                "crc32c-intel" => Some("crc32c".into()),
+                a if crate::verify::Algo::parse(a).is_some() => Some(a.to_string()),
+                o @ ("sha1" | "sha3-224" | "sha3-256" | "sha3-384" | "sha3-512" | "null") => {
+                    return Err(format!(
+                        "not supported by dioscope: verify={o} (no SHA-1/SHA-3 and no pretend verify here); use sha256 or sha512"
+                    ))
+                }
                 o => {
                     return Err(format!(
-                        "'{o}' is not a verify method dioscope has (crc32c, crc32, xxhash, sha256, md5, pattern)"
+                        "'{o}' is not a verify method ({})",
+                        crate::verify::Algo::NAMES.join(", ")
                     ))
                 }
             };
@@ -1193,23 +1212,11 @@ static CORE: &[OptDef] = &[
 /// table test refuses a name in both).
 pub static FIO_UNIMPLEMENTED: &[(&str, &str)] = &[
     ("cgroup", "dioscope does not create or join cgroups; run it under systemd-run or cgexec"),
-    ("nice", "dioscope does not renice its workers; run it under nice"),
-    ("prio", "per-job I/O priorities are not set; run dioscope under ionice"),
-    ("prioclass", "per-job I/O priority classes are not set; run dioscope under ionice"),
-    ("lockmem", "pinning memory to shrink the page cache is not implemented"),
     ("gtod_reduce", "dioscope always times every I/O; its clock cannot be turned off"),
     ("disable_lat", "dioscope always records total latency"),
     ("disable_clat", "dioscope always records completion latency"),
     ("disable_slat", "dioscope always records submission latency"),
     ("disable_bw_measurement", "dioscope always measures bandwidth"),
-    ("mem", "I/O buffers are always page-aligned anonymous memory"),
-    ("iomem", "I/O buffers are always page-aligned anonymous memory"),
-    ("iomem_align", "I/O buffers are always page-aligned"),
-    ("buffer_pattern", "the contents of write buffers are not configurable"),
-    ("refill_buffers", "the contents of write buffers are not configurable"),
-    ("scramble_buffers", "the contents of write buffers are not configurable"),
-    ("buffer_compress_percentage", "compressible write buffers are not implemented"),
-    ("dedupe_percentage", "deduplicable write buffers are not implemented"),
     ("pre_read", "reading files into the page cache first is not implemented"),
     ("lockfile", "file locks between jobs are not implemented"),
     ("opendir", "taking every file of a directory is not implemented; list the files in filename="),
@@ -1218,29 +1225,17 @@ pub static FIO_UNIMPLEMENTED: &[(&str, &str)] = &[
     ("trim_backlog", "trims after writes are not implemented"),
     ("trim_backlog_batch", "trims after writes are not implemented"),
     ("ioscheduler", "dioscope does not switch I/O schedulers; set /sys/block/DEV/queue/scheduler"),
-    ("cpumask", "give the CPUs as a list with cpus_allowed"),
-    ("numa_cpu_nodes", "NUMA placement is not implemented; run dioscope under numactl"),
-    ("numa_mem_policy", "NUMA memory policy is not implemented; run dioscope under numactl"),
     ("uid", "dioscope does not switch users"),
     ("gid", "dioscope does not switch groups"),
-    ("exec_prerun", "running commands around a job is not implemented; run them around dioscope"),
-    ("exec_postrun", "running commands around a job is not implemented; run them around dioscope"),
     ("allrandrepeat", "seeding every random generator alike is not implemented"),
     ("fadvise_hint", "dioscope gives no posix_fadvise hints"),
     ("sync", "O_SYNC/O_DSYNC opens are not implemented; use fsync= or fdatasync="),
     ("overwrite", "laying files out before writing is not optional"),
-    ("experimental_verify", "verifying by replaying the offsets is not implemented"),
-    ("verify_pattern", "verify=pattern checks dioscope's own pattern; a custom one is not implemented"),
-    ("verify_offset", "moving the verify header is not implemented"),
-    ("verify_backlog", "verifying while writing is not implemented; dioscope verifies after the write phase"),
-    ("verify_async", "verify threads are not implemented"),
-    ("verify_state_save", "saving the verify state is not implemented"),
     ("log_compression", "compressed logs are not implemented"),
     ("log_hist_msec", "histogram logs are not implemented"),
     ("write_hist_log", "histogram logs are not implemented"),
     ("gtod_cpu", "dioscope always uses CLOCK_MONOTONIC; no CPU keeps the time"),
     ("ioengine_opts", "engine options are options of their own"),
-    ("cmdprio_percentage", "per-command priorities are not implemented"),
     ("uncached", "uncached buffered I/O is not implemented"),
     ("atomic", "atomic writes (RWF_ATOMIC) are not implemented"),
     ("userspace_reap", "reaping libaio completions in user space is not implemented"),
