@@ -1,8 +1,12 @@
 //! fio's log family: `write_bw_log`, `write_iops_log`, `write_lat_log`
-//! (slat, clat, lat), with `log_avg_msec`, `log_max_value`, `log_offset`
-//! and `per_job_logs`, in fio's file names and line format
-//! (`time_ms, value, direction, bs[, offset], prio`), so fio's own plotting
-//! tools (fio2gnuplot, fio_generate_plots) read them.
+//! (slat, clat, lat), with `log_avg_msec`, `log_max_value`, `log_offset`,
+//! `log_prio`, `log_unix_epoch` / `log_alternate_epoch` and `per_job_logs`,
+//! in fio's file names and line format (`time_ms, value, direction, bs[,
+//! offset], prio`), so fio's own plotting tools (fio2gnuplot,
+//! fio_generate_plots) read them; and `write_hist_log` with
+//! `log_hist_msec` / `log_hist_coarseness`: completion-latency histograms
+//! in fio's bins (`time_ms, direction, bs, bin0, …, bin1855`), which fio's
+//! `fiologparser_hist.py` turns into percentiles.
 //!
 //! Cost only when asked. Without a log option the worker pays one
 //! predictable branch per I/O. With one, each measured completion appends a
@@ -21,8 +25,17 @@
 //! (workers of a job append whole lines to the one file). dioscope repeats
 //! a job in trials: trial 1 writes fio's name, trial K > 1 adds `.tK`
 //! (`PREFIX_bw.1.t2.log`), which fio's tools' `*_bw.*.log` globs also find.
-//! Times are ms since the job's start in that trial; ramp I/Os are not
-//! logged. `write_hist_log` and `log_compression` are not implemented.
+//! Times are ms since the job's start in that trial (or on the epoch of
+//! `log_unix_epoch` / `log_alternate_epoch_clock_id`); ramp I/Os are not
+//! logged.
+//!
+//! Histogram logs follow fio: per direction, a line when an I/O completes
+//! `log_hist_msec` or more after the window opened (the window then moves
+//! on by whole `log_hist_msec`), with the counts of the I/Os since the
+//! previous line in fio's 1856 latency bins (6 bits of mantissa: ≤ 1/64
+//! relative width), `2^log_hist_coarseness` neighbouring bins summed. At
+//! the end, the last, partial window is written too (fio drops it), so the
+//! lines add up to every measured I/O.
 
 use crate::job::JobSpec;
 use std::io::Write;
@@ -52,8 +65,25 @@ pub struct LogPlan {
     pub avg_ms: u64,
     pub max_value: bool,
     pub offset: bool,
+    /// `log_prio`: the prio column is the I/O's priority value in hex.
+    pub prio: bool,
     /// Several workers append to one file (`per_job_logs=0`).
     pub shared: bool,
+    /// `write_hist_log`.
+    pub hist: Option<HistPlan>,
+    /// Times on this clock's epoch (`clock_gettime` id) instead of from
+    /// the job's start: `log_unix_epoch` (0) or `log_alternate_epoch`.
+    pub epoch_clock: Option<i32>,
+}
+
+/// A histogram log: its file, window and coarseness.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HistPlan {
+    pub path: String,
+    /// `log_hist_msec`; 0 writes an empty file, as fio does.
+    pub ms: u64,
+    /// `log_hist_coarseness` (0–6): 2^c neighbouring bins summed.
+    pub coarseness: u32,
 }
 
 /// The logs of worker `index` (1-based over all jobs' clones) in trial
@@ -83,12 +113,23 @@ pub fn plan_for(j: &JobSpec, index: usize, trial: u32) -> Option<LogPlan> {
             files.push((k, name(p, k)));
         }
     }
-    (!files.is_empty()).then_some(LogPlan {
+    let hist = j.write_hist_log.as_ref().map(|p| HistPlan {
+        path: name(p, "clat_hist"),
+        ms: j.log_hist_msec,
+        coarseness: j.log_hist_coarseness,
+    });
+    (!files.is_empty() || hist.is_some()).then_some(LogPlan {
         files,
         avg_ms: j.log_avg_msec,
         max_value: j.log_max_value,
         offset: j.log_offset,
+        prio: j.log_prio,
         shared: !j.per_job_logs,
+        hist,
+        // fio: either option counts times from the epoch of the clock
+        // `log_alternate_epoch_clock_id` names (0, CLOCK_REALTIME: Unix).
+        epoch_clock: (j.log_unix_epoch || j.log_alternate_epoch)
+            .then_some(j.log_alternate_epoch_clock_id),
     })
 }
 
@@ -105,11 +146,12 @@ pub struct LogSink {
 
 impl LogSink {
     /// Open the files (truncated, or appended to when shared) and start
-    /// the writer thread. `Err` names the file and the reason.
-    pub fn start(plan: &LogPlan) -> Result<LogSink, String> {
-        let mut files = Vec::new();
-        for (kind, path) in &plan.files {
-            let f = std::fs::OpenOptions::new()
+    /// the writer thread. `start_ns` is the job's start on
+    /// [`dioscope_sys::clock::now_ns`]'s time line (records' times count
+    /// from it). `Err` names the file and the reason.
+    pub fn start(plan: &LogPlan, start_ns: u64) -> Result<LogSink, String> {
+        let open = |path: &str| {
+            std::fs::OpenOptions::new()
                 .create(true)
                 .write(true)
                 .append(plan.shared)
@@ -117,15 +159,37 @@ impl LogSink {
                 .open(path)
                 .map_err(|e| {
                     format!("cannot open the log {path}: {e} (check the directory and permissions)")
-                })?;
-            files.push((*kind, f));
+                })
+        };
+        let mut files = Vec::new();
+        for (kind, path) in &plan.files {
+            files.push((*kind, open(path)?));
         }
+        let hist = match &plan.hist {
+            Some(h) => Some((h.clone(), open(&h.path)?)),
+            None => None,
+        };
+        // The job's start on the epoch's clock: that clock now, less the
+        // time since the start.
+        let epoch_ms = match plan.epoch_clock {
+            None => 0,
+            Some(id) => {
+                let now = dioscope_sys::clock::clock_id_ns(id).ok_or_else(|| {
+                    format!(
+                        "log_alternate_epoch_clock_id={id}: this kernel has no such clock \
+                         (0 is CLOCK_REALTIME, 1 CLOCK_MONOTONIC, 7 CLOCK_BOOTTIME)"
+                    )
+                })?;
+                let since = dioscope_sys::clock::now_ns().saturating_sub(start_ns);
+                now.saturating_sub(since) / 1_000_000
+            }
+        };
         let (full_tx, full_rx) = sync_channel::<Vec<Rec>>(BUFFERS);
         let (empty_tx, empty_rx) = sync_channel::<Vec<Rec>>(BUFFERS);
         for _ in 1..BUFFERS {
             let _ = empty_tx.send(Vec::with_capacity(REC_PER_BUF));
         }
-        let w = Writer::new(plan, files);
+        let w = Writer::new(plan, files, hist, epoch_ms);
         let writer = std::thread::Builder::new()
             .name("dioscope-log".into())
             .spawn(move || w.run(full_rx, empty_tx))
@@ -195,14 +259,119 @@ struct Window {
     bytes: u64,
 }
 
+/// fio's latency bins: values below 128 ns exact, above each power of two
+/// split into 64 (`FIO_IO_U_PLAT_BITS` 6), 29 groups (`FIO_IO_U_PLAT_NR`).
+pub const FIO_PLAT_BITS: u32 = 6;
+pub const FIO_PLAT_NR: usize = 29 << FIO_PLAT_BITS;
+
+/// The fio bin of a latency in ns.
+pub fn fio_plat_index(ns: u64) -> usize {
+    let val = 1u64 << FIO_PLAT_BITS;
+    if ns < val << 1 {
+        return ns as usize;
+    }
+    let msb = 63 - ns.leading_zeros();
+    let error_bits = msb - FIO_PLAT_BITS;
+    let base = ((error_bits + 1) as u64) << FIO_PLAT_BITS;
+    let idx = base + ((ns >> error_bits) & (val - 1));
+    (idx as usize).min(FIO_PLAT_NR - 1)
+}
+
+/// Lower bound of fio bin `idx` in ns (its width is ≤ 1/64 of it).
+pub fn fio_plat_lower(idx: usize) -> u64 {
+    let val = 1u64 << FIO_PLAT_BITS;
+    let idx = idx as u64;
+    if idx < val << 1 {
+        return idx;
+    }
+    let error_bits = (idx >> FIO_PLAT_BITS) - 1;
+    (1u64 << (error_bits + FIO_PLAT_BITS as u64)) + (idx % val) * (1u64 << error_bits)
+}
+
+/// The histogram log's state: per direction the counts since its last
+/// line and when its window opened.
+struct HistLog {
+    file: std::io::BufWriter<std::fs::File>,
+    ms: u64,
+    coarseness: u32,
+    bins: [Vec<u64>; 2],
+    /// Per direction: when the window opened (ms), the block size of its
+    /// latest I/O.
+    open: [Option<u64>; 2],
+    bs: [u32; 2],
+    n: [u64; 2],
+}
+
+impl HistLog {
+    fn new(plan: &HistPlan, f: std::fs::File) -> HistLog {
+        HistLog {
+            file: std::io::BufWriter::with_capacity(1 << 16, f),
+            ms: plan.ms,
+            coarseness: plan.coarseness.min(6),
+            bins: [vec![0; FIO_PLAT_NR], vec![0; FIO_PLAT_NR]],
+            open: [None; 2],
+            bs: [0; 2],
+            n: [0; 2],
+        }
+    }
+
+    fn add(&mut self, r: &Rec, epoch_ms: u64, line: &mut String) -> std::io::Result<()> {
+        if self.ms == 0 {
+            return Ok(());
+        }
+        let d = r.write as usize;
+        self.bins[d][fio_plat_index(r.clat_ns as u64)] += 1;
+        self.n[d] += 1;
+        self.bs[d] = r.len;
+        let t = r.t_ns / 1_000_000;
+        let open = *self.open[d].get_or_insert(t);
+        let elapsed = t.saturating_sub(open);
+        if elapsed >= self.ms {
+            self.line(d, t + epoch_ms, line)?;
+            // The next window opens where this one should have ended: no
+            // drift however late the closing I/O came.
+            self.open[d] = Some(t - (elapsed - self.ms));
+        }
+        Ok(())
+    }
+
+    /// One line of direction `d`, and the counts start again.
+    fn line(&mut self, d: usize, t_ms: u64, line: &mut String) -> std::io::Result<()> {
+        use std::fmt::Write as _;
+        line.clear();
+        let _ = write!(line, "{t_ms}, {d}, {}", self.bs[d]);
+        for chunk in self.bins[d].chunks(1 << self.coarseness) {
+            let _ = write!(line, ", {}", chunk.iter().sum::<u64>());
+        }
+        line.push('\n');
+        self.bins[d].iter_mut().for_each(|b| *b = 0);
+        self.n[d] = 0;
+        self.file.write_all(line.as_bytes())
+    }
+
+    /// The last, partial windows, at the time of the last record.
+    fn finish(&mut self, last_ms: u64, line: &mut String) -> std::io::Result<()> {
+        for d in 0..2 {
+            if self.n[d] > 0 {
+                self.line(d, last_ms, line)?;
+            }
+        }
+        self.file.flush()
+    }
+}
+
 /// The writer thread's state: the files and, for windowed logs, the open
 /// window per file and direction.
 struct Writer {
     files: Vec<(&'static str, std::io::BufWriter<std::fs::File>)>,
+    hist: Option<HistLog>,
     avg_ns: u64,
     max_value: bool,
     offset: bool,
+    prio: bool,
     shared: bool,
+    /// Added to every time: the epoch's ms at the job's start, or 0.
+    epoch_ms: u64,
     win_end: u64,
     /// Time of the latest record.
     last_t: u64,
@@ -213,17 +382,25 @@ struct Writer {
 }
 
 impl Writer {
-    fn new(plan: &LogPlan, files: Vec<(&'static str, std::fs::File)>) -> Writer {
+    fn new(
+        plan: &LogPlan,
+        files: Vec<(&'static str, std::fs::File)>,
+        hist: Option<(HistPlan, std::fs::File)>,
+        epoch_ms: u64,
+    ) -> Writer {
         let n = files.len();
         Writer {
             files: files
                 .into_iter()
                 .map(|(k, f)| (k, std::io::BufWriter::with_capacity(1 << 20, f)))
                 .collect(),
+            hist: hist.map(|(p, f)| HistLog::new(&p, f)),
             avg_ns: plan.avg_ms * 1_000_000,
             max_value: plan.max_value,
             offset: plan.offset,
+            prio: plan.prio,
             shared: plan.shared,
+            epoch_ms,
             win_end: plan.avg_ms * 1_000_000,
             last_t: 0,
             win: vec![[Window::default(); 2]; n],
@@ -244,7 +421,10 @@ impl Writer {
         }
         // The last window, if the run covered at least half of it (a
         // sliver's rate would be noise), with its rate over the time covered.
-        if self.avg_ns > 0 && self.last_t + self.avg_ns / 2 >= self.win_end {
+        if self.avg_ns > 0
+            && !self.files.is_empty()
+            && self.last_t + self.avg_ns / 2 >= self.win_end
+        {
             let covered = self.last_t + self.avg_ns - self.win_end;
             let end = self.win_end;
             self.avg_ns = covered.max(1);
@@ -252,6 +432,9 @@ impl Writer {
         }
         for (_, f) in &mut self.files {
             f.flush()?;
+        }
+        if let Some(h) = &mut self.hist {
+            h.finish(self.last_t / 1_000_000 + self.epoch_ms, &mut self.line)?;
         }
         err.map_or(Ok(()), Err)
     }
@@ -269,8 +452,28 @@ impl Writer {
         }
     }
 
+    /// The last column: fio's priority. dioscope issues every I/O at the
+    /// default priority (it has no `prio`/`cmdprio` options): 0, not a
+    /// high-priority I/O; with `log_prio`, the ioprio value, 0, in hex.
+    fn prio_col(&self) -> &'static str {
+        if self.prio {
+            ", 0x0000\n"
+        } else {
+            ", 0\n"
+        }
+    }
+
     fn write(&mut self, recs: &[Rec]) -> std::io::Result<()> {
         use std::fmt::Write as _;
+        if let Some(h) = &mut self.hist {
+            for r in recs {
+                h.add(r, self.epoch_ms, &mut self.line)?;
+            }
+        }
+        if let Some(r) = recs.last() {
+            self.last_t = self.last_t.max(r.t_ns);
+        }
+        let prio = self.prio_col();
         if self.avg_ns == 0 {
             for (kind, f) in &mut self.files {
                 self.line.clear();
@@ -279,14 +482,14 @@ impl Writer {
                     let _ = write!(
                         self.line,
                         "{}, {v}, {}, {}",
-                        r.t_ns / 1_000_000,
+                        r.t_ns / 1_000_000 + self.epoch_ms,
                         r.write as u8,
                         r.len
                     );
                     if self.offset {
                         let _ = write!(self.line, ", {}", r.offset);
                     }
-                    self.line.push_str(", 0\n");
+                    self.line.push_str(prio);
                 }
                 f.write_all(self.line.as_bytes())?;
                 if self.shared {
@@ -295,8 +498,10 @@ impl Writer {
             }
             return Ok(());
         }
+        if self.files.is_empty() {
+            return Ok(());
+        }
         for r in recs {
-            self.last_t = r.t_ns;
             while r.t_ns >= self.win_end {
                 let end = self.win_end;
                 self.close_window(end)?;
@@ -316,10 +521,13 @@ impl Writer {
 
     /// One line per direction with I/O in the window: the mean (or the
     /// maximum with `log_max_value`) of latencies; the window's rate for
-    /// bandwidth (KiB/s) and IOPS; bs and offset 0, as fio writes them.
+    /// bandwidth (KiB/s) and IOPS (fio samples these once per window, so
+    /// its mean and maximum are the same rate); bs and offset 0, as fio
+    /// writes them.
     fn close_window(&mut self, end: u64) -> std::io::Result<()> {
         use std::fmt::Write as _;
         let secs = self.avg_ns as f64 / 1e9;
+        let prio = self.prio_col();
         for (i, (kind, f)) in self.files.iter_mut().enumerate() {
             self.line.clear();
             for d in 0..2 {
@@ -328,21 +536,21 @@ impl Writer {
                     continue;
                 }
                 let v = match *kind {
-                    "bw" if !self.max_value => w.bytes as f64 / 1024.0 / secs,
-                    "iops" if !self.max_value => w.n as f64 / secs,
+                    "bw" => w.bytes as f64 / 1024.0 / secs,
+                    "iops" => w.n as f64 / secs,
                     _ if self.max_value => w.max,
                     _ => w.sum / w.n as f64,
                 };
                 let _ = write!(
                     self.line,
                     "{}, {}, {d}, 0",
-                    end / 1_000_000,
+                    end / 1_000_000 + self.epoch_ms,
                     v.round() as u64
                 );
                 if self.offset {
                     self.line.push_str(", 0");
                 }
-                self.line.push_str(", 0\n");
+                self.line.push_str(prio);
                 self.win[i][d] = Window::default();
             }
             f.write_all(self.line.as_bytes())?;
@@ -387,7 +595,7 @@ mod tests {
     }
 
     fn run(plan: LogPlan, recs: &[Rec]) -> Vec<String> {
-        let mut s = LogSink::start(&plan).unwrap();
+        let mut s = LogSink::start(&plan, dioscope_sys::clock::now_ns()).unwrap();
         for r in recs {
             s.push(*r);
         }
@@ -452,5 +660,129 @@ mod tests {
             &recs,
         );
         assert_eq!(out[0].lines().count(), n);
+    }
+
+    #[test]
+    fn fio_bins_bound_each_value_within_a_64th() {
+        let mut last = 0;
+        for idx in 0..FIO_PLAT_NR {
+            let lo = fio_plat_lower(idx);
+            assert_eq!(fio_plat_index(lo), idx, "bin {idx} starts at {lo}");
+            assert!(idx == 0 || lo > last, "ascending");
+            last = lo;
+        }
+        for v in [0u64, 1, 127, 128, 129, 4000, 65_537, 1 << 33, 123_456_789] {
+            let i = fio_plat_index(v);
+            let (lo, hi) = (fio_plat_lower(i), fio_plat_lower(i + 1));
+            assert!(lo <= v && v < hi, "{v} in [{lo}, {hi})");
+            assert!((hi - lo) as f64 <= (lo as f64 / 64.0).max(1.0), "{v}: width");
+        }
+        // Beyond the last group: the last bin, as fio clamps.
+        assert_eq!(fio_plat_index(u64::MAX), FIO_PLAT_NR - 1);
+    }
+
+    #[test]
+    fn histogram_windows_per_direction_coarse_bins_and_the_last_partial_window() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("h").display().to_string();
+        let hist = |ms, coarseness| LogPlan {
+            hist: Some(HistPlan {
+                path: path.clone(),
+                ms,
+                coarseness,
+            }),
+            ..Default::default()
+        };
+        // Reads every ms from 0 to 2499 ms, 4000 ns each; one write at 10 ms.
+        let mut recs: Vec<Rec> = (0..2500).map(|i| rec(i, false)).collect();
+        recs.insert(11, rec(10, true));
+        let mut s = LogSink::start(&hist(1000, 0), dioscope_sys::clock::now_ns()).unwrap();
+        recs.iter().for_each(|r| s.push(*r));
+        s.finish().unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<Vec<u64>> = text
+            .lines()
+            .map(|l| l.split(", ").map(|x| x.parse().unwrap()).collect())
+            .collect();
+        // Reads: windows close at 1000 and 2000 ms, the rest at 2499;
+        // the write's window is only its own partial one, at the end.
+        let heads: Vec<(u64, u64, u64)> = lines.iter().map(|l| (l[0], l[1], l[2])).collect();
+        assert_eq!(
+            heads,
+            [(1000, 0, 4096), (2000, 0, 4096), (2499, 0, 4096), (2499, 1, 4096)]
+        );
+        assert!(lines.iter().all(|l| l.len() == 3 + FIO_PLAT_NR));
+        let bin = 3 + fio_plat_index(4000);
+        let counts: Vec<u64> = lines.iter().map(|l| l[bin]).collect();
+        // 0..=1000 ms, 1001..=2000, 2001..=2499: every read once.
+        assert_eq!(counts, [1001, 1000, 499, 1]);
+        assert_eq!(lines.iter().map(|l| l[3..].iter().sum::<u64>()).sum::<u64>(), 2501);
+        // Coarseness 2: 4 bins summed, a quarter of the columns.
+        let mut s = LogSink::start(&hist(1000, 2), dioscope_sys::clock::now_ns()).unwrap();
+        recs.iter().for_each(|r| s.push(*r));
+        s.finish().unwrap();
+        let first = std::fs::read_to_string(&path).unwrap();
+        let l: Vec<u64> = first
+            .lines()
+            .next()
+            .unwrap()
+            .split(", ")
+            .map(|x| x.parse().unwrap())
+            .collect();
+        assert_eq!(l.len(), 3 + FIO_PLAT_NR / 4);
+        assert_eq!(l[3 + fio_plat_index(4000) / 4], 1001);
+        // log_hist_msec=0: an empty file, as fio leaves it.
+        let mut s = LogSink::start(&hist(0, 0), dioscope_sys::clock::now_ns()).unwrap();
+        recs.iter().for_each(|r| s.push(*r));
+        s.finish().unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "");
+    }
+
+    #[test]
+    fn epoch_prio_and_the_rates_of_windowed_maxima() {
+        let d = tempfile::tempdir().unwrap();
+        let p = |k: &str| d.path().join(k).display().to_string();
+        let start = dioscope_sys::clock::now_ns();
+        let wall = dioscope_sys::clock::wall_ms();
+        let mut s = LogSink::start(
+            &LogPlan {
+                files: vec![("clat", p("e"))],
+                prio: true,
+                epoch_clock: Some(0),
+                ..Default::default()
+            },
+            start,
+        )
+        .unwrap();
+        s.push(rec(5, false));
+        s.finish().unwrap();
+        let l = std::fs::read_to_string(p("e")).unwrap();
+        let f: Vec<&str> = l.trim().split(", ").collect();
+        let t: u64 = f[0].parse().unwrap();
+        assert!(t.abs_diff(wall + 5) < 1000, "{t} vs {wall}: Unix epoch ms");
+        assert_eq!(f[4], "0x0000", "log_prio: the priority value in hex: {l}");
+        let e = LogSink::start(
+            &LogPlan {
+                files: vec![("clat", p("x"))],
+                epoch_clock: Some(12345),
+                ..Default::default()
+            },
+            start,
+        )
+        .err()
+        .unwrap();
+        assert!(e.contains("12345") && e.contains("CLOCK_REALTIME"), "{e}");
+        // log_max_value: latencies' maximum, but IOPS stay the window's rate.
+        let recs: Vec<Rec> = (0..2000).map(|i| rec(i / 2, false)).collect();
+        let out = run(
+            LogPlan {
+                files: vec![("iops", p("mi"))],
+                avg_ms: 500,
+                max_value: true,
+                ..Default::default()
+            },
+            &recs,
+        );
+        assert_eq!(out[0].lines().next(), Some("500, 2000, 0, 0, 0"));
     }
 }
