@@ -181,7 +181,14 @@ impl SideCounts {
     }
 }
 
-fn delta(name: &str, subsystem: Option<String>, a: &SideCounts, na: u64, b: &SideCounts, nb: u64) -> CostDelta {
+fn delta(
+    name: &str,
+    subsystem: Option<String>,
+    a: &SideCounts,
+    na: u64,
+    b: &SideCounts,
+    nb: u64,
+) -> CostDelta {
     let (ua, ub) = (a.us(na), b.us(nb));
     let var = |s: &SideCounts, n: u64| {
         let per = if s.ios == 0 {
@@ -351,7 +358,11 @@ pub fn compare_profiles<'a>(
 pub fn render_text(c: &ProfileComparison) -> String {
     use std::fmt::Write;
     let mut o = String::new();
-    let _ = writeln!(o, "\nprofile: CPU per I/O by subsystem and function, B against A ({})", c.rule);
+    let _ = writeln!(
+        o,
+        "\nprofile: CPU per I/O by subsystem and function, B against A ({})",
+        c.rule
+    );
     for g in &c.groups {
         let _ = writeln!(
             o,
@@ -387,7 +398,9 @@ pub fn render_text(c: &ProfileComparison) -> String {
                 r.b_us_per_io,
                 r.delta_us_per_io,
                 r.noise_us_per_io,
-                r.change_pct.map(|p| format!("{p:+.0}%")).unwrap_or("new".into()),
+                r.change_pct
+                    .map(|p| format!("{p:+.0}%"))
+                    .unwrap_or("new".into()),
                 r.change.text()
             );
         };
@@ -439,7 +452,9 @@ pub fn render_markdown(c: &ProfileComparison) -> String {
                 r.b_us_per_io,
                 r.delta_us_per_io,
                 r.noise_us_per_io,
-                r.change_pct.map(|p| format!("{p:+.0} %")).unwrap_or("new".into()),
+                r.change_pct
+                    .map(|p| format!("{p:+.0} %"))
+                    .unwrap_or("new".into()),
                 r.change.text()
             );
         }
@@ -498,7 +513,13 @@ pub fn render_html(o: &mut String, c: &ProfileComparison) {
             ..Default::default()
         };
         let mut cats = Vec::new();
-        for (i, r) in g.totals.iter().chain(&g.subsystems).chain(&g.functions).enumerate() {
+        for (i, r) in g
+            .totals
+            .iter()
+            .chain(&g.subsystems)
+            .chain(&g.functions)
+            .enumerate()
+        {
             let cls = match r.change {
                 Change::Cheaper => "up",
                 Change::Dearer => "down",
@@ -521,7 +542,10 @@ pub fn render_html(o: &mut String, c: &ProfileComparison) {
             // The chart: totals and subsystems, then the functions beyond the noise.
             if i < g.totals.len() + g.subsystems.len() || r.change != Change::Same {
                 let x = cats.len() as f64;
-                let (lo, hi) = (r.delta_us_per_io - r.noise_us_per_io, r.delta_us_per_io + r.noise_us_per_io);
+                let (lo, hi) = (
+                    r.delta_us_per_io - r.noise_us_per_io,
+                    r.delta_us_per_io + r.noise_us_per_io,
+                );
                 let l = match r.change {
                     Change::Cheaper => &mut cheaper,
                     Change::Dearer => &mut dearer,
@@ -638,7 +662,9 @@ mod tests {
                 folded: funcs
                     .iter()
                     .map(|f| format!("job j workers;syscall;{} {}\n", f.0, f.2))
-                    .chain(std::iter::once("kworker;worker_thread;io_schedule 999\n".into()))
+                    .chain(std::iter::once(
+                        "kworker;worker_thread;io_schedule 999\n".into(),
+                    ))
                     .collect(),
             }],
         }
@@ -649,11 +675,19 @@ mod tests {
         // 100 000 I/Os per side, 10 µs per sample: 1 sample = 0.0001 µs/IO.
         let a = profile(
             100_000,
-            &[("io_submit_one", "aio", 20_000), ("blk_mq_submit_bio", "block", 10_000), ("tiny", "driver", 100)],
+            &[
+                ("io_submit_one", "aio", 20_000),
+                ("blk_mq_submit_bio", "block", 10_000),
+                ("tiny", "driver", 100),
+            ],
         );
         let b = profile(
             100_000,
-            &[("io_submit_one", "aio", 10_000), ("blk_mq_submit_bio", "block", 10_050), ("tiny", "driver", 100)],
+            &[
+                ("io_submit_one", "aio", 10_000),
+                ("blk_mq_submit_bio", "block", 10_050),
+                ("tiny", "driver", 100),
+            ],
         );
         let c = compare_profiles([&a].into_iter(), [&b].into_iter()).unwrap();
         let g = &c.groups[0];
@@ -677,13 +711,17 @@ mod tests {
         // The order: beyond the noise first.
         assert_eq!(g.functions[0].name, "io_submit_one");
         for text in [render_text(&c), render_markdown(&c)] {
-            assert!(text.contains("io_submit_one") && text.contains("cheaper"), "{text}");
+            assert!(
+                text.contains("io_submit_one") && text.contains("cheaper"),
+                "{text}"
+            );
             assert!(text.contains("3 σ"), "states the rule: {text}");
         }
         let mut html = String::new();
         render_html(&mut html, &c);
         assert!(html.contains("id=\"cmp-profile-0\"") && html.contains("cmp-profile-table-0"));
-        let back: ProfileComparison = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+        let back: ProfileComparison =
+            serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
         assert_eq!(back, c);
     }
 
@@ -700,11 +738,19 @@ mod tests {
         // A function seen on one side only, with few samples, is noise.
         let b = profile(50_000, &[("f", "block", 5000), ("h", "aio", 2)]);
         let c = compare_profiles([&a].into_iter(), [&b].into_iter()).unwrap();
-        let h = c.groups[0].functions.iter().find(|x| x.name == "h").unwrap();
+        let h = c.groups[0]
+            .functions
+            .iter()
+            .find(|x| x.name == "h")
+            .unwrap();
         assert_eq!((h.samples_a, h.samples_b, h.change), (0, 2, Change::Same));
         assert_eq!(h.change_pct, None);
         let c = compare_profiles([&a].into_iter(), std::iter::empty()).unwrap();
-        assert!(c.groups.is_empty() && c.notes[0].contains("only side A"), "{:?}", c.notes);
+        assert!(
+            c.groups.is_empty() && c.notes[0].contains("only side A"),
+            "{:?}",
+            c.notes
+        );
         assert!(compare_profiles(std::iter::empty(), std::iter::empty()).is_none());
     }
 }

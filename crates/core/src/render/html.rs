@@ -111,7 +111,9 @@ pub fn report(inputs: &[Input]) -> String {
     if runs.len() >= 2 {
         comparison(&mut o, &runs);
         // Profiled runs: where the CPU time per I/O changed, B against A.
-        let prof = |d: &RunDoc| d.dioscope.as_ref().and_then(|x| x.profile.as_ref());
+        fn prof(d: &RunDoc) -> Option<&crate::profile::ProfileResult> {
+            d.dioscope.as_ref()?.profile.as_ref()
+        }
         if let Some(p) = crate::profile::compare::compare_profiles(
             prof(runs[0].1).into_iter(),
             prof(runs[1].1).into_iter(),

@@ -675,7 +675,10 @@ mod tests {
             let i = fio_plat_index(v);
             let (lo, hi) = (fio_plat_lower(i), fio_plat_lower(i + 1));
             assert!(lo <= v && v < hi, "{v} in [{lo}, {hi})");
-            assert!((hi - lo) as f64 <= (lo as f64 / 64.0).max(1.0), "{v}: width");
+            assert!(
+                (hi - lo) as f64 <= (lo as f64 / 64.0).max(1.0),
+                "{v}: width"
+            );
         }
         // Beyond the last group: the last bin, as fio clamps.
         assert_eq!(fio_plat_index(u64::MAX), FIO_PLAT_NR - 1);
@@ -709,14 +712,25 @@ mod tests {
         let heads: Vec<(u64, u64, u64)> = lines.iter().map(|l| (l[0], l[1], l[2])).collect();
         assert_eq!(
             heads,
-            [(1000, 0, 4096), (2000, 0, 4096), (2499, 0, 4096), (2499, 1, 4096)]
+            [
+                (1000, 0, 4096),
+                (2000, 0, 4096),
+                (2499, 0, 4096),
+                (2499, 1, 4096)
+            ]
         );
         assert!(lines.iter().all(|l| l.len() == 3 + FIO_PLAT_NR));
         let bin = 3 + fio_plat_index(4000);
         let counts: Vec<u64> = lines.iter().map(|l| l[bin]).collect();
         // 0..=1000 ms, 1001..=2000, 2001..=2499: every read once.
         assert_eq!(counts, [1001, 1000, 499, 1]);
-        assert_eq!(lines.iter().map(|l| l[3..].iter().sum::<u64>()).sum::<u64>(), 2501);
+        assert_eq!(
+            lines
+                .iter()
+                .map(|l| l[3..].iter().sum::<u64>())
+                .sum::<u64>(),
+            2501
+        );
         // Coarseness 2: 4 bins summed, a quarter of the columns.
         let mut s = LogSink::start(&hist(1000, 2), dioscope_sys::clock::now_ns()).unwrap();
         recs.iter().for_each(|r| s.push(*r));
