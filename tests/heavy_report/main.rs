@@ -270,8 +270,16 @@ fn reports_open_in_chromium_offline() {
         ],
     );
     let cmp_page = std::fs::read_to_string(dir.join("cmp.html")).unwrap();
-    for id in ["ca-summary-table", "cb-summary-table", "ca-findings", "cb-env"] {
-        assert!(cmp_page.contains(&format!("id=\"{id}")), "cmp.html lacks {id}");
+    for id in [
+        "ca-summary-table",
+        "cb-summary-table",
+        "ca-findings",
+        "cb-env",
+    ] {
+        assert!(
+            cmp_page.contains(&format!("id=\"{id}")),
+            "cmp.html lacks {id}"
+        );
     }
     check_in_browser(
         bin,
