@@ -26,10 +26,30 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Options exempt from the audit, each with its reason. Keep it short.
-const EXEMPT: &[(&str, &str)] = &[(
-    "thread",
-    "changes nothing measured: dioscope always runs jobs as threads",
-)];
+const EXEMPT: &[(&str, &str)] = &[
+    (
+        "thread",
+        "changes nothing measured: dioscope always runs jobs as threads",
+    ),
+    // fio's options about logs kept in memory (runner/logs.rs streams
+    // them to disk as they fill): accepted for fio's job files.
+    (
+        "log_entries",
+        "fio's first log allocation: dioscope's log buffers are always preallocated",
+    ),
+    (
+        "log_compression",
+        "fio compresses logs it keeps in memory; dioscope's are on disk, the text is the same",
+    ),
+    (
+        "log_compression_cpus",
+        "CPUs of fio's log compression threads: dioscope runs none",
+    ),
+    (
+        "log_store_compressed",
+        "0 is fio's default; 1 is refused with the reason (fio's binary .fz records)",
+    ),
+];
 
 /// Choice values that are fio's other spelling of another value.
 const SPELLINGS: &[(&str, &str, &str)] = &[

@@ -9,13 +9,15 @@
 //! `fiologparser_hist.py` turns into percentiles.
 //!
 //! Cost only when asked. Without a log option the worker pays one
-//! predictable branch per I/O. With one, each measured completion appends a
-//! 32-byte record to a buffer allocated before the first I/O; a full buffer
-//! is handed over a bounded channel to this worker's writer thread, which
-//! formats the lines (one per I/O, or windowed averages/maxima when
-//! `log_avg_msec` is set) and writes them, and hands the emptied buffer
-//! back. Four buffers of [`REC_PER_BUF`] records circulate, so the loop
-//! never allocates and never writes to disk. If the writer falls three
+//! predictable branch per I/O. With `log_avg_msec`, the worker sums each
+//! window itself (a few adds per I/O into two preallocated accumulators)
+//! and sends one message per window. A per-I/O log (or the histogram log)
+//! appends a 32-byte record per measured completion to a buffer allocated
+//! before the first I/O; a full buffer is handed over a bounded channel to
+//! this worker's writer thread, which formats the lines (or fills the
+//! histogram) and writes them, and hands the emptied buffer back. Four
+//! buffers of [`REC_PER_BUF`] records circulate, so the loop never
+//! allocates and never writes to disk. If the writer falls three
 //! buffers behind, the worker waits for one to come back (counted: the
 //! result's notes say how often) rather than grow without bound or drop
 //! records. Measured cost: docs/PERFORMANCE.md.
@@ -133,11 +135,59 @@ pub fn plan_for(j: &JobSpec, index: usize, trial: u32) -> Option<LogPlan> {
     })
 }
 
-/// The worker's end of the logs: the buffer being filled and the channels
-/// to and from the writer thread.
+/// One direction's windowed sums, kept by the worker (`log_avg_msec`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Acc {
+    n: u64,
+    bytes: u64,
+    slat_sum: u64,
+    clat_sum: u64,
+    slat_max: u64,
+    clat_max: u64,
+    lat_max: u64,
+}
+
+impl Acc {
+    #[inline(always)]
+    fn add(&mut self, r: &Rec) {
+        let (s, c) = (r.slat_ns as u64, r.clat_ns as u64);
+        self.n += 1;
+        self.bytes += r.len as u64;
+        self.slat_sum += s;
+        self.clat_sum += c;
+        self.slat_max = self.slat_max.max(s);
+        self.clat_max = self.clat_max.max(c);
+        self.lat_max = self.lat_max.max(s + c);
+    }
+}
+
+/// What the worker sends its writer.
+enum Msg {
+    /// Records, one per I/O (per-I/O logs, the histogram log).
+    Recs(Vec<Rec>),
+    /// A closed window (`log_avg_msec`): its end (ns since the job's
+    /// start), its length and its sums per direction.
+    Window { end: u64, len: u64, acc: [Acc; 2] },
+}
+
+/// The open window of windowed logs, in the worker.
+struct Windows {
+    len: u64,
+    end: u64,
+    /// Time of the latest record.
+    last: u64,
+    acc: [Acc; 2],
+}
+
+/// The worker's end of the logs: the buffer being filled, the open window
+/// and the channels to and from the writer thread.
 pub struct LogSink {
     buf: Vec<Rec>,
-    full: SyncSender<Vec<Rec>>,
+    /// Records go to the writer (per-I/O logs or the histogram log).
+    recs: bool,
+    /// Windowed logs: summed here, one message per window.
+    win: Option<Windows>,
+    full: SyncSender<Msg>,
     empty: Receiver<Vec<Rec>>,
     writer: Option<std::thread::JoinHandle<std::io::Result<()>>>,
     /// Times the worker waited for the writer.
@@ -184,18 +234,32 @@ impl LogSink {
                 now.saturating_sub(since) / 1_000_000
             }
         };
-        let (full_tx, full_rx) = sync_channel::<Vec<Rec>>(BUFFERS);
+        let windowed = plan.avg_ms > 0 && !plan.files.is_empty();
+        let recs = hist.is_some() || (plan.avg_ms == 0 && !plan.files.is_empty());
+        // Room for the record buffers and for windows the writer has not
+        // taken yet (a send beyond it waits: bounded, never allocating).
+        let (full_tx, full_rx) = sync_channel::<Msg>(BUFFERS + 64);
         let (empty_tx, empty_rx) = sync_channel::<Vec<Rec>>(BUFFERS);
-        for _ in 1..BUFFERS {
-            let _ = empty_tx.send(Vec::with_capacity(REC_PER_BUF));
+        if recs {
+            for _ in 1..BUFFERS {
+                let _ = empty_tx.send(Vec::with_capacity(REC_PER_BUF));
+            }
         }
         let w = Writer::new(plan, files, hist, epoch_ms);
         let writer = std::thread::Builder::new()
             .name("dioscope-log".into())
             .spawn(move || w.run(full_rx, empty_tx))
             .map_err(|e| format!("cannot start the log writer: {e}"))?;
+        let avg_ns = plan.avg_ms * 1_000_000;
         Ok(LogSink {
-            buf: Vec::with_capacity(REC_PER_BUF),
+            buf: Vec::with_capacity(if recs { REC_PER_BUF } else { 0 }),
+            recs,
+            win: windowed.then_some(Windows {
+                len: avg_ns,
+                end: avg_ns,
+                last: 0,
+                acc: [Acc::default(); 2],
+            }),
             full: full_tx,
             empty: empty_rx,
             writer: Some(writer),
@@ -203,13 +267,51 @@ impl LogSink {
         })
     }
 
-    /// Append one record: no allocation (the buffer has its capacity).
+    /// One measured I/O: into the open window (a few adds) and, when a
+    /// log needs every I/O, into the buffer. No allocation: the buffer
+    /// has its capacity, a window is sent by value.
     #[inline(always)]
     pub fn push(&mut self, r: Rec) {
-        if self.buf.len() == REC_PER_BUF {
-            self.hand_over();
+        if let Some(w) = &mut self.win {
+            if r.t_ns >= w.end {
+                self.close_windows(r.t_ns);
+            }
+            if let Some(w) = &mut self.win {
+                w.acc[r.write as usize].add(&r);
+                w.last = r.t_ns;
+            }
         }
-        self.buf.push(r);
+        if self.recs {
+            if self.buf.len() == REC_PER_BUF {
+                self.hand_over();
+            }
+            self.buf.push(r);
+        }
+    }
+
+    /// Send the windows that ended before `t` (those without I/O are not
+    /// logged, as in fio).
+    #[cold]
+    #[inline(never)]
+    fn close_windows(&mut self, t: u64) {
+        let Some(w) = &mut self.win else {
+            return;
+        };
+        while t >= w.end {
+            if w.acc.iter().any(|a| a.n > 0) {
+                let m = Msg::Window {
+                    end: w.end,
+                    len: w.len,
+                    acc: w.acc,
+                };
+                if let Err(std::sync::mpsc::TrySendError::Full(m)) = self.full.try_send(m) {
+                    self.stalls += 1;
+                    let _ = self.full.send(m);
+                }
+                w.acc = [Acc::default(); 2];
+            }
+            w.end += w.len;
+        }
     }
 
     #[cold]
@@ -228,13 +330,26 @@ impl LogSink {
             }
         };
         let full = std::mem::replace(&mut self.buf, next);
-        let _ = self.full.send(full);
+        let _ = self.full.send(Msg::Recs(full));
     }
 
     /// Hand over what is left, wait for the writer to finish the files.
     pub fn finish(mut self) -> Result<u64, String> {
-        let rest = std::mem::take(&mut self.buf);
-        let _ = self.full.send(rest);
+        if self.recs {
+            let rest = std::mem::take(&mut self.buf);
+            let _ = self.full.send(Msg::Recs(rest));
+        }
+        // The last window, if the run covered at least half of it (a
+        // sliver's rate would be noise), rated over the time it covered.
+        if let Some(w) = self.win.take() {
+            if w.acc.iter().any(|a| a.n > 0) && w.last + w.len / 2 >= w.end {
+                let _ = self.full.send(Msg::Window {
+                    end: w.end,
+                    len: (w.last + w.len - w.end).max(1),
+                    acc: w.acc,
+                });
+            }
+        }
         let LogSink {
             full,
             writer,
@@ -248,15 +363,6 @@ impl LogSink {
             Some(Err(_)) => Err("the log writer panicked".into()),
         }
     }
-}
-
-/// Windowed values of one direction of one log.
-#[derive(Clone, Copy, Default)]
-struct Window {
-    sum: f64,
-    max: f64,
-    n: u64,
-    bytes: u64,
 }
 
 /// fio's latency bins: values below 128 ns exact, above each power of two
@@ -360,22 +466,18 @@ impl HistLog {
     }
 }
 
-/// The writer thread's state: the files and, for windowed logs, the open
-/// window per file and direction.
+/// The writer thread's state: the files, the histogram log, the columns.
 struct Writer {
     files: Vec<(&'static str, std::io::BufWriter<std::fs::File>)>,
     hist: Option<HistLog>,
-    avg_ns: u64,
     max_value: bool,
     offset: bool,
     prio: bool,
     shared: bool,
     /// Added to every time: the epoch's ms at the job's start, or 0.
     epoch_ms: u64,
-    win_end: u64,
     /// Time of the latest record.
     last_t: u64,
-    win: Vec<[Window; 2]>,
     /// Lines of one file formatted before a write (whole lines per write
     /// keep shared files' lines intact).
     line: String,
@@ -388,47 +490,42 @@ impl Writer {
         hist: Option<(HistPlan, std::fs::File)>,
         epoch_ms: u64,
     ) -> Writer {
-        let n = files.len();
         Writer {
             files: files
                 .into_iter()
                 .map(|(k, f)| (k, std::io::BufWriter::with_capacity(1 << 20, f)))
                 .collect(),
             hist: hist.map(|(p, f)| HistLog::new(&p, f)),
-            avg_ns: plan.avg_ms * 1_000_000,
             max_value: plan.max_value,
             offset: plan.offset,
             prio: plan.prio,
             shared: plan.shared,
             epoch_ms,
-            win_end: plan.avg_ms * 1_000_000,
             last_t: 0,
-            win: vec![[Window::default(); 2]; n],
             line: String::new(),
         }
     }
 
-    fn run(mut self, full: Receiver<Vec<Rec>>, empty: SyncSender<Vec<Rec>>) -> std::io::Result<()> {
+    fn run(mut self, full: Receiver<Msg>, empty: SyncSender<Vec<Rec>>) -> std::io::Result<()> {
         let mut err = None;
-        for mut buf in full {
-            if err.is_none() {
-                if let Err(e) = self.write(&buf) {
-                    err = Some(e);
+        for m in full {
+            let r = match m {
+                Msg::Recs(mut buf) => {
+                    let r = if err.is_none() {
+                        self.write(&buf)
+                    } else {
+                        Ok(())
+                    };
+                    buf.clear();
+                    let _ = empty.try_send(buf);
+                    r
                 }
+                Msg::Window { end, len, acc } if err.is_none() => self.window(end, len, &acc),
+                Msg::Window { .. } => Ok(()),
+            };
+            if let Err(e) = r {
+                err.get_or_insert(e);
             }
-            buf.clear();
-            let _ = empty.try_send(buf);
-        }
-        // The last window, if the run covered at least half of it (a
-        // sliver's rate would be noise), with its rate over the time covered.
-        if self.avg_ns > 0
-            && !self.files.is_empty()
-            && self.last_t + self.avg_ns / 2 >= self.win_end
-        {
-            let covered = self.last_t + self.avg_ns - self.win_end;
-            let end = self.win_end;
-            self.avg_ns = covered.max(1);
-            self.close_window(end)?;
         }
         for (_, f) in &mut self.files {
             f.flush()?;
@@ -474,72 +571,55 @@ impl Writer {
             self.last_t = self.last_t.max(r.t_ns);
         }
         let prio = self.prio_col();
-        if self.avg_ns == 0 {
-            for (kind, f) in &mut self.files {
-                self.line.clear();
-                for r in recs {
-                    let v = Self::value(kind, r).round() as u64;
-                    let _ = write!(
-                        self.line,
-                        "{}, {v}, {}, {}",
-                        r.t_ns / 1_000_000 + self.epoch_ms,
-                        r.write as u8,
-                        r.len
-                    );
-                    if self.offset {
-                        let _ = write!(self.line, ", {}", r.offset);
-                    }
-                    self.line.push_str(prio);
+        for (kind, f) in &mut self.files {
+            self.line.clear();
+            for r in recs {
+                let v = Self::value(kind, r).round() as u64;
+                let _ = write!(
+                    self.line,
+                    "{}, {v}, {}, {}",
+                    r.t_ns / 1_000_000 + self.epoch_ms,
+                    r.write as u8,
+                    r.len
+                );
+                if self.offset {
+                    let _ = write!(self.line, ", {}", r.offset);
                 }
-                f.write_all(self.line.as_bytes())?;
-                if self.shared {
-                    f.flush()?;
-                }
+                self.line.push_str(prio);
             }
-            return Ok(());
-        }
-        if self.files.is_empty() {
-            return Ok(());
-        }
-        for r in recs {
-            while r.t_ns >= self.win_end {
-                let end = self.win_end;
-                self.close_window(end)?;
-                self.win_end += self.avg_ns;
-            }
-            for (i, (kind, _)) in self.files.iter().enumerate() {
-                let w = &mut self.win[i][r.write as usize];
-                let v = Self::value(kind, r);
-                w.sum += v;
-                w.max = w.max.max(v);
-                w.n += 1;
-                w.bytes += r.len as u64;
+            f.write_all(self.line.as_bytes())?;
+            if self.shared {
+                f.flush()?;
             }
         }
         Ok(())
     }
 
-    /// One line per direction with I/O in the window: the mean (or the
-    /// maximum with `log_max_value`) of latencies; the window's rate for
-    /// bandwidth (KiB/s) and IOPS (fio samples these once per window, so
-    /// its mean and maximum are the same rate); bs and offset 0, as fio
-    /// writes them.
-    fn close_window(&mut self, end: u64) -> std::io::Result<()> {
+    /// One line per direction with I/O in the window ending at `end` (ns
+    /// since the job's start) and `len` ns long: the mean (or the maximum
+    /// with `log_max_value`) of latencies; the window's rate for bandwidth
+    /// (KiB/s) and IOPS (fio samples these once per window, so its mean
+    /// and maximum are the same rate); bs and offset 0, as fio writes them.
+    fn window(&mut self, end: u64, len: u64, acc: &[Acc; 2]) -> std::io::Result<()> {
         use std::fmt::Write as _;
-        let secs = self.avg_ns as f64 / 1e9;
+        let secs = len as f64 / 1e9;
         let prio = self.prio_col();
-        for (i, (kind, f)) in self.files.iter_mut().enumerate() {
+        for (kind, f) in &mut self.files {
             self.line.clear();
-            for d in 0..2 {
-                let w = self.win[i][d];
+            for (d, w) in acc.iter().enumerate() {
                 if w.n == 0 {
                     continue;
                 }
-                let v = match *kind {
-                    "bw" => w.bytes as f64 / 1024.0 / secs,
-                    "iops" => w.n as f64 / secs,
-                    _ if self.max_value => w.max,
-                    _ => w.sum / w.n as f64,
+                let mean = |sum: u64| sum as f64 / w.n as f64;
+                let v = match (*kind, self.max_value) {
+                    ("bw", _) => w.bytes as f64 / 1024.0 / secs,
+                    ("iops", _) => w.n as f64 / secs,
+                    ("slat", true) => w.slat_max as f64,
+                    ("clat", true) => w.clat_max as f64,
+                    ("lat", true) => w.lat_max as f64,
+                    ("slat", false) => mean(w.slat_sum),
+                    ("clat", false) => mean(w.clat_sum),
+                    _ => mean(w.slat_sum + w.clat_sum),
                 };
                 let _ = write!(
                     self.line,
@@ -551,9 +631,11 @@ impl Writer {
                     self.line.push_str(", 0");
                 }
                 self.line.push_str(prio);
-                self.win[i][d] = Window::default();
             }
             f.write_all(self.line.as_bytes())?;
+            if self.shared {
+                f.flush()?;
+            }
         }
         Ok(())
     }
