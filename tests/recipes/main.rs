@@ -426,11 +426,12 @@ fn scratch_by_hand() {
     assert_nothing_new(&before, &state, 0, "scratch by hand");
 }
 
-/// `--profile` reaches every cell, quick or not: submit-cost's quick run
-/// (which alone leaves the profile out) carries a recorded profile in each
-/// cell and the kernel columns in its table.
+/// `--profile` reaches every cell of any recipe, quick or not (the
+/// recipe's cells go through `Ctx::cell`, which adds it): each cell of a
+/// quick run carries a recorded profile. indirect-write has the fewest
+/// cells; perf's start per trial makes a larger recipe outgrow the budget.
 #[test]
-fn submit_cost_quick_with_profile_has_the_profile() {
+fn quick_recipe_with_profile_has_the_profile() {
     if !can_run() {
         return;
     }
@@ -454,24 +455,20 @@ fn submit_cost_quick_with_profile_has_the_profile() {
     c.args([
         "recipe",
         "run",
-        "submit-cost",
+        "indirect-write",
         "--quick",
         "--profile",
         &format!("--output={}", out.display()),
     ])
     .current_dir(dir.path());
     let (o, pid) = within(c, BUDGET);
-    assert_nothing_new(&before, &state, pid, "submit-cost --profile");
+    assert_nothing_new(&before, &state, pid, "indirect-write --profile");
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
         o.status.success(),
         "exit {:?}\n{stdout}\n{}",
         o.status,
         String::from_utf8_lossy(&o.stderr)
-    );
-    assert!(
-        stdout.contains("kernel top"),
-        "no profile columns:\n{stdout}"
     );
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&out).expect("JSON")).expect("JSON");
