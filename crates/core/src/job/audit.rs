@@ -49,6 +49,14 @@ const EXEMPT: &[(&str, &str)] = &[
         "log_store_compressed",
         "0 is fio's default; 1 is refused with the reason (fio's binary .fz records)",
     ),
+    (
+        "io_submit_mode",
+        "its one accepted value, inline, is how dioscope always submits (offload is refused)",
+    ),
+    (
+        "clocksource",
+        "its one accepted value, clock_gettime, is the clock dioscope always uses (the others are refused)",
+    ),
 ];
 
 /// Choice values that are fio's other spelling of another value.
