@@ -87,6 +87,10 @@ impl RwMode {
     pub fn writes(self) -> bool {
         !matches!(self, RwMode::Read | RwMode::RandRead)
     }
+    /// The job issues write I/Os (a trim-only job does not).
+    pub fn issues_writes(self) -> bool {
+        self.writes() && !matches!(self, RwMode::Trim | RwMode::RandTrim)
+    }
     /// The job trims (discards) blocks.
     pub fn trims(self) -> bool {
         matches!(
@@ -252,15 +256,16 @@ pub struct JobSpec {
     pub clat_percentiles: bool,
     pub lat_percentiles: bool,
     pub unlink: bool,
-    /// I/Os per second: reads, writes (0: no limit).
-    pub rate_iops: [u64; 2],
+    /// I/Os per second: reads, writes, trims (0: no limit).
+    pub rate_iops: [u64; 3],
     // Time and pacing (job/options/pacing.rs; the runner's side is
     // runner/pacing.rs, latency_target.rs, steadystate.rs, watch.rs).
-    /// `rate`: bytes per second, reads and writes (0: no cap).
-    pub rate: [u64; 2],
+    /// `rate`: bytes per second, reads, writes, trims (0: no cap; trims
+    /// are not paced: a trim part is refused for jobs that trim).
+    pub rate: [u64; 3],
     /// `rate_min`, `rate_iops_min`: floors judged every `rate_cycle_ms`.
-    pub rate_min: [u64; 2],
-    pub rate_iops_min: [u64; 2],
+    pub rate_min: [u64; 3],
+    pub rate_iops_min: [u64; 3],
     pub rate_cycle_ms: u64,
     pub rate_process: RateProcess,
     pub rate_ignore_thinktime: bool,
@@ -427,10 +432,10 @@ impl Default for JobSpec {
             clat_percentiles: true,
             lat_percentiles: false,
             unlink: false,
-            rate_iops: [0; 2],
-            rate: [0; 2],
-            rate_min: [0; 2],
-            rate_iops_min: [0; 2],
+            rate_iops: [0; 3],
+            rate: [0; 3],
+            rate_min: [0; 3],
+            rate_iops_min: [0; 3],
             rate_cycle_ms: 1000,
             rate_process: RateProcess::Linear,
             rate_ignore_thinktime: false,

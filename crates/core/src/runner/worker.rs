@@ -704,9 +704,13 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
 
     #[inline(always)]
     fn stage_at(&mut self, t_stage: u64, write: bool, len: u64, file: u32, offset: u64) {
-        if self.p.trim == TrimMode::ThenWrite && write {
+        let t_stage = if self.p.trim == TrimMode::ThenWrite && write {
+            // The write's submission starts after its trim.
             self.trim(file, offset, len);
-        }
+            self.now
+        } else {
+            t_stage
+        };
         if let Some(w) = &mut self.iolog {
             let kind = if write { OpKind::Write } else { OpKind::Read };
             w.io(t_stage, file, kind, offset, len);
