@@ -733,12 +733,18 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
                 offset,
             );
         }
+        let prio = if H::ACTIVE {
+            self.hook.io_prio(write, len)
+        } else {
+            0
+        };
         self.eng.stage(IoDesc {
             slot,
             write,
             file,
             offset,
             len: len as u32,
+            prio,
         });
         self.slots.staged.push(slot);
         self.inflight += 1;
@@ -876,12 +882,16 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
                 self.issuing = false;
             }
         } else {
-            if H::ACTIVE && !m.write {
-                self.hook.after_read(
-                    &self.eng.arena().slot_mut(c.slot)[..c.res as usize],
-                    m.file,
-                    m.offset,
-                );
+            if H::ACTIVE {
+                if m.write {
+                    self.hook.after_write(m.file, m.offset, c.res as u32);
+                } else {
+                    self.hook.after_read(
+                        &self.eng.arena().slot_mut(c.slot)[..c.res as usize],
+                        m.file,
+                        m.offset,
+                    );
+                }
             }
             if (c.res as u32) < m.len {
                 self.short_io(c.slot, c.res);
