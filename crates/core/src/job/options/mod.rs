@@ -170,13 +170,15 @@ pub mod workload;
 /// core options are below). A section is a `static &[OptDef]`; adding one is
 /// one line here. Helpers (`job!`, the unit parsers, `bs_dirs`, …) are visible
 /// to the section files through `use super::*`.
-<<<<<<< HEAD
-static SECTIONS: &[&[OptDef]] = &[CORE, workload::WORKLOAD, pacing::PACING, logs::LOGS];
-=======
-static SECTIONS: &[&[OptDef]] = &[CORE, workload::WORKLOAD, pacing::PACING, buffers::BUFFERS];
+static SECTIONS: &[&[OptDef]] = &[
+    CORE,
+    workload::WORKLOAD,
+    pacing::PACING,
+    buffers::BUFFERS,
+    logs::LOGS,
+];
 
 pub mod buffers;
->>>>>>> main
 
 /// Every option dioscope understands, in table order.
 pub fn all() -> impl Iterator<Item = &'static OptDef> + Clone {
@@ -1141,18 +1143,6 @@ pub static FIO_UNIMPLEMENTED: &[&str] = &[
     "fadvise_hint",
     "sync",
     "overwrite",
-<<<<<<< HEAD
-    "experimental_verify",
-    "verify_pattern",
-    "verify_offset",
-    "verify_backlog",
-    "verify_async",
-    "verify_state_save",
-=======
-    "log_compression",
-    "log_hist_msec",
-    "write_hist_log",
->>>>>>> main
     "gtod_cpu",
     "ioengine_opts",
     "uncached",
