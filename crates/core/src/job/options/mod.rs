@@ -156,15 +156,6 @@ fn opt_str(v: &str) -> Option<String> {
     (!v.is_empty()).then(|| v.to_string())
 }
 
-fn log_name(j: &JobSpec, v: &str) -> Option<String> {
-    // fio: a bare flag or "1" logs under the job's name.
-    match v.trim() {
-        "" | "1" => Some(j.name.clone()),
-        "0" => None,
-        s => Some(s.to_string()),
-    }
-}
-
 macro_rules! job {
     ($f:expr) => {
         Apply::Job($f)
@@ -172,6 +163,7 @@ macro_rules! job {
 }
 
 // Section files (after `job!`: they use it).
+mod logs;
 mod output;
 pub mod pacing;
 pub mod workload;
@@ -185,6 +177,7 @@ static SECTIONS: &[&[OptDef]] = &[
     workload::WORKLOAD,
     pacing::PACING,
     buffers::BUFFERS,
+    logs::LOGS,
     output::OUTPUT,
 ];
 
@@ -863,83 +856,6 @@ static CORE: &[OptDef] = &[
         }),
     },
     OptDef {
-        name: "write_bw_log",
-        aliases: &[],
-        kind: Kind::Str,
-        example: "mylog",
-        help: "Write a bandwidth log PREFIX_bw.N.log",
-        apply: job!(|j, v| {
-            j.write_bw_log = log_name(j, v);
-            Ok(())
-        }),
-    },
-    OptDef {
-        name: "write_iops_log",
-        aliases: &[],
-        kind: Kind::Str,
-        example: "mylog",
-        help: "Write an IOPS log PREFIX_iops.N.log",
-        apply: job!(|j, v| {
-            j.write_iops_log = log_name(j, v);
-            Ok(())
-        }),
-    },
-    OptDef {
-        name: "write_lat_log",
-        aliases: &[],
-        kind: Kind::Str,
-        example: "mylog",
-        help: "Write latency logs PREFIX_{slat,clat,lat}.N.log",
-        apply: job!(|j, v| {
-            j.write_lat_log = log_name(j, v);
-            Ok(())
-        }),
-    },
-    OptDef {
-        name: "log_avg_msec",
-        aliases: &[],
-        kind: Kind::Int,
-        example: "1000",
-        help: "Average log samples over this many ms",
-        apply: job!(|j, v| {
-            j.log_avg_msec = parse_int(v)?;
-            Ok(())
-        }),
-    },
-    OptDef {
-        name: "log_max_value",
-        aliases: &[],
-        kind: Kind::Flag,
-        example: "1",
-        help: "With log_avg_msec: log each window's maximum instead of its mean",
-        apply: job!(|j, v| {
-            j.log_max_value = parse_bool(v)?;
-            Ok(())
-        }),
-    },
-    OptDef {
-        name: "log_offset",
-        aliases: &[],
-        kind: Kind::Flag,
-        example: "1",
-        help: "Add each I/O's offset to the log lines",
-        apply: job!(|j, v| {
-            j.log_offset = parse_bool(v)?;
-            Ok(())
-        }),
-    },
-    OptDef {
-        name: "per_job_logs",
-        aliases: &[],
-        kind: Kind::Flag,
-        example: "0",
-        help: "Name logs PREFIX_TYPE.N.log per job (1, default) or share PREFIX_TYPE.log (0)",
-        apply: job!(|j, v| {
-            j.per_job_logs = parse_bool(v)?;
-            Ok(())
-        }),
-    },
-    OptDef {
         name: "verify",
         aliases: &[],
         kind: Kind::Choice(&[
@@ -1231,9 +1147,6 @@ pub static FIO_UNIMPLEMENTED: &[(&str, &str)] = &[
     ("fadvise_hint", "dioscope gives no posix_fadvise hints"),
     ("sync", "O_SYNC/O_DSYNC opens are not implemented; use fsync= or fdatasync="),
     ("overwrite", "laying files out before writing is not optional"),
-    ("log_compression", "compressed logs are not implemented"),
-    ("log_hist_msec", "histogram logs are not implemented"),
-    ("write_hist_log", "histogram logs are not implemented"),
     ("gtod_cpu", "dioscope always uses CLOCK_MONOTONIC; no CPU keeps the time"),
     ("ioengine_opts", "engine options are options of their own"),
     ("uncached", "uncached buffered I/O is not implemented"),
@@ -1244,7 +1157,6 @@ pub static FIO_UNIMPLEMENTED: &[(&str, &str)] = &[
     ("wait_for", "waiting for a named job is not implemented; stonewall (or new_group) orders jobs"),
     ("create_serialize", "laying out files is always serialised, before any job starts"),
     ("fill_device", "writing until the device or file system is full is not implemented; give size="),
-    ("log_prio", "logging each I/O's priority is not implemented"),
     ("log_issue_time", "logging each I/O's issue time is not implemented"),
     ("log_window_value", "logging more than one value per window is not implemented (log_max_value picks the maximum)"),
     ("iodepth_mode", "stepping the queue depth within a job is not implemented; dioscope sweep --vary iodepth=… runs one job per depth"),
