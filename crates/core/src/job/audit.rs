@@ -26,10 +26,16 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Options exempt from the audit, each with its reason. Keep it short.
-const EXEMPT: &[(&str, &str)] = &[(
-    "thread",
-    "changes nothing measured: dioscope always runs jobs as threads",
-)];
+const EXEMPT: &[(&str, &str)] = &[
+    (
+        "thread",
+        "changes nothing measured: dioscope always runs jobs as threads",
+    ),
+    (
+        "disable_bw_measurement",
+        "changes nothing measured: bandwidth samples cost no clock read per I/O",
+    ),
+];
 
 /// Choice values that are fio's other spelling of another value.
 const SPELLINGS: &[(&str, &str, &str)] = &[

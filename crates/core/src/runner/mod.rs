@@ -501,6 +501,12 @@ fn worker_plan(
             .collect(),
         tick_ns: crate::results::series::INTERVAL_NS,
         log: None,
+        lat: worker::LatStats {
+            slat: !j.disable_slat,
+            clat: !j.disable_clat,
+            lat: !j.disable_lat,
+        },
+        gtod_reduce: j.gtod_reduce,
     }
 }
 

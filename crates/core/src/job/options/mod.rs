@@ -174,11 +174,13 @@ macro_rules! job {
     };
 }
 
+mod timing;
+
 /// The sections of the option table, one file each under `job/options/` (the
 /// core options are below). A section is a `static &[OptDef]`; adding one is
 /// one line here. Helpers (`job!`, the unit parsers, `bs_dirs`, …) are visible
 /// to the section files through `use super::*`.
-static SECTIONS: &[&[OptDef]] = &[CORE];
+static SECTIONS: &[&[OptDef]] = &[CORE, timing::TIMING];
 
 /// Every option dioscope understands, in table order.
 pub fn all() -> impl Iterator<Item = &'static OptDef> + Clone {
@@ -1195,11 +1197,6 @@ pub static FIO_UNIMPLEMENTED: &[&str] = &[
     "thinktime_blocks",
     "exitall",
     "lockmem",
-    "gtod_reduce",
-    "disable_lat",
-    "disable_clat",
-    "disable_slat",
-    "disable_bw_measurement",
     "mem",
     "iomem",
     "iomem_align",
