@@ -283,8 +283,8 @@ impl OffsetCfg {
 /// the whole region) and its cursor.
 // Aligned to 128 bytes (a pair of cache lines, which Intel prefetches
 // together): the runner allocates every worker's regions on its own thread,
-// side by side, and `pos` is written per I/O; unaligned, two workers wrote
-// one line (false sharing) and a second thread cost the first one speed.
+// side by side, and the cursor is written per I/O; aligned, no two workers
+// ever write one line (false sharing), whatever the allocator does.
 #[repr(align(128))]
 #[derive(Debug, Clone)]
 pub struct Region {
