@@ -35,6 +35,14 @@ const EXEMPT: &[(&str, &str)] = &[
         "disable_bw_measurement",
         "changes nothing measured: bandwidth samples cost no clock read per I/O",
     ),
+    (
+        "io_submit_mode",
+        "its one accepted value, inline, is how dioscope always submits (offload is refused)",
+    ),
+    (
+        "clocksource",
+        "its one accepted value, clock_gettime, is the clock dioscope always uses (the others are refused)",
+    ),
 ];
 
 /// Choice values that are fio's other spelling of another value.
