@@ -1355,6 +1355,8 @@ mod overlap_tests {
             fds: Vec::new(),
             tick_ns: 1_000_000_000,
             log: None,
+            lat: LatStats::ALL,
+            gtod_reduce: false,
             trim: TrimMode::None,
             trim_is_dev: Vec::new(),
             bs_trim: bs,
