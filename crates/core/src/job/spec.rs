@@ -258,15 +258,16 @@ pub struct JobSpec {
     /// fio's gtod_reduce: the three above, and fewer clock reads.
     pub gtod_reduce: bool,
     pub unlink: bool,
-    /// I/Os per second: reads, writes (0: no limit).
-    pub rate_iops: [u64; 2],
+    /// I/Os per second: reads, writes, trims (0: no limit).
+    pub rate_iops: [u64; 3],
     // Time and pacing (job/options/pacing.rs; the runner's side is
     // runner/pacing.rs, latency_target.rs, steadystate.rs, watch.rs).
-    /// `rate`: bytes per second, reads and writes (0: no cap).
-    pub rate: [u64; 2],
+    /// `rate`: bytes per second, reads, writes, trims (0: no cap; trims
+    /// are not paced: a trim part is refused for jobs that trim).
+    pub rate: [u64; 3],
     /// `rate_min`, `rate_iops_min`: floors judged every `rate_cycle_ms`.
-    pub rate_min: [u64; 2],
-    pub rate_iops_min: [u64; 2],
+    pub rate_min: [u64; 3],
+    pub rate_iops_min: [u64; 3],
     pub rate_cycle_ms: u64,
     pub rate_process: RateProcess,
     pub rate_ignore_thinktime: bool,
@@ -427,10 +428,10 @@ impl Default for JobSpec {
             disable_lat: false,
             gtod_reduce: false,
             unlink: false,
-            rate_iops: [0; 2],
-            rate: [0; 2],
-            rate_min: [0; 2],
-            rate_iops_min: [0; 2],
+            rate_iops: [0; 3],
+            rate: [0; 3],
+            rate_min: [0; 3],
+            rate_iops_min: [0; 3],
             rate_cycle_ms: 1000,
             rate_process: RateProcess::Linear,
             rate_ignore_thinktime: false,

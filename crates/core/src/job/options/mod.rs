@@ -71,29 +71,6 @@ fn bs_dirs(
     Ok(([r, w], t))
 }
 
-/// fio's `read,write[,trim]` values: one value is both, an empty one is the default (0).
-fn per_dir_ints(v: &str) -> Result<[u64; 2], UnitError> {
-    let parts: Vec<&str> = v.split(',').collect();
-    if parts.len() > 3 || parts.get(2).is_some_and(|t| !t.trim().is_empty()) {
-        return Err(format!(
-            "'{v}': give at most a read and a write value (dioscope issues no trims)"
-        ));
-    }
-    let one = |p: &str| {
-        if p.trim().is_empty() {
-            Ok(0)
-        } else {
-            parse_int(p)
-        }
-    };
-    let r = one(parts[0])?;
-    let w = match parts.get(1) {
-        Some(p) => one(p)?,
-        None => r,
-    };
-    Ok([r, w])
-}
-
 fn fixed_bs(s: &str) -> Result<BlockSizes, UnitError> {
     let b = parse_size(s)?;
     if b == 0 {
