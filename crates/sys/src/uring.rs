@@ -401,6 +401,7 @@ mod tests {
                 file,
                 offset: 0,
                 len: 16,
+                prio: 0,
             };
             q.stage(desc(0, 0));
             q.commit(1).unwrap();
