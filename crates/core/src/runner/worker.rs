@@ -503,13 +503,16 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             prog.measuring.store(true, Ordering::Relaxed);
         }
         let mut setup_note = None;
-        let log = p.log.as_ref().and_then(|lp| match LogSink::start(lp) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                setup_note = Some(format!("no logs written: {e}"));
-                None
-            }
-        });
+        let log = p
+            .log
+            .as_ref()
+            .and_then(|lp| match LogSink::start(lp, start_ns) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    setup_note = Some(format!("no logs written: {e}"));
+                    None
+                }
+            });
         let lat = p.lat;
         // Rate limits, logs and timed replays want the time of every batch.
         let throttle = p.gtod_reduce
