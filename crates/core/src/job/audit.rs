@@ -58,6 +58,10 @@ const EXEMPT: &[(&str, &str)] = &[
         "0 and 8 are the bytes dioscope reports; 1 (bits) is refused",
     ),
     (
+        "disable_bw_measurement",
+        "changes nothing measured: bandwidth samples cost no clock read per I/O",
+    ),
+    (
         "io_submit_mode",
         "its one accepted value, inline, is how dioscope always submits (offload is refused)",
     ),

@@ -166,6 +166,7 @@ macro_rules! job {
 mod logs;
 mod output;
 pub mod pacing;
+mod timing;
 pub mod workload;
 
 /// The sections of the option table, one file each under `job/options/` (the
@@ -178,6 +179,7 @@ static SECTIONS: &[&[OptDef]] = &[
     pacing::PACING,
     buffers::BUFFERS,
     logs::LOGS,
+    timing::TIMING,
     output::OUTPUT,
 ];
 
@@ -1128,11 +1130,6 @@ static CORE: &[OptDef] = &[
 /// table test refuses a name in both).
 pub static FIO_UNIMPLEMENTED: &[(&str, &str)] = &[
     ("cgroup", "dioscope does not create or join cgroups; run it under systemd-run or cgexec"),
-    ("gtod_reduce", "dioscope always times every I/O; its clock cannot be turned off"),
-    ("disable_lat", "dioscope always records total latency"),
-    ("disable_clat", "dioscope always records completion latency"),
-    ("disable_slat", "dioscope always records submission latency"),
-    ("disable_bw_measurement", "dioscope always measures bandwidth"),
     ("pre_read", "reading files into the page cache first is not implemented"),
     ("lockfile", "file locks between jobs are not implemented"),
     ("opendir", "taking every file of a directory is not implemented; list the files in filename="),
