@@ -711,11 +711,12 @@ mod tests {
         assert!(e.contains("banana") && e.contains("bs=4k"), "{e}");
         let e = parse_job_text("[a]\niodepth\n").unwrap_err().to_string();
         assert!(e.contains("needs a value") && e.contains(":2"), "{e}");
-        let e = parse_job_text(&format!("[a]\n{}=1\n", FIO_UNIMPLEMENTED[0]))
+        let (name, why) = crate::job::options::FIO_UNIMPLEMENTED[0];
+        let e = parse_job_text(&format!("[a]\n{name}=1\n"))
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("not supported by dioscope: gtod_reduce (") && e.contains(":2"),
+            e.contains(&format!("not supported by dioscope: {name} ({why})")) && e.contains(":2"),
             "{e}"
         );
         let e = parse_job_text("[a\n").unwrap_err().to_string();
