@@ -191,7 +191,7 @@ fn a_verifying_buffered_run_with_findings_and_devices_round_trips() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let ds = doc.dioscope.unwrap();
     let v = ds.verify.as_ref().unwrap();
-    assert_eq!(v.get("v").unwrap()["checked"], 256);
+    assert_eq!(v.get("v").unwrap().checked, 256);
     // The diagnosis sections are in the model too.
     assert!(ds.findings.iter().any(|f| f.kind() == "buffered_io"));
     assert!(!ds.device_totals.is_empty() && !ds.devices.is_empty());

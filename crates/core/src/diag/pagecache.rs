@@ -12,6 +12,8 @@
 
 use crate::diag::findings::{PageCacheKept, PageCacheOnTarget};
 use serde::Serialize;
+// Plain data in the result layer; counting and dropping are here.
+pub use crate::results::pagecache::TrialPages;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::Path;
@@ -119,18 +121,6 @@ pub fn drop_cache_path(path: &Path) -> io::Result<()> {
     let f = std::fs::File::open(path)?;
     let st = dioscope_sys::fs::statx_fd(f.as_raw_fd())?;
     drop_cache(f.as_raw_fd(), st.is_block_device())
-}
-
-/// Page counts of one trial of a direct-I/O job.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct TrialPages {
-    /// Before the trial and before any drop: what others left there.
-    pub found: Option<u64>,
-    /// Just before the trial, after the drop when `invalidate=1`.
-    pub before: Option<u64>,
-    /// Largest count sampled while the trial ran.
-    pub during_max: Option<u64>,
-    pub after: Option<u64>,
 }
 
 impl TrialPages {

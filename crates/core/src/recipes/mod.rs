@@ -11,14 +11,8 @@
 //! run is also written as a plain result (`FILE.d/CELL.json`) for
 //! `dioscope report`.
 //!
-//! To add a recipe: `recipes/NAME.rs` with `pub const RECIPE: Recipe`, and
-//! one line in [`RECIPES`].
-
-pub mod blocksize;
-pub mod dio_scaling;
-pub mod indirect_write;
-pub mod pagecache_interference;
-pub mod submit_cost;
+//! To add a recipe: `recipes/my_recipe.rs` with `pub const RECIPE: Recipe`,
+//! and its module name in the `recipes!` list below (docs/ARCHITECTURE.md).
 
 use crate::experiment::samples::M;
 use crate::experiment::sweep::{cell_stat, Axis, CellStat, CellStatus, Order, Sweep, SweepCell};
@@ -35,14 +29,23 @@ pub struct Recipe {
     pub run: fn(&mut Ctx) -> Result<Outcome, Stop>,
 }
 
-/// Every recipe, in the order `recipe list` shows them.
-pub static RECIPES: &[Recipe] = &[
-    indirect_write::RECIPE,
-    dio_scaling::RECIPE,
-    blocksize::RECIPE,
-    submit_cost::RECIPE,
-    pagecache_interference::RECIPE,
-];
+/// Declares the recipe modules and [`RECIPES`] from one list: each module
+/// has a `pub const RECIPE: Recipe`.
+macro_rules! recipes {
+    ($($m:ident),* $(,)?) => {
+        $(pub mod $m;)*
+        /// Every recipe, in the order `recipe list` shows them.
+        pub static RECIPES: &[Recipe] = &[$($m::RECIPE),*];
+    };
+}
+
+recipes!(
+    indirect_write,
+    dio_scaling,
+    blocksize,
+    submit_cost,
+    pagecache_interference,
+);
 
 pub fn find(name: &str) -> Option<&'static Recipe> {
     RECIPES.iter().find(|r| r.name == name)
@@ -135,7 +138,26 @@ pub struct Ctx {
     pub sweep: Sweep,
     /// Extra per-cell facts (e.g. memory used), by cell name.
     pub extra: serde_json::Map<String, serde_json::Value>,
+    /// A full run's time budget for the trials (see [`Ctx::plan`]).
+    budget: Option<Budget>,
 }
+
+/// The time a full run's `trials=auto` cells may take together: what is
+/// left is shared out evenly over the cells still to run (`--max-time` of
+/// each), so a recipe ends within [`FULL_BUDGET_S`] plus its setup however
+/// noisy the machine is.
+struct Budget {
+    deadline: std::time::Instant,
+    cells_left: usize,
+}
+
+/// Seconds of trials a full run (`trials=auto`) may take in all; with
+/// set-up and tear-down a recipe takes about three minutes.
+pub const FULL_BUDGET_S: u64 = 150;
+
+/// The least `--max-time` a cell gets, however late it comes (the first
+/// trial always runs).
+const MIN_CELL_S: u64 = 3;
 
 impl Ctx {
     pub fn new(recipe: &str, quick: bool, trials: &str) -> Ctx {
@@ -157,7 +179,31 @@ impl Ctx {
             geometry: Vec::new(),
             sweep,
             extra: serde_json::Map::new(),
+            budget: None,
         }
+    }
+
+    /// Declare how many cells the recipe runs: with `trials=auto` (a full
+    /// run's default) each gets an even share of what is left of
+    /// [`FULL_BUDGET_S`] as its `--max-time`.
+    pub fn plan(&mut self, cells: usize) {
+        self.budget = Some(Budget {
+            deadline: std::time::Instant::now() + std::time::Duration::from_secs(FULL_BUDGET_S),
+            cells_left: cells.max(1),
+        });
+    }
+
+    /// The `--max-time=` of the next cell (and count it as started), when
+    /// its trials are `auto` and the recipe declared its cells.
+    fn max_time_arg(&mut self, trials: &str) -> Option<String> {
+        let b = self.budget.as_mut()?;
+        let left = b
+            .deadline
+            .saturating_duration_since(std::time::Instant::now())
+            .as_secs();
+        let share = (left / b.cells_left.max(1) as u64).max(MIN_CELL_S);
+        b.cells_left = b.cells_left.saturating_sub(1).max(1);
+        (trials == "--trials=auto").then(|| format!("--max-time={share}"))
     }
 
     /// Take a scratch item into the session and record its geometry.
@@ -199,15 +245,37 @@ impl Ctx {
     /// `default_trials` applies unless `--trials` was given. The cell's
     /// run carries the scratch geometry (its `scratch` section).
     pub fn cell(&mut self, name: &str, args: &[String], default_trials: &str) -> Result<(), Stop> {
+        self.cell_with(name, args, default_trials, &mut crate::runner::NoHooks)
+    }
+
+    /// [`Ctx::cell`] with trial hooks of the recipe's own, called after
+    /// dioscope's diagnosis hooks at each point of each trial (e.g. a
+    /// buffered reader that comes for some trials and goes).
+    pub fn cell_with(
+        &mut self,
+        name: &str,
+        args: &[String],
+        default_trials: &str,
+        hooks: &mut dyn crate::runner::TrialHooks,
+    ) -> Result<(), Stop> {
         stop_check()?;
         let mut full: Vec<String> = args.to_vec();
-        full.push(self.trials_arg(default_trials));
+        let trials = self.trials_arg(default_trials);
+        full.extend(self.max_time_arg(&trials));
+        full.push(trials);
         full.push("--eta=never".into());
         full.push("--output-format=json".into());
         eprintln!("[recipe · {name}] dioscope {}", full.join(" "));
         let plan =
             crate::job::parse_args(&full).map_err(|e| Stop::Failed(format!("cell {name}: {e}")))?;
-        let res = crate::commands::run::execute(&plan);
+        let res = crate::commands::run::prepare(&plan)
+            .map_err(|(msg, code)| {
+                crate::commands::eprint_err(&msg);
+                code
+            })
+            .and_then(|(resolved, table)| {
+                crate::commands::run::run_prepared(&plan, resolved, table, false, hooks)
+            });
         let done = match res {
             Err(c) if c >= 128 => return Err(Stop::Interrupted),
             Err(_) => {
@@ -263,6 +331,13 @@ impl Ctx {
         let bw = self.stat(name, M::BW)?.mean;
         let iops = self.stat(name, M::IOPS)?.mean;
         (iops > 0.0).then(|| bw / iops)
+    }
+
+    /// Metric `k` of cell `name` (first job), one value per trial.
+    pub fn trial_values(&self, name: &str, k: usize) -> Vec<f64> {
+        self.get(name)
+            .and_then(|c| c.samples().jobs.first().map(|j| j.column(k)))
+            .unwrap_or_default()
     }
 
     /// Findings of a cell (kinds).

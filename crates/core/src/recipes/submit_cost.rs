@@ -34,10 +34,10 @@ fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
     })?;
     let dev = fs.devices()[0].clone();
     let file = format!("{}/f", fs.mountpoints()[0]);
-    // perf's start-up costs seconds per trial: --quick (CI, ≤ 60 s) goes
-    // without the profile; the full run has it.
-    let perf = have_perf() && !ctx.quick;
-    let runtime = if ctx.quick { "1" } else { "5" };
+    // The kernel profile per I/O whenever perf is there, --quick too.
+    let perf = have_perf();
+    let runtime = if ctx.quick { "1" } else { "3" };
+    ctx.plan(ENGINES.len() * 2);
     let trials = if ctx.quick { "2" } else { "auto" };
     for &e in ENGINES {
         for (t, path) in [("bdev", &dev), ("file", &file)] {
@@ -128,9 +128,7 @@ fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
          busy time per I/O (includes other processes on this machine)"
             .into(),
     ];
-    if ctx.quick {
-        notes.push("quick run: no kernel profile (perf's start-up would exceed the minute)".into());
-    } else if !perf {
+    if !perf {
         notes.push(
             "perf was not found: no kernel profile, CPU µs per I/O alone (install perf for the \
              kernel profile per I/O)"

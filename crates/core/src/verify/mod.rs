@@ -29,7 +29,8 @@
 //! - **torn write**: a valid header whose payload does not match: part of
 //!   the write is missing.
 
-use serde::{Deserialize, Serialize};
+// Plain data in the result layer; writing and checking blocks is here.
+pub use crate::results::verify::{Algo, BadBlock, BadKind, VerifyReport};
 use sha2::Digest;
 
 pub const HEADER_LEN: usize = 80;
@@ -57,18 +58,6 @@ pub trait BlockHook {
 pub struct NoHook;
 impl BlockHook for NoHook {
     const ACTIVE: bool = false;
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Algo {
-    Crc32c,
-    Xxhash,
-    Sha256,
-    Pattern,
-    Md5,
-    /// CRC-32 (IEEE 802.3), fio's `crc32`; not the same as crc32c.
-    Crc32,
 }
 
 impl Algo {
@@ -136,15 +125,6 @@ fn crc32_ieee(data: &[u8]) -> u32 {
     })
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BadKind {
-    LostWrite,
-    TornWrite,
-    MisplacedWrite,
-    StaleGeneration,
-}
-
 impl BadKind {
     pub fn describe(self) -> &'static str {
         match self {
@@ -154,18 +134,6 @@ impl BadKind {
             BadKind::StaleGeneration => "stale generation: an older version of the block; the newer write was lost",
         }
     }
-}
-
-/// One interval that read back wrong.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BadBlock {
-    pub file: u32,
-    pub offset: u64,
-    pub len: u32,
-    pub kind: BadKind,
-    /// What the header said, when it was valid: (offset, generation, seed).
-    pub found_offset: Option<u64>,
-    pub found_generation: Option<u64>,
 }
 
 /// Parameters shared by writer and checker.
@@ -416,24 +384,6 @@ impl BlockHook for Checker {
     fn should_stop(&self) -> bool {
         self.fatal && self.bad_count > 0
     }
-}
-
-/// The verify outcome of one job, for the report.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct VerifyReport {
-    pub algo: Option<Algo>,
-    pub interval: u32,
-    pub checked: u64,
-    pub bad: u64,
-    pub lost_writes: u64,
-    pub torn_writes: u64,
-    pub misplaced_writes: u64,
-    pub stale_generations: u64,
-    /// The first bad blocks (at most MAX_REPORTED), with their file path.
-    pub bad_blocks: Vec<(String, BadBlock)>,
-    /// Read errors during the read-back.
-    pub read_errors: u64,
-    pub first_read_error: Option<String>,
 }
 
 impl VerifyReport {
