@@ -98,6 +98,57 @@ fn trials_groups_and_group_reporting_round_trip_in_json_and_json_plus() {
     }
 }
 
+/// The sections other layers fill, each typed and non-empty: environment
+/// (with the file system), targets, page-cache samples (pages found before
+/// a trial) and other openers (this test holds the file open) read back and
+/// re-render byte for byte.
+#[test]
+fn cached_pages_and_another_opener_round_trip() {
+    let d = tempfile::tempdir_in(std::env::current_dir().unwrap()).unwrap();
+    let f = d.path().join("t.dat");
+    std::fs::write(&f, vec![0x5a; 8 << 20]).unwrap();
+    // Pages in the cache, and this process holding the file open.
+    let held = std::fs::File::open(&f).unwrap();
+    let _ = std::fs::read(&f).unwrap();
+    let args = [
+        "--name=r",
+        "--filename=t.dat",
+        "--rw=randread",
+        "--bs=4k",
+        "--direct=1",
+        "--ioengine=psync",
+        "--size=8m",
+        "--trials=2",
+        "--time_based",
+        "--runtime=300ms",
+    ];
+    let (o, doc) = run_json(d.path(), &args, "json");
+    drop(held);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let ds = doc.dioscope.as_ref().unwrap();
+    let env = ds.environment.as_ref().expect("the environment");
+    assert!(env.kernel.release.is_some() && env.cpu.count > 0);
+    assert!(env.targets[0].fs.is_some(), "{:?}", env.targets);
+    assert_eq!(ds.targets.len(), 1);
+    assert!(ds.targets[0].path.ends_with("t.dat"));
+    assert_eq!(ds.page_cache.len(), 2, "one sample per trial");
+    assert_eq!(ds.page_cache[0].trial, 1);
+    assert!(
+        ds.page_cache[0].pages.pages.found.unwrap_or(0) > 0,
+        "{:?}",
+        ds.page_cache[0]
+    );
+    let me = std::process::id() as i32;
+    assert!(
+        ds.openers
+            .iter()
+            .any(|o| o.before.iter().any(|x| x.pid == me)),
+        "{:?}",
+        ds.openers
+    );
+    assert!(!ds.device_totals.is_empty());
+}
+
 #[test]
 fn io_errors_round_trip() {
     let d = tempfile::tempdir().unwrap();
