@@ -367,3 +367,40 @@ fn every_trial_keeps_its_time_series() {
         assert!(s.read.lat_mean_ns[0] > 0.0);
     }
 }
+
+/// `dioscope doctor --output-format=json` reads back into the typed
+/// `DoctorDoc` (checklist, findings, environment, page cache, layout) and
+/// renders again byte for byte: a sparse file with cached pages, held open
+/// by this process, so that checks have findings to report.
+#[test]
+fn doctor_json_round_trips_through_the_typed_model() {
+    use dioscope_core::results::doctor::{DoctorDoc, Status};
+    let d = tempfile::tempdir_in(std::env::current_dir().unwrap()).unwrap();
+    let p = d.path().join("sparse.dat");
+    let f = std::fs::File::create(&p).unwrap();
+    f.set_len(16 << 20).unwrap();
+    std::io::Write::write_all(&mut &f, &[0x5a; 1 << 20]).unwrap();
+    let _ = std::fs::read(&p).unwrap();
+    let o = run_in(d.path(), &["doctor", "sparse.dat", "--output-format=json"]);
+    drop(f);
+    assert!(o.status.code().is_some_and(|c| c < 2), "{}", stderr(&o));
+    let text = stdout(&o);
+    let doc = DoctorDoc::from_json(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(
+        doc.to_json(),
+        text,
+        "doctor's JSON does not re-render identically"
+    );
+    assert!(doc.target.ends_with("sparse.dat"));
+    assert!(doc.environment.kernel.release.is_some());
+    assert!(doc.checks.len() > 3, "{:?}", doc.checks);
+    assert!(doc.checks.iter().any(|c| c.status != Status::Pass));
+    assert!(doc.page_cache.as_ref().is_some_and(|r| r.pages > 0));
+    assert!(doc.layout.is_some_and(|l| l.hole_bytes > 0));
+    let findings: Vec<&str> = doc
+        .checks
+        .iter()
+        .flat_map(|c| c.findings.iter().map(|f| f.kind()))
+        .collect();
+    assert!(!findings.is_empty(), "{text}");
+}

@@ -245,7 +245,12 @@ fn run_recipe(name: &str) {
                 stdout.contains("bdev kernel top") && stdout.contains("file kernel top"),
                 "no kernel profile columns:\n{stdout}"
             );
-            for c in cells {
+            // --quick profiles the first engine's cells (perf costs
+            // seconds per trial); the full run every engine's.
+            for c in cells
+                .iter()
+                .filter(|c| c["values"][0].as_str().unwrap().starts_with("psync-"))
+            {
                 let p = &c["runs"][0]["dioscope"]["profile"];
                 assert!(
                     p["groups"].as_array().is_some_and(|g| !g.is_empty()),
@@ -253,6 +258,14 @@ fn run_recipe(name: &str) {
                     c["values"][0]
                 );
             }
+            let psync = stdout
+                .lines()
+                .find(|l| l.contains("|    psync |"))
+                .unwrap_or("");
+            assert!(
+                !psync.trim_end_matches(" |").ends_with("—"),
+                "no kernel figures for psync:\n{stdout}"
+            );
         }
     }
     // compare reads a cell of it; report reads a cell's run.

@@ -10,12 +10,12 @@ use std::path::{Path, PathBuf};
 
 use super::device::{read_trimmed, resolve, BlockDev, DevRole};
 // The types are plain data in the result layer; reading them is here.
+use super::findings::human_bytes;
+use super::mounts::{mount_for, read_mountinfo};
 pub use crate::results::environment::{
     ClockInfo, Cpu, DeviceInfo, Environment, FsInfo, Kernel, Numa, QueueLimits, TargetEnv,
     TargetKind,
 };
-use super::findings::human_bytes;
-use super::mounts::{mount_for, read_mountinfo};
 
 impl Kernel {
     pub fn read() -> Kernel {

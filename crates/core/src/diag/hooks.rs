@@ -312,10 +312,10 @@ impl DiagHooks {
             .find(|r| r.group == group && r.trial == trial)
     }
 
-    fn count(&self, w: &Watch) -> Result<(u64, &'static str), String> {
+    fn count(&self, w: &Watch) -> Result<(u64, String), String> {
         let f = w.file.as_ref().ok_or("cannot open it for reading")?;
         resident_fd(f.as_raw_fd(), 0, w.size)
-            .map(|r| (r.pages, r.method))
+            .map(|r| (r.pages, r.method.into_owned()))
             .map_err(|e| e.to_string())
     }
 
@@ -415,7 +415,7 @@ impl DiagHooks {
         };
         match self.count(w) {
             Ok((n, method)) => {
-                tp.method = method.to_string();
+                tp.method = method;
                 tp.pages.found = Some(n);
                 tp.pages.before = Some(n);
                 if invalidate && n > 0 {

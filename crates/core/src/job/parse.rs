@@ -541,7 +541,10 @@ struct CommandLine {
 /// Walk the arguments in order (`--name` starts a job: fio's
 /// order-dependent grouping); options that apply to the whole invocation
 /// go into `plan.global` at once, and an unknown option fails here.
-fn read_command_line<S: AsRef<str>>(args: &[S], plan: &mut Plan) -> Result<CommandLine, ParseError> {
+fn read_command_line<S: AsRef<str>>(
+    args: &[S],
+    plan: &mut Plan,
+) -> Result<CommandLine, ParseError> {
     let mut cli = CommandLine::default();
     let mut i = 0;
     while i < args.len() {

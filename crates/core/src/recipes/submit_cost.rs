@@ -34,8 +34,12 @@ fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
     })?;
     let dev = fs.devices()[0].clone();
     let file = format!("{}/f", fs.mountpoints()[0]);
-    // The kernel profile per I/O whenever perf is there, --quick too.
+    // The kernel profile per I/O whenever perf is there. perf costs about
+    // 7 s per trial here (start-up, then `perf script`): --quick (at most a
+    // minute) profiles the first engine's cells only, the full run all.
     let perf = have_perf();
+    let quick = ctx.quick;
+    let profiled = |e: &str| perf && (!quick || e == ENGINES[0]);
     let runtime = if ctx.quick { "1" } else { "3" };
     ctx.plan(ENGINES.len() * 2);
     let trials = if ctx.quick { "2" } else { "auto" };
@@ -52,7 +56,7 @@ fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
                 ("runtime", runtime.into()),
                 ("time_based", "1".into()),
             ];
-            if perf {
+            if profiled(e) {
                 o.push(("profile", "1".into()));
             }
             ctx.cell(&format!("{e}-{t}"), &job("r", &o), trials)?;
@@ -128,6 +132,13 @@ fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
          busy time per I/O (includes other processes on this machine)"
             .into(),
     ];
+    if perf && ctx.quick {
+        notes.push(format!(
+            "quick run: the kernel profile for {} only (perf costs seconds per trial); the full \
+             run profiles every engine",
+            ENGINES[0]
+        ));
+    }
     if !perf {
         notes.push(
             "perf was not found: no kernel profile, CPU µs per I/O alone (install perf for the \

@@ -12,11 +12,12 @@
 //! - [`units`]: the one place numbers become human text.
 
 pub mod devices;
+pub mod doctor;
 pub mod environment;
 pub mod measure;
 pub mod model;
-pub mod pagecache;
 pub mod ordered;
+pub mod pagecache;
 pub mod ranks;
 pub mod series;
 pub mod summary;
