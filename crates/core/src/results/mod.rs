@@ -18,6 +18,7 @@ pub mod measure;
 pub mod model;
 pub mod ordered;
 pub mod pagecache;
+pub mod profile;
 pub mod ranks;
 pub mod series;
 pub mod summary;

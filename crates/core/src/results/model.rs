@@ -248,7 +248,7 @@ pub struct Dioscope {
     pub openers: Vec<OpenerSample>,
     /// `--profile`: CPU per I/O by function and subsystem (perf).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<crate::profile::result::ProfileResult>,
+    pub profile: Option<super::profile::ProfileResult>,
     /// Optional sections other layers add, in order.
     #[serde(flatten)]
     pub sections: OrderedMap<Value>,
