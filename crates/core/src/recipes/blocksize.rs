@@ -29,7 +29,7 @@ fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
     let maxd = *disks.last().unwrap_or(&1);
     // Buffered and direct × devices × sizes × write/read, then 2 sectors ×
     // 2 directions × 2 block sizes on raw devices.
-    ctx.plan(modes.len() * disks.len() * sizes.len() * 2 + 8);
+    ctx.plan(modes.len() * disks.len() * sizes.len() * 2 + 8, 0);
     for bsz in &sizes {
         // One XFS per device (this kernel has no md or device-mapper);
         // mkfs.xfs wants 300 MiB at least.

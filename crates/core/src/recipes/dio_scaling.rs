@@ -52,7 +52,7 @@ fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
     let runtime = if ctx.quick { "1" } else { "3" };
     let trials = if ctx.quick { "3" } else { "auto" };
     let threads = thread_counts(ctx.quick);
-    ctx.plan(threads.len() * TARGETS.len());
+    ctx.plan(threads.len() * TARGETS.len(), 0);
     for &t in &threads {
         for &target in TARGETS {
             let mut o: Vec<(&str, String)> = vec![

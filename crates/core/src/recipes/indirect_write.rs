@@ -37,7 +37,7 @@ impl TrialHooks for Truncate {
 
 fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
     let loops: u64 = if ctx.quick { 25 } else { 1000 };
-    ctx.plan(LAYOUTS.len());
+    ctx.plan(LAYOUTS.len(), 0);
     for (name, mkfs) in LAYOUTS {
         let fs = ctx.fs(&FsSpec {
             fstype: "ext4".into(),

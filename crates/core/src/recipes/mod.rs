@@ -149,6 +149,10 @@ pub struct Ctx {
 struct Budget {
     deadline: std::time::Instant,
     cells_left: usize,
+    /// Wall seconds per trial of the last auto cell, all included (layout,
+    /// `--profile`'s perf start-up and `perf script`, which `--max-time`
+    /// does not see): the next cell's `--max-trials` comes from it.
+    per_trial_s: Option<f64>,
 }
 
 /// Seconds of trials a full run (`trials=auto`) may take in all; with
@@ -183,27 +187,42 @@ impl Ctx {
         }
     }
 
-    /// Declare how many cells the recipe runs: with `trials=auto` (a full
-    /// run's default) each gets an even share of what is left of
-    /// [`FULL_BUDGET_S`] as its `--max-time`.
-    pub fn plan(&mut self, cells: usize) {
+    /// Declare how many `trials=auto` cells the recipe runs and about how
+    /// many seconds its fixed-trial cells take: each auto cell gets an even
+    /// share of what is left of [`FULL_BUDGET_S`] less `fixed_s` as its
+    /// `--max-time` (the time fixed cells really take does not count).
+    pub fn plan(&mut self, cells: usize, fixed_s: u64) {
+        let s = FULL_BUDGET_S.saturating_sub(fixed_s).max(MIN_CELL_S);
         self.budget = Some(Budget {
-            deadline: std::time::Instant::now() + std::time::Duration::from_secs(FULL_BUDGET_S),
+            deadline: std::time::Instant::now() + std::time::Duration::from_secs(s),
             cells_left: cells.max(1),
+            per_trial_s: None,
         });
     }
 
-    /// The `--max-time=` of the next cell (and count it as started), when
-    /// its trials are `auto` and the recipe declared its cells.
-    fn max_time_arg(&mut self, trials: &str) -> Option<String> {
-        let b = self.budget.as_mut()?;
+    /// The `--max-time=` (and, once a cell has shown what a trial really
+    /// costs, `--max-trials=`) of the next cell, counted as started, when its
+    /// trials are `auto` and the recipe declared its cells.
+    fn max_time_arg(&mut self, trials: &str) -> Vec<String> {
+        if trials != "--trials=auto" {
+            return Vec::new();
+        }
+        let Some(b) = self.budget.as_mut() else {
+            return Vec::new();
+        };
         let left = b
             .deadline
             .saturating_duration_since(std::time::Instant::now())
             .as_secs();
         let share = (left / b.cells_left.max(1) as u64).max(MIN_CELL_S);
         b.cells_left = b.cells_left.saturating_sub(1).max(1);
-        (trials == "--trials=auto").then(|| format!("--max-time={share}"))
+        let mut v = vec![format!("--max-time={share}")];
+        if let Some(t) = b.per_trial_s.filter(|t| *t > 0.0) {
+            // At least 2 trials: a cell needs a CI.
+            let n = ((share as f64 / t).floor() as u32).clamp(2, 30);
+            v.push(format!("--max-trials={n}"));
+        }
+        v
     }
 
     /// Take a scratch item into the session and record its geometry.
@@ -261,7 +280,12 @@ impl Ctx {
         stop_check()?;
         let mut full: Vec<String> = args.to_vec();
         let trials = self.trials_arg(default_trials);
-        full.extend(self.max_time_arg(&trials));
+        let max_time = self.max_time_arg(&trials);
+        // A cell of fixed trials is outside the budget (`plan`'s `fixed_s`):
+        // the time it takes moves the deadline.
+        let auto = !max_time.is_empty();
+        let started = std::time::Instant::now();
+        full.extend(max_time);
         full.push(trials);
         full.push("--eta=never".into());
         full.push("--output-format=json".into());
@@ -285,6 +309,13 @@ impl Ctx {
             }
             Ok(d) => d,
         };
+        if let Some(b) = self.budget.as_mut() {
+            if !auto {
+                b.deadline += started.elapsed();
+            } else if let Some(n) = done.doc.dioscope_job(0).map(|j| j.trials.len()) {
+                b.per_trial_s = Some(started.elapsed().as_secs_f64() / n.max(1) as f64);
+            }
+        }
         if done.result.interrupted || dioscope_sys::signal::stop_count() > 0 {
             return Err(Stop::Interrupted);
         }

@@ -41,7 +41,7 @@ fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
     let quick = ctx.quick;
     let profiled = |e: &str| perf && (!quick || e == ENGINES[0]);
     let runtime = if ctx.quick { "1" } else { "3" };
-    ctx.plan(ENGINES.len() * 2);
+    ctx.plan(ENGINES.len() * 2, 0);
     let trials = if ctx.quick { "2" } else { "auto" };
     for &e in ENGINES {
         for (t, path) in [("bdev", &dev), ("file", &file)] {
