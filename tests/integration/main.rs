@@ -11,6 +11,7 @@ mod faults;
 mod jobfile;
 mod json;
 mod options;
+mod pacing;
 mod profile;
 mod report;
 mod report_logs;
