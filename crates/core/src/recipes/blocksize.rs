@@ -22,7 +22,7 @@ fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
     let (disks, sizes, per_dev): (Vec<usize>, Vec<&str>, u64) = if ctx.quick {
         (vec![1, 2], vec!["4k", "64k"], 64 << 20)
     } else {
-        (vec![1, 2, 4], vec!["4k", "16k", "64k"], 256 << 20)
+        (vec![1, 2, 4], vec!["4k", "16k", "64k"], 128 << 20)
     };
     let modes = ["buffered", "direct"];
     let trials = if ctx.quick { "2" } else { "auto" };

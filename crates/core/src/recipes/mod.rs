@@ -163,6 +163,10 @@ pub const FULL_BUDGET_S: u64 = 150;
 /// trial always runs).
 const MIN_CELL_S: u64 = 3;
 
+/// A share of the budget below this, before any cell has shown what a trial
+/// costs, runs 2 trials rather than risk one.
+const TIGHT_CELL_S: u64 = 10;
+
 impl Ctx {
     pub fn new(recipe: &str, quick: bool, trials: &str) -> Ctx {
         let mut sweep = Sweep::new(
@@ -200,15 +204,16 @@ impl Ctx {
         });
     }
 
-    /// The `--max-time=` (and, once a cell has shown what a trial really
-    /// costs, `--max-trials=`) of the next cell, counted as started, when its
-    /// trials are `auto` and the recipe declared its cells.
-    fn max_time_arg(&mut self, trials: &str) -> Vec<String> {
-        if trials != "--trials=auto" {
-            return Vec::new();
-        }
-        let Some(b) = self.budget.as_mut() else {
-            return Vec::new();
+    /// The trial arguments of the next cell (counted as started) and whether
+    /// it is inside the budget. A `trials=auto` cell of a recipe that
+    /// declared its cells gets its share of the time left as `--max-time`
+    /// and, once a cell has shown what a trial really costs, `--max-trials`;
+    /// when the share holds fewer than 2.5 trials (or is under
+    /// [`TIGHT_CELL_S`] before any cost is known) it runs 2 trials, the
+    /// fewest that give a CI.
+    fn budget_args(&mut self, trials: String) -> (Vec<String>, bool) {
+        let Some(b) = self.budget.as_mut().filter(|_| trials == "--trials=auto") else {
+            return (vec![trials], false);
         };
         let left = b
             .deadline
@@ -216,13 +221,20 @@ impl Ctx {
             .as_secs();
         let share = (left / b.cells_left.max(1) as u64).max(MIN_CELL_S);
         b.cells_left = b.cells_left.saturating_sub(1).max(1);
+        let tight = match b.per_trial_s.filter(|t| *t > 0.0) {
+            Some(t) => (share as f64) < 2.5 * t,
+            None => share < TIGHT_CELL_S,
+        };
+        if tight {
+            return (vec!["--trials=2".into()], true);
+        }
         let mut v = vec![format!("--max-time={share}")];
         if let Some(t) = b.per_trial_s.filter(|t| *t > 0.0) {
-            // At least 2 trials: a cell needs a CI.
             let n = ((share as f64 / t).floor() as u32).clamp(2, 30);
             v.push(format!("--max-trials={n}"));
         }
-        v
+        v.push(trials);
+        (v, true)
     }
 
     /// Take a scratch item into the session and record its geometry.
@@ -279,14 +291,11 @@ impl Ctx {
     ) -> Result<(), Stop> {
         stop_check()?;
         let mut full: Vec<String> = args.to_vec();
-        let trials = self.trials_arg(default_trials);
-        let max_time = self.max_time_arg(&trials);
+        let (trials, auto) = self.budget_args(self.trials_arg(default_trials));
         // A cell of fixed trials is outside the budget (`plan`'s `fixed_s`):
         // the time it takes moves the deadline.
-        let auto = !max_time.is_empty();
         let started = std::time::Instant::now();
-        full.extend(max_time);
-        full.push(trials);
+        full.extend(trials);
         full.push("--eta=never".into());
         full.push("--output-format=json".into());
         eprintln!("[recipe · {name}] dioscope {}", full.join(" "));
