@@ -19,3 +19,4 @@ mod results;
 mod safety2;
 mod signals;
 mod verify;
+mod workload;

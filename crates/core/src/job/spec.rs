@@ -358,6 +358,10 @@ pub struct JobSpec {
     pub replay_redirect: Option<String>,
     pub replay_align: u64,
     pub replay_scale: u64,
+    /// `replay_time_scale`: percent of the recorded rate (200: twice as fast).
+    pub replay_time_scale: u32,
+    /// `replay_skip`: kinds of the log's I/Os not replayed.
+    pub replay_skip: Vec<String>,
     /// The options exactly as given, for `"job options"` in the JSON.
     pub given: Vec<(String, String)>,
 }
@@ -488,6 +492,8 @@ impl Default for JobSpec {
             replay_redirect: None,
             replay_align: 0,
             replay_scale: 1,
+            replay_time_scale: 100,
+            replay_skip: Vec::new(),
             given: Vec::new(),
         }
     }

@@ -30,4 +30,8 @@ pub struct TargetInfo {
     pub writable: bool,
     /// dioscope created this file in this run.
     pub created: bool,
+    /// The size before this run laid it out (0 for a file it created): a
+    /// percentage `offset=` is of this size, as in fio.
+    #[serde(skip)]
+    pub prior_size: u64,
 }

@@ -310,6 +310,7 @@ pub fn replay_log(j: &JobSpec) -> Result<iolog::IoLog, SetupError> {
         j.replay_align,
         j.replay_redirect.as_deref().map(Path::new),
     );
+    log.filter_and_pace(&j.replay_skip, j.replay_time_scale);
     Ok(log)
 }
 
@@ -352,6 +353,7 @@ pub fn prepare(plan: &Plan) -> Result<(Vec<ResolvedJob>, TargetTable), SetupErro
             let paths = job_paths(j, c, plan.is_default_job);
             let n = paths.len() as u64;
             for (fi, p) in paths.into_iter().enumerate() {
+                let prior = existing_size(&p);
                 needs.push(TargetNeed {
                     path: p,
                     direct: j.direct,
@@ -361,7 +363,7 @@ pub fn prepare(plan: &Plan) -> Result<(Vec<ResolvedJob>, TargetTable), SetupErro
                     },
                     min_size: match &replay {
                         Some(l) => l.extent(fi as u32),
-                        None => min_size(j, n, c),
+                        None => min_size(j, n, c, prior),
                     },
                     no_layout: j.create_on_open,
                     allow_mounted_write: j.allow_mounted_write,
@@ -386,17 +388,23 @@ pub fn prepare(plan: &Plan) -> Result<(Vec<ResolvedJob>, TargetTable), SetupErro
     }
 }
 
+/// The size of a regular file at `p` now (0: missing or not a file).
+fn existing_size(p: &Path) -> u64 {
+    std::fs::metadata(p)
+        .ok()
+        .filter(|m| m.is_file())
+        .map_or(0, |m| m.len())
+}
+
 /// Bytes one of the `n` files of clone `c` must hold for the job's region
-/// (0 when the job takes whatever the file has).
-fn min_size(j: &JobSpec, n: u64, c: u32) -> u64 {
+/// (0 when the job takes whatever the file has); `prior` is the file's
+/// size before the run, which a percentage offset is of (as in fio, a file
+/// too short for offset + size is extended).
+fn min_size(j: &JobSpec, n: u64, c: u32, prior: u64) -> u64 {
     match (j.filesize, j.size) {
         (Some((_, hi)), _) => hi,
         (None, Some(crate::job::units::SizeOrPct::Bytes(b))) => {
-            let off = match j.offset {
-                crate::job::units::SizeOrPct::Bytes(o) => o,
-                _ => 0,
-            };
-            b / n + off + j.offset_increment * c as u64
+            b / n + offset_of(j, prior) + j.offset_increment * c as u64
         }
         _ => 0,
     }
@@ -496,11 +504,11 @@ fn resolve(
                     // create_on_open: the file was not laid out; the job's
                     // writes give it the size its region needs.
                     let size = if j.create_on_open && t.kind == TargetKind::File {
-                        t.size.max(min_size(j, n, c))
+                        t.size.max(min_size(j, n, c, t.prior_size))
                     } else {
                         t.size
                     };
-                    let off = offset_of(j, size) + j.offset_increment * c as u64;
+                    let off = offset_of(j, t.prior_size) + j.offset_increment * c as u64;
                     let len = match j.size {
                         Some(s) => s.resolve(size) / n,
                         None => size.saturating_sub(off),

@@ -526,6 +526,7 @@ fn open_one(n: &TargetNeed, checked: Option<crate::safety::Opened>) -> Result<Ta
                 direct: n.direct,
                 writable: n.write,
                 created: false,
+                prior_size: size,
             },
         });
     }
@@ -576,6 +577,7 @@ fn open_one(n: &TargetNeed, checked: Option<crate::safety::Opened>) -> Result<Ta
             direct: n.direct,
             writable: n.write,
             created,
+            prior_size: if created { 0 } else { have },
         },
     })
 }

@@ -639,10 +639,10 @@ static CORE: &[OptDef] = &[
         apply: job!(|j, v| {
             let v = v.trim();
             // zoned_abs is also written with '=' (fio's HOWTO does).
-            let (kind, rest) = v
-                .split_once(':')
-                .or_else(|| v.split_once('='))
-                .unwrap_or((v, ""));
+            let (kind, rest) = match v.find([':', '=']) {
+                Some(i) => (&v[..i], &v[i + 1..]),
+                None => (v, ""),
+            };
             let mut args = rest.split(':');
             let arg = args.next().unwrap_or("").trim();
             let center = args.next().map(|c| c.trim());
@@ -653,15 +653,16 @@ static CORE: &[OptDef] = &[
                     parse_float(arg)
                 }
             };
-            let mut center = match center {
-                Some(c) => {
+            let zoned = kind.starts_with("zoned");
+            let center = match center {
+                Some(c) if !zoned => {
                     let c = parse_float(c)?;
                     if !(0.0..=1.0).contains(&c) {
                         return Err(format!("the center {c} is not between 0 and 1"));
                     }
                     Some(c)
                 }
-                None => None,
+                _ => None,
             };
             j.random_distribution = match kind {
                 "random" => RandomDist::Uniform,
@@ -671,7 +672,6 @@ static CORE: &[OptDef] = &[
                     RandomDist::Normal(workload::normal_dev(num(10.0)?)?)
                 }
                 "zoned" | "zoned_abs" => {
-                    center = None;
                     RandomDist::Zoned(workload::zoned(rest, kind == "zoned_abs")?)
                 }
                 other => return Err(format!("'{other}' is not a distribution")),
@@ -1233,6 +1233,8 @@ pub static FIO_UNIMPLEMENTED: &[&str] = &[
     "opendir",
     "trim_percentage",
     "trim_verify_zero",
+    "trim_backlog",
+    "trim_backlog_batch",
     "ioscheduler",
     "cpumask",
     "numa_cpu_nodes",
