@@ -163,8 +163,8 @@ pub const FULL_BUDGET_S: u64 = 150;
 /// trial always runs).
 const MIN_CELL_S: u64 = 3;
 
-/// A share of the budget below this, before any cell has shown what a trial
-/// costs, runs 2 trials rather than risk one.
+/// A share of the budget below this runs 2 trials rather than risk one
+/// (a trial that outlasts `--max-time` ends an auto cell).
 const TIGHT_CELL_S: u64 = 10;
 
 impl Ctx {
@@ -208,9 +208,8 @@ impl Ctx {
     /// it is inside the budget. A `trials=auto` cell of a recipe that
     /// declared its cells gets its share of the time left as `--max-time`
     /// and, once a cell has shown what a trial really costs, `--max-trials`;
-    /// when the share holds fewer than 2.5 trials (or is under
-    /// [`TIGHT_CELL_S`] before any cost is known) it runs 2 trials, the
-    /// fewest that give a CI.
+    /// when the share is under [`TIGHT_CELL_S`] or holds fewer than 2.5
+    /// trials it runs 2 trials, the fewest that give a CI.
     fn budget_args(&mut self, trials: String) -> (Vec<String>, bool) {
         let Some(b) = self.budget.as_mut().filter(|_| trials == "--trials=auto") else {
             return (vec![trials], false);
@@ -221,10 +220,13 @@ impl Ctx {
             .as_secs();
         let share = (left / b.cells_left.max(1) as u64).max(MIN_CELL_S);
         b.cells_left = b.cells_left.saturating_sub(1).max(1);
-        let tight = match b.per_trial_s.filter(|t| *t > 0.0) {
-            Some(t) => (share as f64) < 2.5 * t,
-            None => share < TIGHT_CELL_S,
-        };
+        // `--max-time` ends a cell after one trial when that trial outlasts
+        // the share: a share under TIGHT_CELL_S, or under 2.5 trials of the
+        // last cell's cost, runs the 2 trials a CI needs instead.
+        let tight = share < TIGHT_CELL_S
+            || b.per_trial_s
+                .filter(|t| *t > 0.0)
+                .is_some_and(|t| (share as f64) < 2.5 * t);
         if tight {
             return (vec!["--trials=2".into()], true);
         }
