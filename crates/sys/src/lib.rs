@@ -16,6 +16,7 @@ pub mod fsinfo;
 pub mod io;
 pub mod proc;
 pub mod queue;
+pub mod sched;
 pub mod seek;
 pub mod signal;
 pub mod uring;

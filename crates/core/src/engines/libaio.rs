@@ -11,6 +11,7 @@ impl EngineDef for Def {
     const NAMES: &'static [&'static str] = &["libaio"];
     const CAPS: Caps = Caps {
         nowait: true,
+        per_io_prio: true,
         ..Caps::BASE
     };
     fn with<W: WithEngine>(

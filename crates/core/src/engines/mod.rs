@@ -62,6 +62,8 @@ pub struct Caps {
     pub fixed_bufs: bool,
     /// `registerfiles`: files registered with the kernel once.
     pub registered_files: bool,
+    /// A priority per I/O (`IoDesc::prio`: cmdprio_percentage, cmdprio_bssplit).
+    pub per_io_prio: bool,
 }
 
 impl Caps {
@@ -74,6 +76,7 @@ impl Caps {
         sqpoll: false,
         fixed_bufs: false,
         registered_files: false,
+        per_io_prio: false,
     };
 }
 

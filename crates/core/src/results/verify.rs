@@ -14,6 +14,17 @@ pub enum Algo {
     Md5,
     /// CRC-32 (IEEE 802.3), fio's `crc32`; not the same as crc32c.
     Crc32,
+    /// CRC-64/XZ (the ECMA-182 polynomial, reflected).
+    Crc64,
+    /// CRC-16/ARC, the kernel's crc16.
+    Crc16,
+    /// CRC-7/MMC, the kernel's crc7.
+    Crc7,
+    /// SHA-512, its first 32 bytes in the header.
+    Sha512,
+    /// fio's deprecated `meta`: the header alone (offset, generation,
+    /// seed, its own CRC); the payload is not checked.
+    Meta,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,6 +34,9 @@ pub enum BadKind {
     TornWrite,
     MisplacedWrite,
     StaleGeneration,
+    /// `verify=pattern` with `verify_pattern`: blocks carry no header, only
+    /// the pattern, so a wrong block is only known to differ.
+    PatternMismatch,
 }
 
 /// One interval that read back wrong.
@@ -48,6 +62,9 @@ pub struct VerifyReport {
     pub torn_writes: u64,
     pub misplaced_writes: u64,
     pub stale_generations: u64,
+    /// Blocks that do not hold their verify_pattern (header-less pattern verify).
+    #[serde(default)]
+    pub pattern_mismatches: u64,
     /// The first bad blocks (at most `verify::MAX_REPORTED`), with their file path.
     pub bad_blocks: Vec<(String, BadBlock)>,
     /// Read errors during the read-back.
