@@ -38,7 +38,8 @@ fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
     // 7 s per trial here (start-up, then `perf script`): --quick (at most a
     // minute) profiles the first engine's cells only, the full run all.
     let perf = have_perf();
-    let quick = ctx.quick;
+    // `recipe run --profile` profiles every engine in --quick too.
+    let quick = ctx.quick && !ctx.profile;
     let profiled = |e: &str| perf && (!quick || e == ENGINES[0]);
     let runtime = if ctx.quick { "1" } else { "3" };
     ctx.plan(ENGINES.len() * 2, 0);
@@ -132,7 +133,7 @@ fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
          busy time per I/O (includes other processes on this machine)"
             .into(),
     ];
-    if perf && ctx.quick {
+    if perf && quick {
         notes.push(format!(
             "quick run: the kernel profile for {} only (perf costs seconds per trial); the full \
              run profiles every engine",
