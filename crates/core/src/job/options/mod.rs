@@ -164,6 +164,7 @@ macro_rules! job {
 
 mod logs;
 pub mod pacing;
+mod timing;
 pub mod workload;
 
 /// The sections of the option table, one file each under `job/options/` (the
@@ -176,6 +177,7 @@ static SECTIONS: &[&[OptDef]] = &[
     pacing::PACING,
     buffers::BUFFERS,
     logs::LOGS,
+    timing::TIMING,
 ];
 
 pub mod buffers;
@@ -1122,11 +1124,6 @@ static CORE: &[OptDef] = &[
 /// rather than "unknown option".
 pub static FIO_UNIMPLEMENTED: &[&str] = &[
     "cgroup",
-    "gtod_reduce",
-    "disable_lat",
-    "disable_clat",
-    "disable_slat",
-    "disable_bw_measurement",
     "pre_read",
     "lockfile",
     "opendir",
