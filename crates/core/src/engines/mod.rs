@@ -8,6 +8,7 @@
 //! branches on an engine's name or kind: it asks for its [`Caps`].
 
 mod blocking;
+pub mod refused;
 
 pub use dioscope_sys::queue::{Completion, IoDesc, SlotArena};
 use std::io;
@@ -83,6 +84,11 @@ impl Caps {
 pub struct EngineOpts {
     /// Queue depth (slots).
     pub depth: u32,
+    /// `direct=1`: the targets are open with O_DIRECT; an engine that
+    /// bypasses the descriptor (mmap) gives the same promise its own way.
+    pub direct: bool,
+    /// The job's offsets are random (read-ahead advice).
+    pub random: bool,
     pub hipri: bool,
     pub nowait: bool,
     pub sqpoll: bool,
@@ -115,6 +121,12 @@ pub trait WithEngine {
 pub trait EngineDef {
     /// The `ioengine=` name first, then fio aliases that mean the same here.
     const NAMES: &'static [&'static str];
+    /// One line for `--enghelp` and the docs: what the engine calls, and
+    /// what a fio user should know about how it behaves here.
+    const HELP: &'static str;
+    /// The job options specific to this engine (`--enghelp=NAME` lists
+    /// them with their help from the option table).
+    const OPTIONS: &'static [&'static str] = &[];
     const CAPS: Caps;
     /// Build the engine on this thread over `arena` and `fds`, and run `f`
     /// with it. Returns `f`'s output and an optional note for the report
@@ -154,6 +166,20 @@ macro_rules! engine_list {
                 self.names()[0]
             }
 
+            /// One line: what the engine does (`--enghelp`).
+            pub fn help(self) -> &'static str {
+                match self {
+                    $(EngineKind::$Kind => <$module::Def as EngineDef>::HELP,)*
+                }
+            }
+
+            /// The job options specific to this engine.
+            pub fn options(self) -> &'static [&'static str] {
+                match self {
+                    $(EngineKind::$Kind => <$module::Def as EngineDef>::OPTIONS,)*
+                }
+            }
+
             pub fn parse(s: &str) -> Option<EngineKind> {
                 Self::ALL.iter().copied().find(|k| k.names().contains(&s))
             }
@@ -188,9 +214,14 @@ pub fn caps(kind: EngineKind) -> Caps {
 // The engine list: `file => Kind`, one line per engine.
 engine_list! {
     psync => Psync,
+    sync => Sync,
+    vsync => Vsync,
+    pvsync => Pvsync,
     pvsync2 => Pvsync2,
     libaio => Libaio,
     io_uring => IoUring,
+    posixaio => PosixAio,
+    mmap => Mmap,
     null => Null,
 }
 
