@@ -8,15 +8,14 @@
 //! `cargo fuzz` targets in `fuzz/` do the same for much longer; this is the part
 //! that runs in CI.
 
-use dioscope_core::job::options::{FIO_UNIMPLEMENTED, OPTIONS};
+use dioscope_core::job::options::{all, FIO_UNIMPLEMENTED};
 use dioscope_core::job::parse::Origin;
 use dioscope_core::job::{parse_args, parse_job_text, ParseError};
 use proptest::prelude::*;
 
 /// Every name the table knows, plus unimplemented and misspelt ones.
 fn option_names() -> Vec<&'static str> {
-    let mut v: Vec<&'static str> = OPTIONS
-        .iter()
+    let mut v: Vec<&'static str> = all()
         .flat_map(|o| std::iter::once(o.name).chain(o.aliases.iter().copied()))
         .collect();
     v.extend(FIO_UNIMPLEMENTED.iter().take(8));

@@ -1,6 +1,6 @@
 //! The option audit: every option dioscope accepts must do something.
 //!
-//! For each entry of [`OPTIONS`] the test applies sample values and checks,
+//! For each entry of [`all`](super::options::all) the test applies sample values and checks,
 //! in order:
 //!
 //! 1. **The value lands in the spec**: applying the example changes the
@@ -20,7 +20,7 @@
 //! Values whose meaning is checked below the spec (the verify methods, each
 //! its own algorithm) have their own tests beside their consumer.
 
-use super::options::{Apply, Kind, OptDef, OPTIONS};
+use super::options::{all, Apply, Kind, OptDef};
 use super::spec::{GlobalSettings, JobSpec};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -230,7 +230,7 @@ fn every_option_reaches_code() {
         env!("CARGO_MANIFEST_DIR")
     );
     let mut failures = Vec::new();
-    for o in OPTIONS {
+    for o in all() {
         if EXEMPT.iter().any(|(n, _)| *n == o.name) {
             continue;
         }
@@ -306,7 +306,7 @@ fn every_option_reaches_code() {
 #[test]
 fn exemptions_are_real_options() {
     for (n, why) in EXEMPT {
-        assert!(OPTIONS.iter().any(|o| o.name == *n), "{n} is not an option");
+        assert!(all().any(|o| o.name == *n), "{n} is not an option");
         assert!(!why.is_empty());
     }
 }

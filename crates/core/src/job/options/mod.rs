@@ -1,5 +1,5 @@
 //! The one option table. Command-line parsing, job-file parsing, `--help` and
-//! the option reference in the docs are all generated from [`OPTIONS`].
+//! the option reference in the docs are all generated from [`all`].
 //!
 //! Adding an option means adding one [`OptDef`] here: its name, aliases, the
 //! kind of value it takes, a line of help, an example, and how it sets the
@@ -174,8 +174,19 @@ macro_rules! job {
     };
 }
 
-/// Every option dioscope understands.
-pub static OPTIONS: &[OptDef] = &[
+/// The sections of the option table, one file each under `job/options/` (the
+/// core options are below). A section is a `static &[OptDef]`; adding one is
+/// one line here. Helpers (`job!`, the unit parsers, `bs_dirs`, …) are visible
+/// to the section files through `use super::*`.
+static SECTIONS: &[&[OptDef]] = &[CORE];
+
+/// Every option dioscope understands, in table order.
+pub fn all() -> impl Iterator<Item = &'static OptDef> + Clone {
+    SECTIONS.iter().flat_map(|s| s.iter())
+}
+
+/// The core options: targets, sizes, patterns, engines, time, groups, output.
+static CORE: &[OptDef] = &[
     OptDef {
         name: "name",
         aliases: &[],
@@ -1257,9 +1268,7 @@ pub static FIO_UNIMPLEMENTED: &[&str] = &[
 
 /// Find an option by its name or an alias.
 pub fn lookup(name: &str) -> Option<&'static OptDef> {
-    OPTIONS
-        .iter()
-        .find(|o| o.name == name || o.aliases.contains(&name))
+    all().find(|o| o.name == name || o.aliases.contains(&name))
 }
 
 fn levenshtein(a: &str, b: &str) -> usize {
@@ -1279,8 +1288,7 @@ fn levenshtein(a: &str, b: &str) -> usize {
 
 /// The known option (name or alias) closest to `name`, with the option it belongs to.
 pub fn closest(name: &str) -> Option<(&'static str, &'static OptDef)> {
-    OPTIONS
-        .iter()
+    all()
         .flat_map(|o| {
             std::iter::once(o.name)
                 .chain(o.aliases.iter().copied())
@@ -1305,7 +1313,7 @@ fn full_help(o: &OptDef) -> String {
 /// `--help` text, generated from the table.
 pub fn help_text() -> String {
     let mut s = String::new();
-    for o in OPTIONS {
+    for o in all() {
         let names = std::iter::once(o.name)
             .chain(o.aliases.iter().copied())
             .collect::<Vec<_>>()
@@ -1323,7 +1331,7 @@ pub fn help_text() -> String {
 pub fn markdown_table() -> String {
     let mut s =
         String::from("| option | aliases | example | meaning |\n| --- | --- | --- | --- |\n");
-    for o in OPTIONS {
+    for o in all() {
         s.push_str(&format!(
             "| `{}` | {} | `{}` | {} |\n",
             o.name,
@@ -1345,8 +1353,7 @@ mod tests {
 
     #[test]
     fn names_are_unique() {
-        let mut all: Vec<&str> = OPTIONS
-            .iter()
+        let mut all: Vec<&str> = self::all()
             .flat_map(|o| std::iter::once(o.name).chain(o.aliases.iter().copied()))
             .collect();
         let n = all.len();
@@ -1363,7 +1370,7 @@ mod tests {
 
     #[test]
     fn examples_are_valid() {
-        for o in OPTIONS {
+        for o in all() {
             match &o.apply {
                 Apply::Job(f) => f(&mut JobSpec::default(), o.example)
                     .unwrap_or_else(|e| panic!("{}: {e}", o.name)),
