@@ -127,8 +127,7 @@ impl FileMap {
         // shared mapping discards no data, only our page-table entries.
         cvt(unsafe { libc::madvise(self.ptr.add(s).cast(), n, libc::MADV_DONTNEED) })?;
         // SAFETY: no memory is passed.
-        let r =
-            unsafe { libc::posix_fadvise(fd, s as i64, n as i64, libc::POSIX_FADV_DONTNEED) };
+        let r = unsafe { libc::posix_fadvise(fd, s as i64, n as i64, libc::POSIX_FADV_DONTNEED) };
         if r != 0 {
             return Err(io::Error::from_raw_os_error(r));
         }

@@ -131,7 +131,9 @@ impl PosixAioQueue {
                 }
             };
             if r < 0 {
-                let e = io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
+                let e = io::Error::last_os_error()
+                    .raw_os_error()
+                    .unwrap_or(libc::EIO);
                 self.done.push(Completion { slot, res: -e });
             } else {
                 self.inflight.push(slot);

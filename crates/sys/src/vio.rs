@@ -151,7 +151,13 @@ mod tests {
         let mut v = SlotVec::new(3);
         // Slots 2 then 0: file order is the order given.
         let n = v
-            .rw(fd, &mut arena, [(2, 100), (0, 50)].into_iter(), true, Pos::Seek(0))
+            .rw(
+                fd,
+                &mut arena,
+                [(2, 100), (0, 50)].into_iter(),
+                true,
+                Pos::Seek(0),
+            )
             .unwrap();
         assert_eq!(n, 150);
         let n = v

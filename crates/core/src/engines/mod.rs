@@ -154,6 +154,11 @@ macro_rules! engine_list {
             pub const ALL: &'static [EngineKind] = &[$(EngineKind::$Kind,)*];
             /// Each engine's own name (aliases are accepted by [`EngineKind::parse`]).
             pub const NAMES: &'static [&'static str] = &[$(<$module::Def as EngineDef>::NAMES[0],)*];
+            /// The list itself, `file => Kind` (for the test that keeps an
+            /// engine one file and one line).
+            #[cfg(test)]
+            const LIST: &'static [(&'static str, &'static str)] =
+                &[$((stringify!($module), stringify!($Kind)),)*];
 
             /// The name and the fio aliases of this engine.
             pub fn names(self) -> &'static [&'static str] {
@@ -247,5 +252,62 @@ mod tests {
             assert_eq!(EngineKind::parse(k.as_str()), Some(k));
         }
         assert_eq!(EngineKind::NAMES.len(), EngineKind::ALL.len());
+    }
+
+    /// Adding an engine is one file and one line: every file of this
+    /// directory that defines an engine is in `engine_list!`, and no code
+    /// outside `engines/` names an engine's kind — it asks for its `Caps` —
+    /// except the two defaults (fio's psync, SPEC's io_uring job).
+    #[test]
+    fn an_engine_is_one_file_and_one_line() {
+        use std::path::Path;
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut defs: Vec<String> = std::fs::read_dir(src.join("engines"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name() != "mod.rs")
+            .filter(|e| {
+                std::fs::read_to_string(e.path())
+                    .unwrap_or_default()
+                    .contains("impl EngineDef for Def")
+            })
+            .map(|e| e.path().file_stem().unwrap().to_string_lossy().into_owned())
+            .collect();
+        defs.sort();
+        let mut listed: Vec<String> = EngineKind::LIST
+            .iter()
+            .map(|(m, _)| m.to_string())
+            .collect();
+        listed.sort();
+        assert_eq!(defs, listed, "engine files vs engine_list!");
+
+        let allowed = [("spec.rs", "Psync"), ("parse.rs", "IoUring")];
+        let mut dirs = vec![src.clone()];
+        let mut found = Vec::new();
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    if p.file_name().is_some_and(|n| n != "engines") {
+                        dirs.push(p);
+                    }
+                    continue;
+                }
+                let text = std::fs::read_to_string(&p).unwrap_or_default();
+                let code = text.split("#[cfg(test)]").next().unwrap_or("");
+                let file = p.file_name().unwrap().to_string_lossy().into_owned();
+                for (_, kind) in EngineKind::LIST {
+                    if code.contains(&format!("EngineKind::{kind}"))
+                        && !allowed.contains(&(file.as_str(), *kind))
+                    {
+                        found.push(format!("{} names EngineKind::{kind}", p.display()));
+                    }
+                }
+            }
+        }
+        assert!(
+            found.is_empty(),
+            "code outside engines/ branches on an engine: {found:?}"
+        );
     }
 }

@@ -40,7 +40,12 @@ const NET_OPTS: &[&str] = &[
     "window_size",
     "mss",
 ];
-const RPMA_OPTS: &[&str] = &["serverip", "port", "direct_write_to_pmem", "busy_wait_polling"];
+const RPMA_OPTS: &[&str] = &[
+    "serverip",
+    "port",
+    "direct_write_to_pmem",
+    "busy_wait_polling",
+];
 
 /// Every refused engine of fio 3.42 (and `zonemode=zbd`).
 pub static REFUSED: &[Refused] = &[
@@ -352,19 +357,24 @@ pub fn is_refused_option(opt: &str) -> bool {
     owners(opt).next().is_some()
 }
 
+/// Whether `key` selects refused values (`zonemode` for `zbd`).
+pub fn is_selector(key: &str) -> bool {
+    REFUSED.iter().any(|r| r.key == key)
+}
+
 /// The error for `opt=` set in a job whose engine dioscope has: name the
 /// engines it belongs to.
 pub fn option_message(opt: &str) -> Option<String> {
     let owners: Vec<&Refused> = owners(opt).collect();
     let first = owners.first()?;
-    let names: Vec<String> = owners
+    let names: Vec<&str> = owners
         .iter()
-        .flat_map(|r| r.names.iter().map(move |n| format!("{}={n}", r.key)))
+        .flat_map(|r| r.names.iter().copied())
         .collect();
     Some(format!(
-        "not supported by dioscope: {opt}= is an option of {} (which needs {}); remove it",
-        names.join(", "),
-        first.needs
+        "not supported by dioscope: {opt}= (an option of fio's {}={}, which dioscope does not have); remove it",
+        first.key,
+        names.join(", ")
     ))
 }
 
@@ -390,7 +400,10 @@ mod tests {
         }
         for k in EngineKind::ALL {
             for o in k.options() {
-                assert!(!is_refused_option(o), "{o} is an option of {k:?} and refused");
+                assert!(
+                    !is_refused_option(o),
+                    "{o} is an option of {k:?} and refused"
+                );
             }
         }
     }
@@ -400,16 +413,20 @@ mod tests {
         let r = selected("ioengine", "net").unwrap();
         assert_eq!(
             r.message("net"),
-            format!("not supported by dioscope: ioengine=net (needs {})", r.needs)
+            format!(
+                "not supported by dioscope: ioengine=net (needs {})",
+                r.needs
+            )
         );
         assert!(selected("ioengine", "external:/tmp/x.so").is_some());
         assert!(selected("ioengine", "psync").is_none());
         assert!(selected("zonemode", "zbd").is_some());
         assert!(selected("zonemode", "strided").is_none());
         let m = option_message("port").unwrap();
-        for e in ["ioengine=net", "ioengine=rdma", "ioengine=libhdfs"] {
+        for e in ["ioengine=net", "rdma", "libhdfs"] {
             assert!(m.contains(e), "{m}");
         }
         assert!(option_message("bs").is_none());
+        assert!(is_selector("zonemode") && is_selector("ioengine") && !is_selector("rw"));
     }
 }
