@@ -37,6 +37,18 @@ pub fn physical_block_size(fd: RawFd) -> io::Result<u32> {
     Ok(n)
 }
 
+// _IO(0x12, 119)
+const BLKDISCARD: libc::c_ulong = 0x1277;
+
+/// Discard (trim) a byte range of a block device: `BLKDISCARD`. The
+/// device may then return zeros or the old data for it (see the device's
+/// `queue/discard_zeroes_data`); either way the data is no longer kept.
+pub fn discard(fd: RawFd, off: u64, len: u64) -> io::Result<()> {
+    let range: [u64; 2] = [off, len];
+    // SAFETY: BLKDISCARD reads two u64 (start, length) through the pointer.
+    cvt(unsafe { libc::ioctl(fd, BLKDISCARD as _, range.as_ptr()) }).map(drop)
+}
+
 /// Drop the device's page cache (`BLKFLSBUF`; needs CAP_SYS_ADMIN).
 pub fn flush_buffers(fd: RawFd) -> io::Result<()> {
     // SAFETY: BLKFLSBUF takes no argument.

@@ -135,6 +135,39 @@ pub fn fallocate(fd: RawFd, off: u64, len: u64) -> io::Result<()> {
     cvt(unsafe { libc::fallocate(fd, 0, off as i64, len as i64) }).map(drop)
 }
 
+/// `fallocate(fd, FALLOC_FL_KEEP_SIZE, off, len)`: reserve blocks past
+/// the end without changing the file's size (fio's `fallocate=keep`).
+pub fn fallocate_keep_size(fd: RawFd, off: u64, len: u64) -> io::Result<()> {
+    // SAFETY: no memory is passed.
+    cvt(unsafe { libc::fallocate(fd, libc::FALLOC_FL_KEEP_SIZE, off as i64, len as i64) }).map(drop)
+}
+
+/// `posix_fallocate(fd, off, len)`: reserve blocks (glibc writes zeros
+/// where the filesystem cannot allocate).
+pub fn posix_fallocate(fd: RawFd, off: u64, len: u64) -> io::Result<()> {
+    // SAFETY: no memory is passed.
+    let r = unsafe { libc::posix_fallocate(fd, off as i64, len as i64) };
+    if r != 0 {
+        return Err(io::Error::from_raw_os_error(r));
+    }
+    Ok(())
+}
+
+/// Trim a file's range: `fallocate(PUNCH_HOLE | KEEP_SIZE)` frees the
+/// blocks; the range reads back as zeros, the size is unchanged.
+pub fn punch_hole(fd: RawFd, off: u64, len: u64) -> io::Result<()> {
+    // SAFETY: no memory is passed.
+    cvt(unsafe {
+        libc::fallocate(
+            fd,
+            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+            off as i64,
+            len as i64,
+        )
+    })
+    .map(drop)
+}
+
 /// `ftruncate`.
 pub fn ftruncate(fd: RawFd, len: u64) -> io::Result<()> {
     // SAFETY: no memory is passed.

@@ -167,7 +167,9 @@ pub fn run_prepared(
     // A worker that could not start before anything ran: a setup error like
     // those of `prepare`, and what layout created goes too.
     let setup_failed = result.setup_error.is_some() && result.nothing_ran();
-    let remove = plan.is_default_job || plan.jobs.iter().any(|j| j.unlink) || setup_failed;
+    let remove = plan.is_default_job
+        || plan.jobs.iter().any(|j| j.unlink || j.unlink_each_loop)
+        || setup_failed;
     let created = table.created_files();
     drop(table);
     let mut left = Vec::new();

@@ -35,6 +35,8 @@ const EXEMPT: &[(&str, &str)] = &[(
 const SPELLINGS: &[(&str, &str, &str)] = &[
     ("rw", "rw", "readwrite"),
     ("verify", "crc32c", "crc32c-intel"),
+    ("fallocate", "none", "0"),
+    ("fallocate", "posix", "1"),
 ];
 
 /// The spec after applying `v`, as one Debug chunk per top-level field.

@@ -468,6 +468,8 @@ pub fn validate(j: &JobSpec) -> Result<(), ParseError> {
             return invalid(format!("bs={b} is not a multiple of the verify interval {iv}; set verify_interval to a common divisor such as verify_interval={}", gcd(b, iv)));
         }
     }
+    super::options::workload::validate(j)
+        .map_err(|m| ParseError::Invalid(format!("job '{}': {m}", j.name)))?;
     if j.verify_only && j.verify.is_none() {
         return invalid("verify_only needs a verify method, for example verify=crc32c".into());
     }

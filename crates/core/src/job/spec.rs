@@ -12,6 +12,12 @@ pub enum RwMode {
     /// Sequential mixed reads and writes (`rw`/`readwrite`).
     ReadWrite,
     RandRw,
+    /// Trims (discard / punch hole): they destroy data like writes.
+    Trim,
+    RandTrim,
+    /// Each block trimmed, then written.
+    TrimWrite,
+    RandTrimWrite,
 }
 
 impl RwMode {
@@ -23,6 +29,10 @@ impl RwMode {
         "rw",
         "readwrite",
         "randrw",
+        "trim",
+        "randtrim",
+        "trimwrite",
+        "randtrimwrite",
     ];
 
     pub fn parse(s: &str) -> Option<RwMode> {
@@ -33,6 +43,10 @@ impl RwMode {
             "randwrite" => RwMode::RandWrite,
             "rw" | "readwrite" => RwMode::ReadWrite,
             "randrw" => RwMode::RandRw,
+            "trim" => RwMode::Trim,
+            "randtrim" => RwMode::RandTrim,
+            "trimwrite" => RwMode::TrimWrite,
+            "randtrimwrite" => RwMode::RandTrimWrite,
             _ => return None,
         })
     }
@@ -44,16 +58,40 @@ impl RwMode {
             RwMode::RandWrite => "randwrite",
             RwMode::ReadWrite => "rw",
             RwMode::RandRw => "randrw",
+            RwMode::Trim => "trim",
+            RwMode::RandTrim => "randtrim",
+            RwMode::TrimWrite => "trimwrite",
+            RwMode::RandTrimWrite => "randtrimwrite",
         }
     }
     pub fn is_random(self) -> bool {
-        matches!(self, RwMode::RandRead | RwMode::RandWrite | RwMode::RandRw)
+        matches!(
+            self,
+            RwMode::RandRead
+                | RwMode::RandWrite
+                | RwMode::RandRw
+                | RwMode::RandTrim
+                | RwMode::RandTrimWrite
+        )
     }
     pub fn reads(self) -> bool {
-        !matches!(self, RwMode::Write | RwMode::RandWrite)
+        matches!(
+            self,
+            RwMode::Read | RwMode::RandRead | RwMode::ReadWrite | RwMode::RandRw
+        )
     }
+    /// The job changes the target's data: it writes or trims. Everything
+    /// that guards data (the destructive-write guard, read-only targets,
+    /// ranks sharing a file) asks this, so a trim is refused where a write is.
     pub fn writes(self) -> bool {
         !matches!(self, RwMode::Read | RwMode::RandRead)
+    }
+    /// The job trims (discards) blocks.
+    pub fn trims(self) -> bool {
+        matches!(
+            self,
+            RwMode::Trim | RwMode::RandTrim | RwMode::TrimWrite | RwMode::RandTrimWrite
+        )
     }
 }
 
@@ -95,12 +133,77 @@ impl BlockSizes {
 }
 
 /// Random offset distribution (`random_distribution=`).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum RandomDist {
     Uniform,
     Zipf(f64),
     Pareto(f64),
     Normal(f64),
+    /// `zoned` / `zoned_abs`: per direction (read, write), the share of the
+    /// I/Os each consecutive zone of the region gets.
+    Zoned([Vec<AccessZone>; 2]),
+}
+
+/// One zone of a `zoned` (size as a percentage of the region) or
+/// `zoned_abs` (size in bytes) distribution.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AccessZone {
+    /// Percent of the I/Os that land in this zone.
+    pub io_pct: u32,
+    pub size: ZoneSize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ZoneSize {
+    /// Percent of the region.
+    Pct(f64),
+    Bytes(u64),
+}
+
+/// How a job with several files picks the next one (`file_service_type`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FileService {
+    RoundRobin,
+    /// Finish one file's pass before moving to the next.
+    Sequential,
+    Random,
+    Zipf(f64),
+    Pareto(f64),
+    Normal(f64),
+}
+
+/// How files are given their space before the job (`fallocate=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fallocate {
+    None,
+    /// fallocate(2), falling back to writing when unsupported (the default).
+    Native,
+    /// posix_fallocate: reserve, or fail.
+    Posix,
+    /// FALLOC_FL_KEEP_SIZE: reserve past the end, size unchanged.
+    Keep,
+    /// ftruncate to the final size: no blocks reserved.
+    Truncate,
+}
+
+/// `random_generator=`: fio's generators. dioscope draws every random
+/// offset with its own generator (reproducible from `randseed`); `lfsr`
+/// keeps its one promise, never the same block twice in a pass, even with
+/// `norandommap`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RandomGenerator {
+    Tausworthe,
+    Lfsr,
+    Tausworthe64,
+}
+
+/// `zonemode=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ZoneMode {
+    None,
+    /// I/O stays in a zone of `zonerange` bytes until `zonesize` bytes were
+    /// transferred, then moves `zonerange + zoneskip` further.
+    Strided,
 }
 
 /// One job, every option resolved to fio's default where not given.
@@ -174,6 +277,53 @@ pub struct JobSpec {
     /// Repetitions of the whole job (dioscope's own option); 0 is
     /// `trials=auto` (see `GlobalSettings::auto`).
     pub trials: u32,
+    // Files and offsets (issue 15, job/options/workload.rs).
+    /// Files per clone when no `filename` is given.
+    pub nrfiles: u32,
+    /// Files open at once (0: all): dioscope opens each file once per run.
+    pub openfiles: u32,
+    /// Name of generated files: `$jobname`, `$jobnum`, `$filenum`, `$clientuid`.
+    pub filename_format: Option<String>,
+    pub file_service: FileService,
+    /// I/Os to one file before the next is chosen (`file_service_type=random:8`).
+    pub file_service_every: u32,
+    pub allow_file_create: bool,
+    pub fallocate: Fallocate,
+    pub unlink_each_loop: bool,
+    /// `rw=read:8k` (bytes skipped after each sequential I/O, negative
+    /// backwards) or `rw=randread:8` (I/Os per random offset).
+    pub rw_offset_mod: i64,
+    /// `rw_sequencer=identical`: repeat the same offset instead of continuing.
+    pub rw_sequencer_identical: bool,
+    /// Block sizes of trims (the third value of `bs=R,W,T`).
+    pub bs_trim: BlockSizes,
+    /// `offset_align`: a percentage offset is rounded up to this (0: the smallest bs).
+    pub offset_align: u64,
+    /// `blockalign`: boundary of random offsets per direction (0: the
+    /// smallest block size).
+    pub blockalign: [u64; 2],
+    pub random_generator: RandomGenerator,
+    /// Second `random_distribution` parameter (`zipf:1.2:0.25`): where in
+    /// the region (0..1) the most likely offset lies.
+    pub random_center: Option<f64>,
+    /// Percent of random I/Os in a random workload, per direction.
+    pub percentage_random: [u32; 2],
+    pub serialize_overlap: bool,
+    pub zonemode: ZoneMode,
+    pub zonesize: u64,
+    pub zonerange: u64,
+    pub zoneskip: u64,
+    /// Stop after this many I/Os (0: no limit).
+    pub number_ios: u64,
+    /// Bytes of I/O to do, independent of the region (`io_size`).
+    pub io_size: Option<u64>,
+    /// `read_iolog` / `write_iolog` and the replay options.
+    pub read_iolog: Option<String>,
+    pub write_iolog: Option<String>,
+    pub replay_no_stall: bool,
+    pub replay_redirect: Option<String>,
+    pub replay_align: u64,
+    pub replay_scale: u64,
     /// The options exactly as given, for `"job options"` in the JSON.
     pub given: Vec<(String, String)>,
 }
@@ -251,6 +401,35 @@ impl Default for JobSpec {
             verify_only: false,
             verify_interval: 0,
             trials: 1,
+            nrfiles: 1,
+            openfiles: 0,
+            filename_format: None,
+            file_service: FileService::RoundRobin,
+            file_service_every: 1,
+            allow_file_create: true,
+            fallocate: Fallocate::Native,
+            unlink_each_loop: false,
+            rw_offset_mod: 0,
+            rw_sequencer_identical: false,
+            bs_trim: BlockSizes::Fixed(4096),
+            offset_align: 0,
+            blockalign: [0; 2],
+            random_generator: RandomGenerator::Tausworthe,
+            random_center: None,
+            percentage_random: [100; 2],
+            serialize_overlap: false,
+            zonemode: ZoneMode::None,
+            zonesize: 0,
+            zonerange: 0,
+            zoneskip: 0,
+            number_ios: 0,
+            io_size: None,
+            read_iolog: None,
+            write_iolog: None,
+            replay_no_stall: false,
+            replay_redirect: None,
+            replay_align: 0,
+            replay_scale: 1,
             given: Vec::new(),
         }
     }
@@ -267,6 +446,7 @@ impl JobSpec {
             RwMode::Read | RwMode::RandRead => 100,
             RwMode::Write | RwMode::RandWrite => 0,
             RwMode::ReadWrite | RwMode::RandRw => self.rwmixread,
+            RwMode::Trim | RwMode::RandTrim | RwMode::TrimWrite | RwMode::RandTrimWrite => 0,
         }
     }
 }

@@ -79,11 +79,17 @@ fn interval_samples(s: &JobSummary, d: usize) -> (Vec<f64>, Vec<f64>) {
 
 fn dir(r: &RunResult, s: &JobSummary, d: Option<usize>) -> Dir {
     let empty = DirStats::default();
-    let st = d.map(|d| &s.dirs[d]).unwrap_or(&empty);
+    // 2: trims, kept beside the read and write directions.
+    let st = d
+        .map(|d| if d == 2 { &s.trim } else { &s.dirs[d] })
+        .unwrap_or(&empty);
     let spec = spec(r, s);
     let rt = s.runtime_ms;
     let bw_bytes = crate::results::summary::per_second(st.bytes, rt);
-    let (bws, iopss) = d.map(|d| interval_samples(s, d)).unwrap_or_default();
+    let (bws, iopss) = d
+        .filter(|&d| d < 2)
+        .map(|d| interval_samples(s, d))
+        .unwrap_or_default();
     let (sm, si) = (Summary::of(&bws), Summary::of(&iopss));
     let pct = spec
         .clat_percentiles
@@ -208,7 +214,7 @@ fn job(r: &RunResult, s: &JobSummary) -> Job {
         job_options: opts,
         read: dir(r, s, show[0].then_some(0)),
         write: dir(r, s, show[1].then_some(1)),
-        trim: dir(r, s, None),
+        trim: dir(r, s, (s.trim.ios > 0 || spec.rw.trims()).then_some(2)),
         sync: Sync {
             total_ios: s.sync.ios,
             lat_ns: lat(&s.sync.lat, None),

@@ -82,6 +82,8 @@ impl QueueStats {
 pub struct TrialJob {
     pub dirs: [DirStats; 2],
     pub sync: DirStats,
+    /// Trims: fio's third direction (`rw=trim`, `randtrim`, `trimwrite`).
+    pub trim: DirStats,
     pub runtime_ns: u64,
     pub thread_cpu: Usage,
     pub ticks: Vec<Tick>,

@@ -73,6 +73,8 @@ pub struct JobSummary {
     pub jobs: Vec<usize>,
     pub dirs: [DirStats; 2],
     pub sync: DirStats,
+    /// Trims (fio's third direction).
+    pub trim: DirStats,
     /// Measured time summed over trials (ms).
     pub runtime_ms: f64,
     pub thread_cpu: Usage,
@@ -202,6 +204,7 @@ fn merge_trial<'a>(s: &mut JobSummary, trials: impl Iterator<Item = &'a TrialJob
             a.merge(b);
         }
         s.sync.merge(&tj.sync);
+        s.trim.merge(&tj.trim);
         out.runtime_ns = out.runtime_ns.max(tj.runtime_ns);
         s.thread_cpu.add(&tj.thread_cpu);
         s.queue.add(&tj.queue);

@@ -9,6 +9,7 @@
 //! their results when they end.
 
 pub mod hint;
+pub mod iolog;
 pub mod logs;
 pub mod offsets;
 pub mod preflight;
@@ -270,6 +271,10 @@ pub fn target_paths(plan: &Plan) -> Vec<PathBuf> {
 
 /// The paths one clone of a job uses.
 fn job_paths(j: &JobSpec, clone: u32, default_job: bool) -> Vec<PathBuf> {
+    if j.read_iolog.is_some() {
+        // A replay uses the log's files (prepare reports a bad log).
+        return replay_log(j).map(|l| l.files).unwrap_or_default();
+    }
     let dir = j.directory.as_deref().map(PathBuf::from);
     let with_dir = |p: &str| match (&dir, Path::new(p).is_absolute()) {
         (Some(d), false) => d.join(p),
@@ -282,8 +287,38 @@ fn job_paths(j: &JobSpec, clone: u32, default_job: bool) -> Vec<PathBuf> {
         let p = default_scratch_path();
         return vec![with_dir(p.to_str().unwrap_or("dioscope-scratch.dat"))];
     }
-    // fio's naming: jobname.clone.file
-    vec![with_dir(&format!("{}.{}.0", j.name, clone))]
+    // fio's naming: filename_format, by default jobname.clone.file.
+    (0..j.nrfiles.max(1))
+        .map(|f| with_dir(&generated_name(j, clone, f)))
+        .collect()
+}
+
+/// The job's `read_iolog`, loaded, with `replay_scale`, `replay_align`
+/// and `replay_redirect` applied.
+pub fn replay_log(j: &JobSpec) -> Result<iolog::IoLog, SetupError> {
+    let path = j.read_iolog.as_deref().unwrap_or_default();
+    let mut log = iolog::IoLog::load(Path::new(path)).map_err(|e| job_err(j, e.to_string()))?;
+    log.adjust(
+        j.replay_scale,
+        j.replay_align,
+        j.replay_redirect.as_deref().map(Path::new),
+    );
+    Ok(log)
+}
+
+/// A generated file name: `filename_format` with `$jobname`, `$jobnum`
+/// (the clone), `$filenum` and `$clientuid` (fio's client identity; here
+/// the MPI rank, so ranks on one host get their own files) replaced.
+pub fn generated_name(j: &JobSpec, clone: u32, file: u32) -> String {
+    let fmt = j
+        .filename_format
+        .as_deref()
+        .unwrap_or("$jobname.$jobnum.$filenum");
+    let uid = std::env::var("DIOSCOPE_RANK").unwrap_or_else(|_| "0".into());
+    fmt.replace("$jobname", &j.name)
+        .replace("$jobnum", &clone.to_string())
+        .replace("$filenum", &file.to_string())
+        .replace("$clientuid", &uid)
 }
 
 /// Stage one: resolve and open everything, check alignment. No I/O yet.
@@ -302,17 +337,33 @@ pub fn prepare(plan: &Plan) -> Result<(Vec<ResolvedJob>, TargetTable), SetupErro
         if !caps(j.ioengine).real_io {
             continue;
         }
+        let replay = match j.read_iolog {
+            Some(_) => Some(replay_log(j)?),
+            None => None,
+        };
         for c in 0..j.numjobs {
             let paths = job_paths(j, c, plan.is_default_job);
             let n = paths.len() as u64;
-            for p in paths {
+            for (fi, p) in paths.into_iter().enumerate() {
                 needs.push(TargetNeed {
                     path: p,
                     direct: j.direct,
-                    write: j.rw.writes() && !j.verify_only,
-                    min_size: min_size(j, n, c),
+                    write: match &replay {
+                        Some(l) => l.modifies(),
+                        None => j.rw.writes() && !j.verify_only,
+                    },
+                    min_size: match &replay {
+                        Some(l) => l.extent(fi as u32),
+                        None => min_size(j, n, c),
+                    },
                     no_layout: j.create_on_open,
                     allow_mounted_write: j.allow_mounted_write,
+                    may_create: j.allow_file_create,
+                    fallocate: j.fallocate,
+                    make_dirs: j.filenames.is_empty()
+                        && j.filename_format
+                            .as_deref()
+                            .is_some_and(|f| f.contains('/')),
                 });
             }
         }
@@ -344,6 +395,63 @@ fn min_size(j: &JobSpec, n: u64, c: u32) -> u64 {
     }
 }
 
+/// The job's start offset in a target of `size` bytes: a percentage is
+/// rounded up to `offset_align`, else to the smallest block size (fio), so
+/// `offset=33%` with direct=1 lands on a block boundary.
+fn offset_of(j: &JobSpec, size: u64) -> u64 {
+    match j.offset {
+        crate::job::units::SizeOrPct::Bytes(b) => b,
+        p => {
+            let raw = p.resolve(size);
+            let align = match j.offset_align {
+                0 => j.bs[0].min().min(j.bs[1].min()).max(1),
+                a => a,
+            };
+            raw.div_ceil(align) * align
+        }
+    }
+}
+
+/// A replayed log fits its target: every I/O inside it, and aligned for
+/// direct I/O (each refusal names the line's offset and a fix).
+fn check_replay(
+    j: &JobSpec,
+    log: &iolog::IoLog,
+    f: u32,
+    t: &crate::targets::Target,
+) -> Result<(), SetupError> {
+    let need = log.extent(f);
+    if need > t.size {
+        return Err(job_err(
+            j,
+            format!(
+                "read_iolog: the log's I/Os reach byte {need} of {}, which holds {} bytes;                  replay onto a larger target (replay_redirect=) or scale the offsets (replay_scale=)",
+                t.path.display(),
+                t.size
+            ),
+        ));
+    }
+    if j.direct {
+        let a = t.offset_align.max(1) as u64;
+        let bad = log.ops.iter().find(|o| {
+            o.file == f && o.len > 0 && (!o.offset.is_multiple_of(a) || !o.len.is_multiple_of(a))
+        });
+        if let Some(o) = bad {
+            return Err(job_err(
+                j,
+                format!(
+                    "read_iolog: the {} at offset {} length {} of {} is not aligned to {a} bytes                      for direct I/O; add replay_align={a} (offsets) or use direct=0",
+                    o.kind.as_str(),
+                    o.offset,
+                    o.len,
+                    t.path.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Each job's regions on its open targets, checked (size, alignment, hipri).
 fn resolve(
     plan: &Plan,
@@ -353,18 +461,31 @@ fn resolve(
     let mut out = Vec::new();
     for (i, j) in plan.jobs.iter().enumerate() {
         let mut clones = Vec::new();
+        let replay = match j.read_iolog {
+            Some(_) if caps(j.ioengine).real_io => Some(replay_log(j)?),
+            _ => None,
+        };
         for c in 0..j.numjobs {
             let mut files = Vec::new();
             if caps(j.ioengine).real_io {
                 let paths = job_paths(j, c, plan.is_default_job);
                 let n = paths.len() as u64;
-                for p in paths {
+                for (fi, p) in paths.into_iter().enumerate() {
                     let (ti, t) = table
                         .targets
                         .iter()
                         .enumerate()
                         .find(|(_, t)| t.path == p && t.direct == j.direct)
                         .expect("every path was opened");
+                    if let Some(log) = &replay {
+                        check_replay(j, log, fi as u32, t)?;
+                        files.push(FileUse {
+                            path: p,
+                            target_idx: ti,
+                            region: (0, t.size),
+                        });
+                        continue;
+                    }
                     // create_on_open: the file was not laid out; the job's
                     // writes give it the size its region needs.
                     let size = if j.create_on_open && t.kind == TargetKind::File {
@@ -372,7 +493,7 @@ fn resolve(
                     } else {
                         t.size
                     };
-                    let off = j.offset.resolve(size) + j.offset_increment * c as u64;
+                    let off = offset_of(j, size) + j.offset_increment * c as u64;
                     let len = match j.size {
                         Some(s) => s.resolve(size) / n,
                         None => size.saturating_sub(off),
@@ -392,7 +513,12 @@ fn resolve(
                         .into());
                     }
                     if j.direct {
-                        for bs in j.bs[0].all().into_iter().chain(j.bs[1].all()) {
+                        let trim = if j.rw.trims() {
+                            j.bs_trim.all()
+                        } else {
+                            Vec::new()
+                        };
+                        for bs in j.bs[0].all().into_iter().chain(j.bs[1].all()).chain(trim) {
                             check_aligned(t, "bs", bs)?;
                         }
                         check_aligned(t, "offset", off)?;
@@ -436,7 +562,12 @@ fn worker_plan(
 ) -> WorkerPlan {
     let c = caps(j.ioengine);
     let depth = if c.sync { 1 } else { j.iodepth.max(1) };
-    let unit = j.bs[0].min().min(j.bs[1].min()).max(1);
+    // blockalign: offsets on the finest boundary asked for; each
+    // direction's are then rounded to its own (offsets.rs).
+    let unit = match j.blockalign.iter().filter(|&&b| b > 0).min() {
+        None => j.bs[0].min().min(j.bs[1].min()).max(1),
+        Some(&ba) => ba,
+    };
     let unit = if j.direct {
         let a = files
             .iter()
@@ -459,19 +590,12 @@ fn worker_plan(
         dioscope_sys::clock::now_ns()
     };
     let seed = seed ^ (clone as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (trial as u64) << 48;
-    let offsets = OffsetGen::new(
-        &regions,
-        unit,
-        j.rw.is_random(),
-        !j.norandommap,
-        j.random_distribution,
-        seed,
-    );
+    let offsets = OffsetGen::with(&regions, offset_cfg(j, unit), seed);
     let pass = offsets.pass_bytes();
     let io_limit = if j.time_based {
         0
     } else {
-        pass.saturating_mul(j.loops as u64)
+        j.io_size.unwrap_or(pass).saturating_mul(j.loops as u64)
     };
     WorkerPlan {
         depth,
@@ -490,6 +614,7 @@ fn worker_plan(
         ramp_ns: j.ramp_time_us * 1000,
         runtime_ns: j.runtime_us * 1000,
         io_limit,
+        number_ios: j.number_ios,
         fsync_every: j.fsync,
         fdatasync_every: j.fdatasync,
         rate_iops: j.rate_iops,
@@ -501,6 +626,75 @@ fn worker_plan(
             .collect(),
         tick_ns: crate::results::series::INTERVAL_NS,
         log: None,
+        trim: match j.rw {
+            _ if !j.rw.trims() => worker::TrimMode::None,
+            crate::job::RwMode::TrimWrite | crate::job::RwMode::RandTrimWrite => {
+                worker::TrimMode::ThenWrite
+            }
+            _ => worker::TrimMode::Only,
+        },
+        trim_is_dev: files
+            .iter()
+            .map(|f| table.targets[f.target_idx].kind == TargetKind::BlockDevice)
+            .collect(),
+        bs_trim: BsPicker::new(&j.bs_trim, unit),
+        serialize_overlap: j.serialize_overlap,
+        // prepare loaded and checked the log; a log changed since then
+        // replays nothing.
+        replay: j
+            .read_iolog
+            .as_ref()
+            .filter(|_| !files.is_empty())
+            .map(|_| Arc::new(replay_log(j).unwrap_or_default())),
+        replay_timed: !j.replay_no_stall,
+        // The first trial's I/Os; clone N > 0 writes NAME.N.
+        write_iolog: j.write_iolog.as_ref().filter(|_| trial == 0).map(|p| {
+            let p = if clone == 0 {
+                p.clone()
+            } else {
+                format!("{p}.{clone}")
+            };
+            (
+                PathBuf::from(p),
+                files.iter().map(|f| f.path.clone()).collect(),
+            )
+        }),
+    }
+}
+
+/// Where a job's I/Os go, from its options (runner/offsets.rs).
+fn offset_cfg(j: &JobSpec, unit: u64) -> offsets::OffsetCfg {
+    use crate::job::spec::{RandomGenerator, ZoneMode};
+    let random = j.rw.is_random();
+    offsets::OffsetCfg {
+        unit,
+        random,
+        // fio: blockalign turns the random map off; lfsr never repeats a
+        // block within a pass, with or without it.
+        randommap: (!j.norandommap && j.blockalign == [0; 2])
+            || j.random_generator == RandomGenerator::Lfsr,
+        dist: j.random_distribution.clone(),
+        center: j.random_center,
+        seq_add: if random { 0 } else { j.rw_offset_mod },
+        rand_run: if random {
+            j.rw_offset_mod.max(1) as u64
+        } else {
+            1
+        },
+        run_identical: j.rw_sequencer_identical,
+        blockalign: j.blockalign,
+        pct_random: j.percentage_random,
+        file_service: j.file_service,
+        file_every: j.file_service_every,
+        open_files: j.openfiles,
+        zones: (j.zonemode == ZoneMode::Strided && j.zonesize > 0).then(|| {
+            let range = if j.zonerange > 0 {
+                j.zonerange
+            } else {
+                j.zonesize
+            };
+            (range, j.zonesize, j.zoneskip)
+        }),
     }
 }
 
@@ -527,7 +721,13 @@ fn run_worker<H: BlockHook>(
             ..Default::default()
         }
     };
-    let mut arena = match SlotArena::new(plan.depth, j.max_bs() as usize) {
+    // A replay's I/Os are as long as the log says.
+    let buf_len = plan
+        .replay
+        .as_ref()
+        .map_or(0, |l| l.max_len())
+        .max(j.max_bs());
+    let mut arena = match SlotArena::new(plan.depth, buf_len as usize) {
         Ok(a) => a,
         Err(e) => {
             return fail(EngineSetupError::new(
@@ -674,6 +874,10 @@ fn verify_read_plan(
         0,
     );
     p.io_limit = regions.iter().map(|r| r.1 / bs * bs).sum();
+    p.number_ios = 0;
+    p.trim = worker::TrimMode::None;
+    p.replay = None;
+    p.write_iolog = None;
     p.ramp_ns = 0;
     p.runtime_ns = 0;
     p.fsync_every = 0;
@@ -1389,6 +1593,7 @@ impl TrialJob {
             a.merge(b);
         }
         self.sync.merge(&r.sync);
+        self.trim.merge(&r.trim);
         self.runtime_ns = self.runtime_ns.max(r.runtime_ns);
         self.thread_cpu.add(&r.thread_cpu);
         self.max_worker_cpu = self.max_worker_cpu.max(r.cpu_busy);

@@ -3,6 +3,7 @@
 //! and skewed distributions (zipf, pareto, normal). All reproducible from
 //! the job's seed.
 
+use crate::job::spec::{FileService, ZoneSize};
 use crate::job::{BlockSizes, RandomDist};
 
 /// wyrand: one multiply per draw, passes BigCrush, 64-bit state.
@@ -224,28 +225,112 @@ impl BsPicker {
     }
 }
 
-/// One file's region and its cursor.
+/// Everything about a job that decides where its I/Os go.
+#[derive(Debug, Clone)]
+pub struct OffsetCfg {
+    /// Granularity of random offsets (the smallest block size, or
+    /// `blockalign`, already checked against the alignment).
+    pub unit: u64,
+    pub random: bool,
+    /// Each block once per pass (a permutation) rather than independent draws.
+    pub randommap: bool,
+    pub dist: RandomDist,
+    /// Where the most likely offset of a skewed distribution lies (0..1).
+    pub center: Option<f64>,
+    /// `rw=read:8k`: bytes added after each sequential I/O (negative: backwards).
+    pub seq_add: i64,
+    /// `rw=randread:8`: I/Os per random offset; the others follow it.
+    pub rand_run: u64,
+    /// `rw_sequencer=identical`: the I/Os after a random one repeat its offset.
+    pub run_identical: bool,
+    /// `blockalign` per direction (0: `unit`): random offsets are rounded
+    /// down to it.
+    pub blockalign: [u64; 2],
+    /// `percentage_random` per direction (read, write).
+    pub pct_random: [u32; 2],
+    pub file_service: FileService,
+    /// I/Os to one file before choosing the next (roundrobin, random).
+    pub file_every: u32,
+    /// Files served at once (0: all).
+    pub open_files: u32,
+    /// `zonemode=strided`: (zonerange, zonesize, zoneskip).
+    pub zones: Option<(u64, u64, u64)>,
+}
+
+impl OffsetCfg {
+    /// Plain sequential or uniform random offsets.
+    pub fn simple(unit: u64, random: bool, randommap: bool, dist: RandomDist) -> OffsetCfg {
+        OffsetCfg {
+            unit,
+            random,
+            randommap,
+            dist,
+            center: None,
+            seq_add: 0,
+            rand_run: 1,
+            run_identical: false,
+            blockalign: [0; 2],
+            pct_random: [100; 2],
+            file_service: FileService::RoundRobin,
+            file_every: 1,
+            open_files: 0,
+            zones: None,
+        }
+    }
+}
+
+/// One file's region, the window I/O is confined to (a strided zone, or
+/// the whole region) and its cursor.
 #[derive(Debug, Clone)]
 pub struct Region {
     pub start: u64,
     pub len: u64,
+    /// The window, relative to `start`.
+    win: u64,
+    win_len: u64,
+    /// Blocks of `unit` in the window.
     nblocks: u64,
+    /// Sequential cursor in the window (next offset when continuing).
     pos: u64,
+    /// Random map position (blocks drawn in this pass).
+    drawn: u64,
     pass: u64,
+    /// Bytes served since the file (or zone) was entered.
+    served: u64,
     perm: Permutation,
 }
 
-/// Offset generator of one worker.
+/// One zone of a zoned distribution, resolved: cumulative I/O percent and
+/// the zone's bounds as fractions of the window (`zoned`) or bytes (`zoned_abs`).
+#[derive(Debug, Clone, Copy)]
+struct ZoneCut {
+    io_cum: u32,
+    lo: f64,
+    hi: f64,
+    abs: bool,
+}
+
+/// Offset generator of one worker. Everything is allocated here; `next`
+/// allocates nothing.
 #[derive(Debug, Clone)]
 pub struct OffsetGen {
     regions: Vec<Region>,
-    unit: u64,
-    random: bool,
-    randommap: bool,
-    dist: RandomDist,
+    cfg: OffsetCfg,
     zipf: Option<Zipf>,
+    file_zipf: Option<Zipf>,
+    zoned: [Vec<ZoneCut>; 2],
     seed: u64,
-    next_file: usize,
+    cur_file: usize,
+    /// I/Os left on the current file before the file service picks again.
+    file_left: u32,
+    /// First file of the open set (`openfiles`) and its size.
+    open_lo: usize,
+    open_n: usize,
+    /// Files of the open set that finished their pass.
+    open_done: usize,
+    /// I/Os left in the current `rw=randread:N` run, and the last offset.
+    run_left: u64,
+    last: u64,
     pub rng: Rng,
 }
 
@@ -260,39 +345,96 @@ impl OffsetGen {
         dist: RandomDist,
         seed: u64,
     ) -> OffsetGen {
-        let unit = unit.max(1);
+        OffsetGen::with(
+            regions,
+            OffsetCfg::simple(unit, random, randommap, dist),
+            seed,
+        )
+    }
+
+    pub fn with(regions: &[(u64, u64)], mut cfg: OffsetCfg, seed: u64) -> OffsetGen {
+        cfg.unit = cfg.unit.max(1);
+        cfg.rand_run = cfg.rand_run.max(1);
+        cfg.file_every = cfg.file_every.max(1);
+        let unit = cfg.unit;
         let regions: Vec<Region> = regions
             .iter()
             .enumerate()
             .map(|(i, &(start, len))| {
-                let nblocks = (len / unit).max(1);
+                let win_len = match cfg.zones {
+                    Some((range, _, _)) if range > 0 => range.min(len),
+                    _ => len,
+                };
+                let nblocks = (win_len / unit).max(1);
                 Region {
                     start,
                     len,
+                    win: 0,
+                    win_len,
                     nblocks,
                     pos: 0,
+                    drawn: 0,
                     pass: 0,
+                    served: 0,
                     perm: Permutation::new(nblocks, seed ^ mix(i as u64 + 1)),
                 }
             })
             .collect();
-        let zipf = match dist {
+        let zipf = match cfg.dist {
             RandomDist::Zipf(s) => Some(Zipf::new(
                 regions.first().map(|r| r.nblocks).unwrap_or(1),
                 s,
             )),
             _ => None,
         };
+        let file_zipf = match cfg.file_service {
+            FileService::Zipf(s) => Some(Zipf::new(regions.len() as u64, s)),
+            _ => None,
+        };
+        let zoned = match &cfg.dist {
+            RandomDist::Zoned(dirs) => dirs.clone().map(|zs| {
+                let (mut io, mut at) = (0u32, 0f64);
+                zs.iter()
+                    .map(|z| {
+                        io += z.io_pct;
+                        let (size, abs) = match z.size {
+                            ZoneSize::Pct(p) => (p / 100.0, false),
+                            ZoneSize::Bytes(b) => (b as f64, true),
+                        };
+                        let c = ZoneCut {
+                            io_cum: io,
+                            lo: at,
+                            hi: at + size,
+                            abs,
+                        };
+                        at += size;
+                        c
+                    })
+                    .collect()
+            }),
+            _ => [Vec::new(), Vec::new()],
+        };
+        let n = regions.len();
+        let open_n = match cfg.open_files as usize {
+            0 => n,
+            k => k.min(n),
+        }
+        .max(1);
         OffsetGen {
             regions,
-            unit,
-            random,
-            randommap,
-            dist,
             zipf,
+            file_zipf,
+            zoned,
             seed,
-            next_file: 0,
+            cur_file: 0,
+            file_left: cfg.file_every,
+            open_lo: 0,
+            open_n,
+            open_done: 0,
+            run_left: 0,
+            last: 0,
             rng: Rng::new(seed),
+            cfg,
         }
     }
 
@@ -301,77 +443,270 @@ impl OffsetGen {
         self.regions.iter().map(|r| r.len).sum()
     }
 
-    /// Next (file index, offset) for an I/O of `len` bytes.
+    /// Next (file index, offset) for a read of `len` bytes.
     #[inline]
     pub fn next(&mut self, len: u64) -> (u32, u64) {
-        let fi = self.next_file;
-        self.next_file += 1;
-        if self.next_file == self.regions.len() {
-            self.next_file = 0;
-        }
+        self.next_dir(len, false)
+    }
+
+    /// Next (file index, offset) for an I/O of `len` bytes in direction `write`.
+    #[inline]
+    pub fn next_dir(&mut self, len: u64, write: bool) -> (u32, u64) {
+        let fi = self.pick_file();
+        let rel = self.offset_in(fi, len, write);
         let r = &mut self.regions[fi];
-        let rel = if !self.random {
-            if r.pos + len > r.len {
-                r.pos = 0;
-                r.pass += 1;
-            }
-            let o = r.pos;
-            r.pos += len;
-            o
-        } else {
-            let block = match self.dist {
-                RandomDist::Uniform if self.randommap => {
-                    if r.pos >= r.nblocks {
-                        r.pos = 0;
-                        r.pass += 1;
-                        r.perm = Permutation::new(
-                            r.nblocks,
-                            self.seed ^ mix(r.pass.wrapping_mul(0x1000_0001) + fi as u64),
-                        );
-                    }
-                    let b = r.perm.apply(r.pos);
-                    r.pos += 1;
-                    b
-                }
-                RandomDist::Uniform => self.rng.below(r.nblocks),
-                // Skewed: draw a popularity rank, then scatter ranks over the
-                // region with the permutation so hot blocks are not adjacent.
-                RandomDist::Zipf(_) => {
-                    let k = self
-                        .zipf
-                        .as_ref()
-                        .map(|z| z.sample(&mut self.rng))
-                        .unwrap_or(0)
-                        % r.nblocks;
-                    r.perm.apply(k)
-                }
-                RandomDist::Pareto(h) => {
-                    // (1-h) of the I/Os go to a fraction h of the blocks.
-                    let hot = ((r.nblocks as f64 * h) as u64).max(1);
-                    let k = if self.rng.unit() < 1.0 - h {
-                        self.rng.below(hot)
-                    } else {
-                        hot + self.rng.below((r.nblocks - hot).max(1))
+        r.served += len;
+        let abs = r.start + r.win + rel;
+        self.after_io(fi);
+        (fi as u32, abs)
+    }
+
+    /// The file the next I/O goes to (`file_service_type`, `openfiles`).
+    #[inline(always)]
+    fn pick_file(&mut self) -> usize {
+        let n = self.regions.len();
+        if n == 1 {
+            return 0;
+        }
+        let k = self.open_n;
+        let slot = match self.cfg.file_service {
+            FileService::RoundRobin | FileService::Random => {
+                if self.file_left == 0 {
+                    self.file_left = self.cfg.file_every;
+                    let cur = (self.cur_file + n - self.open_lo) % n;
+                    let next = match self.cfg.file_service {
+                        FileService::Random => self.rng.below(k as u64) as usize,
+                        _ => (cur + 1) % k,
                     };
-                    r.perm.apply(k.min(r.nblocks - 1))
+                    self.cur_file = (self.open_lo + next) % n;
                 }
-                RandomDist::Normal(pct) => {
-                    let u1 = self.rng.unit().max(f64::MIN_POSITIVE);
-                    let u2 = self.rng.unit();
-                    let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
-                    let c = r.nblocks as f64 / 2.0 + z * r.nblocks as f64 * pct / 100.0;
-                    (c.max(0.0) as u64).min(r.nblocks - 1)
+                self.file_left -= 1;
+                return self.cur_file;
+            }
+            // Moves on in `after_io` when the file's pass is done.
+            FileService::Sequential => return self.cur_file,
+            FileService::Zipf(_) => self
+                .file_zipf
+                .as_ref()
+                .map(|z| z.sample(&mut self.rng))
+                .unwrap_or(0),
+            FileService::Pareto(h) => {
+                let hot = ((k as f64 * h) as u64).max(1);
+                if self.rng.unit() < 1.0 - h {
+                    self.rng.below(hot)
+                } else {
+                    hot + self.rng.below((k as u64 - hot).max(1))
                 }
-            };
-            let o = block * self.unit;
-            if o + len > r.len {
-                // A large block near the end: pull it back inside, aligned.
-                r.len.saturating_sub(len) / self.unit * self.unit
-            } else {
-                o
+            }
+            FileService::Normal(dev) => {
+                let z = self.gauss();
+                let c = k as f64 / 2.0 + z * k as f64 * dev / 100.0;
+                c.max(0.0) as u64
             }
         };
-        (fi as u32, r.start + rel)
+        self.cur_file = (self.open_lo + (slot as usize).min(k - 1)) % n;
+        self.cur_file
+    }
+
+    /// Pass and zone bookkeeping after an I/O on file `fi`.
+    #[inline(always)]
+    fn after_io(&mut self, fi: usize) {
+        let n = self.regions.len();
+        let r = &mut self.regions[fi];
+        if let Some((range, size, skip)) = self.cfg.zones {
+            if size > 0 && r.served >= size {
+                // The zone is done: the next one starts range + skip further,
+                // back at the start once past the end.
+                r.served = 0;
+                r.win += range + skip;
+                if r.win + r.win_len.min(self.cfg.unit) > r.len || r.win >= r.len {
+                    r.win = 0;
+                }
+                r.win_len = range.min(r.len - r.win).max(1);
+                r.nblocks = (r.win_len / self.cfg.unit).max(1);
+                r.pos = 0;
+                r.drawn = 0;
+                r.pass += 1;
+                r.perm = Permutation::new(r.nblocks, self.seed ^ mix(r.pass ^ (fi as u64) << 32));
+            }
+            return;
+        }
+        let track = self.cfg.file_service == FileService::Sequential || self.open_n < n;
+        if track && r.served >= r.len {
+            r.served = 0;
+            if self.cfg.file_service == FileService::Sequential {
+                self.cur_file = (self.cur_file + 1) % n;
+            }
+            if self.open_n < n {
+                self.open_done += 1;
+                if self.open_done >= self.open_n {
+                    // Every open file did its pass: the next set is served.
+                    self.open_done = 0;
+                    self.open_lo = (self.open_lo + self.open_n) % n;
+                    self.cur_file = self.open_lo;
+                    self.file_left = self.cfg.file_every;
+                }
+            }
+        }
+    }
+
+    /// A standard normal draw (Box-Muller).
+    #[inline(always)]
+    fn gauss(&mut self) -> f64 {
+        let u1 = self.rng.unit().max(f64::MIN_POSITIVE);
+        let u2 = self.rng.unit();
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+
+    /// The offset of the next I/O inside file `fi`'s window.
+    #[inline(always)]
+    fn offset_in(&mut self, fi: usize, len: u64, write: bool) -> u64 {
+        if !self.cfg.random {
+            return self.sequential(fi, len);
+        }
+        if self.run_left > 0 {
+            // rw=randread:N: the rest of the run follows the random offset.
+            self.run_left -= 1;
+            if self.cfg.run_identical {
+                return self.last;
+            }
+            let o = self.sequential(fi, len);
+            self.last = o;
+            return o;
+        }
+        let pct = self.cfg.pct_random[write as usize];
+        if pct < 100 && self.rng.below(100) >= pct as u64 {
+            return self.sequential(fi, len);
+        }
+        let o = self.random(fi, len, write);
+        self.run_left = self.cfg.rand_run - 1;
+        self.last = o;
+        let r = &mut self.regions[fi];
+        r.pos = o + len;
+        o
+    }
+
+    /// Continue sequentially from the cursor; `rw=read:8k` adds a gap (or,
+    /// negative, goes backwards) and wraps at either end.
+    #[inline(always)]
+    fn sequential(&mut self, fi: usize, len: u64) -> u64 {
+        let add = self.cfg.seq_add;
+        let r = &mut self.regions[fi];
+        if r.pos + len > r.win_len {
+            r.pos = 0;
+            r.pass += 1;
+        }
+        let o = r.pos;
+        let next = o as i64 + len as i64 + add;
+        r.pos = if next < 0 {
+            // Backwards below the start: as fio, wrap by the window's size
+            // (`read:-8k` with bs=4k over 64k: 0, 56k, 52k, …, 4k, 0).
+            let w = r.win_len as i64 + next - len as i64;
+            (w.max(0) as u64).min(r.win_len.saturating_sub(len))
+        } else {
+            next as u64
+        };
+        o
+    }
+
+    /// A random offset in file `fi`'s window, by the job's distribution.
+    #[inline(always)]
+    fn random(&mut self, fi: usize, len: u64, write: bool) -> u64 {
+        let unit = self.cfg.unit;
+        let r = &mut self.regions[fi];
+        let n = r.nblocks;
+        let center = self.cfg.center;
+        let block = match &self.cfg.dist {
+            RandomDist::Uniform if self.cfg.randommap => {
+                if r.drawn >= n {
+                    r.drawn = 0;
+                    r.pass += 1;
+                    r.perm = Permutation::new(
+                        n,
+                        self.seed ^ mix(r.pass.wrapping_mul(0x1000_0001) + fi as u64),
+                    );
+                }
+                let b = r.perm.apply(r.drawn);
+                r.drawn += 1;
+                b
+            }
+            RandomDist::Uniform => self.rng.below(n),
+            // Skewed: draw a popularity rank, then scatter ranks over the
+            // region with the permutation so hot blocks are not adjacent,
+            // or put rank 0 at the given center.
+            RandomDist::Zipf(_) => {
+                let k = self
+                    .zipf
+                    .as_ref()
+                    .map(|z| z.sample(&mut self.rng))
+                    .unwrap_or(0)
+                    % n;
+                place(r, k, center)
+            }
+            RandomDist::Pareto(h) => {
+                // (1-h) of the I/Os go to a fraction h of the blocks.
+                let hot = ((n as f64 * h) as u64).max(1);
+                let k = if self.rng.unit() < 1.0 - h {
+                    self.rng.below(hot)
+                } else {
+                    hot + self.rng.below((n - hot).max(1))
+                };
+                place(r, k.min(n - 1), center)
+            }
+            RandomDist::Normal(pct) => {
+                let pct = *pct;
+                let u1 = self.rng.unit().max(f64::MIN_POSITIVE);
+                let u2 = self.rng.unit();
+                let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+                let c = n as f64 * center.unwrap_or(0.5) + z * n as f64 * pct / 100.0;
+                (c.max(0.0) as u64).min(n - 1)
+            }
+            RandomDist::Zoned(_) => {
+                let zones = &self.zoned[write as usize];
+                let x = self.rng.below(100) as u32;
+                let z = zones
+                    .iter()
+                    .find(|z| x < z.io_cum)
+                    .or(zones.last())
+                    .copied();
+                match z {
+                    Some(z) => {
+                        let to_block = |v: f64| {
+                            if z.abs {
+                                (v / unit as f64) as u64
+                            } else {
+                                (v * n as f64) as u64
+                            }
+                        };
+                        let lo = to_block(z.lo).min(n - 1);
+                        let hi = to_block(z.hi).clamp(lo + 1, n);
+                        lo + self.rng.below(hi - lo)
+                    }
+                    None => self.rng.below(n),
+                }
+            }
+        };
+        let ba = match self.cfg.blockalign[write as usize] {
+            0 => unit,
+            b => b,
+        };
+        let o = block * unit / ba * ba;
+        if o + len > r.win_len {
+            // A large block near the end: pull it back inside, aligned.
+            r.win_len.saturating_sub(len) / ba * ba
+        } else {
+            o
+        }
+    }
+}
+
+/// Where popularity rank `k` lands: scattered by the region's permutation,
+/// or counted from `center` (a fraction of the region), wrapping.
+#[inline(always)]
+fn place(r: &Region, k: u64, center: Option<f64>) -> u64 {
+    match center {
+        None => r.perm.apply(k),
+        Some(c) => (k + (c * r.nblocks as f64) as u64) % r.nblocks,
     }
 }
 
@@ -502,5 +837,197 @@ mod tests {
             let (_, o) = g.next(16384);
             assert!(o + 16384 <= 10 * 4096 && o % 4096 == 0);
         }
+    }
+
+    fn cfg(random: bool) -> OffsetCfg {
+        OffsetCfg::simple(4096, random, true, RandomDist::Uniform)
+    }
+
+    fn offs(g: &mut OffsetGen, n: usize) -> Vec<u64> {
+        (0..n).map(|_| g.next(4096).1).collect()
+    }
+
+    #[test]
+    fn sequential_with_holes_and_backwards_match_fio() {
+        // fio 3.33 write_iolog: rw=read:4k, bs=4k, size=64k.
+        let mut c = cfg(false);
+        c.seq_add = 4096;
+        let mut g = OffsetGen::with(&[(0, 65536)], c.clone(), 1);
+        let k: Vec<u64> = (0..16).map(|i| (i % 8) * 8192).collect();
+        assert_eq!(offs(&mut g, 16), k);
+        // rw=read:-8k: 0, 56k, 52k, …, 4k, 0.
+        c.seq_add = -8192;
+        let mut g = OffsetGen::with(&[(0, 65536)], c, 1);
+        let mut want = vec![0u64];
+        want.extend((1..=14).rev().map(|i| i * 4096));
+        want.push(0);
+        assert_eq!(offs(&mut g, 16), want);
+    }
+
+    #[test]
+    fn strided_zones_match_fio() {
+        // fio 3.33: rw=read bs=4k size=1m zonesize=16k zonerange=64k zoneskip=128k.
+        let mut c = cfg(false);
+        c.zones = Some((65536, 16384, 131072));
+        let mut g = OffsetGen::with(&[(0, 1 << 20)], c, 1);
+        let mut want = Vec::new();
+        for z in 0..6u64 {
+            for b in 0..4u64 {
+                want.push(z * 196608 + b * 4096);
+            }
+        }
+        want.extend([0, 4096, 8192, 12288]);
+        assert_eq!(offs(&mut g, 28), want);
+    }
+
+    #[test]
+    fn random_runs_follow_the_random_offset() {
+        let mut c = cfg(true);
+        c.rand_run = 4;
+        let mut g = OffsetGen::with(&[(0, 1 << 20)], c.clone(), 5);
+        let v = offs(&mut g, 12);
+        for run in v.chunks(4) {
+            for k in 1..4 {
+                // Continuing past the end wraps to the start, as sequential I/O does.
+                assert_eq!(run[k], (run[0] + k as u64 * 4096) % (1 << 20), "{v:?}");
+            }
+        }
+        assert_ne!(v[0] + 4 * 4096, v[4], "a new random offset every 4: {v:?}");
+        c.run_identical = true;
+        let mut g = OffsetGen::with(&[(0, 1 << 20)], c, 5);
+        let v = offs(&mut g, 8);
+        assert!(v[..4].iter().all(|&o| o == v[0]) && v[4..].iter().all(|&o| o == v[4]));
+    }
+
+    #[test]
+    fn percentage_random_mixes_sequential_runs() {
+        let mut c = cfg(true);
+        c.randommap = false;
+        c.pct_random = [0, 100];
+        let mut g = OffsetGen::with(&[(0, 1 << 30)], c, 3);
+        // Reads: fully sequential; writes: random.
+        let first = g.next_dir(4096, false).1;
+        for k in 1..100u64 {
+            assert_eq!(g.next_dir(4096, false).1, first + k * 4096);
+        }
+        let mut c = cfg(true);
+        c.randommap = false;
+        c.pct_random = [50; 2];
+        let mut g = OffsetGen::with(&[(0, 1 << 30)], c, 3);
+        let v = offs(&mut g, 10_000);
+        let seq = v.windows(2).filter(|w| w[1] == w[0] + 4096).count();
+        assert!((4_000..6_000).contains(&seq), "{seq} sequential of 10000");
+    }
+
+    #[test]
+    fn file_services() {
+        let regions = [(0, 8192), (0, 8192), (0, 8192)];
+        // roundrobin:2
+        let mut c = cfg(false);
+        c.file_every = 2;
+        let mut g = OffsetGen::with(&regions, c, 1);
+        let f: Vec<u32> = (0..8).map(|_| g.next(4096).0).collect();
+        assert_eq!(f, vec![0, 0, 1, 1, 2, 2, 0, 0]);
+        // sequential: each file's pass, then the next.
+        let mut c = cfg(false);
+        c.file_service = FileService::Sequential;
+        let mut g = OffsetGen::with(&regions, c, 1);
+        let f: Vec<(u32, u64)> = (0..7).map(|_| g.next(4096)).collect();
+        assert_eq!(
+            f,
+            vec![
+                (0, 0),
+                (0, 4096),
+                (1, 0),
+                (1, 4096),
+                (2, 0),
+                (2, 4096),
+                (0, 0)
+            ]
+        );
+        // random: every file is used, not in order.
+        let mut c = cfg(false);
+        c.file_service = FileService::Random;
+        let mut g = OffsetGen::with(&regions, c, 1);
+        let mut n = [0; 3];
+        for _ in 0..3000 {
+            n[g.next(4096).0 as usize] += 1;
+        }
+        assert!(n.iter().all(|&k| (800..1200).contains(&k)), "{n:?}");
+        // zipf over files: file 0 is the hottest.
+        let mut c = cfg(false);
+        c.file_service = FileService::Zipf(1.2);
+        let mut g = OffsetGen::with(&regions, c, 1);
+        let mut n = [0; 3];
+        for _ in 0..3000 {
+            n[g.next(4096).0 as usize] += 1;
+        }
+        assert!(n[0] > n[1] && n[1] > n[2], "{n:?}");
+        // openfiles=2 of 3: files 0 and 1 until both did a pass, then 2 and 0.
+        let mut c = cfg(false);
+        c.open_files = 2;
+        let mut g = OffsetGen::with(&regions, c, 1);
+        let f: Vec<u32> = (0..6).map(|_| g.next(4096).0).collect();
+        assert_eq!(f, vec![0, 1, 0, 1, 2, 0]);
+    }
+
+    #[test]
+    fn zoned_distribution_hits_its_zones() {
+        use crate::job::spec::{AccessZone, ZoneSize};
+        let z = |io, p| AccessZone {
+            io_pct: io,
+            size: ZoneSize::Pct(p),
+        };
+        // 80% of reads in the first 10%; writes uniform over the second half.
+        let dist = RandomDist::Zoned([
+            vec![z(80, 10.0), z(20, 90.0)],
+            vec![z(0, 50.0), z(100, 50.0)],
+        ]);
+        let c = OffsetCfg::simple(4096, true, false, dist);
+        let len = 1000 * 4096;
+        let mut g = OffsetGen::with(&[(0, len)], c, 9);
+        let hot = (0..10_000)
+            .filter(|_| g.next_dir(4096, false).1 < len / 10)
+            .count();
+        assert!((7_600..8_400).contains(&hot), "{hot}");
+        assert!((0..1000).all(|_| g.next_dir(4096, true).1 >= len / 2));
+        // zoned_abs: 100% in the first 64 KiB.
+        let dist = RandomDist::Zoned([
+            vec![AccessZone {
+                io_pct: 100,
+                size: ZoneSize::Bytes(65536),
+            }],
+            vec![],
+        ]);
+        let mut g = OffsetGen::with(&[(0, len)], OffsetCfg::simple(4096, true, false, dist), 9);
+        assert!((0..1000).all(|_| g.next(4096).1 < 65536));
+    }
+
+    #[test]
+    fn blockalign_rounds_each_direction() {
+        let mut c = OffsetCfg::simple(512, true, false, RandomDist::Uniform);
+        c.blockalign = [512, 8192];
+        let mut g = OffsetGen::with(&[(0, 1 << 24)], c, 2);
+        let reads: Vec<u64> = (0..2000).map(|_| g.next_dir(4096, false).1).collect();
+        assert!(
+            reads.iter().any(|o| o % 4096 != 0),
+            "reads use 512-byte boundaries"
+        );
+        assert!(reads.iter().all(|o| o % 512 == 0));
+        assert!((0..2000).all(|_| g.next_dir(4096, true).1 % 8192 == 0));
+    }
+
+    #[test]
+    fn skewed_center_moves_the_hot_spot() {
+        let mut c = OffsetCfg::simple(4096, true, false, RandomDist::Zipf(1.2));
+        c.center = Some(0.5);
+        let n = 1000u64;
+        let mut g = OffsetGen::with(&[(0, n * 4096)], c, 4);
+        let mut counts = vec![0u32; n as usize];
+        for _ in 0..20_000 {
+            counts[(g.next(4096).1 / 4096) as usize] += 1;
+        }
+        let top = (0..n as usize).max_by_key(|&i| counts[i]).unwrap();
+        assert_eq!(top, 500, "rank 0 at the center");
     }
 }

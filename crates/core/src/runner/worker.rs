@@ -9,6 +9,7 @@
 //! latency the sum — exact to within the time spent staging a batch (well
 //! under a microsecond), at a third of the clock reads fio makes.
 
+use super::iolog::{IoLog, IologWriter, OpKind};
 use super::offsets::{BsPicker, OffsetGen};
 use crate::engines::{Completion, Engine, IoDesc};
 pub use crate::verify::{BlockHook, NoHook};
@@ -26,6 +27,8 @@ use crate::stats::Histogram;
 pub struct WorkerResult {
     pub dirs: [DirStats; 2],
     pub sync: DirStats,
+    /// Trims (`rw=trim`, `randtrim`, `trimwrite`): fio's third direction.
+    pub trim: DirStats,
     pub runtime_ns: u64,
     pub thread_cpu: Usage,
     pub ticks: Vec<Tick>,
@@ -116,6 +119,8 @@ pub struct WorkerPlan {
     pub runtime_ns: u64,
     /// Stop after this many measured bytes (0: no limit).
     pub io_limit: u64,
+    /// Stop after this many measured I/Os (`number_ios`; 0: no limit).
+    pub number_ios: u64,
     pub fsync_every: u32,
     pub fdatasync_every: u32,
     /// I/Os per second for reads and writes (0: no limit).
@@ -127,6 +132,49 @@ pub struct WorkerPlan {
     pub tick_ns: u64,
     /// fio's logs this worker writes (runner/logs.rs); `None`: no cost.
     pub log: Option<super::logs::LogPlan>,
+    /// Trims instead of (`Only`) or before (`ThenWrite`) the writes.
+    pub trim: TrimMode,
+    /// Per file: a block device (trimmed with BLKDISCARD) or a file
+    /// (trimmed by punching a hole).
+    pub trim_is_dev: Vec<bool>,
+    /// Block sizes of trims.
+    pub bs_trim: BsPicker,
+    /// `serialize_overlap`: an I/O overlapping one in flight waits for it.
+    pub serialize_overlap: bool,
+    /// `read_iolog`: the I/Os to issue, in order, instead of generating them.
+    pub replay: Option<std::sync::Arc<IoLog>>,
+    /// Issue each replayed I/O at its recorded time (not `replay_no_stall`).
+    pub replay_timed: bool,
+    /// `write_iolog`: where to record the issued I/Os, and the files' names.
+    pub write_iolog: Option<(std::path::PathBuf, Vec<std::path::PathBuf>)>,
+}
+
+/// Whether and how a worker trims. A trim is one system call
+/// (BLKDISCARD or fallocate PUNCH_HOLE) done on the worker's thread, as
+/// fio does for its engines: it is not queued behind the engine's ring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrimMode {
+    None,
+    /// `rw=trim` / `randtrim`: every I/O is a trim.
+    Only,
+    /// `rw=trimwrite` / `randtrimwrite`: each block is trimmed, then written.
+    ThenWrite,
+}
+
+/// Trim `len` bytes at `offset` of `fd`: the time it took, or the errno.
+#[cold]
+#[inline(never)]
+fn do_trim(fd: i32, is_dev: bool, offset: u64, len: u64) -> Result<u64, i32> {
+    let t0 = now_ns();
+    let r = if is_dev {
+        dioscope_sys::block::discard(fd, offset, len)
+    } else {
+        dioscope_sys::fs::punch_hole(fd, offset, len)
+    };
+    match r {
+        Ok(()) => Ok(now_ns() - t0),
+        Err(e) => Err(e.raw_os_error().unwrap_or(libc::EIO)),
+    }
 }
 
 #[cold]
@@ -195,6 +243,10 @@ pub fn run_with_hook<E: Engine, H: BlockHook>(
             }
             if w.rate.limited() {
                 w.sleep_for_rate();
+                continue;
+            }
+            if w.replay_due > w.now {
+                w.sleep_for_replay();
                 continue;
             }
         }
@@ -347,10 +399,20 @@ struct Worker<'a, E: Engine, H: BlockHook> {
     /// Bytes issued while measuring: the size limit stops issuing, not
     /// reaping, so a deep queue does not overshoot `size`.
     issued_bytes: u64,
+    /// I/Os issued while measuring (`number_ios`).
+    issued_ios: u64,
     writes_since_sync: u32,
     last_write_fd: i32,
     now: u64,
     log: Option<LogSink>,
+    /// serialize_overlap: an I/O (write, len, file, offset) waiting for
+    /// an overlapping one to complete.
+    deferred: Option<(bool, u64, u32, u64)>,
+    /// read_iolog: the next I/O of the log, and when it is due (0: now).
+    replay_idx: usize,
+    replay_due: u64,
+    /// write_iolog's recorder.
+    iolog: Option<IologWriter>,
 }
 
 impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
@@ -397,6 +459,19 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
                 None
             }
         });
+        let iolog = p.write_iolog.as_ref().and_then(|(path, files)| {
+            match IologWriter::create(path, files, start_ns) {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    let n = format!("write_iolog={} not written: {e}", path.display());
+                    setup_note = Some(match setup_note.take() {
+                        Some(a) => format!("{a}; {n}"),
+                        None => n,
+                    });
+                    None
+                }
+            }
+        });
         Worker {
             eng,
             hook,
@@ -421,10 +496,15 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             issuing: true,
             measured_bytes: 0,
             issued_bytes: 0,
+            issued_ios: 0,
             writes_since_sync: 0,
             last_write_fd: p.fds.first().copied().unwrap_or(-1),
             now: now_ns(),
             log,
+            deferred: None,
+            replay_idx: 0,
+            replay_due: 0,
+            iolog,
             p,
         }
     }
@@ -449,6 +529,20 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
     fn stage_batch(&mut self) {
         let t_stage = self.now;
         self.slots.staged.clear();
+        let mut trims = 0;
+        if self.p.replay.is_some() {
+            self.stage_replay(t_stage);
+            return;
+        }
+        if let Some((write, len, file, offset)) = self.deferred {
+            // serialize_overlap: the I/O held back waits until nothing it
+            // overlaps is in flight.
+            if !self.issuing || self.overlaps(file, offset, len) {
+                return;
+            }
+            self.deferred = None;
+            self.stage_at(t_stage, write, len, file, offset);
+        }
         while self.issuing && self.inflight < self.depth && self.slots.staged.len() < self.batch {
             let write = match self.p.read_pct {
                 100 => false,
@@ -463,12 +557,137 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             } else {
                 write
             };
+            if self.p.trim == TrimMode::Only {
+                let len = self.p.bs_trim.pick(&mut self.p.offsets.rng);
+                if !self.within_size(len) {
+                    break;
+                }
+                let (file, offset) = self.p.offsets.next_dir(len, true);
+                self.trim(file, offset, len);
+                // The trims of a batch count against it like staged I/Os.
+                trims += 1;
+                if trims >= self.batch {
+                    break;
+                }
+                continue;
+            }
             let len = self.p.bs[write as usize].pick(&mut self.p.offsets.rng);
             if !self.within_size(len) {
                 break;
             }
             self.stage_one(t_stage, write, len);
+            if self.deferred.is_some() {
+                break;
+            }
         }
+    }
+
+    /// `read_iolog`: stage the log's next I/Os, each at its recorded time
+    /// unless `replay_no_stall`; trims and syncs are done on the spot.
+    #[cold]
+    #[inline(never)]
+    fn stage_replay(&mut self, t_stage: u64) {
+        let Some(log) = self.p.replay.clone() else {
+            return;
+        };
+        self.replay_due = 0;
+        while self.issuing && self.inflight < self.depth && self.slots.staged.len() < self.batch {
+            let Some(op) = log.ops.get(self.replay_idx).copied() else {
+                self.issuing = false;
+                break;
+            };
+            if self.p.replay_timed {
+                let due = self.tl.start + op.at_ns;
+                if due > self.now {
+                    self.replay_due = due;
+                    break;
+                }
+            }
+            self.replay_idx += 1;
+            match op.kind {
+                OpKind::Read | OpKind::Write => {
+                    if !self.within_size(op.len) {
+                        break;
+                    }
+                    self.stage_at(
+                        t_stage,
+                        op.kind == OpKind::Write,
+                        op.len,
+                        op.file,
+                        op.offset,
+                    );
+                }
+                OpKind::Trim => {
+                    if !self.within_size(op.len) {
+                        break;
+                    }
+                    self.trim(op.file, op.offset, op.len);
+                }
+                OpKind::Sync | OpKind::Datasync => {
+                    if let Some(&fd) = self.p.fds.get(op.file as usize) {
+                        do_sync(fd, op.kind == OpKind::Datasync, &mut self.res.sync);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Nothing in flight and the next replayed I/O not yet due: sleep until it is.
+    #[cold]
+    fn sleep_for_replay(&mut self) {
+        let wait = self.replay_due.saturating_sub(now_ns());
+        // In slices, so a stop is seen soon.
+        std::thread::sleep(std::time::Duration::from_nanos(wait.min(50_000_000)));
+        self.now = now_ns();
+    }
+
+    /// One trim, synchronously: accounted in the trim direction.
+    #[cold]
+    #[inline(never)]
+    fn trim(&mut self, file: u32, offset: u64, len: u64) {
+        let fd = self.p.fds.get(file as usize).copied().unwrap_or(-1);
+        let is_dev = self
+            .p
+            .trim_is_dev
+            .get(file as usize)
+            .copied()
+            .unwrap_or(false);
+        if fd < 0 {
+            // null engine: nothing to trim, nothing counted.
+            return;
+        }
+        if let Some(w) = &mut self.iolog {
+            w.io(self.now, file, OpKind::Trim, offset, len);
+        }
+        match do_trim(fd, is_dev, offset, len) {
+            Ok(dt) => {
+                let st = &mut self.res.trim;
+                st.ios += 1;
+                st.bytes += len;
+                st.slat.record(0);
+                st.clat.record(dt);
+                st.lat.record(dt);
+                if self.tl.measuring {
+                    self.measured_bytes += len;
+                }
+            }
+            Err(errno) => {
+                self.res.trim.errors += 1;
+                if self.res.first_error.is_none() {
+                    self.res.first_error = Some(IoErrorInfo {
+                        file,
+                        offset,
+                        len: len as u32,
+                        write: true,
+                        errno,
+                    });
+                }
+                if !self.p.continue_on_error {
+                    self.issuing = false;
+                }
+            }
+        }
+        self.now = now_ns();
     }
 
     /// Count `len` against the size limit; false (and stop issuing) when it is reached.
@@ -481,12 +700,48 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             }
             self.issued_bytes += len;
         }
+        if self.p.number_ios > 0 && self.tl.measuring {
+            if self.issued_ios >= self.p.number_ios {
+                self.issuing = false;
+                return false;
+            }
+            self.issued_ios += 1;
+        }
         true
+    }
+
+    /// Whether `[offset, offset+len)` of `file` overlaps an I/O in flight
+    /// (`serialize_overlap`; an idle slot has length 0).
+    #[cold]
+    #[inline(never)]
+    fn overlaps(&self, file: u32, offset: u64, len: u64) -> bool {
+        self.slots.meta.iter().any(|m| {
+            m.len > 0
+                && m.file == file
+                && m.offset < offset + len
+                && offset < m.offset + m.len as u64
+        })
     }
 
     #[inline(always)]
     fn stage_one(&mut self, t_stage: u64, write: bool, len: u64) {
-        let (file, offset) = self.p.offsets.next(len);
+        let (file, offset) = self.p.offsets.next_dir(len, write);
+        if self.p.serialize_overlap && self.overlaps(file, offset, len) {
+            self.deferred = Some((write, len, file, offset));
+            return;
+        }
+        self.stage_at(t_stage, write, len, file, offset);
+    }
+
+    #[inline(always)]
+    fn stage_at(&mut self, t_stage: u64, write: bool, len: u64, file: u32, offset: u64) {
+        if self.p.trim == TrimMode::ThenWrite && write {
+            self.trim(file, offset, len);
+        }
+        if let Some(w) = &mut self.iolog {
+            let kind = if write { OpKind::Write } else { OpKind::Read };
+            w.io(t_stage, file, kind, offset, len);
+        }
         let slot = self
             .slots
             .free
@@ -530,7 +785,9 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
     fn commit(&mut self) -> Result<(), ()> {
         let wait = self.inflight >= self.depth
             || !self.issuing
-            || (self.rate.limited() && self.slots.staged.is_empty());
+            || (self.rate.limited() && self.slots.staged.is_empty())
+            || self.deferred.is_some()
+            || self.replay_due > self.now;
         let min = if wait {
             self.complete_min.min(self.inflight as u32)
         } else {
@@ -627,6 +884,10 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             }
             self.writes_since_sync += 1;
         }
+        if self.p.serialize_overlap {
+            // Idle slots have length 0 (see `overlaps`).
+            self.slots.meta[c.slot as usize].len = 0;
+        }
         self.slots.free.push(c.slot);
     }
 
@@ -678,7 +939,10 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             self.prog
                 .bytes
                 .store(self.measured_bytes, Ordering::Relaxed);
-            if now >= self.tl.end || (self.p.io_limit > 0 && self.issued_bytes >= self.p.io_limit) {
+            if now >= self.tl.end
+                || (self.p.io_limit > 0 && self.issued_bytes >= self.p.io_limit)
+                || (self.p.number_ios > 0 && self.issued_ios >= self.p.number_ios)
+            {
                 self.issuing = false;
             }
         } else if now >= self.tl.end {
@@ -707,6 +971,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
         }
         self.res.queue = QueueStats::default();
         self.res.sync.reset();
+        self.res.trim.reset();
         self.prog.measuring.store(true, Ordering::Relaxed);
     }
 
@@ -764,6 +1029,15 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
     fn finish(mut self) -> WorkerResult {
         self.end_fsync();
         let end_ns = now_ns();
+        if let Some(w) = self.iolog.take() {
+            if let Err(e) = w.finish(end_ns) {
+                let n = format!("write_iolog: {e}");
+                self.res.setup_note = Some(match self.res.setup_note.take() {
+                    Some(a) => format!("{a}; {n}"),
+                    None => n,
+                });
+            }
+        }
         if let Some(l) = self.log.take() {
             let note = match l.finish() {
                 Ok(0) => None,
@@ -790,6 +1064,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             for d in &mut self.res.dirs {
                 d.reset();
             }
+            self.res.trim.reset();
         }
         let mut res = self.res;
         res.runtime_ns = if self.tl.measuring {

@@ -218,7 +218,17 @@ pub struct TargetNeed {
     /// scoped: a target shared by several writing jobs is covered only when
     /// every one of them says so (a reader's setting does not count).
     pub allow_mounted_write: bool,
+    /// `allow_file_create`: a missing file may be created (every job
+    /// using the path must allow it).
+    pub may_create: bool,
+    /// `fallocate=`: how layout reserves the space before writing it.
+    pub fallocate: Fallocate,
+    /// A generated name with directories (`filename_format=a/b/$jobnum`):
+    /// create the missing directories, as fio does.
+    pub make_dirs: bool,
 }
+
+pub use crate::job::spec::Fallocate;
 
 /// The set of open targets of a run.
 #[derive(Debug, Default)]
@@ -282,6 +292,7 @@ impl TargetTable {
                     m.write |= n.write;
                     m.min_size = m.min_size.max(n.min_size);
                     m.no_layout &= n.no_layout;
+                    m.may_create &= n.may_create;
                 }
                 None => merged.push(n.clone()),
             }
@@ -400,6 +411,13 @@ fn check_one(
                 // must not turn into a file that fills the devtmpfs.
                 return Err(TargetError::NoDevice { path: p() });
             }
+            if !n.may_create {
+                return Err(TargetError::Refused(format!(
+                    "{}: no such file, and allow_file_create=0 forbids creating it; create it first \
+                     or drop allow_file_create=0",
+                    p()
+                )));
+            }
             if n.min_size == 0 {
                 return Err(TargetError::NeedSize { path: p() });
             }
@@ -468,6 +486,11 @@ fn open_one(n: &TargetNeed, checked: Option<crate::safety::Opened>) -> Result<Ta
     let (opened, created) = match checked {
         Some(o) => (o, false),
         None => {
+            if n.make_dirs {
+                if let Some(d) = n.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(d).map_err(|e| io_err(&n.path, "create", e))?;
+                }
+            }
             // create_new (O_CREAT|O_EXCL, no symlink followed): the inode is ours.
             let f = OpenOptions::new()
                 .read(true)
@@ -534,7 +557,7 @@ fn open_one(n: &TargetNeed, checked: Option<crate::safety::Opened>) -> Result<Ta
         let w = opened
             .reopen(true, 0)
             .map_err(|e| undo(io_err(&n.path, "create", e)))?;
-        layout(&n.path, &opened, &w, have, n.min_size, created).map_err(|mut e| {
+        layout(&n.path, &opened, &w, have, n.min_size, created, n.fallocate).map_err(|mut e| {
             if let TargetError::NoSpace { free, .. } = &mut e {
                 // Free once the partial layout is gone: what the user has.
                 *free = free_bytes(&n.path);
@@ -610,6 +633,7 @@ fn layout(
     have: u64,
     need: u64,
     create: bool,
+    how: Fallocate,
 ) -> Result<(), TargetError> {
     // Everything goes through descriptors proven to be the opened inode.
     let (f, direct) = match opened.reopen(true, libc::O_DIRECT) {
@@ -634,9 +658,25 @@ fn layout(
         need,
         free: 0,
     };
-    match dioscope_sys::fs::fallocate(fd, have, need - have) {
+    // fio's `fallocate=`: how the space is reserved before the data is
+    // written (the data is written in every mode, so reads never hit holes).
+    let reserved = match how {
+        Fallocate::None => Ok(()),
+        Fallocate::Native => dioscope_sys::fs::fallocate(fd, have, need - have),
+        Fallocate::Posix => dioscope_sys::fs::posix_fallocate(fd, have, need - have),
+        Fallocate::Keep => dioscope_sys::fs::fallocate_keep_size(fd, have, need - have),
+        Fallocate::Truncate => dioscope_sys::fs::ftruncate(fd, need),
+    };
+    match reserved {
         Ok(()) => {}
         Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => return Err(cleanup(no_space(have))),
+        Err(e) if how == Fallocate::Posix => {
+            return Err(cleanup(io_err(
+                path,
+                "posix_fallocate (fallocate=posix)",
+                e,
+            )))
+        }
         // Not supported (e.g. some filesystems): write it out instead.
         Err(_) => {}
     }
@@ -740,6 +780,9 @@ mod tests {
                 min_size: 3 << 20,
                 no_layout: false,
                 allow_mounted_write: false,
+                may_create: true,
+                fallocate: Fallocate::Native,
+                make_dirs: false,
             },
             TargetNeed {
                 path: p.clone(),
@@ -748,6 +791,9 @@ mod tests {
                 min_size: 1 << 20,
                 no_layout: false,
                 allow_mounted_write: false,
+                may_create: true,
+                fallocate: Fallocate::Native,
+                make_dirs: false,
             },
         ];
         let t = TargetTable::open_all(&needs, &[]).unwrap();
@@ -774,6 +820,9 @@ mod tests {
                 min_size: 0,
                 no_layout: false,
                 allow_mounted_write: false,
+                may_create: true,
+                fallocate: Fallocate::Native,
+                make_dirs: false,
             }],
             &[],
         )
@@ -794,6 +843,9 @@ mod tests {
                 min_size: 0,
                 no_layout: false,
                 allow_mounted_write: false,
+                may_create: true,
+                fallocate: Fallocate::Native,
+                make_dirs: false,
             }],
             &[],
         )

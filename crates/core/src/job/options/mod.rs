@@ -40,17 +40,37 @@ pub struct OptDef {
     pub apply: Apply,
 }
 
+/// fio's `R,W,T` block sizes: an empty value is the default (4k), and the
+/// last value given applies to the directions after it unless the list
+/// ends with a comma (`bs=8k,32k` → trims 32k; `bs=8k,32k,` → trims 4k).
 fn bs_dirs(
     v: &str,
     f: impl Fn(&str) -> Result<BlockSizes, UnitError>,
-) -> Result<[BlockSizes; 2], UnitError> {
+) -> Result<([BlockSizes; 2], BlockSizes), UnitError> {
     let parts: Vec<&str> = v.split(',').collect();
-    let r = f(parts[0])?;
-    let w = match parts.get(1) {
-        Some(p) if !p.trim().is_empty() => f(p)?,
-        _ => r.clone(),
+    if parts.len() > 3 {
+        return Err(format!(
+            "'{v}': give at most a read, a write and a trim value"
+        ));
+    }
+    let default = BlockSizes::Fixed(4096);
+    let one = |p: &str| {
+        if p.trim().is_empty() {
+            Ok(default.clone())
+        } else {
+            f(p)
+        }
     };
-    Ok([r, w])
+    let r = one(parts[0])?;
+    let w = match parts.get(1) {
+        Some(p) => one(p)?,
+        None => r.clone(),
+    };
+    let t = match parts.get(2) {
+        Some(p) => one(p)?,
+        None => w.clone(),
+    };
+    Ok(([r, w], t))
 }
 
 /// fio's `read,write[,trim]` values: one value is both, an empty one is the default (0).
@@ -176,11 +196,13 @@ macro_rules! job {
     };
 }
 
+pub mod workload;
+
 /// The sections of the option table, one file each under `job/options/` (the
 /// core options are below). A section is a `static &[OptDef]`; adding one is
 /// one line here. Helpers (`job!`, the unit parsers, `bs_dirs`, …) are visible
 /// to the section files through `use super::*`.
-static SECTIONS: &[&[OptDef]] = &[CORE];
+static SECTIONS: &[&[OptDef]] = &[CORE, workload::WORKLOAD];
 
 /// Every option dioscope understands, in table order.
 pub fn all() -> impl Iterator<Item = &'static OptDef> + Clone {
@@ -302,7 +324,7 @@ static CORE: &[OptDef] = &[
         example: "4k",
         help: "Block size; 'R,W' sets reads and writes separately",
         apply: job!(|j, v| {
-            j.bs = bs_dirs(v, fixed_bs)?;
+            (j.bs, j.bs_trim) = bs_dirs(v, fixed_bs)?;
             Ok(())
         }),
     },
@@ -313,7 +335,7 @@ static CORE: &[OptDef] = &[
         example: "4k-64k",
         help: "Random block sizes in a range; 'R,W' per direction",
         apply: job!(|j, v| {
-            j.bs = bs_dirs(v, range_bs)?;
+            (j.bs, j.bs_trim) = bs_dirs(v, range_bs)?;
             Ok(())
         }),
     },
@@ -324,7 +346,7 @@ static CORE: &[OptDef] = &[
         example: "4k/50:64k/50",
         help: "Weighted mix of block sizes; 'R,W' per direction",
         apply: job!(|j, v| {
-            j.bs = bs_dirs(v, split_bs)?;
+            (j.bs, j.bs_trim) = bs_dirs(v, split_bs)?;
             Ok(())
         }),
     },
@@ -333,11 +355,35 @@ static CORE: &[OptDef] = &[
         aliases: &["readwrite"],
         kind: Kind::Choice(RwMode::NAMES),
         example: "randread",
-        help: "I/O pattern: read, write, randread, randwrite, rw, randrw",
+        help: "I/O pattern: read, write, randread, randwrite, rw, randrw, trim, randtrim, trimwrite, randtrimwrite; ':N' after a sequential one skips N bytes after each I/O (negative: backwards), after a random one does N I/Os per random offset",
         apply: job!(|j, v| {
-            // fio allows "randread:8" (sequence modifiers); we do not.
-            j.rw = RwMode::parse(v.trim())
-                .ok_or_else(|| format!("'{}' is not an I/O pattern", v.trim()))?;
+            let (mode, modifier) = match v.trim().split_once(':') {
+                Some((m, n)) => (m.trim(), Some(n.trim())),
+                None => (v.trim(), None),
+            };
+            j.rw = RwMode::parse(mode).ok_or_else(|| format!("'{mode}' is not an I/O pattern"))?;
+            j.rw_offset_mod = match modifier {
+                None => 0,
+                Some(n) => {
+                    let (neg, n) = match n.strip_prefix('-') {
+                        Some(rest) => (true, rest),
+                        None => (false, n),
+                    };
+                    let b = i64::try_from(parse_size(n)?)
+                        .map_err(|_| format!("'{n}' is too large"))?;
+                    if neg {
+                        -b
+                    } else {
+                        b
+                    }
+                }
+            };
+            if j.rw_offset_mod < 0 && j.rw.is_random() {
+                return Err(format!(
+                    "'{}': a random pattern takes a count of I/Os per offset, not a negative one",
+                    v.trim()
+                ));
+            }
             Ok(())
         }),
     },
@@ -601,10 +647,17 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         example: "zipf:1.2",
-        help: "random, zipf:THETA, pareto:H, normal:PCT",
+        help: "random, zipf:THETA[:CENTER], pareto:H[:CENTER], normal|gauss:DEV[:CENTER], zoned:IO%/SIZE%:…, zoned_abs:IO%/BYTES:… ('R,W' zone lists per direction)",
         apply: job!(|j, v| {
             let v = v.trim();
-            let (kind, arg) = v.split_once(':').unwrap_or((v, ""));
+            // zoned_abs is also written with '=' (fio's HOWTO does).
+            let (kind, rest) = v
+                .split_once(':')
+                .or_else(|| v.split_once('='))
+                .unwrap_or((v, ""));
+            let mut args = rest.split(':');
+            let arg = args.next().unwrap_or("").trim();
+            let center = args.next().map(|c| c.trim());
             let num = |d: f64| {
                 if arg.is_empty() {
                     Ok(d)
@@ -612,31 +665,30 @@ static CORE: &[OptDef] = &[
                     parse_float(arg)
                 }
             };
+            let mut center = match center {
+                Some(c) => {
+                    let c = parse_float(c)?;
+                    if !(0.0..=1.0).contains(&c) {
+                        return Err(format!("the center {c} is not between 0 and 1"));
+                    }
+                    Some(c)
+                }
+                None => None,
+            };
             j.random_distribution = match kind {
                 "random" => RandomDist::Uniform,
-                "zipf" => {
-                    let t = num(1.2)?;
-                    if t <= 0.0 || t == 1.0 {
-                        return Err("zipf's theta must be > 0 and not 1".into());
-                    }
-                    RandomDist::Zipf(t)
+                "zipf" => RandomDist::Zipf(workload::zipf_theta(num(1.2)?)?),
+                "pareto" => RandomDist::Pareto(workload::pareto_h(num(0.2)?)?),
+                "normal" | "gauss" => {
+                    RandomDist::Normal(workload::normal_dev(num(10.0)?)?)
                 }
-                "pareto" => {
-                    let h = num(0.2)?;
-                    if !(0.0..1.0).contains(&h) || h == 0.0 {
-                        return Err("pareto's h must be between 0 and 1".into());
-                    }
-                    RandomDist::Pareto(h)
-                }
-                "normal" => {
-                    let p = num(10.0)?;
-                    if p <= 0.0 || p > 100.0 {
-                        return Err("normal's deviation must be a percentage".into());
-                    }
-                    RandomDist::Normal(p)
+                "zoned" | "zoned_abs" => {
+                    center = None;
+                    RandomDist::Zoned(workload::zoned(rest, kind == "zoned_abs")?)
                 }
                 other => return Err(format!("'{other}' is not a distribution")),
             };
+            j.random_center = center;
             Ok(())
         }),
     },
@@ -1181,10 +1233,6 @@ static CORE: &[OptDef] = &[
 /// fio options that exist but dioscope does not implement: a clear error
 /// rather than "unknown option".
 pub static FIO_UNIMPLEMENTED: &[&str] = &[
-    "zonemode",
-    "zonesize",
-    "zonerange",
-    "zoneskip",
     "cgroup",
     "nice",
     "prio",
@@ -1210,13 +1258,8 @@ pub static FIO_UNIMPLEMENTED: &[&str] = &[
     "scramble_buffers",
     "buffer_compress_percentage",
     "dedupe_percentage",
-    "file_service_type",
-    "openfiles",
-    "fallocate",
     "pre_read",
     "lockfile",
-    "nrfiles",
-    "filename_format",
     "opendir",
     "trim_percentage",
     "trim_verify_zero",
@@ -1234,13 +1277,6 @@ pub static FIO_UNIMPLEMENTED: &[&str] = &[
     "ss",
     "kb_base",
     "unit_base",
-    "serialize_overlap",
-    "io_size",
-    "io_limit",
-    "number_ios",
-    "rw_sequencer",
-    "percentage_random",
-    "random_generator",
     "allrandrepeat",
     "fadvise_hint",
     "sync",
@@ -1256,9 +1292,6 @@ pub static FIO_UNIMPLEMENTED: &[&str] = &[
     "write_hist_log",
     "clocksource",
     "gtod_cpu",
-    "replay_no_stall",
-    "read_iolog",
-    "write_iolog",
     "ioengine_opts",
     "cmdprio_percentage",
     "uncached",

@@ -1,0 +1,487 @@
+//! Files and offsets: how many files a job uses and how they are named and
+//! served, where each I/O goes (rw value forms, zones, distributions,
+//! alignment), how much I/O a job does, and iolog record and replay.
+//! Semantics are fio's (HOWTO), implemented in runner/offsets.rs,
+//! runner/iolog.rs and targets/.
+
+use super::*;
+use crate::job::spec::{AccessZone, Fallocate, FileService, RandomGenerator, ZoneMode, ZoneSize};
+
+/// `name:N` → (name, Some(N)).
+fn with_suffix(v: &str) -> (&str, Option<&str>) {
+    match v.trim().split_once(':') {
+        Some((a, b)) => (a.trim(), Some(b.trim())),
+        None => (v.trim(), None),
+    }
+}
+
+/// `file_service_type=random:8`, `zipf:1.2`, …
+fn file_service(j: &mut JobSpec, v: &str) -> Result<(), UnitError> {
+    let (kind, arg) = with_suffix(v);
+    let float = |d: f64| arg.map(parse_float).unwrap_or(Ok(d));
+    let every = || -> Result<u32, UnitError> {
+        match arg {
+            Some(a) => pos_u32(a),
+            None => Ok(1),
+        }
+    };
+    let (svc, n) = match kind {
+        "random" => (FileService::Random, every()?),
+        "roundrobin" => (FileService::RoundRobin, every()?),
+        "sequential" => (FileService::Sequential, every()?),
+        "zipf" => (FileService::Zipf(zipf_theta(float(1.1)?)?), 1),
+        "pareto" => (FileService::Pareto(pareto_h(float(0.2)?)?), 1),
+        "normal" | "gauss" => (FileService::Normal(normal_dev(float(10.0)?)?), 1),
+        o => {
+            return Err(format!(
+                "'{o}' is not random, roundrobin, sequential, zipf, pareto, normal or gauss"
+            ))
+        }
+    };
+    j.file_service = svc;
+    j.file_service_every = n;
+    Ok(())
+}
+
+pub(super) fn zipf_theta(t: f64) -> Result<f64, UnitError> {
+    if t <= 0.0 || t == 1.0 {
+        return Err("zipf's theta must be > 0 and not 1".into());
+    }
+    Ok(t)
+}
+
+pub(super) fn pareto_h(h: f64) -> Result<f64, UnitError> {
+    if !(0.0..1.0).contains(&h) || h == 0.0 {
+        return Err("pareto's h must be between 0 and 1".into());
+    }
+    Ok(h)
+}
+
+pub(super) fn normal_dev(p: f64) -> Result<f64, UnitError> {
+    if p <= 0.0 || p > 100.0 {
+        return Err("normal's deviation must be a percentage (0 to 100]".into());
+    }
+    Ok(p)
+}
+
+/// `zoned:60/10:30/20:10/70[,R/W zones]` (percent of the region) or
+/// `zoned_abs:60/20g:40/100g` (bytes).
+pub(super) fn zoned(spec: &str, abs: bool) -> Result<[Vec<AccessZone>; 2], UnitError> {
+    let one = |list: &str| -> Result<Vec<AccessZone>, UnitError> {
+        let mut v = Vec::new();
+        for part in list.split(':').map(str::trim).filter(|p| !p.is_empty()) {
+            let (io, size) = part
+                .split_once('/')
+                .ok_or_else(|| format!("'{part}' is not IO_PERCENT/SIZE, for example 60/10"))?;
+            let io_pct = pct(io)?;
+            let size = if abs {
+                ZoneSize::Bytes(parse_size(size)?)
+            } else {
+                let p = parse_float(size.trim_end_matches('%'))?;
+                if !(0.0..=100.0).contains(&p) {
+                    return Err(format!("zone size '{size}' is not a percentage"));
+                }
+                ZoneSize::Pct(p)
+            };
+            v.push(AccessZone { io_pct, size });
+        }
+        if v.is_empty() || v.len() > 256 {
+            return Err("give 1 to 256 zones, for example zoned:60/10:40/90".into());
+        }
+        let io: u32 = v.iter().map(|z| z.io_pct).sum();
+        if io != 100 {
+            return Err(format!(
+                "the zones' I/O percentages add up to {io}, not 100"
+            ));
+        }
+        if !abs {
+            let sz: f64 = v
+                .iter()
+                .map(|z| match z.size {
+                    ZoneSize::Pct(p) => p,
+                    ZoneSize::Bytes(_) => 0.0,
+                })
+                .sum();
+            if sz > 100.0 + 1e-9 {
+                return Err(format!(
+                    "the zones cover {sz}% of the region, more than 100%"
+                ));
+            }
+        }
+        Ok(v)
+    };
+    let lists: Vec<&str> = spec.split(',').collect();
+    if lists.len() > 3 {
+        return Err("at most read, write and trim zone lists".into());
+    }
+    let r = one(lists[0])?;
+    let w = match lists.get(1) {
+        Some(l) if !l.trim().is_empty() => one(l)?,
+        _ => r.clone(),
+    };
+    Ok([r, w])
+}
+
+fn opt_bytes(v: &str) -> Result<Option<String>, UnitError> {
+    Ok(opt_str(v))
+}
+
+/// Checks across this section's options, once a job is complete.
+pub fn validate(j: &JobSpec) -> Result<(), String> {
+    if j.unlink_each_loop && j.loops > 1 {
+        return Err(format!(
+            "not supported by dioscope: unlink_each_loop with loops={} (a job's loops run over \
+             files laid out once); use loops=1 with unlink_each_loop, or unlink=1",
+            j.loops
+        ));
+    }
+    if j.zonemode == ZoneMode::Strided && j.zonesize == 0 {
+        return Err("zonemode=strided needs zonesize=, for example zonesize=64m".into());
+    }
+    if j.read_iolog.is_some() && j.read_iolog == j.write_iolog {
+        return Err("read_iolog and write_iolog name the same file; record to another one".into());
+    }
+    if j.rw.trims() && j.verify.is_some() {
+        return Err(format!(
+            "rw={} with verify: trimmed blocks hold no verifiable data; drop verify= or trim \
+             in a job of its own",
+            j.rw.as_str()
+        ));
+    }
+    Ok(())
+}
+
+/// Options of this section.
+pub(super) static WORKLOAD: &[OptDef] = &[
+    OptDef {
+        name: "nrfiles",
+        aliases: &["nr_files"],
+        kind: Kind::Int,
+        example: "4",
+        help: "Files per job clone (named by filename_format; each gets size/nrfiles unless filesize is given)",
+        apply: job!(|j, v| {
+            j.nrfiles = pos_u32(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "openfiles",
+        aliases: &[],
+        kind: Kind::Int,
+        example: "2",
+        help: "Files kept open at once; dioscope opens each file once per run (no open/close in the measurement), so this only limits which files are served together",
+        apply: job!(|j, v| {
+            j.openfiles = pos_u32(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "filename_format",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "data.$jobnum.$filenum",
+        help: "Names of generated files: $jobname, $jobnum (clone), $filenum, $clientuid (the MPI rank, else 0); default $jobname.$jobnum.$filenum",
+        apply: job!(|j, v| {
+            j.filename_format = opt_str(v);
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "file_service_type",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "random:8",
+        help: "Which file the next I/O goes to: roundrobin, sequential, random (':N' I/Os before switching), zipf/pareto/normal/gauss (':PARAM')",
+        apply: job!(file_service),
+    },
+    OptDef {
+        name: "allow_file_create",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "0",
+        help: "May dioscope create missing files (default 1); 0: a missing file is an error",
+        apply: job!(|j, v| {
+            j.allow_file_create = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "fallocate",
+        aliases: &[],
+        kind: Kind::Choice(&["none", "native", "posix", "keep", "truncate", "0", "1"]),
+        example: "posix",
+        help: "Space reservation when laying out files: none, native (default), posix, keep (FALLOC_FL_KEEP_SIZE), truncate (ftruncate only); 0=none, 1=posix",
+        apply: job!(|j, v| {
+            j.fallocate = match v.trim() {
+                "none" | "0" => Fallocate::None,
+                "native" => Fallocate::Native,
+                "posix" | "1" => Fallocate::Posix,
+                "keep" => Fallocate::Keep,
+                "truncate" => Fallocate::Truncate,
+                o => return Err(format!("'{o}' is not none, native, posix, keep or truncate")),
+            };
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "unlink_each_loop",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Remove the files this job created after each loop (with loops=1: at the end, as unlink)",
+        apply: job!(|j, v| {
+            j.unlink_each_loop = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "rw_sequencer",
+        aliases: &[],
+        kind: Kind::Choice(&["sequential", "identical"]),
+        example: "identical",
+        help: "With rw=randread:N: the N-1 I/Os after each random offset continue sequentially (default) or repeat the same offset",
+        apply: job!(|j, v| {
+            j.rw_sequencer_identical = match v.trim() {
+                "sequential" => false,
+                "identical" => true,
+                o => return Err(format!("'{o}' is not sequential or identical")),
+            };
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "offset_align",
+        aliases: &[],
+        kind: Kind::Size,
+        example: "64k",
+        help: "Round a percentage offset up to this (default: the smallest block size)",
+        apply: job!(|j, v| {
+            j.offset_align = parse_size(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "blockalign",
+        aliases: &["ba"],
+        kind: Kind::Size,
+        example: "8k",
+        help: "Boundary of random offsets (default: the block size); 'R,W' per direction; turns off the random map",
+        apply: job!(|j, v| {
+            let parts: Vec<&str> = v.split(',').map(str::trim).collect();
+            if parts.len() > 3 {
+                return Err("at most read, write and trim values".into());
+            }
+            let one = |p: &str| -> Result<u64, UnitError> {
+                if p.is_empty() {
+                    return Ok(0);
+                }
+                match parse_size(p)? {
+                    0 => Err("a blockalign of 0".into()),
+                    b => Ok(b),
+                }
+            };
+            let r = one(parts[0])?;
+            let w = match parts.get(1) {
+                Some(p) => one(p)?,
+                None => r,
+            };
+            j.blockalign = [r, w];
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "random_generator",
+        aliases: &[],
+        kind: Kind::Choice(&["tausworthe", "lfsr", "tausworthe64"]),
+        example: "lfsr",
+        help: "tausworthe, tausworthe64: dioscope's generator, reproducible from randseed; lfsr: also never the same block twice in a pass, even with norandommap",
+        apply: job!(|j, v| {
+            j.random_generator = match v.trim() {
+                "tausworthe" => RandomGenerator::Tausworthe,
+                "lfsr" => RandomGenerator::Lfsr,
+                "tausworthe64" => RandomGenerator::Tausworthe64,
+                o => return Err(format!("'{o}' is not tausworthe, lfsr or tausworthe64")),
+            };
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "percentage_random",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "80",
+        help: "In a random workload, the percent of I/Os at random offsets (the rest continue sequentially); 'R,W' per direction",
+        apply: job!(|j, v| {
+            let parts: Vec<&str> = v.split(',').collect();
+            if parts.len() > 3 {
+                return Err("at most read, write and trim values".into());
+            }
+            let r = if parts[0].trim().is_empty() { 100 } else { pct(parts[0])? };
+            let w = match parts.get(1) {
+                Some(p) if !p.trim().is_empty() => pct(p)?,
+                Some(_) => 100,
+                None => r,
+            };
+            j.percentage_random = [r, w];
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "serialize_overlap",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Never have two in-flight I/Os of a job overlap (waits for the earlier one)",
+        apply: job!(|j, v| {
+            j.serialize_overlap = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "zonemode",
+        aliases: &[],
+        kind: Kind::Choice(&["none", "strided"]),
+        example: "strided",
+        help: "none, or strided: I/O in zones of zonerange bytes, zonesize bytes each, skipping zoneskip between (zbd: not supported)",
+        apply: job!(|j, v| {
+            j.zonemode = match v.trim() {
+                "none" => ZoneMode::None,
+                "strided" => ZoneMode::Strided,
+                "zbd" => {
+                    return Err("not supported by dioscope: zonemode=zbd (zoned block devices: \
+                                dioscope has no zone management, write pointers or zone resets); \
+                                use zonemode=strided or none"
+                        .into())
+                }
+                o => return Err(format!("'{o}' is not none or strided")),
+            };
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "zonesize",
+        aliases: &[],
+        kind: Kind::Size,
+        example: "64m",
+        help: "zonemode=strided: bytes transferred in a zone before moving on",
+        apply: job!(|j, v| {
+            j.zonesize = parse_size(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "zonerange",
+        aliases: &[],
+        kind: Kind::Size,
+        example: "256m",
+        help: "zonemode=strided: size of a zone (default: zonesize)",
+        apply: job!(|j, v| {
+            j.zonerange = parse_size(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "zoneskip",
+        aliases: &[],
+        kind: Kind::Size,
+        example: "1g",
+        help: "zonemode=strided: bytes skipped after each zone",
+        apply: job!(|j, v| {
+            j.zoneskip = parse_size(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "number_ios",
+        aliases: &[],
+        kind: Kind::Int,
+        example: "10000",
+        help: "Stop after this many I/Os (if nothing else ends the job first)",
+        apply: job!(|j, v| {
+            j.number_ios = parse_int(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "io_size",
+        aliases: &["io_limit"],
+        kind: Kind::Size,
+        example: "10g",
+        help: "Bytes of I/O to do, independent of the region size= sets (more wraps around, less stops early)",
+        apply: job!(|j, v| {
+            let b = parse_size(v)?;
+            j.io_size = (b > 0).then_some(b);
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "write_iolog",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "job.iolog",
+        help: "Record every issued I/O in fio's iolog v2 format (one file per job clone: NAME, NAME.1, …)",
+        apply: job!(|j, v| {
+            j.write_iolog = opt_bytes(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "read_iolog",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "job.iolog",
+        help: "Replay the I/Os of an iolog (fio's v2 or v3 format) instead of generating them",
+        apply: job!(|j, v| {
+            j.read_iolog = opt_bytes(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "replay_no_stall",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Replay a v3 iolog as fast as possible instead of at its recorded times",
+        apply: job!(|j, v| {
+            j.replay_no_stall = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "replay_redirect",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "/dev/sdc",
+        help: "Replay every I/O of the iolog onto this one file or device",
+        apply: job!(|j, v| {
+            j.replay_redirect = opt_str(v);
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "replay_align",
+        aliases: &[],
+        kind: Kind::Size,
+        example: "4k",
+        help: "Align replayed offsets down to this power of 2",
+        apply: job!(|j, v| {
+            let a = parse_size(v)?;
+            if a != 0 && !a.is_power_of_two() {
+                return Err(format!("{a} is not a power of 2"));
+            }
+            j.replay_align = a;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "replay_scale",
+        aliases: &[],
+        kind: Kind::Int,
+        example: "2",
+        help: "Divide replayed offsets by this factor",
+        apply: job!(|j, v| {
+            j.replay_scale = parse_int(v)?.max(1);
+            Ok(())
+        }),
+    },
+];
