@@ -8,18 +8,27 @@
 use crate::common::*;
 use dioscope_core::engines::{refused::REFUSED, EngineKind};
 
-/// Engines that open a target (all but null).
+/// Engines that read and write a target's data (all but null and the
+/// space engines falloc/ftruncate).
 fn real_engines() -> impl Iterator<Item = &'static str> {
     EngineKind::ALL
         .iter()
-        .filter(|k| k.caps().real_io)
+        .filter(|k| k.caps().real_io && k.caps().moves_data)
+        .map(|k| k.as_str())
+}
+
+/// Engines whose reads and writes both succeed on any target.
+fn rw_engines() -> impl Iterator<Item = &'static str> {
+    EngineKind::ALL
+        .iter()
+        .filter(|k| k.caps().moves_data || !k.caps().real_io)
         .map(|k| k.as_str())
 }
 
 #[test]
 fn every_engine_and_direction_on_a_file() {
     let d = tempfile::tempdir().unwrap();
-    for &engine in EngineKind::NAMES {
+    for engine in rw_engines() {
         for rw in ["read", "write", "randread", "randwrite", "rw", "randrw"] {
             let o = run_in(
                 d.path(),
@@ -343,8 +352,15 @@ fn io_counts_match_fio_for_every_engine() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("f.dat"), vec![0x5au8; 1 << 20]).unwrap();
     let total = |v: &serde_json::Value, dir: &str| v["jobs"][0][dir]["total_ios"].as_u64().unwrap();
-    for &engine in EngineKind::NAMES {
-        for rw in ["read", "write", "randread", "randwrite", "randrw"] {
+    for k in EngineKind::ALL {
+        let engine = k.as_str();
+        let rws: &[&str] = if k.caps().moves_data || !k.caps().real_io {
+            &["read", "write", "randread", "randwrite", "randrw"]
+        } else {
+            // Space engines: writes (ftruncate fails reads, in fio too).
+            &["write", "randwrite"]
+        };
+        for &rw in rws {
             let args = [
                 "--name=f".to_string(),
                 "--filename=f.dat".into(),
@@ -453,5 +469,69 @@ fn refused_engines_name_themselves_even_with_their_options() {
     assert!(
         entries(d.path()).iter().all(|e| e == "r.fio"),
         "nothing created"
+    );
+}
+
+#[test]
+fn space_engines_allocate_and_truncate_without_moving_data() {
+    let d = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let o = run_in(d.path(), args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        json(&o)
+    };
+    // falloc: a sequential write pass allocates the whole (sparse) file.
+    std::fs::File::create(d.path().join("sparse.dat"))
+        .unwrap()
+        .set_len(4 << 20)
+        .unwrap();
+    let j = run(&[
+        "--name=f",
+        "--filename=sparse.dat",
+        "--ioengine=falloc",
+        "--rw=write",
+        "--bs=64k",
+        "--size=4m",
+        "--output-format=json",
+    ]);
+    assert_eq!(j["jobs"][0]["write"]["total_ios"], 64);
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(d.path().join("sparse.dat")).unwrap();
+    assert!(
+        m.blocks() * 512 >= 4 << 20,
+        "allocated {} bytes",
+        m.blocks() * 512
+    );
+    // ftruncate: each write sets the size to its offset; the last one of a
+    // sequential pass over 1 MiB in 4 KiB steps is at 1 MiB - 4 KiB.
+    let j = run(&[
+        "--name=t",
+        "--filename=trunc.dat",
+        "--ioengine=ftruncate",
+        "--rw=write",
+        "--bs=4k",
+        "--size=1m",
+        "--output-format=json",
+    ]);
+    assert_eq!(j["jobs"][0]["write"]["total_ios"], 256);
+    let len = std::fs::metadata(d.path().join("trunc.dat")).unwrap().len();
+    assert_eq!(len, (1 << 20) - 4096);
+    // No data moves, so verify is refused up front.
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=v",
+            "--filename=trunc.dat",
+            "--ioengine=falloc",
+            "--rw=write",
+            "--size=1m",
+            "--verify=crc32c",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("verify needs an engine that moves data"),
+        "{}",
+        stderr(&o)
     );
 }

@@ -25,6 +25,7 @@ impl EngineDef for Def {
          the mapping's dirty pages as msync does";
     const CAPS: Caps = Caps {
         sync: true,
+        page_cache: true,
         ..Caps::BASE
     };
     fn with<W: WithEngine>(
@@ -55,6 +56,12 @@ impl EngineDef for Def {
                 == libc::O_RDWR;
             let m = FileMap::new(fd, len, writable, opts.random)
                 .map_err(|e| setup(&format!("mmap of {len} bytes"), e))?;
+            if opts.direct {
+                // Start from the device, as O_DIRECT would: what the layout
+                // or an earlier job left cached is dropped.
+                m.drop_cached(fd, 0, len)
+                    .map_err(|e| setup("dropping the target's cached pages", e))?;
+            }
             maps.push(m);
         }
         let mut e = Mmap {

@@ -63,6 +63,13 @@ pub struct Caps {
     pub fixed_bufs: bool,
     /// `registerfiles`: files registered with the kernel once.
     pub registered_files: bool,
+    /// Reads return the target's bytes and writes store the buffer's (false
+    /// for null, and for falloc/ftruncate, whose I/Os are space
+    /// operations): verify needs it.
+    pub moves_data: bool,
+    /// Its I/O goes through the page cache even with `direct=1` (mmap):
+    /// cached pages of its targets are its own doing, not someone else's.
+    pub page_cache: bool,
 }
 
 impl Caps {
@@ -75,6 +82,8 @@ impl Caps {
         sqpoll: false,
         fixed_bufs: false,
         registered_files: false,
+        moves_data: true,
+        page_cache: false,
     };
 }
 
@@ -227,6 +236,8 @@ engine_list! {
     io_uring => IoUring,
     posixaio => PosixAio,
     mmap => Mmap,
+    falloc => Falloc,
+    ftruncate => Ftruncate,
     null => Null,
 }
 

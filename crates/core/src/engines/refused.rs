@@ -310,13 +310,6 @@ pub static REFUSED: &[Refused] = &[
         options: &[],
     },
     Refused {
-        key: "ioengine",
-        names: &["falloc", "ftruncate"],
-        needs: "fallocate(2)/ftruncate(2) issued as the I/O (space management, no data moved); \
-                dioscope times reads and writes",
-        options: &[],
-    },
-    Refused {
         key: "zonemode",
         names: &["zbd"],
         needs: "a zoned block device (host-managed SMR or ZNS) and zone management \

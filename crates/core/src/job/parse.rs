@@ -501,6 +501,19 @@ fn engine_can(j: &JobSpec) -> Result<(), ParseError> {
         ("nowait", j.nowait, |c| c.nowait),
         ("sqthread_poll", j.sqthread_poll, |c| c.sqpoll),
     ];
+    if j.verify.is_some() && !j.ioengine.caps().moves_data {
+        return Err(ParseError::Invalid(format!(
+            "job '{}': verify needs an engine that moves data, and ioengine={} does not \
+             (its I/Os {}); drop verify or change ioengine=",
+            j.name,
+            j.ioengine.as_str(),
+            if j.ioengine.caps().real_io {
+                "are space operations"
+            } else {
+                "touch no device"
+            }
+        )));
+    }
     for (opt, on, has) in wanted {
         if on && !has(&j.ioengine.caps()) {
             let with: Vec<&str> = EngineKind::ALL
