@@ -227,6 +227,7 @@ mod tests {
                 },
                 trials,
                 verify: None,
+                pace: Vec::new(),
             }],
             groups: vec![GroupRun {
                 id: 0,

@@ -80,6 +80,7 @@ fn add_usage(u: &mut Usage, w: &WireUsage) {
 pub struct WireTrial {
     dirs: [WireDir; 2],
     sync: WireDir,
+    trim: WireDir,
     cpu: WireUsage,
     ticks: Vec<WireTick>,
     workers: u32,
@@ -190,6 +191,7 @@ fn wire_trial(t: &TrialJob) -> WireTrial {
     WireTrial {
         dirs: [WireDir::from(&t.dirs[0]), WireDir::from(&t.dirs[1])],
         sync: WireDir::from(&t.sync),
+        trim: WireDir::from(&t.trim),
         cpu: usage_wire(&t.thread_cpu),
         ticks: t
             .ticks
@@ -219,6 +221,7 @@ fn add_trial(into: &mut TrialJob, w: &WireTrial) {
         into.dirs[d].merge(&w.dirs[d].stats());
     }
     into.sync.merge(&w.sync.stats());
+    into.trim.merge(&w.trim.stats());
     add_usage(&mut into.thread_cpu, &w.cpu);
     let ticks: Vec<Tick> = w
         .ticks

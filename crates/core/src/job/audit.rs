@@ -26,10 +26,20 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Options exempt from the audit, each with its reason. Keep it short.
-const EXEMPT: &[(&str, &str)] = &[(
-    "thread",
-    "changes nothing measured: dioscope always runs jobs as threads",
-)];
+const EXEMPT: &[(&str, &str)] = &[
+    (
+        "thread",
+        "changes nothing measured: dioscope always runs jobs as threads",
+    ),
+    (
+        "io_submit_mode",
+        "its one accepted value, inline, is how dioscope always submits (offload is refused)",
+    ),
+    (
+        "clocksource",
+        "its one accepted value, clock_gettime, is the clock dioscope always uses (the others are refused)",
+    ),
+];
 
 /// Choice values that are fio's other spelling of another value.
 const SPELLINGS: &[(&str, &str, &str)] = &[

@@ -1,5 +1,6 @@
 //! The resolved description of one job, with fio's defaults.
 
+use super::options::pacing::{ExitWhat, RateProcess, SteadyCriterion, ThinkBlocks};
 use super::units::SizeOrPct;
 
 /// Data direction pattern (`rw=`).
@@ -232,7 +233,8 @@ pub struct JobSpec {
     pub time_based: bool,
     pub ramp_time_us: u64,
     pub loops: u32,
-    pub startdelay_us: u64,
+    /// `startdelay`: a delay, or a range to draw one from per clone and trial.
+    pub startdelay_us: (u64, u64),
     pub direct: bool,
     pub invalidate: bool,
     pub fsync: u32,
@@ -252,6 +254,38 @@ pub struct JobSpec {
     pub unlink: bool,
     /// I/Os per second: reads, writes (0: no limit).
     pub rate_iops: [u64; 2],
+    // Time and pacing (job/options/pacing.rs; the runner's side is
+    // runner/pacing.rs, latency_target.rs, steadystate.rs, watch.rs).
+    /// `rate`: bytes per second, reads and writes (0: no cap).
+    pub rate: [u64; 2],
+    /// `rate_min`, `rate_iops_min`: floors judged every `rate_cycle_ms`.
+    pub rate_min: [u64; 2],
+    pub rate_iops_min: [u64; 2],
+    pub rate_cycle_ms: u64,
+    pub rate_process: RateProcess,
+    pub rate_ignore_thinktime: bool,
+    pub thinktime_us: u64,
+    pub thinktime_spin_us: u64,
+    /// 0: not given (1, unless `thinktime_iotime` is given).
+    pub thinktime_blocks: u64,
+    pub thinktime_blocks_type: ThinkBlocks,
+    pub thinktime_iotime_us: u64,
+    /// `flow` weight (0: not in a flow), `flow_id`, `flow_sleep`.
+    pub flow: u32,
+    pub flow_id: u32,
+    pub flow_sleep_us: u64,
+    /// `steadystate` criterion; detection is on when `ss_dur_us` > 0.
+    pub steadystate: SteadyCriterion,
+    pub ss_dur_us: u64,
+    pub ss_ramp_us: u64,
+    /// `latency_target` (0: off), `latency_window`, `latency_percentile`, `latency_run`.
+    pub latency_target_ns: u64,
+    pub latency_window_us: u64,
+    pub latency_percentile: f64,
+    pub latency_run: bool,
+    pub exitall: bool,
+    pub exit_what: ExitWhat,
+    pub exitall_on_error: bool,
     pub fixedbufs: bool,
     pub registerfiles: bool,
     pub sqthread_poll: bool,
@@ -324,6 +358,10 @@ pub struct JobSpec {
     pub replay_redirect: Option<String>,
     pub replay_align: u64,
     pub replay_scale: u64,
+    /// `replay_time_scale`: percent of the recorded rate (200: twice as fast).
+    pub replay_time_scale: u32,
+    /// `replay_skip`: kinds of the log's I/Os not replayed.
+    pub replay_skip: Vec<String>,
     /// The options exactly as given, for `"job options"` in the JSON.
     pub given: Vec<(String, String)>,
 }
@@ -361,7 +399,7 @@ impl Default for JobSpec {
             time_based: false,
             ramp_time_us: 0,
             loops: 1,
-            startdelay_us: 0,
+            startdelay_us: (0, 0),
             direct: false,
             invalidate: true,
             fsync: 0,
@@ -380,6 +418,30 @@ impl Default for JobSpec {
             lat_percentiles: false,
             unlink: false,
             rate_iops: [0; 2],
+            rate: [0; 2],
+            rate_min: [0; 2],
+            rate_iops_min: [0; 2],
+            rate_cycle_ms: 1000,
+            rate_process: RateProcess::Linear,
+            rate_ignore_thinktime: false,
+            thinktime_us: 0,
+            thinktime_spin_us: 0,
+            thinktime_blocks: 0,
+            thinktime_blocks_type: ThinkBlocks::Complete,
+            thinktime_iotime_us: 0,
+            flow: 0,
+            flow_id: 0,
+            flow_sleep_us: 0,
+            steadystate: SteadyCriterion::default(),
+            ss_dur_us: 0,
+            ss_ramp_us: 0,
+            latency_target_ns: 0,
+            latency_window_us: 0,
+            latency_percentile: 100.0,
+            latency_run: false,
+            exitall: false,
+            exit_what: ExitWhat::Group,
+            exitall_on_error: false,
             fixedbufs: true,
             registerfiles: true,
             sqthread_poll: false,
@@ -430,6 +492,8 @@ impl Default for JobSpec {
             replay_redirect: None,
             replay_align: 0,
             replay_scale: 1,
+            replay_time_scale: 100,
+            replay_skip: Vec::new(),
             given: Vec::new(),
         }
     }

@@ -29,6 +29,9 @@ pub fn run_doc(r: &RunResult, diagnosis: &RunDiagnosis, context: String) -> RunD
             serde_json::to_value(&r.auto_trials).unwrap_or_default(),
         );
     }
+    if let Some(v) = crate::runner::pacing::trials_section(r) {
+        let _ = d.set_section("pacing", v);
+    }
     RunDoc {
         fio_version: format!("dioscope-{}", env!("CARGO_PKG_VERSION")),
         timestamp: now.as_secs(),
@@ -234,12 +237,49 @@ fn job(r: &RunResult, s: &JobSummary) -> Job {
         latency_ns: lns,
         latency_us: lus,
         latency_ms: lms,
-        latency_depth: spec.iodepth,
-        latency_target: 0,
-        latency_percentile: 100.0,
-        latency_window: 0,
-        other: OrderedMap::new(),
+        latency_depth: latency_depth(r, s, spec),
+        latency_target: spec.latency_target_ns,
+        latency_target_ns: Some(spec.latency_target_ns),
+        latency_percentile: spec.latency_percentile,
+        latency_window: spec.latency_window_us,
+        latency_window_us: Some(spec.latency_window_us),
+        other: steadystate(r, s, spec),
     }
+}
+
+/// The depth `latency_target` settled on in the job's last trial (the
+/// shallowest over its clones), else the job's iodepth, as fio reports it.
+fn latency_depth(r: &RunResult, s: &JobSummary, spec: &JobSpec) -> u32 {
+    let found = r.jobs[s.jobs[0]]
+        .pace
+        .last()
+        .and_then(|t| t.clones.iter().filter_map(|c| c.latency_depth).min());
+    match found {
+        Some(d) if spec.latency_target_ns > 0 => d,
+        _ => spec.iodepth,
+    }
+}
+
+/// fio's `steadystate` object when the job judged steady state: its last
+/// trial's window (its first clone's, or the group's with group_reporting).
+fn steadystate(r: &RunResult, s: &JobSummary, spec: &JobSpec) -> OrderedMap<serde_json::Value> {
+    let mut out = OrderedMap::new();
+    if spec.ss_dur_us == 0 {
+        return out;
+    }
+    let report = r.jobs[s.jobs[0]]
+        .pace
+        .last()
+        .and_then(|t| t.clones.iter().find_map(|c| c.steady.as_ref()));
+    let det = match report {
+        Some(rep) => rep.detector.clone(),
+        None => crate::runner::steadystate::Detector::new(
+            spec.steadystate,
+            (spec.ss_dur_us / 1_000_000) as usize,
+        ),
+    };
+    out.insert("steadystate", det.to_fio_json());
+    out
 }
 
 fn io_error(e: &IoErrorInfo, path: &str) -> IoError {

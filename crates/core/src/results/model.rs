@@ -80,10 +80,16 @@ pub struct Job {
     pub latency_depth: u32,
     #[serde(default)]
     pub latency_target: u64,
+    /// fio 3.42 repeats `latency_target` (ns) and `latency_window` (us)
+    /// under names with their unit; older fio writes neither.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_target_ns: Option<u64>,
     #[serde(default)]
     pub latency_percentile: f64,
     #[serde(default)]
     pub latency_window: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_window_us: Option<u64>,
     /// Keys fio writes that are not modelled (e.g. `steadystate`).
     #[serde(flatten)]
     pub other: OrderedMap<Value>,

@@ -7,6 +7,14 @@ use crate::runner::RunResult;
 /// the state of the target now (a file or device that shrank since the run
 /// started explains a read that returned nothing).
 pub fn io_error_hint(e: &crate::runner::IoErrorInfo, path: &str, r: &RunResult) -> String {
+    // A pacing limit the job failed (rate_min, latency_target) says itself what happened.
+    if let Some(n) = r
+        .notes
+        .iter()
+        .find(|n| crate::runner::pacing::is_failure(n, e.errno))
+    {
+        return n.clone();
+    }
     let start = r
         .targets
         .iter()

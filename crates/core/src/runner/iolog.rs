@@ -236,6 +236,24 @@ impl IoLog {
         }
     }
 
+    /// `replay_skip`: drop the I/Os of these kinds ("sync" drops datasync
+    /// too); `replay_time_scale`: run at `pct` percent of the recorded rate.
+    pub fn filter_and_pace(&mut self, skip: &[String], pct: u32) {
+        let skipped = |k: OpKind| {
+            let name = match k {
+                OpKind::Datasync => "sync",
+                k => k.as_str(),
+            };
+            skip.iter().any(|s| s == name)
+        };
+        self.ops.retain(|o| !skipped(o.kind));
+        if pct != 100 && pct > 0 {
+            for o in &mut self.ops {
+                o.at_ns = o.at_ns.saturating_mul(100) / pct as u64;
+            }
+        }
+    }
+
     /// Bytes file `f` must hold for the log's I/Os.
     pub fn extent(&self, f: u32) -> u64 {
         self.ops
@@ -422,6 +440,19 @@ mod tests {
 
     #[test]
     fn adjust_scales_aligns_redirects() {
+        let mut l = IoLog::parse(
+            "fio version 2 iolog\n/a add\n/b add\n/a open\n/b open\n/a read 12288 4096\n/b read 5000 512\n",
+        )
+        .unwrap();
+        l.filter_and_pace(&["read".to_string()], 100);
+        assert!(l.ops.is_empty());
+        let mut l = IoLog::parse(
+            "fio version 3 iolog\n0 /a add\n0 /a open\n1000 /a write 0 4096\n2000 /a sync 0 0\n",
+        )
+        .unwrap();
+        l.filter_and_pace(&["sync".to_string()], 200);
+        assert_eq!(l.ops.len(), 1);
+        assert_eq!(l.ops[0].at_ns, 500_000, "twice as fast");
         let mut l = IoLog::parse(
             "fio version 2 iolog\n/a add\n/b add\n/a open\n/b open\n/a read 12288 4096\n/b read 5000 512\n",
         )

@@ -10,9 +10,13 @@
 
 pub mod hint;
 pub mod iolog;
+pub mod latency_target;
 pub mod logs;
 pub mod offsets;
+pub mod pacing;
 pub mod preflight;
+pub mod steadystate;
+pub mod watch;
 pub mod worker;
 
 use crate::engines::{caps, Engine, EngineOpts, EngineSetupError, SlotArena, WithEngine};
@@ -145,6 +149,9 @@ pub struct ResolvedJob {
 pub struct JobRun {
     pub resolved: ResolvedJob,
     pub trials: Vec<TrialJob>,
+    /// What pacing found per trial (steady state, latency target's depth);
+    /// empty when the job uses neither.
+    pub pace: Vec<pacing::TrialPace>,
     /// Read-back checks (`verify=`), when the job verifies.
     pub verify: Option<VerifyReport>,
 }
@@ -303,6 +310,7 @@ pub fn replay_log(j: &JobSpec) -> Result<iolog::IoLog, SetupError> {
         j.replay_align,
         j.replay_redirect.as_deref().map(Path::new),
     );
+    log.filter_and_pace(&j.replay_skip, j.replay_time_scale);
     Ok(log)
 }
 
@@ -345,6 +353,7 @@ pub fn prepare(plan: &Plan) -> Result<(Vec<ResolvedJob>, TargetTable), SetupErro
             let paths = job_paths(j, c, plan.is_default_job);
             let n = paths.len() as u64;
             for (fi, p) in paths.into_iter().enumerate() {
+                let prior = existing_size(&p);
                 needs.push(TargetNeed {
                     path: p,
                     direct: j.direct,
@@ -354,7 +363,7 @@ pub fn prepare(plan: &Plan) -> Result<(Vec<ResolvedJob>, TargetTable), SetupErro
                     },
                     min_size: match &replay {
                         Some(l) => l.extent(fi as u32),
-                        None => min_size(j, n, c),
+                        None => min_size(j, n, c, prior),
                     },
                     no_layout: j.create_on_open,
                     allow_mounted_write: j.allow_mounted_write,
@@ -379,17 +388,23 @@ pub fn prepare(plan: &Plan) -> Result<(Vec<ResolvedJob>, TargetTable), SetupErro
     }
 }
 
+/// The size of a regular file at `p` now (0: missing or not a file).
+fn existing_size(p: &Path) -> u64 {
+    std::fs::metadata(p)
+        .ok()
+        .filter(|m| m.is_file())
+        .map_or(0, |m| m.len())
+}
+
 /// Bytes one of the `n` files of clone `c` must hold for the job's region
-/// (0 when the job takes whatever the file has).
-fn min_size(j: &JobSpec, n: u64, c: u32) -> u64 {
+/// (0 when the job takes whatever the file has); `prior` is the file's
+/// size before the run, which a percentage offset is of (as in fio, a file
+/// too short for offset + size is extended).
+fn min_size(j: &JobSpec, n: u64, c: u32, prior: u64) -> u64 {
     match (j.filesize, j.size) {
         (Some((_, hi)), _) => hi,
         (None, Some(crate::job::units::SizeOrPct::Bytes(b))) => {
-            let off = match j.offset {
-                crate::job::units::SizeOrPct::Bytes(o) => o,
-                _ => 0,
-            };
-            b / n + off + j.offset_increment * c as u64
+            b / n + offset_of(j, prior) + j.offset_increment * c as u64
         }
         _ => 0,
     }
@@ -489,11 +504,11 @@ fn resolve(
                     // create_on_open: the file was not laid out; the job's
                     // writes give it the size its region needs.
                     let size = if j.create_on_open && t.kind == TargetKind::File {
-                        t.size.max(min_size(j, n, c))
+                        t.size.max(min_size(j, n, c, t.prior_size))
                     } else {
                         t.size
                     };
-                    let off = offset_of(j, size) + j.offset_increment * c as u64;
+                    let off = offset_of(j, t.prior_size) + j.offset_increment * c as u64;
                     let len = match j.size {
                         Some(s) => s.resolve(size) / n,
                         None => size.saturating_sub(off),
@@ -617,7 +632,7 @@ fn worker_plan(
         number_ios: j.number_ios,
         fsync_every: j.fsync,
         fdatasync_every: j.fdatasync,
-        rate_iops: j.rate_iops,
+        pace: pacing::PacePlan::for_job(j, [j.bs[0].min(), j.bs[1].min()], depth, seed),
         end_fsync: j.end_fsync && j.rw.writes(),
         continue_on_error: j.continue_on_error,
         fds: files
@@ -742,10 +757,11 @@ fn run_worker<H: BlockHook>(
     }
     let opts = engine_opts(j, plan.depth);
     let fds = plan.fds.clone();
+    let startdelay_us = plan.pace.start_delay_us;
     let run = RunOnEngine {
         plan,
         barrier,
-        startdelay_us: j.startdelay_us,
+        startdelay_us,
         stop,
         prog,
         hook,
@@ -882,7 +898,7 @@ fn verify_read_plan(
     p.runtime_ns = 0;
     p.fsync_every = 0;
     p.fdatasync_every = 0;
-    p.rate_iops = [0; 2];
+    p.pace = pacing::PacePlan::default();
     p.end_fsync = false;
     p.complete_max = 0;
     p
@@ -1100,6 +1116,7 @@ pub fn execute(
             .map(|r| JobRun {
                 resolved: r,
                 trials: Vec::new(),
+                pace: Vec::new(),
                 verify: None,
             })
             .collect(),
@@ -1323,6 +1340,16 @@ impl Execution<'_> {
                  /proc/sys/kernel/threads-max is reached: raise it, or lower numjobs"
             ),
         });
+        let watched: Vec<(&JobSpec, usize)> = idx
+            .iter()
+            .map(|&i| {
+                (
+                    &self.jobs[i].resolved.spec,
+                    self.jobs[i].resolved.clones.len(),
+                )
+            })
+            .collect();
+        let watch = watch::Watch::start(&watched, &sp.progs);
         self.hooks.workers_ready(g, trial);
         sp.barrier.wait();
         let t0 = now_ns();
@@ -1388,6 +1415,9 @@ impl Execution<'_> {
         }
         let after = Snapshot::take();
         let (mut per_job, setup_failed) = self.join(sp.handles, idx);
+        let end_run = watch
+            .map(|w| self.keep_watch(w.finish(), idx))
+            .unwrap_or(false);
         let setup_failed = setup_failed.map(|(i, c, e)| WorkerSetupError {
             group: g,
             trial,
@@ -1416,7 +1446,7 @@ impl Execution<'_> {
             self.setup_error = Some(e);
             return (env, true);
         }
-        let mut stop_now = false;
+        let mut stop_now = end_run;
         for (pos, tj) in per_job.into_iter().enumerate() {
             let job = &mut self.jobs[idx[pos]];
             self.interrupted |= tj.interrupted;
@@ -1440,6 +1470,10 @@ impl Execution<'_> {
         let mut handles = Vec::new();
         let mut failed = None;
         let mut k = 0;
+        let flows = pacing::Flows::for_trial(idx.iter().map(|&i| {
+            let r = &self.jobs[i].resolved;
+            (&r.spec, r.clones.len())
+        }));
         'jobs: for &i in idx {
             let rj = &self.jobs[i].resolved;
             for (c, files) in rj.clones.iter().enumerate() {
@@ -1452,6 +1486,7 @@ impl Execution<'_> {
                     + c
                     + 1;
                 plan.log = logs::plan_for(&rj.spec, index, trial);
+                plan.pace.flow = flows.member(&rj.spec);
                 let spec = rj.spec.clone();
                 let (b, s, p) = (barrier.clone(), stop.clone(), progs[k].clone());
                 k += 1;
@@ -1501,6 +1536,11 @@ impl Execution<'_> {
                 failed.get_or_insert((i, clone, e));
             }
             self.keep_hook_out(i, clone, out);
+            if let Some(d) = r.latency_depth {
+                let t = self.jobs[i].trials.len();
+                pacing::TrialPace::clone_mut(&mut self.jobs[i].pace, t, clone).latency_depth =
+                    Some(d);
+            }
             if let Some(n) = &r.setup_note {
                 if !self.notes.contains(n) {
                     self.notes.push(n.clone());
@@ -1510,6 +1550,27 @@ impl Execution<'_> {
             per_job[pos].add_worker(r, &self.jobs[i].resolved);
         }
         (per_job, failed)
+    }
+
+    /// Keep what the trial's watcher found (steady state per clone, why
+    /// jobs ended early). True: `exit_what=all` ends the run.
+    fn keep_watch(&mut self, out: watch::WatchOut, idx: &[usize]) -> bool {
+        let mut w = 0;
+        for &i in idx {
+            let t = self.jobs[i].trials.len();
+            for c in 0..self.jobs[i].resolved.clones.len() {
+                if let Some(s) = out.steady.get(w).cloned().flatten() {
+                    pacing::TrialPace::clone_mut(&mut self.jobs[i].pace, t, c).steady = Some(s);
+                }
+                w += 1;
+            }
+        }
+        for n in out.notes {
+            if !self.notes.contains(&n) {
+                self.notes.push(n);
+            }
+        }
+        out.end_run
     }
 
     /// Keep what a worker's block hook leaves: the intervals it wrote, or

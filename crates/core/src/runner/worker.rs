@@ -11,6 +11,7 @@
 
 use super::iolog::{IoLog, IologWriter, OpKind};
 use super::offsets::{BsPicker, OffsetGen};
+use super::pacing::{PaceEvent, PacePlan, Pacer};
 use crate::engines::{Completion, Engine, IoDesc};
 pub use crate::verify::{BlockHook, NoHook};
 use dioscope_sys::clock::now_ns;
@@ -40,6 +41,8 @@ pub struct WorkerResult {
     /// The worker could not start (its engine or buffers): it did no I/O.
     pub setup_failed: Option<crate::engines::EngineSetupError>,
     pub queue: QueueStats,
+    /// The depth `latency_target` settled on.
+    pub latency_depth: Option<u32>,
 }
 
 /// Bucket of fio's iodepth_level map: 1, 2, 4, 8, 16, 32, >=64, each
@@ -100,6 +103,11 @@ pub struct Progress {
     pub bytes: AtomicU64,
     pub measuring: AtomicBool,
     pub done: AtomicBool,
+    /// Raised by the trial's watcher (runner/watch.rs: steady state,
+    /// exitall): stop issuing, finish normally (not an interruption).
+    pub halt: AtomicBool,
+    /// The worker ended on an error that stops its job (for `exitall_on_error`).
+    pub failed: AtomicBool,
 }
 
 /// What one worker does, computed before it starts.
@@ -123,8 +131,8 @@ pub struct WorkerPlan {
     pub number_ios: u64,
     pub fsync_every: u32,
     pub fdatasync_every: u32,
-    /// I/Os per second for reads and writes (0: no limit).
-    pub rate_iops: [u64; 2],
+    /// Rate caps and floors, thinktime, flow, latency target (runner/pacing.rs).
+    pub pace: PacePlan,
     /// fsync every file at the end (`end_fsync`).
     pub end_fsync: bool,
     pub continue_on_error: bool,
@@ -241,12 +249,13 @@ pub fn run_with_hook<E: Engine, H: BlockHook>(
             if !w.issuing {
                 break;
             }
-            if w.rate.limited() {
-                w.sleep_for_rate();
-                continue;
-            }
             if w.replay_due > w.now {
                 w.sleep_for_replay();
+                continue;
+            }
+            if w.pace.active {
+                w.pace_wait();
+                w.advance_timeline();
                 continue;
             }
         }
@@ -256,6 +265,9 @@ pub fn run_with_hook<E: Engine, H: BlockHook>(
         w.reap_and_account();
         w.maybe_sync();
         w.advance_timeline();
+        if w.pace.checks {
+            w.pace_tick();
+        }
     }
     w.finish()
 }
@@ -299,61 +311,6 @@ impl Slots {
     }
 }
 
-/// `rate_iops`: the earliest time the next read and the next write may be
-/// issued. As in fio, each direction has its own budget, and an I/O drawn
-/// for a direction that is ahead goes the other way when that one is due.
-struct RateLimit {
-    /// Nanoseconds between I/Os of a direction; 0: no limit.
-    gap: [u64; 2],
-    next_allowed: [u64; 2],
-    /// Whether the job issues each direction at all.
-    issues: [bool; 2],
-}
-
-impl RateLimit {
-    fn new(rate_iops: [u64; 2], read_pct: u32, start_ns: u64) -> RateLimit {
-        let gap = rate_iops.map(|r| 1_000_000_000u64.checked_div(r).unwrap_or(0));
-        RateLimit {
-            gap,
-            next_allowed: [start_ns; 2],
-            issues: [read_pct > 0, read_pct < 100],
-        }
-    }
-
-    #[inline(always)]
-    fn limited(&self) -> bool {
-        self.gap[0] | self.gap[1] > 0
-    }
-
-    /// The direction to issue at `now` (the drawn one, or the other one when
-    /// only that is due), taking its turn; None when neither may go yet.
-    #[inline(always)]
-    fn take(&mut self, write: bool, now: u64) -> Option<bool> {
-        let d = write as usize;
-        let dir = if now >= self.next_allowed[d] {
-            write
-        } else if self.issues[d ^ 1] && now >= self.next_allowed[d ^ 1] {
-            !write
-        } else {
-            return None;
-        };
-        let d = dir as usize;
-        if self.gap[d] > 0 {
-            self.next_allowed[d] += self.gap[d];
-        }
-        Some(dir)
-    }
-
-    /// When the next I/O of any direction the job issues may go.
-    fn next_due(&self) -> u64 {
-        (0..2)
-            .filter(|&d| self.issues[d])
-            .map(|d| self.next_allowed[d])
-            .min()
-            .unwrap_or(0)
-    }
-}
-
 /// Ramp, measurement and interval boundaries of one worker.
 struct Timeline {
     ramp_end: u64,
@@ -392,7 +349,7 @@ struct Worker<'a, E: Engine, H: BlockHook> {
     /// Completions reaped at most at once.
     reap_max: usize,
     tl: Timeline,
-    rate: RateLimit,
+    pace: Pacer,
     inflight: usize,
     issuing: bool,
     measured_bytes: u64,
@@ -491,7 +448,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
                 n => n.clamp(p.complete_min.max(1) as usize, depth),
             },
             tl,
-            rate: RateLimit::new(p.rate_iops, p.read_pct, start_ns),
+            pace: Pacer::new(&p.pace, start_ns),
             inflight: 0,
             issuing: true,
             measured_bytes: 0,
@@ -519,6 +476,9 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             self.res.interrupted = true;
         }
         if H::ACTIVE && self.issuing && self.hook.should_stop() {
+            self.issuing = false;
+        }
+        if self.issuing && self.prog.halt.load(Ordering::Relaxed) {
             self.issuing = false;
         }
     }
@@ -549,8 +509,11 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
                 0 => true,
                 pct => self.p.offsets.rng.below(100) >= pct as u64,
             };
-            let write = if self.rate.limited() {
-                match self.rate.take(write, t_stage) {
+            let write = if self.pace.active {
+                match self
+                    .pace
+                    .admit(write, t_stage, self.inflight, self.tl.measuring)
+                {
                     Some(w) => w,
                     None => break,
                 }
@@ -574,6 +537,9 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             let len = self.p.bs[write as usize].pick(&mut self.p.offsets.rng);
             if !self.within_size(len) {
                 break;
+            }
+            if self.pace.active {
+                self.pace.issued(write, len);
             }
             self.stage_one(t_stage, write, len);
             if self.deferred.is_some() {
@@ -771,12 +737,71 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
         self.inflight += 1;
     }
 
-    /// Ahead of the rate with nothing in flight: sleep until allowed.
+    /// Pacing holds back with nothing in flight: think, wait for the rate
+    /// or the flow. The sleep ends early on a stop, and never runs past
+    /// the job's end.
     #[cold]
-    fn sleep_for_rate(&mut self) {
-        let wait = self.rate.next_due().saturating_sub(now_ns());
-        std::thread::sleep(std::time::Duration::from_nanos(wait));
-        self.now = now_ns();
+    fn pace_wait(&mut self) {
+        let from = now_ns();
+        let until = self.pace.wait(from, self.tl.end);
+        let mut now = now_ns();
+        while now < until && !self.stop.load(Ordering::Relaxed) {
+            if dioscope_sys::signal::stop_count() > 0 || self.prog.halt.load(Ordering::Relaxed) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_nanos(
+                (until - now).min(20_000_000),
+            ));
+            now = now_ns();
+        }
+        if until <= from {
+            // Nothing to wait for (a drained queue, a zero flow_sleep): let others run.
+            std::thread::yield_now();
+            now = now_ns();
+        }
+        self.pace.woke(from, now);
+        self.now = now;
+    }
+
+    /// After a batch: the rate floor, the latency target's window.
+    #[cold]
+    fn pace_tick(&mut self) {
+        let d = &self.res.dirs;
+        let done = [[d[0].ios, d[1].ios], [d[0].bytes, d[1].bytes]];
+        let ev = self.pace.tick(self.now, done, self.tl.measuring);
+        self.pace_event(ev, None);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn pace_event(&mut self, ev: PaceEvent, slot: Option<u32>) {
+        match ev {
+            PaceEvent::Nothing => {}
+            PaceEvent::ResetStats => {
+                if self.tl.measuring {
+                    self.start_measuring();
+                }
+            }
+            PaceEvent::Done => self.issuing = false,
+            PaceEvent::Fail(errno, msg) => {
+                // The I/O that was late, or none (a rate floor).
+                let none = SlotMeta {
+                    stage_ns: 0,
+                    commit_ns: 0,
+                    offset: 0,
+                    len: 0,
+                    file: 0,
+                    write: false,
+                };
+                let m = slot.map_or(&none, |s| &self.slots.meta[s as usize]);
+                record_error(&mut self.res, m, -errno);
+                self.res.setup_note = Some(match self.res.setup_note.take() {
+                    Some(a) => format!("{a}; {msg}"),
+                    None => msg,
+                });
+                self.issuing = false;
+            }
+        }
     }
 
     /// Hand the batch to the kernel, waiting only when the queue is full or
@@ -785,7 +810,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
     fn commit(&mut self) -> Result<(), ()> {
         let wait = self.inflight >= self.depth
             || !self.issuing
-            || (self.rate.limited() && self.slots.staged.is_empty())
+            || (self.pace.active && self.slots.staged.is_empty())
             || self.deferred.is_some()
             || self.replay_due > self.now;
         let min = if wait {
@@ -863,6 +888,13 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             st.slat.record(m.commit_ns - m.stage_ns);
             st.clat.record(self.now - m.commit_ns);
             st.lat.record(self.now - m.stage_ns);
+            if self.pace.per_completion {
+                let ev = self.pace.completed(self.now - m.stage_ns, self.now);
+                if ev != PaceEvent::Nothing {
+                    self.pace_event(ev, Some(c.slot));
+                }
+            }
+            let m = &self.slots.meta[c.slot as usize];
             if self.tl.measuring {
                 self.measured_bytes += c.res as u64;
                 if let Some(l) = &mut self.log {
@@ -972,6 +1004,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
         self.res.queue = QueueStats::default();
         self.res.sync.reset();
         self.res.trim.reset();
+        self.pace.measuring_starts(now);
         self.prog.measuring.store(true, Ordering::Relaxed);
     }
 
@@ -1076,7 +1109,123 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
         if res.runtime_ns > 0 {
             res.cpu_busy = res.thread_cpu.cpu_us() as f64 * 1000.0 / res.runtime_ns as f64;
         }
+        res.latency_depth = self.pace.depth_found();
+        if res.first_error.is_some() && !self.p.continue_on_error {
+            self.prog.failed.store(true, Ordering::Relaxed);
+        }
         self.prog.done.store(true, Ordering::Relaxed);
         res
+    }
+}
+
+#[cfg(test)]
+mod overlap_tests {
+    use super::*;
+    use crate::engines::SlotArena;
+    use crate::job::{BlockSizes, RandomDist};
+
+    /// An engine that completes only as many I/Os as the worker waits for,
+    /// oldest first, and counts overlapping pairs in flight at each commit.
+    struct Lazy {
+        arena: SlotArena,
+        staged: Vec<IoDesc>,
+        inflight: Vec<IoDesc>,
+        done: Vec<Completion>,
+        overlaps: u64,
+    }
+
+    impl Engine for Lazy {
+        fn stage(&mut self, d: IoDesc) {
+            self.staged.push(d);
+        }
+        fn commit(&mut self, min: u32) -> std::io::Result<u32> {
+            let n = self.staged.len() as u32;
+            self.inflight.append(&mut self.staged);
+            for (i, a) in self.inflight.iter().enumerate() {
+                for b in &self.inflight[i + 1..] {
+                    let (a0, b0) = (a.offset, b.offset);
+                    if a.file == b.file && a0 < b0 + b.len as u64 && b0 < a0 + a.len as u64 {
+                        self.overlaps += 1;
+                    }
+                }
+            }
+            let k = (min as usize).min(self.inflight.len());
+            for d in self.inflight.drain(..k) {
+                self.done.push(Completion {
+                    slot: d.slot,
+                    res: d.len as i32,
+                });
+            }
+            Ok(n)
+        }
+        fn reap(&mut self, out: &mut [Completion]) -> usize {
+            let k = out.len().min(self.done.len());
+            for (o, c) in out.iter_mut().zip(self.done.drain(..k)) {
+                *o = c;
+            }
+            k
+        }
+        fn arena(&mut self) -> &mut SlotArena {
+            &mut self.arena
+        }
+    }
+
+    /// Random writes over 8 blocks at depth 8 without a random map: I/Os in
+    /// flight overlap all the time unless serialized.
+    fn overlaps(serialize: bool) -> (u64, u64) {
+        let bs = BsPicker::new(&BlockSizes::Fixed(4096), 4096);
+        let plan = WorkerPlan {
+            depth: 8,
+            batch_submit: 0,
+            complete_min: 1,
+            complete_max: 0,
+            read_pct: 0,
+            bs: [bs.clone(), bs.clone()],
+            offsets: OffsetGen::new(&[(0, 8 * 4096)], 4096, true, false, RandomDist::Uniform, 1),
+            ramp_ns: 0,
+            runtime_ns: 0,
+            io_limit: 2000 * 4096,
+            number_ios: 0,
+            fsync_every: 0,
+            fdatasync_every: 0,
+            rate_iops: [0; 2],
+            end_fsync: false,
+            continue_on_error: false,
+            fds: Vec::new(),
+            tick_ns: 1_000_000_000,
+            log: None,
+            trim: TrimMode::None,
+            trim_is_dev: Vec::new(),
+            bs_trim: bs,
+            serialize_overlap: serialize,
+            replay: None,
+            replay_timed: false,
+            write_iolog: None,
+        };
+        let mut eng = Lazy {
+            arena: SlotArena::new(8, 4096).unwrap(),
+            staged: Vec::new(),
+            inflight: Vec::new(),
+            done: Vec::new(),
+            overlaps: 0,
+        };
+        let r = run(
+            &mut eng,
+            plan,
+            now_ns(),
+            &AtomicBool::new(false),
+            &Progress::default(),
+        );
+        (eng.overlaps, r.dirs[1].ios)
+    }
+
+    #[test]
+    fn serialize_overlap_keeps_in_flight_ios_apart() {
+        let (without, n) = overlaps(false);
+        assert_eq!(n, 2000);
+        assert!(without > 100, "the workload overlaps: {without}");
+        let (with, n) = overlaps(true);
+        assert_eq!(n, 2000, "every I/O still issued");
+        assert_eq!(with, 0);
     }
 }

@@ -37,6 +37,10 @@ pub struct TargetInfo {
     pub writable: bool,
     /// dioscope created this file in this run.
     pub created: bool,
+    /// The size before this run laid it out (0 for a file it created): a
+    /// percentage `offset=` is of this size, as in fio.
+    #[serde(skip)]
+    pub prior_size: u64,
 }
 
 /// An open target: its description and the one open file all jobs share.
@@ -549,6 +553,7 @@ fn open_one(n: &TargetNeed, checked: Option<crate::safety::Opened>) -> Result<Ta
                 direct: n.direct,
                 writable: n.write,
                 created: false,
+                prior_size: size,
             },
         });
     }
@@ -599,6 +604,7 @@ fn open_one(n: &TargetNeed, checked: Option<crate::safety::Opened>) -> Result<Ta
             direct: n.direct,
             writable: n.write,
             created,
+            prior_size: if created { 0 } else { have },
         },
     })
 }

@@ -196,13 +196,14 @@ macro_rules! job {
     };
 }
 
+pub mod pacing;
 pub mod workload;
 
 /// The sections of the option table, one file each under `job/options/` (the
 /// core options are below). A section is a `static &[OptDef]`; adding one is
 /// one line here. Helpers (`job!`, the unit parsers, `bs_dirs`, …) are visible
 /// to the section files through `use super::*`.
-static SECTIONS: &[&[OptDef]] = &[CORE, workload::WORKLOAD];
+static SECTIONS: &[&[OptDef]] = &[CORE, workload::WORKLOAD, pacing::PACING];
 
 /// Every option dioscope understands, in table order.
 pub fn all() -> impl Iterator<Item = &'static OptDef> + Clone {
@@ -533,17 +534,6 @@ static CORE: &[OptDef] = &[
         }),
     },
     OptDef {
-        name: "startdelay",
-        aliases: &[],
-        kind: Kind::Time,
-        example: "1s",
-        help: "Wait this long before starting the job",
-        apply: job!(|j, v| {
-            j.startdelay_us = parse_time_us(v, 1_000_000)?;
-            Ok(())
-        }),
-    },
-    OptDef {
         name: "direct",
         aliases: &[],
         kind: Kind::Flag,
@@ -651,10 +641,10 @@ static CORE: &[OptDef] = &[
         apply: job!(|j, v| {
             let v = v.trim();
             // zoned_abs is also written with '=' (fio's HOWTO does).
-            let (kind, rest) = v
-                .split_once(':')
-                .or_else(|| v.split_once('='))
-                .unwrap_or((v, ""));
+            let (kind, rest) = match v.find([':', '=']) {
+                Some(i) => (&v[..i], &v[i + 1..]),
+                None => (v, ""),
+            };
             let mut args = rest.split(':');
             let arg = args.next().unwrap_or("").trim();
             let center = args.next().map(|c| c.trim());
@@ -665,15 +655,16 @@ static CORE: &[OptDef] = &[
                     parse_float(arg)
                 }
             };
-            let mut center = match center {
-                Some(c) => {
+            let zoned = kind.starts_with("zoned");
+            let center = match center {
+                Some(c) if !zoned => {
                     let c = parse_float(c)?;
                     if !(0.0..=1.0).contains(&c) {
                         return Err(format!("the center {c} is not between 0 and 1"));
                     }
                     Some(c)
                 }
-                None => None,
+                _ => None,
             };
             j.random_distribution = match kind {
                 "random" => RandomDist::Uniform,
@@ -683,7 +674,6 @@ static CORE: &[OptDef] = &[
                     RandomDist::Normal(workload::normal_dev(num(10.0)?)?)
                 }
                 "zoned" | "zoned_abs" => {
-                    center = None;
                     RandomDist::Zoned(workload::zoned(rest, kind == "zoned_abs")?)
                 }
                 other => return Err(format!("'{other}' is not a distribution")),
@@ -788,17 +778,6 @@ static CORE: &[OptDef] = &[
         help: "Remove the files this job created when it ends",
         apply: job!(|j, v| {
             j.unlink = parse_bool(v)?;
-            Ok(())
-        }),
-    },
-    OptDef {
-        name: "rate_iops",
-        aliases: &[],
-        kind: Kind::Int,
-        example: "10000",
-        help: "Cap reads and writes at this many I/Os per second each (R,W: separate caps; empty: none)",
-        apply: job!(|j, v| {
-            j.rate_iops = per_dir_ints(v)?;
             Ok(())
         }),
     },
@@ -1237,13 +1216,6 @@ pub static FIO_UNIMPLEMENTED: &[&str] = &[
     "nice",
     "prio",
     "prioclass",
-    "rate",
-    "rate_min",
-    "ratemin",
-    "rate_process",
-    "thinktime",
-    "thinktime_blocks",
-    "exitall",
     "lockmem",
     "gtod_reduce",
     "disable_lat",
@@ -1263,18 +1235,16 @@ pub static FIO_UNIMPLEMENTED: &[&str] = &[
     "opendir",
     "trim_percentage",
     "trim_verify_zero",
+    "trim_backlog",
+    "trim_backlog_batch",
     "ioscheduler",
     "cpumask",
     "numa_cpu_nodes",
     "numa_mem_policy",
     "uid",
     "gid",
-    "flow",
-    "flow_id",
     "exec_prerun",
     "exec_postrun",
-    "steadystate",
-    "ss",
     "kb_base",
     "unit_base",
     "allrandrepeat",
@@ -1290,7 +1260,6 @@ pub static FIO_UNIMPLEMENTED: &[&str] = &[
     "log_compression",
     "log_hist_msec",
     "write_hist_log",
-    "clocksource",
     "gtod_cpu",
     "ioengine_opts",
     "cmdprio_percentage",

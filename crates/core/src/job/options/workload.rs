@@ -474,6 +474,35 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         }),
     },
     OptDef {
+        name: "replay_time_scale",
+        aliases: &[],
+        kind: Kind::Int,
+        example: "200",
+        help: "Replay a timed iolog at this percent of its recorded rate (200: twice as fast)",
+        apply: job!(|j, v| {
+            j.replay_time_scale = pos_u32(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "replay_skip",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "write,trim",
+        help: "Kinds of the iolog's I/Os not to replay: read, write, trim, sync (comma-separated)",
+        apply: job!(|j, v| {
+            let mut kinds = Vec::new();
+            for k in v.split(',').map(str::trim).filter(|k| !k.is_empty()) {
+                if !["read", "write", "trim", "sync"].contains(&k) {
+                    return Err(format!("'{k}' is not read, write, trim or sync"));
+                }
+                kinds.push(k.to_string());
+            }
+            j.replay_skip = kinds;
+            Ok(())
+        }),
+    },
+    OptDef {
         name: "replay_scale",
         aliases: &[],
         kind: Kind::Int,
@@ -485,3 +514,153 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         }),
     },
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::spec::RwMode;
+
+    fn set(j: &mut JobSpec, name: &str, v: &str) -> Result<(), UnitError> {
+        match &lookup(name).unwrap_or_else(|| panic!("{name}")).apply {
+            Apply::Job(f) => f(j, v),
+            Apply::Global(_) => panic!("global"),
+        }
+    }
+
+    #[test]
+    fn bs_read_write_trim_as_fio() {
+        let mut j = JobSpec::default();
+        let f = BlockSizes::Fixed;
+        set(&mut j, "bs", "256k").unwrap();
+        assert_eq!(
+            (j.bs.clone(), j.bs_trim.clone()),
+            ([f(262144), f(262144)], f(262144))
+        );
+        set(&mut j, "bs", "8k,32k").unwrap();
+        assert_eq!(
+            (j.bs.clone(), j.bs_trim.clone()),
+            ([f(8192), f(32768)], f(32768))
+        );
+        set(&mut j, "bs", "8k,32k,").unwrap();
+        assert_eq!(j.bs_trim, f(4096));
+        set(&mut j, "bs", ",8k").unwrap();
+        assert_eq!(
+            (j.bs.clone(), j.bs_trim.clone()),
+            ([f(4096), f(8192)], f(8192))
+        );
+        set(&mut j, "bs", ",8k,").unwrap();
+        assert_eq!(
+            (j.bs.clone(), j.bs_trim.clone()),
+            ([f(4096), f(8192)], f(4096))
+        );
+        set(&mut j, "bs", "4k,8k,16k").unwrap();
+        assert_eq!(j.bs_trim, f(16384));
+        assert!(set(&mut j, "bs", "4k,8k,16k,32k").is_err());
+        set(&mut j, "bssplit", "2k/50:4k/50,4k/90:8k/10").unwrap();
+        assert_eq!(j.bs[0], BlockSizes::Split(vec![(2048, 50), (4096, 50)]));
+        assert_eq!(j.bs[1], BlockSizes::Split(vec![(4096, 90), (8192, 10)]));
+    }
+
+    #[test]
+    fn rw_value_forms() {
+        let mut j = JobSpec::default();
+        set(&mut j, "rw", "read:-8k").unwrap();
+        assert_eq!((j.rw, j.rw_offset_mod), (RwMode::Read, -8192));
+        set(&mut j, "rw", "randrw:4").unwrap();
+        assert_eq!((j.rw, j.rw_offset_mod), (RwMode::RandRw, 4));
+        set(&mut j, "readwrite", "write:4k").unwrap();
+        assert_eq!((j.rw, j.rw_offset_mod), (RwMode::Write, 4096));
+        for (v, m) in [
+            ("trim", RwMode::Trim),
+            ("randtrim", RwMode::RandTrim),
+            ("trimwrite", RwMode::TrimWrite),
+            ("randtrimwrite", RwMode::RandTrimWrite),
+        ] {
+            set(&mut j, "rw", v).unwrap();
+            assert_eq!(j.rw, m);
+            assert!(j.rw.trims() && j.rw.writes() && !j.rw.reads(), "{v}");
+        }
+        assert!(set(&mut j, "rw", "randread:-2").is_err());
+        assert!(set(&mut j, "rw", "sideways").is_err());
+    }
+
+    #[test]
+    fn random_distribution_forms() {
+        let mut j = JobSpec::default();
+        set(&mut j, "random_distribution", "zipf:1.2:0.25").unwrap();
+        assert_eq!(j.random_distribution, RandomDist::Zipf(1.2));
+        assert_eq!(j.random_center, Some(0.25));
+        set(&mut j, "random_distribution", "gauss:5").unwrap();
+        assert_eq!(j.random_distribution, RandomDist::Normal(5.0));
+        assert_eq!(j.random_center, None);
+        set(&mut j, "random_distribution", "zoned:60/10:30/20:8/30:2/40").unwrap();
+        let RandomDist::Zoned([r, w]) = &j.random_distribution else {
+            panic!("{:?}", j.random_distribution)
+        };
+        assert_eq!(r.len(), 4);
+        assert_eq!(r, w, "one list applies to both directions");
+        set(
+            &mut j,
+            "random_distribution",
+            "zoned_abs=60/20G:30/100G:10/500g",
+        )
+        .unwrap();
+        let RandomDist::Zoned([r, _]) = &j.random_distribution else {
+            panic!()
+        };
+        assert_eq!(r[1].size, ZoneSize::Bytes(100 << 30));
+        set(&mut j, "random_distribution", "zoned:50/50:50/50,100/100").unwrap();
+        let RandomDist::Zoned([r, w]) = &j.random_distribution else {
+            panic!()
+        };
+        assert_eq!((r.len(), w.len()), (2, 1));
+        for bad in [
+            "zoned:60/10:30/20",
+            "zoned:60/80:40/80",
+            "zipf:1",
+            "zipf:1.2:2",
+            "pareto:1.5",
+            "wobbly:3",
+        ] {
+            assert!(set(&mut j, "random_distribution", bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn file_service_type_forms() {
+        let mut j = JobSpec::default();
+        set(&mut j, "file_service_type", "random:8").unwrap();
+        assert_eq!(
+            (j.file_service, j.file_service_every),
+            (FileService::Random, 8)
+        );
+        set(&mut j, "file_service_type", "roundrobin").unwrap();
+        assert_eq!(
+            (j.file_service, j.file_service_every),
+            (FileService::RoundRobin, 1)
+        );
+        set(&mut j, "file_service_type", "zipf:1.4").unwrap();
+        assert_eq!(j.file_service, FileService::Zipf(1.4));
+        set(&mut j, "file_service_type", "gauss").unwrap();
+        assert_eq!(j.file_service, FileService::Normal(10.0));
+        assert!(set(&mut j, "file_service_type", "random:0").is_err());
+        assert!(set(&mut j, "file_service_type", "chaos").is_err());
+    }
+
+    #[test]
+    fn cross_checks() {
+        let mut j = JobSpec {
+            name: "x".into(),
+            ..Default::default()
+        };
+        set(&mut j, "zonemode", "strided").unwrap();
+        assert!(validate(&j).unwrap_err().contains("zonesize"));
+        set(&mut j, "zonesize", "1m").unwrap();
+        assert!(validate(&j).is_ok());
+        set(&mut j, "rw", "trim").unwrap();
+        set(&mut j, "verify", "crc32c").unwrap();
+        assert!(validate(&j).is_err());
+        let e = set(&mut j, "zonemode", "zbd").unwrap_err();
+        assert!(e.contains("not supported by dioscope"), "{e}");
+    }
+}

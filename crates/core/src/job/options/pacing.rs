@@ -1,0 +1,610 @@
+//! Time and pacing: rate caps and floors, think time, flows, steady state,
+//! the latency target, when jobs end each other, and when they start. The
+//! runner's side is runner/pacing.rs, runner/latency_target.rs,
+//! runner/steadystate.rs and runner/watch.rs.
+//!
+//! dioscope repeats each group for its trials: every option here acts
+//! within one trial and starts afresh in the next (the help says how).
+
+use super::*;
+
+/// `rate_process`: how rated I/O is spread in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RateProcess {
+    /// Evenly spaced, catching up when behind.
+    #[default]
+    Linear,
+    /// Exponential gaps (a Poisson process), reproducible with the job's seed.
+    Poisson,
+}
+
+/// `thinktime_blocks_type`: what `thinktime_blocks` counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ThinkBlocks {
+    #[default]
+    Complete,
+    Issue,
+}
+
+/// `exit_what`: what `exitall` stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ExitWhat {
+    /// The other jobs of the group.
+    #[default]
+    Group,
+    /// fio: every running job, then the next group. dioscope runs one group
+    /// at a time, so this is the group's jobs, as `group`.
+    Stonewall,
+    /// Every job: no later group or trial runs.
+    All,
+}
+
+/// What steady state judges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SsMetric {
+    Iops,
+    Bw,
+}
+
+/// `steadystate=`: the criterion and its limit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SteadyCriterion {
+    pub metric: SsMetric,
+    /// The least-squares slope (`_slope`), else the largest deviation from the mean.
+    pub slope: bool,
+    pub limit: f64,
+    /// The limit is a percentage of the window's mean.
+    pub pct: bool,
+}
+
+impl Default for SteadyCriterion {
+    /// fio's default, `iops_slope:0.01%`.
+    fn default() -> Self {
+        SteadyCriterion {
+            metric: SsMetric::Iops,
+            slope: true,
+            limit: 0.01,
+            pct: true,
+        }
+    }
+}
+
+impl SteadyCriterion {
+    /// fio's name of the criterion: `iops`, `iops_slope`, `bw`, `bw_slope`.
+    pub fn name(&self) -> &'static str {
+        match (self.metric, self.slope) {
+            (SsMetric::Iops, false) => "iops",
+            (SsMetric::Iops, true) => "iops_slope",
+            (SsMetric::Bw, false) => "bw",
+            (SsMetric::Bw, true) => "bw_slope",
+        }
+    }
+
+    /// `iops:10%`, `iops_slope:0.1%`, `bw:2%`, `bw_slope:1m` (a bandwidth
+    /// limit without `%` is bytes per second, with units).
+    pub fn parse(v: &str) -> Result<SteadyCriterion, UnitError> {
+        let v = v.trim();
+        let (name, limit) = v.split_once(':').ok_or_else(|| {
+            format!("'{v}' is not CRITERION:LIMIT (e.g. iops_slope:0.1% or bw:5%)")
+        })?;
+        let (metric, slope) = match name.trim().to_ascii_lowercase().as_str() {
+            "iops" => (SsMetric::Iops, false),
+            "iops_slope" => (SsMetric::Iops, true),
+            "bw" => (SsMetric::Bw, false),
+            "bw_slope" => (SsMetric::Bw, true),
+            other => {
+                return Err(format!(
+                    "'{other}' is not a steady-state criterion: choose iops, iops_slope, bw or bw_slope"
+                ))
+            }
+        };
+        let limit = limit.trim();
+        let (limit, pct) = match limit.strip_suffix('%') {
+            Some(p) => (parse_float(p)?, true),
+            None if metric == SsMetric::Bw => (parse_size(limit)? as f64, false),
+            None => (parse_float(limit)?, false),
+        };
+        if limit <= 0.0 {
+            return Err(format!(
+                "the limit '{limit}' must be above 0 (nothing is ever below 0)"
+            ));
+        }
+        Ok(SteadyCriterion {
+            metric,
+            slope,
+            limit,
+            pct,
+        })
+    }
+}
+
+/// A time or a range of times (`startdelay=1s-5s`; `:` also separates).
+fn time_range_us(v: &str, unit_us: u64) -> Result<(u64, u64), UnitError> {
+    let v = v.trim();
+    let split = v
+        .char_indices()
+        .skip(1)
+        .find(|&(_, c)| c == '-' || c == ':')
+        .map(|(i, _)| (&v[..i], &v[i + 1..]));
+    match split {
+        None => {
+            let t = parse_time_us(v, unit_us)?;
+            Ok((t, t))
+        }
+        Some((a, b)) => {
+            let (a, b) = (parse_time_us(a, unit_us)?, parse_time_us(b, unit_us)?);
+            // fio swaps a reversed range.
+            Ok((a.min(b), a.max(b)))
+        }
+    }
+}
+
+/// Time and pacing.
+pub static PACING: &[OptDef] = &[
+    OptDef {
+        name: "rate",
+        aliases: &[],
+        kind: Kind::Size,
+        example: "1m,500k",
+        help: "Cap each clone's bandwidth, bytes/s (R,W: separate caps; an empty part: none); every trial starts its budget afresh",
+        apply: job!(|j, v| {
+            j.rate = per_dir_ints(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "rate_iops",
+        aliases: &[],
+        kind: Kind::Int,
+        example: "10000",
+        help: "Cap each clone at this many I/Os per second (R,W: separate caps; empty: none); with a block-size range the smallest block is the unit, as fio counts it",
+        apply: job!(|j, v| {
+            j.rate_iops = per_dir_ints(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "rate_min",
+        aliases: &["ratemin"],
+        kind: Kind::Size,
+        example: "100k",
+        help: "Fail the job when a clone's bandwidth over a ratecycle falls below this, bytes/s (R,W); judged after ramp_time, in each trial",
+        apply: job!(|j, v| {
+            j.rate_min = per_dir_ints(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "rate_iops_min",
+        aliases: &[],
+        kind: Kind::Int,
+        example: "100",
+        help: "Fail the job when a clone's IOPS over a ratecycle falls below this (R,W); judged after ramp_time, in each trial",
+        apply: job!(|j, v| {
+            j.rate_iops_min = per_dir_ints(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "rate_cycle",
+        aliases: &["ratecycle"],
+        kind: Kind::Int,
+        example: "500",
+        help: "Milliseconds over which rate_min and rate_iops_min are averaged (default 1000)",
+        apply: job!(|j, v| {
+            let ms = parse_int(v)?;
+            if ms == 0 {
+                return Err("it must be at least 1 (milliseconds)".into());
+            }
+            j.rate_cycle_ms = ms;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "rate_process",
+        aliases: &[],
+        kind: Kind::Choice(&["linear", "poisson"]),
+        example: "poisson",
+        help: "How rated I/O is spread: linear (even gaps, catching up when behind) or poisson (exponential gaps, reproducible with randseed)",
+        apply: job!(|j, v| {
+            j.rate_process = match v.trim() {
+                "linear" => RateProcess::Linear,
+                "poisson" => RateProcess::Poisson,
+                o => return Err(format!("'{o}' is not a rate process: choose linear or poisson")),
+            };
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "rate_ignore_thinktime",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "After a thinktime stall, go on at the rate instead of catching up on the I/O the stall did not issue",
+        apply: job!(|j, v| {
+            j.rate_ignore_thinktime = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "thinktime",
+        aliases: &[],
+        kind: Kind::Time,
+        example: "100us",
+        help: "Stall this long (microseconds by default) after thinktime_blocks I/Os, with the queue drained; not during ramp_time",
+        apply: job!(|j, v| {
+            j.thinktime_us = parse_time_us(v, 1)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "thinktime_spin",
+        aliases: &[],
+        kind: Kind::Time,
+        example: "20us",
+        help: "Spend this much of each thinktime stall busy on the CPU (microseconds by default), sleeping the rest",
+        apply: job!(|j, v| {
+            j.thinktime_spin_us = parse_time_us(v, 1)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "thinktime_blocks",
+        aliases: &[],
+        kind: Kind::Int,
+        example: "8",
+        help: "I/Os between thinktime stalls (default 1)",
+        apply: job!(|j, v| {
+            let n = parse_int(v)?;
+            if n == 0 {
+                return Err("it must be at least 1".into());
+            }
+            j.thinktime_blocks = n;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "thinktime_blocks_type",
+        aliases: &[],
+        kind: Kind::Choice(&["complete", "issue"]),
+        example: "issue",
+        help: "Whether thinktime_blocks counts completed or issued I/Os",
+        apply: job!(|j, v| {
+            j.thinktime_blocks_type = match v.trim() {
+                "complete" => ThinkBlocks::Complete,
+                "issue" => ThinkBlocks::Issue,
+                o => return Err(format!("'{o}' is not a block count type: choose complete or issue")),
+            };
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "thinktime_iotime",
+        aliases: &[],
+        kind: Kind::Time,
+        example: "9s",
+        help: "Stall for thinktime after doing I/O this long (seconds by default), or after thinktime_blocks if given, whichever comes first",
+        apply: job!(|j, v| {
+            j.thinktime_iotime_us = parse_time_us(v, 1_000_000)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "flow",
+        aliases: &[],
+        kind: Kind::Int,
+        example: "8",
+        help: "Weight of this job in its flow_id: concurrent jobs of a flow issue I/Os in proportion to their weights (a shared counter, new in each trial)",
+        apply: job!(|j, v| {
+            if v.trim().starts_with('-') {
+                return Err(
+                    "a flow weight is a positive number (old fio's negative flows are gone: give each job its share, e.g. flow=1 and flow=8)".into(),
+                );
+            }
+            j.flow = u32v(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "flow_id",
+        aliases: &[],
+        kind: Kind::Int,
+        example: "2",
+        help: "The flow a job with flow= belongs to (default 0)",
+        apply: job!(|j, v| {
+            j.flow_id = u32v(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "flow_sleep",
+        aliases: &[],
+        kind: Kind::Time,
+        example: "1000",
+        help: "Microseconds to wait, queue drained, when a job is ahead of its flow share (default 0: retry at once)",
+        apply: job!(|j, v| {
+            j.flow_sleep_us = parse_time_us(v, 1)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "steadystate",
+        aliases: &["ss"],
+        kind: Kind::Str,
+        example: "iops_slope:0.1%",
+        help: "Stop the job once steady over ss_dur: iops/bw (every second's value within LIMIT of the mean) or iops_slope/bw_slope (least-squares slope under LIMIT); LIMIT may be a % of the mean. Judged in each trial; JSON `steadystate` is fio's",
+        apply: job!(|j, v| {
+            j.steadystate = SteadyCriterion::parse(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "steadystate_duration",
+        aliases: &["ss_dur"],
+        kind: Kind::Time,
+        example: "30",
+        help: "Window of steady-state detection, whole seconds (seconds by default); 0, the default, turns detection off",
+        apply: job!(|j, v| {
+            let us = parse_time_us(v, 1_000_000)?;
+            if us % 1_000_000 != 0 {
+                return Err("give whole seconds (one sample is taken a second)".into());
+            }
+            j.ss_dur_us = us;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "steadystate_ramp_time",
+        aliases: &["ss_ramp"],
+        kind: Kind::Time,
+        example: "10",
+        help: "Run this long (seconds by default) before collecting steady-state samples, counted from the job's start (ramp_time included)",
+        apply: job!(|j, v| {
+            j.ss_ramp_us = parse_time_us(v, 1_000_000)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "latency_target",
+        aliases: &[],
+        kind: Kind::Time,
+        example: "5ms",
+        help: "Find the deepest queue (up to iodepth) whose latency_percentile of I/Os complete within this (microseconds by default), then report that depth only; each trial searches afresh",
+        apply: job!(|j, v| {
+            j.latency_target_ns = parse_time_us(v, 1)?.saturating_mul(1000);
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "latency_window",
+        aliases: &[],
+        kind: Kind::Time,
+        example: "1s",
+        help: "How long each queue depth is tried by latency_target (microseconds by default)",
+        apply: job!(|j, v| {
+            j.latency_window_us = parse_time_us(v, 1)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "latency_percentile",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "99.9",
+        help: "Percent of I/Os that must meet latency_target (default 100: one late I/O fails the window, and at depth 1 the job)",
+        apply: job!(|j, v| {
+            let p = parse_float(v.trim().trim_end_matches('%'))?;
+            if !(p > 0.0 && p <= 100.0) {
+                return Err(format!("'{}' is not a percentage in (0, 100]", v.trim()));
+            }
+            j.latency_percentile = p;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "latency_run",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Keep adjusting the depth for latency_target until the runtime ends, instead of ending once found",
+        apply: job!(|j, v| {
+            j.latency_run = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "exitall",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "When one clone of this job finishes, stop the other jobs of its group (in each trial)",
+        apply: job!(|j, v| {
+            j.exitall = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "exit_what",
+        aliases: &[],
+        kind: Kind::Choice(&["group", "stonewall", "all"]),
+        example: "all",
+        help: "What exitall stops: group (the group's jobs), stonewall (the same here: dioscope runs one group at a time), all (also no later trial or group runs)",
+        apply: job!(|j, v| {
+            j.exit_what = match v.trim() {
+                "group" => ExitWhat::Group,
+                "stonewall" => ExitWhat::Stonewall,
+                "all" => ExitWhat::All,
+                o => return Err(format!("'{o}' is not an exit_what: choose group, stonewall or all")),
+            };
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "exitall_on_error",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "When this job fails, stop every other job at once (dioscope runs no later trial or group after an error anyway)",
+        apply: job!(|j, v| {
+            j.exitall_on_error = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "io_submit_mode",
+        aliases: &[],
+        kind: Kind::Choice(&["inline", "offload"]),
+        example: "inline",
+        help: "inline: the worker submits and reaps its own I/O (dioscope's only mode); offload is not supported",
+        apply: job!(|_, v| match v.trim() {
+            "inline" => Ok(()),
+            "offload" => Err("not supported by dioscope: io_submit_mode=offload (a pool of submit threads; each dioscope worker submits and reaps its own queue). Use inline, and rate_process=poisson for open-loop arrivals".into()),
+            o => Err(format!("'{o}' is not a submit mode: choose inline")),
+        }),
+    },
+    OptDef {
+        name: "startdelay",
+        aliases: &[],
+        kind: Kind::Time,
+        example: "1s-3s",
+        help: "Wait this long before starting (seconds by default); a range LO-HI draws a delay per clone and trial from the job's seed",
+        apply: job!(|j, v| {
+            j.startdelay_us = time_range_us(v, 1_000_000)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "clocksource",
+        aliases: &[],
+        kind: Kind::Choice(&["clock_gettime", "gettimeofday", "cpu"]),
+        example: "clock_gettime",
+        help: "clock_gettime: dioscope always times with clock_gettime(CLOCK_MONOTONIC) via the vDSO; gettimeofday and cpu are not supported",
+        apply: job!(|_, v| match v.trim() {
+            "clock_gettime" => Ok(()),
+            o @ ("gettimeofday" | "cpu") => Err(format!("not supported by dioscope: clocksource={o} (dioscope times every I/O with clock_gettime(CLOCK_MONOTONIC) through the vDSO, which reads the TSC itself where the kernel trusts it, and never steps with the wall clock). Drop the option or give clock_gettime")),
+            o => Err(format!("'{o}' is not a clock source: choose clock_gettime")),
+        }),
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(name: &str, v: &str) -> Result<JobSpec, UnitError> {
+        let o = all()
+            .find(|o| o.name == name || o.aliases.contains(&name))
+            .unwrap();
+        let mut j = JobSpec::default();
+        match o.apply {
+            Apply::Job(f) => f(&mut j, v)?,
+            Apply::Global(_) => unreachable!(),
+        }
+        Ok(j)
+    }
+
+    #[test]
+    fn rates_per_direction() {
+        assert_eq!(set("rate", "1m,500k").unwrap().rate, [1 << 20, 500 << 10]);
+        assert_eq!(set("rate", ",500k").unwrap().rate, [0, 500 << 10]);
+        assert_eq!(set("rate", "500k,").unwrap().rate, [500 << 10, 0]);
+        assert_eq!(set("rate", "2m").unwrap().rate, [2 << 20; 2]);
+        assert_eq!(set("ratemin", "1m").unwrap().rate_min, [1 << 20; 2]);
+        assert_eq!(
+            set("rate_iops_min", "10,20").unwrap().rate_iops_min,
+            [10, 20]
+        );
+        assert_eq!(set("ratecycle", "250").unwrap().rate_cycle_ms, 250);
+        assert!(set("ratecycle", "0").is_err());
+    }
+
+    #[test]
+    fn steady_state_criteria() {
+        let c = set("ss", "iops_slope:0.1%").unwrap().steadystate;
+        assert_eq!(
+            (c.metric, c.slope, c.limit, c.pct),
+            (SsMetric::Iops, true, 0.1, true)
+        );
+        let c = set("steadystate", "bw:1m").unwrap().steadystate;
+        assert_eq!(
+            (c.metric, c.slope, c.limit, c.pct),
+            (SsMetric::Bw, false, 1048576.0, false)
+        );
+        let c = set("ss", "iops:30").unwrap().steadystate;
+        assert_eq!((c.limit, c.pct), (30.0, false));
+        for bad in ["iops", "lat:1%", "iops:-1%", "iops:0", "iops:x%"] {
+            assert!(set("ss", bad).is_err(), "{bad}");
+        }
+        assert_eq!(set("ss_dur", "30").unwrap().ss_dur_us, 30_000_000);
+        assert_eq!(set("ss_dur", "1m").unwrap().ss_dur_us, 60_000_000);
+        assert!(set("ss_dur", "1500ms").is_err());
+        assert_eq!(set("ss_ramp", "5").unwrap().ss_ramp_us, 5_000_000);
+        assert_eq!(SteadyCriterion::default().name(), "iops_slope");
+    }
+
+    #[test]
+    fn startdelay_ranges() {
+        assert_eq!(
+            set("startdelay", "2").unwrap().startdelay_us,
+            (2_000_000, 2_000_000)
+        );
+        assert_eq!(
+            set("startdelay", "1s-3s").unwrap().startdelay_us,
+            (1_000_000, 3_000_000)
+        );
+        assert_eq!(
+            set("startdelay", "500ms:1").unwrap().startdelay_us,
+            (500_000, 1_000_000)
+        );
+        assert_eq!(
+            set("startdelay", "3-1").unwrap().startdelay_us,
+            (1_000_000, 3_000_000)
+        );
+        assert!(set("startdelay", "1s-x").is_err());
+    }
+
+    #[test]
+    fn latency_and_time_units() {
+        let j = set("latency_target", "5ms").unwrap();
+        assert_eq!(j.latency_target_ns, 5_000_000);
+        assert_eq!(
+            set("latency_target", "250").unwrap().latency_target_ns,
+            250_000
+        );
+        assert_eq!(
+            set("latency_window", "1s").unwrap().latency_window_us,
+            1_000_000
+        );
+        assert_eq!(
+            set("latency_percentile", "99.9")
+                .unwrap()
+                .latency_percentile,
+            99.9
+        );
+        assert!(set("latency_percentile", "0").is_err());
+        assert!(set("latency_percentile", "101").is_err());
+        assert_eq!(set("thinktime", "100").unwrap().thinktime_us, 100);
+        assert_eq!(
+            set("thinktime_iotime", "9").unwrap().thinktime_iotime_us,
+            9_000_000
+        );
+        assert_eq!(set("flow_sleep", "1000").unwrap().flow_sleep_us, 1000);
+        assert!(set("flow", "-8").is_err());
+    }
+
+    #[test]
+    fn refusals_name_the_feature() {
+        let e = set("io_submit_mode", "offload").unwrap_err();
+        assert!(
+            e.starts_with("not supported by dioscope: io_submit_mode=offload"),
+            "{e}"
+        );
+        assert!(set("io_submit_mode", "inline").is_ok());
+        let e = set("clocksource", "cpu").unwrap_err();
+        assert!(
+            e.starts_with("not supported by dioscope: clocksource=cpu"),
+            "{e}"
+        );
+        assert!(set("clocksource", "clock_gettime").is_ok());
+    }
+}

@@ -1,0 +1,252 @@
+//! The trial's watcher: a thread beside the workers that ends jobs early —
+//! steady state reached (`ss`, runner/steadystate.rs), a job of an `exitall`
+//! group finished, a job with `exitall_on_error` failed.
+//!
+//! It reads only what the workers publish for the progress line (their
+//! [`Progress`]: I/O and byte counts, measuring, done, failed) and raises a
+//! worker's `halt` flag, which the worker reads once per batch: the hot path
+//! gains no lock and no shared write. The thread exists only in trials whose
+//! jobs use one of these options.
+
+use super::steadystate::{Detector, SteadyReport};
+use super::worker::Progress;
+use crate::job::options::pacing::ExitWhat;
+use crate::job::JobSpec;
+use dioscope_sys::clock::now_ns;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+/// How often the watcher looks: exitall stops the others within this.
+const POLL_NS: u64 = 10_000_000;
+/// One steady-state sample a second, as fio.
+const SAMPLE_NS: u64 = 1_000_000_000;
+
+/// What the watcher found in one trial.
+#[derive(Debug, Default)]
+pub struct WatchOut {
+    /// Per worker, in spawn order: its steady-state judgement (when its
+    /// job sets `ss_dur`; with `group_reporting` the group's, for each member).
+    pub steady: Vec<Option<SteadyReport>>,
+    /// `exitall` with `exit_what=all` fired: no later trial or group runs.
+    pub end_run: bool,
+    /// What ended jobs early, for the report.
+    pub notes: Vec<String>,
+}
+
+/// A running watcher.
+pub struct Watch {
+    handle: JoinHandle<WatchOut>,
+    quit: Arc<AtomicBool>,
+}
+
+/// The per-job facts the watcher needs.
+#[derive(Debug, Clone)]
+struct JobFacts {
+    name: String,
+    exitall: Option<ExitWhat>,
+    exit_on_error: bool,
+}
+
+/// Steady-state detection over some workers (one clone, or a reporting group).
+struct Unit {
+    workers: Vec<usize>,
+    det: Detector,
+    /// `ss_ramp` beyond `ramp_time`: counted from the end of the ramp.
+    extra_ns: u64,
+    begin_at: Option<u64>,
+    /// (time, I/Os, bytes) at the last sample.
+    last: Option<(u64, u64, u64)>,
+    attained_at: Option<u64>,
+    over: bool,
+}
+
+fn wants_watch(j: &JobSpec) -> bool {
+    j.ss_dur_us > 0 || j.exitall || j.exitall_on_error
+}
+
+impl Watch {
+    /// Start watching the workers of a trial: `jobs` in spawn order with
+    /// their clone counts, `progs` one per worker in the same order. None
+    /// when no job needs watching.
+    pub fn start(jobs: &[(&JobSpec, usize)], progs: &[Arc<Progress>]) -> Option<Watch> {
+        if !jobs.iter().any(|(j, _)| wants_watch(j)) {
+            return None;
+        }
+        let mut facts = Vec::new();
+        let mut job_of = Vec::new();
+        let mut units: Vec<Unit> = Vec::new();
+        let mut group_unit: Option<usize> = None;
+        let mut w = 0;
+        for (k, (j, clones)) in jobs.iter().enumerate() {
+            facts.push(JobFacts {
+                name: j.name.clone(),
+                exitall: j.exitall.then_some(j.exit_what),
+                exit_on_error: j.exitall_on_error,
+            });
+            let workers: Vec<usize> = (w..w + clones).collect();
+            job_of.extend(std::iter::repeat_n(k, *clones));
+            w += clones;
+            if j.ss_dur_us == 0 {
+                continue;
+            }
+            let unit = |ws: Vec<usize>| Unit {
+                workers: ws,
+                det: Detector::new(j.steadystate, (j.ss_dur_us / 1_000_000) as usize),
+                extra_ns: j.ss_ramp_us.saturating_sub(j.ramp_time_us) * 1000,
+                begin_at: None,
+                last: None,
+                attained_at: None,
+                over: false,
+            };
+            if j.group_reporting {
+                // fio: with group_reporting the group is judged as one.
+                match group_unit {
+                    Some(u) => units[u].workers.extend(workers),
+                    None => {
+                        group_unit = Some(units.len());
+                        units.push(unit(workers));
+                    }
+                }
+            } else {
+                units.extend(workers.into_iter().map(|x| unit(vec![x])));
+            }
+        }
+        let progs: Vec<Arc<Progress>> = progs.to_vec();
+        let quit = Arc::new(AtomicBool::new(false));
+        let q = quit.clone();
+        let handle = std::thread::Builder::new()
+            .name("dioscope-watch".into())
+            .spawn(move || run(facts, job_of, units, progs, &q))
+            .ok()?;
+        Some(Watch { handle, quit })
+    }
+
+    /// Wait for the watcher (the workers are done) and take its findings.
+    pub fn finish(self) -> WatchOut {
+        self.quit.store(true, Ordering::Relaxed);
+        self.handle.join().unwrap_or_default()
+    }
+}
+
+fn run(
+    facts: Vec<JobFacts>,
+    job_of: Vec<usize>,
+    mut units: Vec<Unit>,
+    progs: Vec<Arc<Progress>>,
+    quit: &AtomicBool,
+) -> WatchOut {
+    let t0 = now_ns();
+    let mut out = WatchOut {
+        steady: (0..progs.len()).map(|_| None).collect(),
+        ..Default::default()
+    };
+    let mut stopped_all = false;
+    let halt_all = |progs: &[Arc<Progress>]| {
+        for p in progs {
+            p.halt.store(true, Ordering::Relaxed);
+        }
+    };
+    loop {
+        let now = now_ns();
+        let done: Vec<bool> = progs
+            .iter()
+            .map(|p| p.done.load(Ordering::Relaxed))
+            .collect();
+        if !stopped_all {
+            for (w, p) in progs.iter().enumerate() {
+                let f = &facts[job_of[w]];
+                let failed = f.exit_on_error && p.failed.load(Ordering::Relaxed);
+                let finished = done[w] && f.exitall.is_some() && !p.failed.load(Ordering::Relaxed);
+                if !(failed || finished) {
+                    continue;
+                }
+                stopped_all = true;
+                halt_all(&progs);
+                if failed {
+                    out.notes.push(format!(
+                        "job '{}' failed: exitall_on_error stopped every job",
+                        f.name
+                    ));
+                } else {
+                    out.end_run = f.exitall == Some(ExitWhat::All);
+                    out.notes.push(format!(
+                        "job '{}' finished: exitall stopped the other jobs of its group{}",
+                        f.name,
+                        if out.end_run {
+                            " (exit_what=all: no later trial or group runs)"
+                        } else {
+                            ""
+                        }
+                    ));
+                }
+                break;
+            }
+        }
+        for u in units.iter_mut().filter(|u| !u.over) {
+            sample(u, &progs, &done, now);
+        }
+        if quit.load(Ordering::Relaxed) || done.iter().all(|&d| d) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_nanos(POLL_NS));
+    }
+    for u in units {
+        for &w in &u.workers {
+            out.steady[w] = Some(SteadyReport {
+                detector: u.det.clone(),
+                attained_after_s: u.attained_at.map(|t| t.saturating_sub(t0) as f64 / 1e9),
+            });
+        }
+    }
+    out
+}
+
+/// Take a unit's sample when one is due, and stop its workers when steady.
+fn sample(u: &mut Unit, progs: &[Arc<Progress>], done: &[bool], now: u64) {
+    if u.workers.iter().all(|&w| done[w]) {
+        u.over = true;
+        return;
+    }
+    let sums = || {
+        u.workers.iter().fold((0, 0), |(i, b), &w| {
+            (
+                i + progs[w].ios.load(Ordering::Relaxed),
+                b + progs[w].bytes.load(Ordering::Relaxed),
+            )
+        })
+    };
+    let Some(begin) = u.begin_at else {
+        // The workers publish counts once measuring (after ramp_time).
+        if u.workers
+            .iter()
+            .any(|&w| progs[w].measuring.load(Ordering::Relaxed))
+        {
+            u.begin_at = Some(now + u.extra_ns);
+        }
+        return;
+    };
+    let Some((t, ios, bytes)) = u.last else {
+        if now >= begin {
+            let (i, b) = sums();
+            u.last = Some((now, i, b));
+        }
+        return;
+    };
+    if now < t + SAMPLE_NS {
+        return;
+    }
+    let (i, b) = sums();
+    let dt = (now - t) as f64;
+    let per_s = |n: u64| (n as f64 * 1e9 / dt).round() as u64;
+    u.last = Some((now, i, b));
+    if u.det
+        .push(per_s(i.saturating_sub(ios)), per_s(b.saturating_sub(bytes)))
+    {
+        u.attained_at = Some(now);
+        u.over = true;
+        for &w in &u.workers {
+            progs[w].halt.store(true, Ordering::Relaxed);
+        }
+    }
+}
