@@ -1188,7 +1188,7 @@ mod overlap_tests {
             number_ios: 0,
             fsync_every: 0,
             fdatasync_every: 0,
-            rate_iops: [0; 2],
+            pace: super::super::pacing::PacePlan::default(),
             end_fsync: false,
             continue_on_error: false,
             fds: Vec::new(),
