@@ -3,6 +3,7 @@
 mod common;
 
 mod blockdev;
+mod buffers;
 mod cli;
 mod diag;
 mod engines;

@@ -319,6 +319,23 @@ fn refusals_name_the_feature() {
             "{opt}: {e}"
         );
     }
+    // Combinations that cannot work stop before any I/O, naming the fix.
+    for (args, what) in [
+        (
+            &["--rw=randtrim", "--rate=1m,1m,1m"][..],
+            "not supported by dioscope: a rate for trims",
+        ),
+        (
+            &["--ss=iops_slope:1%", "--ss_dur=1"][..],
+            "ss_dur of at least 2 s",
+        ),
+    ] {
+        let mut a = vec!["--name=x", "--ioengine=null", "--size=1m"];
+        a.extend_from_slice(args);
+        let o = run_in(d.path(), &a);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(what), "{args:?}: {}", stderr(&o));
+    }
     // The accepted spellings run.
     for opt in ["--io_submit_mode=inline", "--clocksource=clock_gettime"] {
         let o = run_in(d.path(), &["--name=x", "--ioengine=null", "--size=1m", opt]);

@@ -183,3 +183,211 @@ fn verify_interval_must_divide_the_block_size() {
     );
     assert!(entries(d.path()).is_empty());
 }
+
+#[test]
+fn verify_pattern_is_written_and_a_wrong_block_is_named() {
+    let d = tempfile::tempdir().unwrap();
+    // verify_pattern alone: verify=pattern, blocks are the bare pattern.
+    let o = write_job(
+        d.path(),
+        "v.dat",
+        &["--verify=0", "--verify_pattern=0x00ff%o", "--rw=write"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json(&o);
+    assert_eq!(j["dioscope"]["verify"]["v"]["checked"], 256);
+    let data = std::fs::read(d.path().join("v.dat")).unwrap();
+    let unit = |off: u64| {
+        let mut u = vec![0x00, 0xff];
+        u.extend_from_slice(&off.to_le_bytes());
+        u
+    };
+    for (k, x) in data[7 * 16384..8 * 16384].iter().enumerate() {
+        assert_eq!(*x, unit(7 * 16384)[k % 10], "byte {k} of block 7");
+    }
+    corrupt(&d.path().join("v.dat"), 3 * 16384 + 100, b"x");
+    let o = write_job(
+        d.path(),
+        "v.dat",
+        &[
+            "--verify=0",
+            "--verify_pattern=0x00ff%o",
+            "--verify_only=1",
+            "--verify_dump=1",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(
+        bad_blocks(&o),
+        vec![(3 * 16384, "pattern_mismatch".to_string())]
+    );
+    // verify_dump: the block as read and as it should be.
+    let got = std::fs::read(d.path().join("v.dat.49152.received")).unwrap();
+    let want = std::fs::read(d.path().join("v.dat.49152.expected")).unwrap();
+    assert_eq!(got.len(), 16384);
+    let diff: Vec<usize> = (0..got.len()).filter(|&i| got[i] != want[i]).collect();
+    assert_eq!(diff, vec![100]);
+}
+
+#[test]
+fn verify_offset_header_seed_async_and_experimental_round_trip() {
+    let d = tempfile::tempdir().unwrap();
+    for extra in [
+        &["--verify_offset=4096"][..],
+        &["--verify_async=4"][..],
+        &["--experimental_verify=1"][..],
+        &["--verify_pattern=\"dioscope\"", "--verify=md5"][..],
+        &["--verify=crc64"][..],
+        &["--verify=crc16"][..],
+        &["--verify=crc7"][..],
+        &["--verify=sha512"][..],
+        &["--verify=meta"][..],
+        &[
+            "--verify_write_sequence=0",
+            "--verify_async=2",
+            "--verify_async_cpus=0",
+        ][..],
+    ] {
+        let o = write_job(d.path(), "v.dat", extra);
+        assert_eq!(o.status.code(), Some(0), "{extra:?}: {}", stderr(&o));
+        let v = &json(&o)["dioscope"]["verify"]["v"];
+        assert_eq!(
+            (v["checked"].as_u64(), v["bad"].as_u64()),
+            (Some(256), Some(0)),
+            "{extra:?}"
+        );
+    }
+    // The header really moved: at 4096 of each block, not at 0.
+    write_job(d.path(), "v.dat", &["--verify_offset=4096", "--rw=write"]);
+    let data = std::fs::read(d.path().join("v.dat")).unwrap();
+    assert_eq!(&data[16384 + 4096..16384 + 4100], b"DIOV");
+    assert_ne!(&data[16384..16388], b"DIOV");
+    // Another seed: bad, unless verify_header_seed=0.
+    let o = write_job(d.path(), "v.dat", &["--verify_only=1", "--randseed=7"]);
+    assert_eq!(o.status.code(), Some(1));
+    let o = write_job(
+        d.path(),
+        "v.dat",
+        &[
+            "--verify_only=1",
+            "--randseed=7",
+            "--verify_header_seed=0",
+            "--verify_offset=4096",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // verify_offset must leave the header room.
+    let o = write_job(d.path(), "v.dat", &["--verify_offset=16380"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("verify_offset"), "{}", stderr(&o));
+}
+
+#[test]
+fn verify_backlog_catches_a_corruption_while_the_job_runs() {
+    let d = tempfile::tempdir().unwrap();
+    // Job `v` writes verifiable blocks and checks each one right after it
+    // completes; job `z`, at the same time, overwrites the same 256 KiB with
+    // zeros. There is no read-back (do_verify=0): only the backlog can see it.
+    let run = |backlog: &str| {
+        run_in(
+            d.path(),
+            &[
+                "--name=v",
+                "--filename=v.dat",
+                "--size=256k",
+                "--rw=randwrite",
+                "--bs=4k",
+                "--verify=crc32c",
+                "--do_verify=0",
+                backlog,
+                "--time_based",
+                "--runtime=1s",
+                "--output-format=json",
+                "--name=z",
+                "--filename=v.dat",
+                "--size=256k",
+                "--rw=write",
+                "--bs=4k",
+                "--zero_buffers",
+                "--time_based",
+                "--runtime=1s",
+            ],
+        )
+    };
+    let o = run("--verify_backlog=1");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v = &json(&o)["dioscope"]["verify"]["v"];
+    assert!(v["checked"].as_u64().unwrap() > 100, "{v}");
+    assert!(v["bad"].as_u64().unwrap() > 0, "{v}");
+    assert!(
+        v["lost_writes"].as_u64().unwrap() > 0,
+        "zeros have no header: {v}"
+    );
+    let o = run("--verify_backlog=0");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+#[test]
+fn an_interrupted_verify_job_saves_its_state_for_verify_only() {
+    let d = tempfile::tempdir().unwrap();
+    let args = [
+        "--name=v",
+        "--filename=v.dat",
+        "--size=64m",
+        "--rw=randwrite",
+        "--bs=4k",
+        "--verify=crc32c",
+        "--rate_iops=2000",
+        "--time_based",
+        "--runtime=60s",
+    ];
+    let child = std::process::Command::new(bin())
+        .args(args)
+        .current_dir(d.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    wait_for("the job to write", 30, || {
+        worker_io(pid, "v").is_some_and(|(_, w)| w > 1 << 20)
+    });
+    kill(pid, 2);
+    let out = child.wait_with_output().unwrap();
+    let e = String::from_utf8_lossy(&out.stderr).into_owned();
+    let state = d.path().join("local-v-0-verify.state");
+    assert!(state.exists(), "no state file; stderr: {e}");
+    // The state covers part of the file: checking all of it finds unwritten
+    // (lost) blocks; checking what the state lists finds none.
+    let only = |load: &str| {
+        let mut a: Vec<&str> = args[..6].to_vec();
+        a.extend(["--verify_only=1", load, "--output-format=json"]);
+        run_in(d.path(), &a)
+    };
+    let o = only("--verify_state_load=1");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let checked = json(&o)["dioscope"]["verify"]["v"]["checked"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        (256..16384).contains(&checked),
+        "{checked} blocks in the state"
+    );
+    let o = only("--verify_state_load=0");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        json(&o)["dioscope"]["verify"]["v"]["lost_writes"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    // Without a state file, verify_state_load says where it looked.
+    std::fs::remove_file(&state).unwrap();
+    let o = only("--verify_state_load=1");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("local-v-0-verify.state"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -153,6 +153,10 @@ fn trim_punches_exactly_the_blocks_trimmed() {
     assert_eq!(j["trim"]["io_bytes"], 4 * 65536);
     assert!(j["trim"]["lat_ns"]["mean"].as_f64().unwrap() > 0.0);
     assert_eq!(j["write"]["total_ios"], 0);
+    assert_eq!(
+        json(&o)["dioscope"]["jobs"][0]["directions"],
+        serde_json::json!(["trim"])
+    );
     let after = std::fs::read(&p).unwrap();
     assert_eq!(after.len(), before.len(), "a trim keeps the size");
     for k in 0..16 {
@@ -187,6 +191,28 @@ fn trimwrite_trims_then_writes_each_block() {
     let j = job0(&o);
     assert_eq!(j["trim"]["total_ios"], 16);
     assert_eq!(j["write"]["total_ios"], 16);
+    assert_eq!(
+        json(&o)["dioscope"]["jobs"][0]["directions"],
+        serde_json::json!(["write", "trim"])
+    );
+    // The text report shows both.
+    let t = run_in(
+        d.path(),
+        &[
+            "--eta=never",
+            "--name=tw",
+            "--filename=tw.dat",
+            "--rw=trimwrite",
+            "--bs=16k",
+            "--size=256k",
+            "--ioengine=psync",
+        ],
+    );
+    let text = stdout(&t);
+    assert!(
+        text.contains("  write: IOPS=") && text.contains("  trim: IOPS="),
+        "{text}"
+    );
     // Each block: a trim, then a write of the same range.
     let ios = log_ios(&d.path().join("tw.log"));
     assert_eq!(ios.len(), 32);

@@ -10,6 +10,8 @@ pub const IOCB_CMD_PREAD: u16 = 0;
 pub const IOCB_CMD_PWRITE: u16 = 1;
 pub const IOCB_CMD_FSYNC: u16 = 2;
 pub const IOCB_CMD_FDSYNC: u16 = 3;
+/// `aio_reqprio` holds an ioprio value for this I/O.
+pub const IOCB_FLAG_IOPRIO: u32 = 1 << 1;
 
 /// `struct iocb` from `<linux/aio_abi.h>` (little-endian field order).
 #[repr(C)]
@@ -148,6 +150,7 @@ mod tests {
             file: 0,
             offset: 0,
             len: 512,
+            prio: 0,
         });
     }
 
@@ -229,6 +232,8 @@ impl AioQueue {
             aio_buf: buf as u64,
             aio_nbytes: d.len as u64,
             aio_offset: d.offset as i64,
+            aio_reqprio: d.prio as i16,
+            aio_flags: if d.prio != 0 { IOCB_FLAG_IOPRIO } else { 0 },
             ..Default::default()
         };
         self.pending[self.npending] = cb as *mut Iocb;

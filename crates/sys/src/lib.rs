@@ -18,6 +18,7 @@ pub mod mmap;
 pub mod posixaio;
 pub mod proc;
 pub mod queue;
+pub mod sched;
 pub mod seek;
 pub mod signal;
 pub mod uring;

@@ -242,6 +242,7 @@ mod tests {
                 file: 0,
                 offset: s as u64 * 4096,
                 len: 4096,
+                prio: 0,
             });
         }
         assert_eq!(q.commit(8).unwrap(), 8);
@@ -257,6 +258,7 @@ mod tests {
                 file: 0,
                 offset: (7 - s as u64) * 4096,
                 len: 4096,
+                prio: 0,
             });
         }
         q.commit(1).unwrap();
@@ -277,6 +279,7 @@ mod tests {
             file: 0,
             offset: 1 << 20,
             len: 4096,
+            prio: 0,
         });
         q.commit(1).unwrap();
         assert_eq!(q.reap(&mut out), 1);

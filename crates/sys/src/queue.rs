@@ -20,6 +20,9 @@ pub struct IoDesc {
     pub file: u32,
     pub offset: u64,
     pub len: u32,
+    /// The I/O's priority (`ioprio_value`; 0: the thread's), for engines
+    /// that pass one per I/O (cmdprio_percentage).
+    pub prio: u16,
 }
 
 /// The buffers of all slots of one worker, in one aligned mapping. A slot's
@@ -33,9 +36,18 @@ pub struct SlotArena {
 
 impl SlotArena {
     pub fn new(nslots: u32, slot_size: usize) -> io::Result<SlotArena> {
+        SlotArena::new_in(nslots, slot_size, &crate::buf::BufOptions::default())
+    }
+
+    /// [`SlotArena::new`] in memory of another kind (fio's `mem=`).
+    pub fn new_in(
+        nslots: u32,
+        slot_size: usize,
+        opts: &crate::buf::BufOptions,
+    ) -> io::Result<SlotArena> {
         let page = crate::buf::page_size();
         let slot_size = slot_size.max(1).div_ceil(page) * page;
-        let buf = AlignedBuf::new(slot_size * nslots as usize)?;
+        let buf = AlignedBuf::with(slot_size * nslots as usize, opts)?;
         Ok(SlotArena {
             buf,
             slot_size,

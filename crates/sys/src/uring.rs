@@ -177,41 +177,49 @@ impl UringQueue<'_> {
             (true, true, false) => opcode::ReadFixed::new(types::Fixed(d.file), ptr, d.len, 0)
                 .offset(d.offset)
                 .rw_flags(self.rw_flags)
+                .ioprio(d.prio)
                 .build(),
             (true, true, true) => opcode::WriteFixed::new(types::Fixed(d.file), ptr, d.len, 0)
                 .offset(d.offset)
                 .rw_flags(self.rw_flags)
+                .ioprio(d.prio)
                 .build(),
             (true, false, false) => opcode::Read::new(types::Fixed(d.file), ptr, d.len)
                 .offset(d.offset)
                 .rw_flags(self.rw_flags)
+                .ioprio(d.prio)
                 .build(),
             (true, false, true) => opcode::Write::new(types::Fixed(d.file), ptr, d.len)
                 .offset(d.offset)
                 .rw_flags(self.rw_flags)
+                .ioprio(d.prio)
                 .build(),
             (false, true, false) => {
                 opcode::ReadFixed::new(types::Fd(self.fds[d.file as usize]), ptr, d.len, 0)
                     .offset(d.offset)
                     .rw_flags(self.rw_flags)
+                    .ioprio(d.prio)
                     .build()
             }
             (false, true, true) => {
                 opcode::WriteFixed::new(types::Fd(self.fds[d.file as usize]), ptr, d.len, 0)
                     .offset(d.offset)
                     .rw_flags(self.rw_flags)
+                    .ioprio(d.prio)
                     .build()
             }
             (false, false, false) => {
                 opcode::Read::new(types::Fd(self.fds[d.file as usize]), ptr, d.len)
                     .offset(d.offset)
                     .rw_flags(self.rw_flags)
+                    .ioprio(d.prio)
                     .build()
             }
             (false, false, true) => {
                 opcode::Write::new(types::Fd(self.fds[d.file as usize]), ptr, d.len)
                     .offset(d.offset)
                     .rw_flags(self.rw_flags)
+                    .ioprio(d.prio)
                     .build()
             }
         };
@@ -342,6 +350,7 @@ mod tests {
                 file: 0,
                 offset: 0,
                 len: 16,
+                prio: 0,
             });
             q.commit(0).unwrap();
             q.outstanding()
@@ -382,6 +391,7 @@ mod tests {
                 file: 0,
                 offset: 0,
                 len: size + 1,
+                prio: 0,
             });
         });
         if r.is_err() {

@@ -17,6 +17,7 @@ impl EngineDef for Def {
         sqpoll: true,
         fixed_bufs: true,
         registered_files: true,
+        per_io_prio: true,
         ..Caps::BASE
     };
     fn with<W: WithEngine>(

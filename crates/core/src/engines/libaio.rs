@@ -13,6 +13,7 @@ impl EngineDef for Def {
     const OPTIONS: &'static [&'static str] = &["nowait"];
     const CAPS: Caps = Caps {
         nowait: true,
+        per_io_prio: true,
         ..Caps::BASE
     };
     fn with<W: WithEngine>(

@@ -70,6 +70,8 @@ pub struct Caps {
     /// Its I/O goes through the page cache even with `direct=1` (mmap):
     /// cached pages of its targets are its own doing, not someone else's.
     pub page_cache: bool,
+    /// A priority per I/O (`IoDesc::prio`: cmdprio_percentage, cmdprio_bssplit).
+    pub per_io_prio: bool,
 }
 
 impl Caps {
@@ -84,6 +86,7 @@ impl Caps {
         registered_files: false,
         moves_data: true,
         page_cache: false,
+        per_io_prio: false,
     };
 }
 

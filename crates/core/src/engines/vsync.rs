@@ -150,6 +150,7 @@ mod tests {
             file: 0,
             offset,
             len: 4096,
+            prio: 0,
         };
         // Two adjacent writes, then one elsewhere.
         v.stage(io(0, true, 0));

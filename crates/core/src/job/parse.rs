@@ -484,6 +484,9 @@ pub fn validate(j: &JobSpec) -> Result<(), ParseError> {
         }
     }
     engine_can(j)?;
+    if let Err(m) = super::options::buffers::validate(j) {
+        return invalid(m);
+    }
     if j.create_on_open && j.read_pct() > 0 {
         return invalid(format!(
             "create_on_open creates the file empty, with nothing to read; use it with rw=write or rw=randwrite, not rw={}",

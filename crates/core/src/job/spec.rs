@@ -1,7 +1,9 @@
 //! The resolved description of one job, with fio's defaults.
 
+pub use super::options::buffers::{CmdPrio, CpuPolicy, MemKind, MemPolicy};
 use super::options::pacing::{ExitWhat, RateProcess, SteadyCriterion, ThinkBlocks};
 use super::units::SizeOrPct;
+use crate::verify::pattern::Pattern;
 
 /// Data direction pattern (`rw=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,6 +88,10 @@ impl RwMode {
     /// ranks sharing a file) asks this, so a trim is refused where a write is.
     pub fn writes(self) -> bool {
         !matches!(self, RwMode::Read | RwMode::RandRead)
+    }
+    /// The job issues write I/Os (a trim-only job does not).
+    pub fn issues_writes(self) -> bool {
+        self.writes() && !matches!(self, RwMode::Trim | RwMode::RandTrim)
     }
     /// The job trims (discards) blocks.
     pub fn trims(self) -> bool {
@@ -252,15 +258,16 @@ pub struct JobSpec {
     pub clat_percentiles: bool,
     pub lat_percentiles: bool,
     pub unlink: bool,
-    /// I/Os per second: reads, writes (0: no limit).
-    pub rate_iops: [u64; 2],
+    /// I/Os per second: reads, writes, trims (0: no limit).
+    pub rate_iops: [u64; 3],
     // Time and pacing (job/options/pacing.rs; the runner's side is
     // runner/pacing.rs, latency_target.rs, steadystate.rs, watch.rs).
-    /// `rate`: bytes per second, reads and writes (0: no cap).
-    pub rate: [u64; 2],
+    /// `rate`: bytes per second, reads, writes, trims (0: no cap; trims
+    /// are not paced: a trim part is refused for jobs that trim).
+    pub rate: [u64; 3],
     /// `rate_min`, `rate_iops_min`: floors judged every `rate_cycle_ms`.
-    pub rate_min: [u64; 2],
-    pub rate_iops_min: [u64; 2],
+    pub rate_min: [u64; 3],
+    pub rate_iops_min: [u64; 3],
     pub rate_cycle_ms: u64,
     pub rate_process: RateProcess,
     pub rate_ignore_thinktime: bool,
@@ -308,6 +315,46 @@ pub struct JobSpec {
     pub verify_fatal: bool,
     pub verify_only: bool,
     pub verify_interval: u64,
+    // Buffer contents, the rest of the verify family, priorities, CPU and
+    // memory placement: job/options/buffers.rs, used in runner/buffers.rs.
+    pub zero_buffers: bool,
+    /// `None`: fio's default (on, unless zero_buffers was given).
+    pub scramble_buffers: Option<bool>,
+    pub refill_buffers: bool,
+    pub buffer_pattern: Option<Pattern>,
+    pub buffer_compress_percentage: Option<u32>,
+    pub buffer_compress_chunk: u64,
+    pub dedupe_percentage: u32,
+    /// `dedupe_mode=working_set` (false: repeat the last unique write).
+    pub dedupe_working_set: bool,
+    pub dedupe_working_set_percentage: u32,
+    pub dedupe_global: bool,
+    pub verify_pattern: Option<Pattern>,
+    pub verify_backlog: u32,
+    pub verify_backlog_batch: u32,
+    pub verify_state_save: bool,
+    pub verify_state_load: bool,
+    pub experimental_verify: bool,
+    pub verify_dump: bool,
+    pub verify_async: u32,
+    pub verify_async_cpus: Option<Vec<usize>>,
+    /// `verify_write_sequence`: an older write of a block is bad (stale).
+    pub verify_write_sequence: bool,
+    pub verify_offset: u64,
+    pub verify_header_seed: bool,
+    /// `prioclass`, `prio` (ioprio_set of each worker thread).
+    pub prioclass: Option<u32>,
+    pub prio: Option<u32>,
+    pub cmdprio: CmdPrio,
+    pub nice: i32,
+    pub cpus_allowed_policy: CpuPolicy,
+    pub numa_cpu_nodes: Option<Vec<usize>>,
+    pub numa_mem_policy: Option<MemPolicy>,
+    pub iomem: MemKind,
+    pub iomem_align: u64,
+    pub lockmem: u64,
+    pub exec_prerun: Option<String>,
+    pub exec_postrun: Option<String>,
     /// Repetitions of the whole job (dioscope's own option); 0 is
     /// `trials=auto` (see `GlobalSettings::auto`).
     pub trials: u32,
@@ -417,10 +464,10 @@ impl Default for JobSpec {
             clat_percentiles: true,
             lat_percentiles: false,
             unlink: false,
-            rate_iops: [0; 2],
-            rate: [0; 2],
-            rate_min: [0; 2],
-            rate_iops_min: [0; 2],
+            rate_iops: [0; 3],
+            rate: [0; 3],
+            rate_min: [0; 3],
+            rate_iops_min: [0; 3],
             rate_cycle_ms: 1000,
             rate_process: RateProcess::Linear,
             rate_ignore_thinktime: false,
@@ -462,6 +509,40 @@ impl Default for JobSpec {
             verify_fatal: false,
             verify_only: false,
             verify_interval: 0,
+            zero_buffers: false,
+            scramble_buffers: None,
+            refill_buffers: false,
+            buffer_pattern: None,
+            buffer_compress_percentage: None,
+            buffer_compress_chunk: 512,
+            dedupe_percentage: 0,
+            dedupe_working_set: false,
+            dedupe_working_set_percentage: 5,
+            dedupe_global: false,
+            verify_pattern: None,
+            verify_backlog: 0,
+            verify_backlog_batch: 0,
+            verify_state_save: true,
+            verify_state_load: false,
+            experimental_verify: false,
+            verify_dump: false,
+            verify_async: 0,
+            verify_async_cpus: None,
+            verify_write_sequence: true,
+            verify_offset: 0,
+            verify_header_seed: true,
+            prioclass: None,
+            prio: None,
+            cmdprio: CmdPrio::default(),
+            nice: 0,
+            cpus_allowed_policy: CpuPolicy::Shared,
+            numa_cpu_nodes: None,
+            numa_mem_policy: None,
+            iomem: MemKind::Malloc,
+            iomem_align: 0,
+            lockmem: 0,
+            exec_prerun: None,
+            exec_postrun: None,
             trials: 1,
             nrfiles: 1,
             openfiles: 0,

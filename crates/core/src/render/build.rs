@@ -191,7 +191,7 @@ fn latency_buckets(h: &Histogram) -> [OrderedMap<f64>; 3] {
 fn shows(spec: &JobSpec, s: &JobSummary) -> [bool; 2] {
     [
         spec.rw.reads() || s.dirs[0].ios > 0,
-        spec.rw.writes() && !spec.verify_only || s.dirs[1].ios > 0,
+        spec.rw.issues_writes() && !spec.verify_only || s.dirs[1].ios > 0,
     ]
 }
 
@@ -333,9 +333,9 @@ fn dioscope_job(r: &RunResult, s: &JobSummary) -> DioscopeJob {
             .iter()
             .map(|&i| r.jobs[i].resolved.spec.numjobs)
             .sum(),
-        directions: ["read", "write"]
+        directions: ["read", "write", "trim"]
             .iter()
-            .zip(show)
+            .zip([show[0], show[1], spec.rw.trims() || s.trim.ios > 0])
             .filter(|(_, on)| *on)
             .map(|(d, _)| d.to_string())
             .collect(),

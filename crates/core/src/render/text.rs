@@ -95,6 +95,13 @@ fn job_block(out: &mut String, j: &Job, dj: Option<&DioscopeJob>) {
             dir_block(out, name, j.dir(d), runtime_ms, errors);
         }
     }
+    let trims = match dj {
+        Some(x) => x.measures("trim"),
+        None => j.trim.total_ios > 0,
+    };
+    if trims {
+        dir_block(out, "trim", &j.trim, runtime_ms, 0);
+    }
     if j.sync.total_ios > 0 {
         let _ = writeln!(
             out,

@@ -8,6 +8,7 @@
 //! for its trials. Workers merge nothing while running: the runner merges
 //! their results when they end.
 
+pub mod buffers;
 pub mod hint;
 pub mod iolog;
 pub mod latency_target;
@@ -19,14 +20,16 @@ pub mod steadystate;
 pub mod watch;
 pub mod worker;
 
-use crate::engines::{caps, Engine, EngineOpts, EngineSetupError, SlotArena, WithEngine};
+use crate::engines::{caps, Engine, EngineOpts, EngineSetupError, WithEngine};
 use crate::job::{JobSpec, Plan};
 pub use crate::results::measure::{TrialEnv, TrialJob};
 use crate::stats::cpu::SysCpu;
 use crate::targets::{
     check_aligned, sysfs_block_attr, TargetInfo, TargetKind, TargetNeed, TargetTable,
 };
-use crate::verify::{Checker, VerifyReport, VerifySpec, Writer, Written};
+use crate::verify::{VerifyReport, Written};
+pub use buffers::verify_spec;
+use buffers::{run_hooked, trial_plan, HookOut};
 use dioscope_sys::clock::now_ns;
 use dioscope_sys::proc::{usage_self, Usage};
 use offsets::{BsPicker, OffsetGen};
@@ -37,6 +40,10 @@ pub use worker::{
     merge_ticks, DirStats, IoErrorInfo, Progress, QueueStats, Tick, WorkerPlan, WorkerResult,
 };
 use worker::{BlockHook, NoHook};
+
+/// What a verifying writer left for the read-back: the intervals it wrote,
+/// the bytes, and (experimental_verify) its plan to replay as reads.
+type WrittenState = (Written, u64, Option<Box<WorkerPlan>>);
 
 /// Errors before any I/O: bad job/target combinations. Exit code 2.
 #[derive(Debug, thiserror::Error)]
@@ -334,6 +341,7 @@ pub fn generated_name(j: &JobSpec, clone: u32, file: u32) -> String {
 /// overrides of the jobs that write it (`targets::TargetNeed`).
 pub fn prepare(plan: &Plan) -> Result<(Vec<ResolvedJob>, TargetTable), SetupError> {
     preflight::check(plan)?;
+    buffers::preflight(plan)?;
     let mut needs = Vec::new();
     let mut group = 0u32;
     let mut groups = Vec::new();
@@ -722,9 +730,6 @@ fn run_worker<H: BlockHook>(
     prog: &Progress,
     hook: &mut H,
 ) -> WorkerResult {
-    if let Some(cpus) = &j.cpus_allowed {
-        let _ = dioscope_sys::proc::set_affinity(cpus);
-    }
     // A worker that cannot start stops its trial before anyone's first I/O:
     // `stop` is raised before the gate, so every worker sees it after.
     let fail = |e: EngineSetupError| {
@@ -736,25 +741,23 @@ fn run_worker<H: BlockHook>(
             ..Default::default()
         }
     };
+    let _thread = match buffers::setup_thread(j) {
+        Ok(t) => t,
+        Err(e) => return fail(e),
+    };
     // A replay's I/Os are as long as the log says.
     let buf_len = plan
         .replay
         .as_ref()
         .map_or(0, |l| l.max_len())
         .max(j.max_bs());
-    let mut arena = match SlotArena::new(plan.depth, buf_len as usize) {
+    let arena = match buffers::arena(j, plan.depth, buf_len).and_then(|a| {
+        buffers::exec_hook(j, "prerun")?;
+        Ok(a)
+    }) {
         Ok(a) => a,
-        Err(e) => {
-            return fail(EngineSetupError::new(
-                &format!("allocating {} buffers of {} bytes", plan.depth, j.max_bs()),
-                &e,
-                "lower iodepth, bs or numjobs, or raise the memory limit (`ulimit -v`)",
-            ))
-        }
+        Err(e) => return fail(e),
     };
-    if j.rw.writes() {
-        arena.fill_random(j.randseed ^ 0xD10);
-    }
     let opts = engine_opts(j, plan.depth);
     let fds = plan.fds.clone();
     let startdelay_us = plan.pace.start_delay_us;
@@ -770,6 +773,9 @@ fn run_worker<H: BlockHook>(
         Ok((mut r, note)) => {
             if note.is_some() {
                 r.setup_note = note;
+            }
+            if let Err(e) = buffers::exec_hook(j, "postrun") {
+                r.setup_note = Some(e.msg);
             }
             r
         }
@@ -825,137 +831,6 @@ impl<H: BlockHook> WithEngine for RunOnEngine<'_, H> {
         }
         let t = now_ns();
         worker::run_with_hook(e, self.plan, t, self.stop, self.prog, self.hook)
-    }
-}
-
-/// The block hook of one worker, from the job's verify options.
-enum HookKind {
-    None,
-    Write(Box<Writer>),
-    Check(Box<Checker>),
-}
-
-/// What a hook leaves behind for the runner.
-enum HookOut {
-    None,
-    Written(Written),
-    Checked(Box<Checker>),
-}
-
-/// The verify parameters of a job, if it verifies.
-pub fn verify_spec(j: &JobSpec, generation: u64) -> Option<VerifySpec> {
-    let algo = crate::verify::Algo::parse(j.verify.as_deref()?)?;
-    let interval = if j.verify_interval > 0 {
-        j.verify_interval
-    } else {
-        j.bs[0].min().min(j.bs[1].min())
-    };
-    Some(VerifySpec {
-        algo,
-        interval: interval as u32,
-        seed: j.randseed,
-        generation,
-    })
-}
-
-/// A sequential read over a clone's regions, in blocks that are whole
-/// multiples of the verify interval.
-fn verify_read_plan(
-    j: &JobSpec,
-    files: &[FileUse],
-    table: &TargetTable,
-    interval: u64,
-) -> WorkerPlan {
-    let mut p = worker_plan(j, files, table, 0, 0);
-    let regions: Vec<(u64, u64)> = files.iter().map(|f| f.region).collect();
-    let big = (j.max_bs().max(interval).div_ceil(interval) * interval)
-        .min(1 << 20)
-        .max(interval);
-    let bs = if regions.iter().all(|r| r.1 % big == 0) {
-        big
-    } else {
-        interval
-    };
-    p.read_pct = 100;
-    p.bs = [
-        BsPicker::new(&crate::job::BlockSizes::Fixed(bs), bs),
-        BsPicker::new(&crate::job::BlockSizes::Fixed(bs), bs),
-    ];
-    p.offsets = OffsetGen::new(
-        &regions,
-        bs,
-        false,
-        false,
-        crate::job::RandomDist::Uniform,
-        0,
-    );
-    p.io_limit = regions.iter().map(|r| r.1 / bs * bs).sum();
-    p.number_ios = 0;
-    p.trim = worker::TrimMode::None;
-    p.replay = None;
-    p.write_iolog = None;
-    p.ramp_ns = 0;
-    p.runtime_ns = 0;
-    p.fsync_every = 0;
-    p.fdatasync_every = 0;
-    p.pace = pacing::PacePlan::default();
-    p.end_fsync = false;
-    p.complete_max = 0;
-    p
-}
-
-/// The plan and block hook of one worker in one trial.
-fn trial_plan(
-    j: &JobSpec,
-    files: &[FileUse],
-    table: &TargetTable,
-    clone: u32,
-    trial: u32,
-) -> (WorkerPlan, HookKind) {
-    let Some(vs) = verify_spec(j, trial as u64 + 1).filter(|_| !files.is_empty()) else {
-        return (worker_plan(j, files, table, clone, trial), HookKind::None);
-    };
-    if j.verify_only || !j.rw.writes() {
-        // Check what an earlier run (or job) wrote: any generation.
-        let plan = if j.verify_only {
-            verify_read_plan(j, files, table, vs.interval as u64)
-        } else {
-            worker_plan(j, files, table, clone, trial)
-        };
-        return (
-            plan,
-            HookKind::Check(Box::new(Checker::new(vs, None, None, j.verify_fatal))),
-        );
-    }
-    let regions: Vec<(u64, u64)> = files.iter().map(|f| f.region).collect();
-    let w = Writer {
-        spec: vs,
-        written: Written::new(&regions, vs.interval),
-    };
-    (
-        worker_plan(j, files, table, clone, trial),
-        HookKind::Write(Box::new(w)),
-    )
-}
-
-fn run_hooked(
-    j: &JobSpec,
-    plan: WorkerPlan,
-    b: &Gate,
-    s: &AtomicBool,
-    p: &Progress,
-    hook: HookKind,
-) -> (WorkerResult, HookOut) {
-    match hook {
-        HookKind::None => (run_worker(j, plan, b, s, p, &mut NoHook), HookOut::None),
-        HookKind::Write(mut w) => {
-            let r = run_worker(j, plan, b, s, p, w.as_mut());
-            (r, HookOut::Written(w.written))
-        }
-        HookKind::Check(mut c) => {
-            let r = run_worker(j, plan, b, s, p, c.as_mut());
-            (r, HookOut::Checked(c))
-        }
     }
 }
 
@@ -1136,6 +1011,9 @@ pub fn execute(
         }
         completed_groups.push(g);
     }
+    if ex.interrupted {
+        ex.save_verify_states();
+    }
     RunResult {
         jobs: ex.jobs,
         groups: ex.groups,
@@ -1160,7 +1038,7 @@ struct Execution<'a> {
     notes: Vec<String>,
     interrupted: bool,
     /// The intervals each write worker stamped in the last trial, per job and clone.
-    written: Vec<Vec<Option<Written>>>,
+    written: Vec<Vec<Option<WrittenState>>>,
     auto_trials: Vec<crate::stats::significance::AutoOutcome>,
     setup_error: Option<WorkerSetupError>,
 }
@@ -1456,6 +1334,27 @@ impl Execution<'_> {
         (env, stop_now)
     }
 
+    /// Keep what the trial's watcher found (steady state per clone, why
+    /// jobs ended early). True: `exit_what=all` ends the run.
+    fn keep_watch(&mut self, out: watch::WatchOut, idx: &[usize]) -> bool {
+        let mut w = 0;
+        for &i in idx {
+            let t = self.jobs[i].trials.len();
+            for c in 0..self.jobs[i].resolved.clones.len() {
+                if let Some(s) = out.steady.get(w).cloned().flatten() {
+                    pacing::TrialPace::clone_mut(&mut self.jobs[i].pace, t, c).steady = Some(s);
+                }
+                w += 1;
+            }
+        }
+        for n in out.notes {
+            if !self.notes.contains(&n) {
+                self.notes.push(n);
+            }
+        }
+        out.end_run
+    }
+
     /// Start one thread per clone of the jobs `idx`; they wait at the barrier.
     fn spawn(&self, trial: u32, idx: &[usize]) -> Spawned {
         let nworkers: usize = idx
@@ -1487,7 +1386,7 @@ impl Execution<'_> {
                     + 1;
                 plan.log = logs::plan_for(&rj.spec, index, trial);
                 plan.pace.flow = flows.member(&rj.spec);
-                let spec = rj.spec.clone();
+                let spec = buffers::placed(&rj.spec, index - 1);
                 let (b, s, p) = (barrier.clone(), stop.clone(), progs[k].clone());
                 k += 1;
                 let spawned = std::thread::Builder::new()
@@ -1531,7 +1430,7 @@ impl Execution<'_> {
         for (i, clone, h) in handles {
             let (mut r, out) = h
                 .join()
-                .unwrap_or_else(|_| (panicked_worker(), HookOut::None));
+                .unwrap_or_else(|_| (panicked_worker(), HookOut::default()));
             if let Some(e) = r.setup_failed.take() {
                 failed.get_or_insert((i, clone, e));
             }
@@ -1551,101 +1450,9 @@ impl Execution<'_> {
         }
         (per_job, failed)
     }
-
-    /// Keep what the trial's watcher found (steady state per clone, why
-    /// jobs ended early). True: `exit_what=all` ends the run.
-    fn keep_watch(&mut self, out: watch::WatchOut, idx: &[usize]) -> bool {
-        let mut w = 0;
-        for &i in idx {
-            let t = self.jobs[i].trials.len();
-            for c in 0..self.jobs[i].resolved.clones.len() {
-                if let Some(s) = out.steady.get(w).cloned().flatten() {
-                    pacing::TrialPace::clone_mut(&mut self.jobs[i].pace, t, c).steady = Some(s);
-                }
-                w += 1;
-            }
-        }
-        for n in out.notes {
-            if !self.notes.contains(&n) {
-                self.notes.push(n);
-            }
-        }
-        out.end_run
-    }
-
-    /// Keep what a worker's block hook leaves: the intervals it wrote, or
-    /// the blocks it checked.
-    fn keep_hook_out(&mut self, i: usize, clone: usize, out: HookOut) {
-        match out {
-            HookOut::None => {}
-            HookOut::Written(w) => {
-                let slot = &mut self.written[i];
-                if slot.len() <= clone {
-                    slot.resize_with(clone + 1, || None);
-                }
-                slot[clone] = Some(w);
-            }
-            HookOut::Checked(c) => {
-                let paths = clone_paths(&self.jobs[i].resolved.clones[clone]);
-                self.jobs[i]
-                    .verify
-                    .get_or_insert_with(VerifyReport::default)
-                    .add(&c, &paths);
-            }
-        }
-    }
-
-    /// Read back what job `i`'s verifying writers wrote in the group's last trial.
-    fn read_back(&mut self, i: usize, trials: u32) {
-        let spec = self.jobs[i].resolved.spec.clone();
-        if !(spec.do_verify && spec.rw.writes() && !spec.verify_only) {
-            return;
-        }
-        let Some(vs) = verify_spec(&spec, trials as u64) else {
-            return;
-        };
-        let clones = self.jobs[i].resolved.clones.clone();
-        let mut report = self.jobs[i].verify.take().unwrap_or_default();
-        for (c, files) in clones.iter().enumerate() {
-            let Some(w) = self.written[i].get_mut(c).and_then(Option::take) else {
-                continue;
-            };
-            let mut checker = Checker::new(vs, Some(w), Some(vs.generation), spec.verify_fatal);
-            let plan = verify_read_plan(&spec, files, self.table, vs.interval as u64);
-            let barrier = Gate::new(1);
-            let (stop, prog) = (AtomicBool::new(false), Progress::default());
-            let r = run_worker(&spec, plan, &barrier, &stop, &prog, &mut checker);
-            let paths = clone_paths(files);
-            report.add(&checker, &paths);
-            if let Some(e) = &r.setup_failed {
-                report.read_errors += 1;
-                report
-                    .first_read_error
-                    .get_or_insert(format!("the read-back could not start: {}", e.msg));
-            }
-            if let Some(e) = r.first_error {
-                report.read_errors += r.dirs[0].errors.max(1);
-                report.first_read_error.get_or_insert(format!(
-                    "read of {} bytes at offset {} of {}: {}",
-                    e.len,
-                    e.offset,
-                    paths
-                        .get(e.file as usize)
-                        .map(String::as_str)
-                        .unwrap_or("?"),
-                    std::io::Error::from_raw_os_error(e.errno)
-                ));
-            }
-        }
-        self.jobs[i].verify = Some(report);
-    }
 }
 
 type WorkerThread = std::thread::JoinHandle<(WorkerResult, HookOut)>;
-
-fn clone_paths(files: &[FileUse]) -> Vec<String> {
-    files.iter().map(|f| f.path.display().to_string()).collect()
-}
 
 impl TrialJob {
     /// Merge one worker (clone) of `job` into the job's trial result.

@@ -189,6 +189,7 @@ fn check_job(
     online: Option<&str>,
     online_set: Option<&[usize]>,
 ) -> Result<(), SetupError> {
+    crate::job::options::pacing::check(j).map_err(|m| err(j, m))?;
     if j.ioengine.as_str() == "io_uring" && u64::from(j.iodepth) > IORING_MAX_ENTRIES {
         return Err(err(
             j,

@@ -701,9 +701,13 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
 
     #[inline(always)]
     fn stage_at(&mut self, t_stage: u64, write: bool, len: u64, file: u32, offset: u64) {
-        if self.p.trim == TrimMode::ThenWrite && write {
+        let t_stage = if self.p.trim == TrimMode::ThenWrite && write {
+            // The write's submission starts after its trim.
             self.trim(file, offset, len);
-        }
+            self.now
+        } else {
+            t_stage
+        };
         if let Some(w) = &mut self.iolog {
             let kind = if write { OpKind::Write } else { OpKind::Read };
             w.io(t_stage, file, kind, offset, len);
@@ -726,12 +730,18 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
                 offset,
             );
         }
+        let prio = if H::ACTIVE {
+            self.hook.io_prio(write, len)
+        } else {
+            0
+        };
         self.eng.stage(IoDesc {
             slot,
             write,
             file,
             offset,
             len: len as u32,
+            prio,
         });
         self.slots.staged.push(slot);
         self.inflight += 1;
@@ -869,12 +879,16 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
                 self.issuing = false;
             }
         } else {
-            if H::ACTIVE && !m.write {
-                self.hook.after_read(
-                    &self.eng.arena().slot_mut(c.slot)[..c.res as usize],
-                    m.file,
-                    m.offset,
-                );
+            if H::ACTIVE {
+                if m.write {
+                    self.hook.after_write(m.file, m.offset, c.res as u32);
+                } else {
+                    self.hook.after_read(
+                        &self.eng.arena().slot_mut(c.slot)[..c.res as usize],
+                        m.file,
+                        m.offset,
+                    );
+                }
             }
             if (c.res as u32) < m.len {
                 self.short_io(c.slot, c.res);

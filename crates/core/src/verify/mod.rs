@@ -29,8 +29,13 @@
 //! - **torn write**: a valid header whose payload does not match: part of
 //!   the write is missing.
 
+pub mod backlog;
+pub mod pattern;
+
+use pattern::Pattern;
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
+use std::sync::Arc;
 
 pub const HEADER_LEN: usize = 80;
 const MAGIC: &[u8; 4] = b"DIOV";
@@ -47,6 +52,13 @@ pub trait BlockHook {
     fn before_write(&mut self, _buf: &mut [u8], _file: u32, _offset: u64) {}
     /// Check `buf` (the `res` bytes read) after a read from `offset` of file `file` completed.
     fn after_read(&mut self, _buf: &[u8], _file: u32, _offset: u64) {}
+    /// A write of `len` bytes at `offset` of file `file` completed (verify_backlog).
+    fn after_write(&mut self, _file: u32, _offset: u64, _len: u32) {}
+    /// The I/O priority (ioprio_set's value, 0: the thread's) of the next
+    /// I/O (cmdprio_percentage, cmdprio_bssplit).
+    fn io_prio(&mut self, _write: bool, _len: u64) -> u16 {
+        0
+    }
     /// Whether the worker should stop issuing (verify_fatal after a bad block).
     fn should_stop(&self) -> bool {
         false
@@ -69,13 +81,35 @@ pub enum Algo {
     Md5,
     /// CRC-32 (IEEE 802.3), fio's `crc32`; not the same as crc32c.
     Crc32,
+    /// CRC-64/XZ (the ECMA-182 polynomial, reflected).
+    Crc64,
+    /// CRC-16/ARC, the kernel's crc16.
+    Crc16,
+    /// CRC-7/MMC, the kernel's crc7.
+    Crc7,
+    /// SHA-512, its first 32 bytes in the header.
+    Sha512,
+    /// fio's deprecated `meta`: the header alone (offset, generation,
+    /// seed, its own CRC); the payload is not checked.
+    Meta,
 }
 
 impl Algo {
+    /// Every `verify=` method, by fio's name.
+    pub const NAMES: &'static [&'static str] = &[
+        "crc32c", "crc32", "crc64", "crc16", "crc7", "xxhash", "sha256", "sha512", "md5", "meta",
+        "pattern",
+    ];
+
     pub fn parse(s: &str) -> Option<Algo> {
         Some(match s {
             "crc32c" => Algo::Crc32c,
             "crc32" => Algo::Crc32,
+            "crc64" => Algo::Crc64,
+            "crc16" => Algo::Crc16,
+            "crc7" => Algo::Crc7,
+            "sha512" => Algo::Sha512,
+            "meta" => Algo::Meta,
             "xxhash" => Algo::Xxhash,
             "sha256" => Algo::Sha256,
             "md5" => Algo::Md5,
@@ -91,6 +125,11 @@ impl Algo {
             Algo::Pattern => 4,
             Algo::Md5 => 5,
             Algo::Crc32 => 6,
+            Algo::Crc64 => 7,
+            Algo::Crc16 => 8,
+            Algo::Crc7 => 9,
+            Algo::Sha512 => 10,
+            Algo::Meta => 11,
         }
     }
     fn digest(self, data: &[u8], out: &mut [u8; 32]) {
@@ -103,8 +142,13 @@ impl Algo {
             Algo::Sha256 => out.copy_from_slice(&sha2::Sha256::digest(data)),
             Algo::Md5 => out[..16].copy_from_slice(&md5::Md5::digest(data)),
             Algo::Crc32 => out[..4].copy_from_slice(&crc32_ieee(data).to_le_bytes()),
-            // The payload itself is the check; the header carries no digest.
-            Algo::Pattern => {}
+            Algo::Crc64 => out[..8].copy_from_slice(&crc64_xz(data).to_le_bytes()),
+            Algo::Crc16 => out[..2].copy_from_slice(&crc16_arc(data).to_le_bytes()),
+            Algo::Crc7 => out[0] = crc7_mmc(data),
+            Algo::Sha512 => out.copy_from_slice(&sha2::Sha512::digest(data)[..32]),
+            // The payload itself is the check (pattern), or is not checked
+            // (meta); the header carries no digest.
+            Algo::Pattern | Algo::Meta => {}
         }
     }
 }
@@ -136,6 +180,62 @@ fn crc32_ieee(data: &[u8]) -> u32 {
     })
 }
 
+/// CRC-64/XZ: reflected ECMA-182 polynomial, init and final xor all ones.
+fn crc64_xz(data: &[u8]) -> u64 {
+    const TABLE: [u64; 256] = {
+        let mut t = [0u64; 256];
+        let mut i = 0;
+        while i < 256 {
+            let mut c = i as u64;
+            let mut k = 0;
+            while k < 8 {
+                c = if c & 1 != 0 {
+                    0xC96C_5795_D787_0F42 ^ (c >> 1)
+                } else {
+                    c >> 1
+                };
+                k += 1;
+            }
+            t[i] = c;
+            i += 1;
+        }
+        t
+    };
+    !data.iter().fold(!0u64, |c, &b| {
+        TABLE[((c ^ b as u64) & 0xff) as usize] ^ (c >> 8)
+    })
+}
+
+/// CRC-16/ARC (reflected 0x8005, init 0), the Linux kernel's crc16.
+fn crc16_arc(data: &[u8]) -> u16 {
+    data.iter().fold(0u16, |mut c, &b| {
+        c ^= b as u16;
+        for _ in 0..8 {
+            c = if c & 1 != 0 {
+                (c >> 1) ^ 0xA001
+            } else {
+                c >> 1
+            };
+        }
+        c
+    })
+}
+
+/// CRC-7/MMC (polynomial 0x09, init 0), as the kernel's crc7 computes it.
+fn crc7_mmc(data: &[u8]) -> u8 {
+    let mut c: u8 = 0;
+    for &b in data {
+        for i in (0..8).rev() {
+            let bit = ((b >> i) & 1) ^ ((c >> 6) & 1);
+            c = (c << 1) & 0x7f;
+            if bit != 0 {
+                c ^= 0x09;
+            }
+        }
+    }
+    c
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BadKind {
@@ -143,6 +243,9 @@ pub enum BadKind {
     TornWrite,
     MisplacedWrite,
     StaleGeneration,
+    /// `verify=pattern` with `verify_pattern`: blocks carry no header, only
+    /// the pattern, so a wrong block is only known to differ.
+    PatternMismatch,
 }
 
 impl BadKind {
@@ -152,6 +255,7 @@ impl BadKind {
             BadKind::TornWrite => "torn write: the header is valid but the data does not match its checksum",
             BadKind::MisplacedWrite => "misplaced write: a valid block that belongs at another offset",
             BadKind::StaleGeneration => "stale generation: an older version of the block; the newer write was lost",
+            BadKind::PatternMismatch => "pattern mismatch: the data read is not the verify_pattern written there",
         }
     }
 }
@@ -169,12 +273,40 @@ pub struct BadBlock {
 }
 
 /// Parameters shared by writer and checker.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct VerifySpec {
     pub algo: Algo,
     pub interval: u32,
     pub seed: u64,
     pub generation: u64,
+    /// `verify_pattern`: the payload (with `verify=pattern`, the whole
+    /// interval: no header, as in fio).
+    pub pattern: Option<Arc<Pattern>>,
+    /// `verify_offset`: the header is swapped with the bytes at this offset
+    /// of the interval before writing, and back before checking (0: none).
+    pub header_at: u32,
+    /// `verify_header_seed`: a header written with another seed is bad.
+    pub check_seed: bool,
+}
+
+impl VerifySpec {
+    pub fn new(algo: Algo, interval: u32, seed: u64, generation: u64) -> VerifySpec {
+        VerifySpec {
+            algo,
+            interval,
+            seed,
+            generation,
+            pattern: None,
+            header_at: 0,
+            check_seed: true,
+        }
+    }
+
+    /// Blocks are the bare pattern, without a header (`verify=pattern` with
+    /// `verify_pattern`).
+    pub fn headerless(&self) -> bool {
+        self.algo == Algo::Pattern && self.pattern.is_some()
+    }
 }
 
 #[inline]
@@ -206,9 +338,16 @@ fn header_crc(h: &[u8]) -> u32 {
 
 /// Write one interval's header and payload into `buf` (its whole length).
 pub fn fill_interval(spec: &VerifySpec, buf: &mut [u8], offset: u64) {
+    if let (true, Some(p)) = (spec.headerless(), &spec.pattern) {
+        p.fill(buf, offset);
+        return;
+    }
     let len = buf.len();
     let (h, payload) = buf.split_at_mut(HEADER_LEN);
-    fill_payload(payload, spec.seed, offset, spec.generation);
+    match &spec.pattern {
+        Some(p) => p.fill(payload, offset),
+        None => fill_payload(payload, spec.seed, offset, spec.generation),
+    }
     h.fill(0);
     h[0..4].copy_from_slice(MAGIC);
     h[4] = 1;
@@ -222,6 +361,15 @@ pub fn fill_interval(spec: &VerifySpec, buf: &mut [u8], offset: u64) {
     h[40..72].copy_from_slice(&d);
     let c = header_crc(h);
     h[36..40].copy_from_slice(&c.to_le_bytes());
+    swap_header(buf, spec.header_at as usize);
+}
+
+/// `verify_offset`: exchange the header with the bytes at `at` (its own inverse).
+fn swap_header(buf: &mut [u8], at: usize) {
+    if at >= HEADER_LEN && at + HEADER_LEN <= buf.len() {
+        let (h, rest) = buf.split_at_mut(at);
+        h[..HEADER_LEN].swap_with_slice(&mut rest[..HEADER_LEN]);
+    }
 }
 
 fn u64_at(b: &[u8], i: usize) -> u64 {
@@ -230,13 +378,30 @@ fn u64_at(b: &[u8], i: usize) -> u64 {
 
 /// Check one interval read from `offset`. `generation`: the one expected,
 /// or `None` to accept any (verify_only of an earlier run).
+/// `scratch` and `swapped` are at least as long as `buf`.
 pub fn check_interval(
     spec: &VerifySpec,
     buf: &[u8],
     offset: u64,
     generation: Option<u64>,
     scratch: &mut [u8],
+    swapped: &mut [u8],
 ) -> Option<(BadKind, Option<u64>, Option<u64>)> {
+    if let (true, Some(p)) = (spec.headerless(), &spec.pattern) {
+        return (!p.matches(buf, offset, scratch)).then_some((
+            BadKind::PatternMismatch,
+            None,
+            None,
+        ));
+    }
+    let buf = if spec.header_at > 0 {
+        let s = &mut swapped[..buf.len()];
+        s.copy_from_slice(buf);
+        swap_header(s, spec.header_at as usize);
+        &*s
+    } else {
+        buf
+    };
     let h = &buf[..HEADER_LEN];
     let stored_crc = u32::from_le_bytes(h[36..40].try_into().expect("4 bytes"));
     if &h[0..4] != MAGIC || header_crc(h) != stored_crc {
@@ -244,7 +409,7 @@ pub fn check_interval(
     }
     let (off, gen, seed) = (u64_at(h, 8), u64_at(h, 16), u64_at(h, 24));
     let len = u32::from_le_bytes(h[32..36].try_into().expect("4 bytes")) as usize;
-    if seed != spec.seed {
+    if spec.check_seed && seed != spec.seed {
         return Some((BadKind::LostWrite, Some(off), Some(gen)));
     }
     if off != offset {
@@ -261,7 +426,10 @@ pub fn check_interval(
     let payload = &buf[HEADER_LEN..];
     let ok = if spec.algo == Algo::Pattern {
         let s = &mut scratch[..payload.len()];
-        fill_payload(s, seed, off, gen);
+        match &spec.pattern {
+            Some(p) => p.fill(s, off),
+            None => fill_payload(s, seed, off, gen),
+        }
         s == payload
     } else {
         let mut d = [0u8; 32];
@@ -271,8 +439,9 @@ pub fn check_interval(
     (!ok).then_some((BadKind::TornWrite, Some(off), Some(gen)))
 }
 
-/// Which intervals were written, per file (a bitmap per file).
-#[derive(Debug, Clone, Default)]
+/// Which intervals were written, per file (a bitmap per file). Serialized,
+/// it is the verify state file (verify_state_save).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Written {
     /// (file start offset of the region, bits).
     files: Vec<(u64, Vec<u64>)>,
@@ -327,11 +496,24 @@ impl Written {
 pub struct Writer {
     pub spec: VerifySpec,
     pub written: Written,
+    /// Bytes stamped (experimental_verify replays this many).
+    pub bytes: u64,
+}
+
+impl Writer {
+    pub fn new(spec: VerifySpec, written: Written) -> Writer {
+        Writer {
+            spec,
+            written,
+            bytes: 0,
+        }
+    }
 }
 
 impl BlockHook for Writer {
     const ACTIVE: bool = true;
     fn before_write(&mut self, buf: &mut [u8], file: u32, offset: u64) {
+        self.bytes += buf.len() as u64;
         let iv = self.spec.interval as usize;
         for (i, chunk) in buf.chunks_mut(iv).enumerate() {
             let off = offset + (i * iv) as u64;
@@ -354,9 +536,15 @@ pub struct Checker {
     pub checked: u64,
     pub bad_count: u64,
     pub bad: Vec<BadBlock>,
-    pub counts: [u64; 4],
+    pub counts: [u64; 5],
     pub fatal: bool,
     scratch: Vec<u8>,
+    swapped: Vec<u8>,
+    /// `verify_dump`: where to write the dumps of bad blocks, and the file
+    /// paths that name them.
+    dump: Option<(std::path::PathBuf, Vec<String>)>,
+    /// Dumps that could not be written (the first error).
+    pub dump_error: Option<String>,
 }
 
 impl Checker {
@@ -367,15 +555,56 @@ impl Checker {
         fatal: bool,
     ) -> Checker {
         Checker {
-            spec,
             written,
             generation,
             checked: 0,
             bad_count: 0,
             bad: Vec::with_capacity(64),
-            counts: [0; 4],
+            counts: [0; 5],
             fatal,
             scratch: vec![0u8; spec.interval as usize],
+            swapped: vec![0u8; spec.interval as usize],
+            spec,
+            dump: None,
+            dump_error: None,
+        }
+    }
+
+    /// `verify_dump`: write each bad block as read and as expected to
+    /// `<file name>.<offset>.received` and `.expected` in `dir` (fio's
+    /// names; fio writes them to the current directory), for the files
+    /// `paths` of this worker.
+    pub fn dump_to(mut self, dir: std::path::PathBuf, paths: Vec<String>) -> Checker {
+        self.dump = Some((dir, paths));
+        self
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn dump_block(&mut self, got: &[u8], file: u32, off: u64, found_gen: Option<u64>) {
+        let Some((dir, paths)) = &self.dump else {
+            return;
+        };
+        if self.bad.len() >= MAX_REPORTED {
+            return;
+        }
+        let base = paths
+            .get(file as usize)
+            .and_then(|p| std::path::Path::new(p).file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| format!("file{file}"));
+        let mut spec = self.spec.clone();
+        spec.generation = self.generation.or(found_gen).unwrap_or(spec.generation);
+        let mut want = vec![0u8; got.len()];
+        fill_interval(&spec, &mut want, off);
+        for (kind, data) in [("received", got), ("expected", &want[..])] {
+            let name = dir.join(format!("{base}.{off}.{kind}"));
+            if let Err(e) = std::fs::write(&name, data) {
+                self.dump_error.get_or_insert(format!(
+                    "verify_dump could not write {}: {e}",
+                    name.display()
+                ));
+            }
         }
     }
 }
@@ -395,9 +624,17 @@ impl BlockHook for Checker {
                 }
             }
             self.checked += 1;
-            if let Some((kind, fo, fg)) =
-                check_interval(&self.spec, chunk, off, self.generation, &mut self.scratch)
-            {
+            if let Some((kind, fo, fg)) = check_interval(
+                &self.spec,
+                chunk,
+                off,
+                self.generation,
+                &mut self.scratch,
+                &mut self.swapped,
+            ) {
+                if self.dump.is_some() {
+                    self.dump_block(chunk, file, off, fg);
+                }
                 self.bad_count += 1;
                 self.counts[kind as usize] += 1;
                 if self.bad.len() < MAX_REPORTED {
@@ -429,6 +666,9 @@ pub struct VerifyReport {
     pub torn_writes: u64,
     pub misplaced_writes: u64,
     pub stale_generations: u64,
+    /// Blocks that do not hold their verify_pattern (header-less pattern verify).
+    #[serde(default)]
+    pub pattern_mismatches: u64,
     /// The first bad blocks (at most MAX_REPORTED), with their file path.
     pub bad_blocks: Vec<(String, BadBlock)>,
     /// Read errors during the read-back.
@@ -446,6 +686,10 @@ impl VerifyReport {
         self.torn_writes += c.counts[BadKind::TornWrite as usize];
         self.misplaced_writes += c.counts[BadKind::MisplacedWrite as usize];
         self.stale_generations += c.counts[BadKind::StaleGeneration as usize];
+        self.pattern_mismatches += c.counts[BadKind::PatternMismatch as usize];
+        if let Some(e) = &c.dump_error {
+            self.first_read_error.get_or_insert_with(|| e.clone());
+        }
         for b in &c.bad {
             if self.bad_blocks.len() < MAX_REPORTED {
                 self.bad_blocks.push((
@@ -462,30 +706,18 @@ mod tests {
     use super::*;
 
     fn spec(algo: Algo) -> VerifySpec {
-        VerifySpec {
-            algo,
-            interval: 4096,
-            seed: 0x89,
-            generation: 2,
-        }
+        VerifySpec::new(algo, 4096, 0x89, 2)
     }
 
     #[test]
     fn round_trip_every_algorithm() {
-        for a in [
-            Algo::Crc32c,
-            Algo::Xxhash,
-            Algo::Sha256,
-            Algo::Pattern,
-            Algo::Md5,
-            Algo::Crc32,
-        ] {
+        for a in Algo::NAMES.iter().map(|n| Algo::parse(n).unwrap()) {
             let s = spec(a);
             let mut b = vec![0u8; 4096];
             fill_interval(&s, &mut b, 8192);
             let mut scratch = vec![0u8; 4096];
             assert_eq!(
-                check_interval(&s, &b, 8192, Some(2), &mut scratch),
+                check_interval(&s, &b, 8192, Some(2), &mut scratch, &mut [0u8; 4096]),
                 None,
                 "{a:?}"
             );
@@ -500,8 +732,11 @@ mod tests {
         assert_eq!(hex, "900150983cd24fb0d6963f7d28e17f72");
         assert_eq!(crc32_ieee(b"123456789"), 0xCBF4_3926);
         assert_eq!(crc32c::crc32c(b"123456789"), 0xE306_9283);
+        assert_eq!(crc64_xz(b"123456789"), 0x995D_C9BB_DF19_39FA);
+        assert_eq!(crc16_arc(b"123456789"), 0xBB3D);
+        assert_eq!(crc7_mmc(b"123456789"), 0x75);
         // Every fio name dioscope accepts is its own algorithm.
-        let names = ["crc32c", "crc32", "xxhash", "sha256", "md5", "pattern"];
+        let names = Algo::NAMES;
         let algos: Vec<Algo> = names.iter().map(|n| Algo::parse(n).unwrap()).collect();
         for (i, a) in algos.iter().enumerate() {
             assert!(
@@ -520,32 +755,42 @@ mod tests {
         fill_interval(&s, &mut b, 8192);
         // Never written: zeros.
         assert_eq!(
-            check_interval(&s, &[0u8; 4096], 0, Some(2), &mut scratch)
-                .unwrap()
-                .0,
+            check_interval(
+                &s,
+                &[0u8; 4096],
+                0,
+                Some(2),
+                &mut scratch,
+                &mut vec![0u8; 4096]
+            )
+            .unwrap()
+            .0,
             BadKind::LostWrite
         );
         // Read at another offset: misplaced.
         assert_eq!(
-            check_interval(&s, &b, 4096, Some(2), &mut scratch)
+            check_interval(&s, &b, 4096, Some(2), &mut scratch, &mut vec![0u8; 4096])
                 .unwrap()
                 .0,
             BadKind::MisplacedWrite
         );
         // Expecting a newer generation: stale.
         assert_eq!(
-            check_interval(&s, &b, 8192, Some(3), &mut scratch)
+            check_interval(&s, &b, 8192, Some(3), &mut scratch, &mut vec![0u8; 4096])
                 .unwrap()
                 .0,
             BadKind::StaleGeneration
         );
         // Any generation accepted (verify_only).
-        assert_eq!(check_interval(&s, &b, 8192, None, &mut scratch), None);
+        assert_eq!(
+            check_interval(&s, &b, 8192, None, &mut scratch, &mut vec![0u8; 4096]),
+            None
+        );
         // Second half replaced by old data: torn.
         let mut t = b.clone();
         t[2048..].fill(0xee);
         assert_eq!(
-            check_interval(&s, &t, 8192, Some(2), &mut scratch)
+            check_interval(&s, &t, 8192, Some(2), &mut scratch, &mut vec![0u8; 4096])
                 .unwrap()
                 .0,
             BadKind::TornWrite
@@ -554,7 +799,7 @@ mod tests {
         let mut h = b.clone();
         h[9] ^= 1;
         assert_eq!(
-            check_interval(&s, &h, 8192, Some(2), &mut scratch)
+            check_interval(&s, &h, 8192, Some(2), &mut scratch, &mut vec![0u8; 4096])
                 .unwrap()
                 .0,
             BadKind::LostWrite
@@ -565,22 +810,104 @@ mod tests {
         fill_interval(&p, &mut pb, 0);
         pb[3000] ^= 0x10;
         assert_eq!(
-            check_interval(&p, &pb, 0, Some(2), &mut scratch).unwrap().0,
+            check_interval(&p, &pb, 0, Some(2), &mut scratch, &mut vec![0u8; 4096])
+                .unwrap()
+                .0,
             BadKind::TornWrite
+        );
+    }
+
+    #[test]
+    fn verify_pattern_offset_and_seed_options() {
+        let mut scratch = vec![0u8; 4096];
+        let mut swapped = vec![0u8; 4096];
+        // verify=pattern with verify_pattern: the bare pattern, %o per interval.
+        let mut s = spec(Algo::Pattern);
+        s.pattern = Some(Arc::new(Pattern::parse("0xab%o").unwrap()));
+        let mut b = vec![0u8; 4096];
+        fill_interval(&s, &mut b, 8192);
+        assert_eq!(&b[..3], &[0xab, 0x00, 0x20]);
+        assert_eq!(
+            check_interval(&s, &b, 8192, Some(2), &mut scratch, &mut swapped),
+            None
+        );
+        assert_eq!(
+            check_interval(&s, &b, 4096, Some(2), &mut scratch, &mut swapped)
+                .unwrap()
+                .0,
+            BadKind::PatternMismatch
+        );
+        // crc32c with verify_pattern: a header, then the pattern as payload.
+        let mut c = spec(Algo::Crc32c);
+        c.pattern = Some(Arc::new(Pattern::parse("\"xy\"").unwrap()));
+        fill_interval(&c, &mut b, 0);
+        assert_eq!(&b[0..4], MAGIC);
+        assert_eq!(&b[HEADER_LEN..HEADER_LEN + 4], b"xyxy");
+        assert_eq!(
+            check_interval(&c, &b, 0, Some(2), &mut scratch, &mut swapped),
+            None
+        );
+        // verify_offset: the header sits at 1024 on disk and still checks.
+        c.header_at = 1024;
+        fill_interval(&c, &mut b, 0);
+        assert_eq!(&b[1024..1028], MAGIC);
+        assert_ne!(&b[0..4], MAGIC);
+        assert_eq!(
+            check_interval(&c, &b, 0, Some(2), &mut scratch, &mut swapped),
+            None
+        );
+        b[1024 + 9] ^= 1;
+        assert_eq!(
+            check_interval(&c, &b, 0, Some(2), &mut scratch, &mut swapped)
+                .unwrap()
+                .0,
+            BadKind::LostWrite
+        );
+        // verify_header_seed=0: a block of another seed is accepted.
+        let mut other = spec(Algo::Crc32c);
+        other.seed = 7;
+        fill_interval(&other, &mut b, 0);
+        let mut lax = spec(Algo::Crc32c);
+        assert!(check_interval(&lax, &b, 0, Some(2), &mut scratch, &mut swapped).is_some());
+        lax.check_seed = false;
+        assert_eq!(
+            check_interval(&lax, &b, 0, Some(2), &mut scratch, &mut swapped),
+            None
+        );
+    }
+
+    #[test]
+    fn verify_dump_writes_received_and_expected() {
+        let d = tempfile::tempdir().unwrap();
+        let s = spec(Algo::Crc32c);
+        let mut b = vec![0u8; 4096];
+        fill_interval(&s, &mut b, 4096);
+        let good = b.clone();
+        b[100] ^= 0xff;
+        let path = d.path().join("target.dat").display().to_string();
+        let mut c =
+            Checker::new(s, None, Some(2), false).dump_to(d.path().to_path_buf(), vec![path]);
+        c.after_read(&b, 0, 4096);
+        assert_eq!(c.bad_count, 1);
+        assert_eq!(
+            std::fs::read(d.path().join("target.dat.4096.received")).unwrap(),
+            b
+        );
+        assert_eq!(
+            std::fs::read(d.path().join("target.dat.4096.expected")).unwrap(),
+            good
         );
     }
 
     #[test]
     fn writer_and_checker_through_hooks() {
         let s = spec(Algo::Xxhash);
-        let mut w = Writer {
-            spec: s,
-            written: Written::new(&[(0, 64 * 4096)], 4096),
-        };
+        let mut w = Writer::new(s.clone(), Written::new(&[(0, 64 * 4096)], 4096));
         let mut block = vec![0u8; 16384];
         w.before_write(&mut block, 0, 4 * 4096);
         assert_eq!(w.written.count(), 4);
         let mut c = Checker::new(s, Some(w.written.clone()), Some(2), false);
+        assert_eq!(w.bytes, 16384);
         c.after_read(&block, 0, 4 * 4096);
         assert_eq!((c.checked, c.bad_count), (4, 0));
         // An unwritten interval is skipped, a corrupted one reported with its offset.

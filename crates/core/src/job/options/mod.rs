@@ -73,29 +73,6 @@ fn bs_dirs(
     Ok(([r, w], t))
 }
 
-/// fio's `read,write[,trim]` values: one value is both, an empty one is the default (0).
-fn per_dir_ints(v: &str) -> Result<[u64; 2], UnitError> {
-    let parts: Vec<&str> = v.split(',').collect();
-    if parts.len() > 3 || parts.get(2).is_some_and(|t| !t.trim().is_empty()) {
-        return Err(format!(
-            "'{v}': give at most a read and a write value (dioscope issues no trims)"
-        ));
-    }
-    let one = |p: &str| {
-        if p.trim().is_empty() {
-            Ok(0)
-        } else {
-            parse_int(p)
-        }
-    };
-    let r = one(parts[0])?;
-    let w = match parts.get(1) {
-        Some(p) => one(p)?,
-        None => r,
-    };
-    Ok([r, w])
-}
-
 fn fixed_bs(s: &str) -> Result<BlockSizes, UnitError> {
     let b = parse_size(s)?;
     if b == 0 {
@@ -203,7 +180,9 @@ pub mod workload;
 /// core options are below). A section is a `static &[OptDef]`; adding one is
 /// one line here. Helpers (`job!`, the unit parsers, `bs_dirs`, …) are visible
 /// to the section files through `use super::*`.
-static SECTIONS: &[&[OptDef]] = &[CORE, workload::WORKLOAD, pacing::PACING];
+static SECTIONS: &[&[OptDef]] = &[CORE, workload::WORKLOAD, pacing::PACING, buffers::BUFFERS];
+
+pub mod buffers;
 
 /// Every option dioscope understands, in table order.
 pub fn all() -> impl Iterator<Item = &'static OptDef> + Clone {
@@ -962,9 +941,14 @@ static CORE: &[OptDef] = &[
             "crc32c",
             "crc32c-intel",
             "crc32",
+            "crc64",
+            "crc16",
+            "crc7",
             "xxhash",
             "sha256",
+            "sha512",
             "md5",
+            "meta",
             "pattern",
         ]),
         example: "crc32c",
@@ -972,11 +956,17 @@ static CORE: &[OptDef] = &[
         apply: job!(|j, v| {
             j.verify = match v.trim() {
                 "0" | "" | "none" => None,
-                a @ ("crc32c" | "crc32c-intel" | "xxhash" | "sha256" | "pattern" | "md5"
-                | "crc32") => Some(a.replace("-intel", "")),
+                "crc32c-intel" => Some("crc32c".into()),
+                a if crate::verify::Algo::parse(a).is_some() => Some(a.to_string()),
+                o @ ("sha1" | "sha3-224" | "sha3-256" | "sha3-384" | "sha3-512" | "null") => {
+                    return Err(format!(
+                        "not supported by dioscope: verify={o} (no SHA-1/SHA-3 and no pretend verify here); use sha256 or sha512"
+                    ))
+                }
                 o => {
                     return Err(format!(
-                        "'{o}' is not a verify method dioscope has (crc32c, crc32, xxhash, sha256, md5, pattern)"
+                        "'{o}' is not a verify method ({})",
+                        crate::verify::Algo::NAMES.join(", ")
                     ))
                 }
             };
@@ -1213,23 +1203,11 @@ static CORE: &[OptDef] = &[
 /// rather than "unknown option".
 pub static FIO_UNIMPLEMENTED: &[&str] = &[
     "cgroup",
-    "nice",
-    "prio",
-    "prioclass",
-    "lockmem",
     "gtod_reduce",
     "disable_lat",
     "disable_clat",
     "disable_slat",
     "disable_bw_measurement",
-    "mem",
-    "iomem",
-    "iomem_align",
-    "buffer_pattern",
-    "refill_buffers",
-    "scramble_buffers",
-    "buffer_compress_percentage",
-    "dedupe_percentage",
     "pre_read",
     "lockfile",
     "opendir",
@@ -1238,31 +1216,19 @@ pub static FIO_UNIMPLEMENTED: &[&str] = &[
     "trim_backlog",
     "trim_backlog_batch",
     "ioscheduler",
-    "cpumask",
-    "numa_cpu_nodes",
-    "numa_mem_policy",
     "uid",
     "gid",
-    "exec_prerun",
-    "exec_postrun",
     "kb_base",
     "unit_base",
     "allrandrepeat",
     "fadvise_hint",
     "sync",
     "overwrite",
-    "experimental_verify",
-    "verify_pattern",
-    "verify_offset",
-    "verify_backlog",
-    "verify_async",
-    "verify_state_save",
     "log_compression",
     "log_hist_msec",
     "write_hist_log",
     "gtod_cpu",
     "ioengine_opts",
-    "cmdprio_percentage",
     "uncached",
     "atomic",
     "userspace_reap",

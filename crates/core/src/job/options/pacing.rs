@@ -118,6 +118,32 @@ impl SteadyCriterion {
     }
 }
 
+/// fio's `read,write,trim` values: one value is every direction's, an
+/// empty part is no value (0), a missing trim part is 0.
+fn per_dir3(v: &str) -> Result<[u64; 3], UnitError> {
+    let parts: Vec<&str> = v.split(',').collect();
+    if parts.len() > 3 {
+        return Err(format!(
+            "'{v}': give at most a read, a write and a trim value"
+        ));
+    }
+    let one = |p: &str| {
+        if p.trim().is_empty() {
+            Ok(0)
+        } else {
+            parse_int(p)
+        }
+    };
+    if parts.len() == 1 {
+        return Ok([one(parts[0])?; 3]);
+    }
+    let mut out = [0; 3];
+    for (o, p) in out.iter_mut().zip(&parts) {
+        *o = one(p)?;
+    }
+    Ok(out)
+}
+
 /// A time or a range of times (`startdelay=1s-5s`; `:` also separates).
 fn time_range_us(v: &str, unit_us: u64) -> Result<(u64, u64), UnitError> {
     let v = v.trim();
@@ -139,6 +165,33 @@ fn time_range_us(v: &str, unit_us: u64) -> Result<(u64, u64), UnitError> {
     }
 }
 
+/// What the options of one job cannot mean together; checked before any I/O.
+pub fn check(j: &JobSpec) -> Result<(), String> {
+    let trim_parts = [
+        ("rate", j.rate[2]),
+        ("rate_iops", j.rate_iops[2]),
+        ("rate_min", j.rate_min[2]),
+        ("rate_iops_min", j.rate_iops_min[2]),
+    ];
+    if let Some((name, _)) = trim_parts
+        .iter()
+        .find(|(_, t)| *t > 0)
+        .filter(|_| j.rw.trims())
+    {
+        return Err(format!(
+            "not supported by dioscope: a {name} for trims (rw={} trims, and dioscope paces only reads and writes); give {name}=READ,WRITE",
+            j.rw.as_str()
+        ));
+    }
+    if j.ss_dur_us > 0 && j.steadystate.slope && j.ss_dur_us < 2_000_000 {
+        return Err(format!(
+            "steadystate={} needs ss_dur of at least 2 s: a slope needs two samples (one a second)",
+            j.steadystate.name()
+        ));
+    }
+    Ok(())
+}
+
 /// Time and pacing.
 pub static PACING: &[OptDef] = &[
     OptDef {
@@ -146,9 +199,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Size,
         example: "1m,500k",
-        help: "Cap each clone's bandwidth, bytes/s (R,W: separate caps; an empty part: none); every trial starts its budget afresh",
+        help: "Cap each clone's bandwidth, bytes/s (R,W,T: separate caps; an empty part: none; trims are not paced, a trim cap is refused for jobs that trim); every trial starts its budget afresh",
         apply: job!(|j, v| {
-            j.rate = per_dir_ints(v)?;
+            j.rate = per_dir3(v)?;
             Ok(())
         }),
     },
@@ -159,7 +212,7 @@ pub static PACING: &[OptDef] = &[
         example: "10000",
         help: "Cap each clone at this many I/Os per second (R,W: separate caps; empty: none); with a block-size range the smallest block is the unit, as fio counts it",
         apply: job!(|j, v| {
-            j.rate_iops = per_dir_ints(v)?;
+            j.rate_iops = per_dir3(v)?;
             Ok(())
         }),
     },
@@ -170,7 +223,7 @@ pub static PACING: &[OptDef] = &[
         example: "100k",
         help: "Fail the job when a clone's bandwidth over a ratecycle falls below this, bytes/s (R,W); judged after ramp_time, in each trial",
         apply: job!(|j, v| {
-            j.rate_min = per_dir_ints(v)?;
+            j.rate_min = per_dir3(v)?;
             Ok(())
         }),
     },
@@ -181,7 +234,7 @@ pub static PACING: &[OptDef] = &[
         example: "100",
         help: "Fail the job when a clone's IOPS over a ratecycle falls below this (R,W); judged after ramp_time, in each trial",
         apply: job!(|j, v| {
-            j.rate_iops_min = per_dir_ints(v)?;
+            j.rate_iops_min = per_dir3(v)?;
             Ok(())
         }),
     },
@@ -505,14 +558,19 @@ mod tests {
 
     #[test]
     fn rates_per_direction() {
-        assert_eq!(set("rate", "1m,500k").unwrap().rate, [1 << 20, 500 << 10]);
-        assert_eq!(set("rate", ",500k").unwrap().rate, [0, 500 << 10]);
-        assert_eq!(set("rate", "500k,").unwrap().rate, [500 << 10, 0]);
-        assert_eq!(set("rate", "2m").unwrap().rate, [2 << 20; 2]);
-        assert_eq!(set("ratemin", "1m").unwrap().rate_min, [1 << 20; 2]);
+        assert_eq!(
+            set("rate", "1m,500k").unwrap().rate,
+            [1 << 20, 500 << 10, 0]
+        );
+        assert_eq!(set("rate", ",500k").unwrap().rate, [0, 500 << 10, 0]);
+        assert_eq!(set("rate", "500k,").unwrap().rate, [500 << 10, 0, 0]);
+        assert_eq!(set("rate", "2m").unwrap().rate, [2 << 20; 3]);
+        assert_eq!(set("rate", "300,300,300").unwrap().rate, [300; 3]);
+        assert!(set("rate", "1,2,3,4").is_err());
+        assert_eq!(set("ratemin", "1m").unwrap().rate_min, [1 << 20; 3]);
         assert_eq!(
             set("rate_iops_min", "10,20").unwrap().rate_iops_min,
-            [10, 20]
+            [10, 20, 0]
         );
         assert_eq!(set("ratecycle", "250").unwrap().rate_cycle_ms, 250);
         assert!(set("ratecycle", "0").is_err());
@@ -590,6 +648,24 @@ mod tests {
         );
         assert_eq!(set("flow_sleep", "1000").unwrap().flow_sleep_us, 1000);
         assert!(set("flow", "-8").is_err());
+    }
+
+    #[test]
+    fn combinations_that_cannot_work_are_refused_before_any_io() {
+        let mut j = set("rate", "1m,1m,1m").unwrap();
+        assert!(check(&j).is_ok(), "no trims: the trim part changes nothing");
+        j.rw = RwMode::RandTrim;
+        let e = check(&j).unwrap_err();
+        assert!(
+            e.starts_with("not supported by dioscope: a rate for trims"),
+            "{e}"
+        );
+        j.rate = [1 << 20, 1 << 20, 0];
+        assert!(check(&j).is_ok());
+        let mut j = set("ss_dur", "1").unwrap();
+        assert!(check(&j).unwrap_err().contains("at least 2 s"));
+        j.steadystate = SteadyCriterion::parse("iops:5%").unwrap();
+        assert!(check(&j).is_ok(), "a deviation can be judged on one sample");
     }
 
     #[test]
