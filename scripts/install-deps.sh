@@ -45,6 +45,8 @@ command -v chromium >/dev/null || need+=(chromium)
 command -v gnuplot >/dev/null || need+=(gnuplot-nox)
 # fio_jsonplus_clat2csv runs under Debian's python3 in the tests and needs six.
 /usr/bin/python3 -c 'import six' 2>/dev/null || need+=(python3-six)
+# fio's fiologparser_hist.py (the histogram-log test) needs pandas and numpy.
+/usr/bin/python3 -c 'import pandas, numpy' 2>/dev/null || need+=(python3-pandas python3-numpy)
 # Multi-rank runs (the mpi feature, tests/mpi): OpenMPI to build against and
 # run under, and libclang for the bindings (docs/DISTRIBUTED.md).
 command -v mpirun >/dev/null || need+=(openmpi-bin)

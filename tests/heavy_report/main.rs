@@ -254,7 +254,33 @@ fn reports_open_in_chromium_offline() {
     );
     dioscope(dir, &["report", "cmp.json", "-o", "cmp.html"]);
     dioscope(dir, &["report", "sw.json", "-o", "sweep.html"]);
-    check_in_browser(bin, dir, &dir.join("cmp.html"), &["cmp-change-0"]);
+    // A comparison's report shows its runs too: each side's summary,
+    // series, latency and findings (ids ca-… and cb-…).
+    check_in_browser(
+        bin,
+        dir,
+        &dir.join("cmp.html"),
+        &[
+            "cmp-change-0",
+            "ca-iops-0",
+            "ca-pct-0",
+            "cb-iops-0",
+            "cb-pct-0",
+            "cb-spread-iops",
+        ],
+    );
+    let cmp_page = std::fs::read_to_string(dir.join("cmp.html")).unwrap();
+    for id in [
+        "ca-summary-table",
+        "cb-summary-table",
+        "ca-findings",
+        "cb-env",
+    ] {
+        assert!(
+            cmp_page.contains(&format!("id=\"{id}")),
+            "cmp.html lacks {id}"
+        );
+    }
     check_in_browser(
         bin,
         dir,

@@ -182,6 +182,7 @@ fn profile_adds_up_on_zram_with_io_uring_and_libaio() {
     for (engine, own) in [("io_uring", "io_uring"), ("libaio", "aio")] {
         let o = profiled_run(d.path(), &z.path(), engine, "json");
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        std::fs::write(d.path().join(format!("{engine}.json")), &o.stdout).unwrap();
         let j = json(&o);
         let g = check_profile(&j);
         assert_eq!(j["dioscope"]["profile"]["perf"]["scope"], "system-wide");
@@ -216,6 +217,73 @@ fn profile_adds_up_on_zram_with_io_uring_and_libaio() {
             );
         }
     }
+
+    // The two profiles compared: io_uring's own kernel code is gone in B,
+    // libaio's is new, both far beyond the sampling noise.
+    let cmp = |format: &str| {
+        let o = run_in(
+            d.path(),
+            &[
+                "compare",
+                "io_uring.json",
+                "libaio.json",
+                "--expect-different=ioengine",
+                &format!("--output-format={format}"),
+            ],
+        );
+        assert!(o.status.code().is_some_and(|c| c <= 1), "{}", stderr(&o));
+        o
+    };
+    let o = cmp("json");
+    std::fs::write(d.path().join("cmp.json"), &o.stdout).unwrap();
+    let c = json(&o);
+    let p = &c["profile"];
+    assert!(p["rule"].as_str().unwrap().contains("3 σ"), "{p:#}");
+    let g = &p["groups"][0];
+    let row = |list: &str, name: &str| {
+        g[list]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("no {list} row {name}: {g:#}"))
+            .clone()
+    };
+    let uring = row("subsystems", "io_uring");
+    assert_eq!(uring["change"], "cheaper", "{uring:#}");
+    assert_eq!(uring["b_us_per_io"].as_f64(), Some(0.0), "{uring:#}");
+    let aio = row("subsystems", "aio");
+    assert_eq!(aio["change"], "dearer", "{aio:#}");
+    assert!(
+        aio["delta_us_per_io"].as_f64().unwrap() > aio["noise_us_per_io"].as_f64().unwrap(),
+        "{aio:#}"
+    );
+    // Per-I/O figures are the runs' own: A's total is A's profile's.
+    let a: Value =
+        serde_json::from_slice(&std::fs::read(d.path().join("io_uring.json")).unwrap()).unwrap();
+    let a_total = a["dioscope"]["profile"]["groups"][0]["process"]["us_per_io"]
+        .as_f64()
+        .unwrap();
+    let t = &g["totals"][0];
+    assert!(
+        (t["a_us_per_io"].as_f64().unwrap() - a_total).abs() <= 1e-6 * a_total,
+        "{t:#} vs {a_total}"
+    );
+    assert!(!g["functions"].as_array().unwrap().is_empty());
+    let text = stdout(&cmp("normal"));
+    assert!(
+        text.contains("profile: CPU per I/O") && text.contains("io_uring"),
+        "{text}"
+    );
+    let md = stdout(&cmp("markdown"));
+    assert!(md.contains("## Profile: CPU per I/O"), "{md}");
+    let o = run_in(d.path(), &["report", "cmp.json", "-o", "cmp.html"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(d.path().join("cmp.html")).unwrap();
+    assert!(
+        html.contains("id=\"cmp-profile-0\"") && html.contains("ca-profile"),
+        "profile charts"
+    );
 }
 
 #[test]

@@ -194,3 +194,161 @@ fn fio_plotting_tools_read_our_logs() {
         );
     }
 }
+
+/// `fiologparser_hist.py` from Debian's fio package, unpacked into `dir`;
+/// `None` (a skip, a failure in CI) when it or pandas/numpy is missing.
+fn hist_parser(dir: &Path) -> Option<std::path::PathBuf> {
+    let gz = Path::new("/usr/share/doc/fio/fiologparser_hist.py.gz");
+    let pandas = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", "import pandas, numpy"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !can_run(
+        "fio's fiologparser_hist.py with python3-pandas and python3-numpy",
+        gz.exists() && pandas,
+    ) {
+        return None;
+    }
+    let out = dir.join("fiologparser_hist.py");
+    let mut c = std::process::Command::new("sh");
+    c.arg("-c")
+        .arg(format!("gzip -dc {} > {}", gz.display(), out.display()));
+    assert!(output_within(c, std::time::Duration::from_secs(30))
+        .status
+        .success());
+    Some(out)
+}
+
+#[test]
+fn fio_reads_our_histogram_logs_with_our_percentiles() {
+    let d = tempfile::tempdir().unwrap();
+    let Some(parser) = hist_parser(d.path()) else {
+        return;
+    };
+    for coarseness in [0u32, 2] {
+        let dir = d.path().join(format!("c{coarseness}"));
+        std::fs::create_dir(&dir).unwrap();
+        let j = run_json_file(
+            &dir,
+            &[
+                "--name=h",
+                "--ioengine=null",
+                "--rw=randrw",
+                "--bs=4k",
+                "--size=1g",
+                "--time_based",
+                "--runtime=2500ms",
+                "--trials=1",
+                "--write_hist_log=h",
+                "--log_hist_msec=1000",
+                &format!("--log_hist_coarseness={coarseness}"),
+                // Offsets are not part of fio's histogram lines.
+                "--log_offset=1",
+            ],
+        );
+        let log = dir.join("h_clat_hist.1.log");
+        let rows = lines(&log);
+        // Windows of 1 s per direction, and the last partial one.
+        assert!((4..=8).contains(&rows.len()), "{} lines", rows.len());
+        for r in &rows {
+            assert_eq!(r.len(), 3 + (1856 >> coarseness), "time, dir, bs, bins");
+            assert!(r[1] <= 1 && r[2] == 4096, "{:?}", &r[..3]);
+        }
+        // fio's own parser: one interval over the whole run, per direction.
+        let mut c = std::process::Command::new("/usr/bin/python3");
+        c.current_dir(&dir).args([
+            parser.to_str().unwrap(),
+            "--noweight",
+            "-i",
+            "1000000",
+            "--directions",
+            "rw",
+            "--percentiles",
+            "50:99",
+            "h_clat_hist.1.log",
+        ]);
+        let o = output_within(c, std::time::Duration::from_secs(120));
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = stdout(&o);
+        // end-time, dir, samples, min, avg, median, 50%, 99%, max
+        for (dir_name, key) in [("r", "read"), ("w", "write")] {
+            let row: Vec<f64> = out
+                .lines()
+                .find(|l| l.split(", ").nth(1) == Some(dir_name))
+                .unwrap_or_else(|| panic!("no {dir_name} row: {out}"))
+                .split(", ")
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            let ours = &j["jobs"][0][key];
+            assert_eq!(
+                row[1] as u64,
+                ours["total_ios"].as_u64().unwrap(),
+                "every measured I/O in the histograms: {out}"
+            );
+            for (col, p) in [(4, "50.000000"), (6, "99.000000")] {
+                let want = ours["clat_ns"]["percentile"][p].as_f64().unwrap();
+                // fio's bins are at most 1/64 of their value wide, summed
+                // 2^coarseness at a time; the parser interpolates within a
+                // bin. Allow two (coarse) bins and 1 ns.
+                let tol = 2.0 * (want / 64.0).max(1.0) * (1u32 << coarseness) as f64 + 1.0;
+                assert!(
+                    (row[col] - want).abs() <= tol,
+                    "{key} p{p} at coarseness {coarseness}: fio's parser {} vs ours {want} (± {tol}): {out}",
+                    row[col]
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn prio_epoch_and_store_compressed_follow_fio() {
+    let d = tempfile::tempdir().unwrap();
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    run_json_file(
+        d.path(),
+        &[
+            "--name=e",
+            "--ioengine=null",
+            "--rw=read",
+            "--size=4m",
+            "--trials=1",
+            "--write_lat_log=e",
+            "--log_prio=1",
+            "--log_unix_epoch=1",
+            // fio's in-memory options: accepted, the text logs are the same.
+            "--log_compression=1m",
+            "--log_entries=4096",
+        ],
+    );
+    let text = std::fs::read_to_string(d.path().join("e_clat.1.log")).unwrap();
+    for l in text.lines() {
+        let f: Vec<&str> = l.split(", ").collect();
+        assert_eq!(f.len(), 5, "{l}");
+        assert_eq!(f[4], "0x0000", "log_prio: fio's hex priority value: {l}");
+        let t: u64 = f[0].parse().unwrap();
+        assert!(
+            t >= before && t < before + 60_000,
+            "log_unix_epoch: {t} is not Unix ms near {before}"
+        );
+    }
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=z",
+            "--ioengine=null",
+            "--size=4m",
+            "--write_iops_log=z",
+            "--log_store_compressed=1",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("log_store_compressed") && e.contains("inflate-log"),
+        "{e}"
+    );
+}

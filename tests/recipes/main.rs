@@ -425,3 +425,67 @@ fn scratch_by_hand() {
     // The creating process is gone: its backing files carry its pid.
     assert_nothing_new(&before, &state, 0, "scratch by hand");
 }
+
+/// `--profile` reaches every cell of any recipe, quick or not (the
+/// recipe's cells go through `Ctx::cell`, which adds it): each cell of a
+/// quick run carries a recorded profile. indirect-write has the fewest
+/// cells; perf's start per trial makes a larger recipe outgrow the budget.
+#[test]
+fn quick_recipe_with_profile_has_the_profile() {
+    if !can_run() {
+        return;
+    }
+    let perf = Command::new("sh")
+        .args(["-c", "command -v perf"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !perf {
+        if std::env::var_os("CI").is_some() {
+            panic!("CI must provide perf (scripts/install-deps.sh installs linux-perf)");
+        }
+        eprintln!("SKIPPED: needs perf");
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("p.json");
+    let state = state_dir(dir.path());
+    let before = snapshot(&state);
+    let mut c = dioscope(&state);
+    c.args([
+        "recipe",
+        "run",
+        "indirect-write",
+        "--quick",
+        "--profile",
+        &format!("--output={}", out.display()),
+    ])
+    .current_dir(dir.path());
+    let (o, pid) = within(c, BUDGET);
+    assert_nothing_new(&before, &state, pid, "indirect-write --profile");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "exit {:?}\n{stdout}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("JSON")).expect("JSON");
+    for c in v["cells"].as_array().expect("cells") {
+        let p = &c["runs"][0]["dioscope"]["profile"];
+        assert!(
+            p["status"] == "recorded" || p["status"] == "partial",
+            "cell {}: {p}",
+            c["values"][0]
+        );
+        assert!(
+            p["groups"][0]["process"]["us_per_io"]
+                .as_f64()
+                .unwrap_or(0.0)
+                > 0.0,
+            "cell {}: {p}",
+            c["values"][0]
+        );
+    }
+}

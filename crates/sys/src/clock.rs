@@ -158,6 +158,20 @@ pub fn resolution_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// Nanoseconds on the clock `id` (`clock_gettime`'s clock id: 0 realtime,
+/// 1 monotonic, 4 monotonic raw, 7 boottime, 11 TAI, …); `None` when the
+/// kernel does not know the clock (fio's `log_alternate_epoch_clock_id`).
+pub fn clock_id_ns(id: i32) -> Option<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; an unknown id fails with
+    // EINVAL and writes nothing.
+    let r = unsafe { libc::clock_gettime(id as libc::clockid_t, &mut ts) };
+    (r == 0 && ts.tv_sec >= 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
 /// Wall-clock time in milliseconds since the epoch (for result timestamps).
 pub fn wall_ms() -> u64 {
     std::time::SystemTime::now()

@@ -18,7 +18,8 @@ pub const COMMAND: Command = Command {
             "make the scratch devices, run, print the seed's table (mean ± CI),\n\
              say whether the seed's effect is present, remove the devices\n\
              ([--trials=N|auto] [--output=FILE.json] [--compare-with=SAVED.json];\n\
-             --quick: a short run, at most a minute)",
+             --quick: a short run, at most a minute; --profile: every cell with\n\
+             --profile, quick or not)",
         ),
     ],
     main,
@@ -27,6 +28,7 @@ pub const COMMAND: Command = Command {
 struct Args {
     name: String,
     quick: bool,
+    profile: bool,
     trials: String,
     output: Option<String>,
     compare_with: Option<String>,
@@ -36,6 +38,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
     let mut a = Args {
         name: String::new(),
         quick: false,
+        profile: false,
         trials: String::new(),
         output: None,
         compare_with: None,
@@ -48,14 +51,16 @@ fn parse(args: &[String]) -> Result<Args, String> {
             a.trials = v.to_string();
         } else if x == "--quick" {
             a.quick = true;
+        } else if x == "--profile" {
+            a.profile = true;
         } else if let Some(v) = x.strip_prefix("--output=") {
             a.output = Some(v.to_string());
         } else if let Some(v) = x.strip_prefix("--compare-with=") {
             a.compare_with = Some(v.to_string());
         } else if x.starts_with("--") {
             return Err(format!(
-                "recipe run: unknown option '{x}' (it takes --quick, --trials=, --output=, \
-                 --compare-with=)"
+                "recipe run: unknown option '{x}' (it takes --quick, --profile, --trials=, \
+                 --output=, --compare-with=)"
             ));
         } else if a.name.is_empty() {
             a.name = x.clone();
@@ -126,6 +131,7 @@ fn run(args: &[String]) -> i32 {
     };
     let recipe = recipes::find(&a.name).expect("checked in parse");
     let mut ctx = Ctx::new(recipe.name, a.quick, &a.trials);
+    ctx.profile = a.profile;
     let res = (recipe.run)(&mut ctx);
     // Tear down first: on success, failure and a stop signal alike.
     let clean = ctx.session.teardown();

@@ -147,6 +147,16 @@ pub struct Comparison {
     /// Filled by `compare --run`: the runs it made and why it stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<RunLog>,
+    /// Both sides ran with `--profile`: where the CPU time per I/O changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::profile::compare::ProfileComparison>,
+    /// Each side's first result (a profile's folded stacks left out), so that a report
+    /// of the comparison shows the runs themselves side by side: summary,
+    /// time series, latency, findings, environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub a_run: Option<Box<RunDoc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub b_run: Option<Box<RunDoc>>,
 }
 
 /// What `compare --run` did.
@@ -169,6 +179,19 @@ pub struct Input<'a> {
     pub label: &'a str,
     pub files: Vec<String>,
     pub docs: Vec<RunDoc>,
+}
+
+/// A side's result as the comparison keeps it: whole, but for the folded
+/// stacks of its profile (the comparison has the figures; the stacks stay
+/// in the result file).
+fn embedded(d: &RunDoc) -> Box<RunDoc> {
+    let mut d = d.clone();
+    if let Some(p) = d.dioscope.as_mut().and_then(|x| x.profile.as_mut()) {
+        for g in &mut p.groups {
+            g.folded.clear();
+        }
+    }
+    Box::new(d)
 }
 
 /// Compare side `a` (baseline) with side `b`.
@@ -307,6 +330,12 @@ pub fn compare(a: &Input, b: &Input, s: &CompareSettings) -> Comparison {
         outcome: Outcome::NoChange,
         exit_code: 0,
         run: None,
+        profile: crate::profile::compare::compare_profiles(
+            a.docs.iter().filter_map(|d| d.dioscope.as_ref()?.profile.as_ref()),
+            b.docs.iter().filter_map(|d| d.dioscope.as_ref()?.profile.as_ref()),
+        ),
+        a_run: a.docs.first().map(embedded),
+        b_run: b.docs.first().map(embedded),
     };
     if let Some(j) = c.jobs.first() {
         let few: Vec<&MetricComparison> = j

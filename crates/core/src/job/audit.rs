@@ -31,6 +31,24 @@ const EXEMPT: &[(&str, &str)] = &[
         "thread",
         "changes nothing measured: dioscope always runs jobs as threads",
     ),
+    // fio's options about logs kept in memory (runner/logs.rs streams
+    // them to disk as they fill): accepted for fio's job files.
+    (
+        "log_entries",
+        "fio's first log allocation: dioscope's log buffers are always preallocated",
+    ),
+    (
+        "log_compression",
+        "fio compresses logs it keeps in memory; dioscope's are on disk, the text is the same",
+    ),
+    (
+        "log_compression_cpus",
+        "CPUs of fio's log compression threads: dioscope runs none",
+    ),
+    (
+        "log_store_compressed",
+        "0 is fio's default; 1 is refused with the reason (fio's binary .fz records)",
+    ),
     (
         "io_submit_mode",
         "its one accepted value, inline, is how dioscope always submits (offload is refused)",

@@ -20,6 +20,7 @@
 //! When perf is missing, not permitted or fails, the run goes on and the
 //! result says why and what to do ([`ProfileStatus`]).
 
+pub mod compare;
 mod html;
 pub mod perf;
 pub mod result;

@@ -128,6 +128,8 @@ pub struct Outcome {
 /// A recipe's run: options, the scratch session, the cells run so far.
 pub struct Ctx {
     pub quick: bool,
+    /// `--profile`: every cell runs with `--profile` (quick or not).
+    pub profile: bool,
     /// `--trials` as given (empty: the recipe's default).
     pub trials: String,
     pub session: Session,
@@ -152,6 +154,7 @@ impl Ctx {
         sweep.cells.clear();
         Ctx {
             quick,
+            profile: false,
             trials: trials.to_string(),
             session: Session::new(),
             geometry: Vec::new(),
@@ -202,6 +205,9 @@ impl Ctx {
         stop_check()?;
         let mut full: Vec<String> = args.to_vec();
         full.push(self.trials_arg(default_trials));
+        if self.profile && !args.iter().any(|a| a.starts_with("--profile")) {
+            full.push("--profile=1".into());
+        }
         full.push("--eta=never".into());
         full.push("--output-format=json".into());
         eprintln!("[recipe · {name}] dioscope {}", full.join(" "));

@@ -35,8 +35,8 @@ fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
     let dev = fs.devices()[0].clone();
     let file = format!("{}/f", fs.mountpoints()[0]);
     // perf's start-up costs seconds per trial: --quick (CI, ≤ 60 s) goes
-    // without the profile; the full run has it.
-    let perf = have_perf() && !ctx.quick;
+    // without the profile unless --profile asks for it; the full run has it.
+    let perf = have_perf() && (!ctx.quick || ctx.profile);
     let runtime = if ctx.quick { "1" } else { "5" };
     let trials = if ctx.quick { "2" } else { "auto" };
     for &e in ENGINES {
@@ -128,8 +128,12 @@ fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
          busy time per I/O (includes other processes on this machine)"
             .into(),
     ];
-    if ctx.quick {
-        notes.push("quick run: no kernel profile (perf's start-up would exceed the minute)".into());
+    if ctx.quick && !ctx.profile {
+        notes.push(
+            "quick run: no kernel profile (perf's start-up would exceed the minute; \
+             add --profile for it)"
+                .into(),
+        );
     } else if !perf {
         notes.push(
             "perf was not found: no kernel profile, CPU µs per I/O alone (install perf for the \

@@ -46,6 +46,9 @@ impl Exporter<Comparison> for CompareMarkdown {
         for n in &c.notes {
             out.push_str(&format!("\n> {n}\n"));
         }
+        if let Some(p) = &c.profile {
+            out.push_str(&crate::profile::compare::render_markdown(p));
+        }
         out
     }
 }

@@ -147,6 +147,9 @@ impl Exporter<Comparison> for CompareText {
         for n in &c.notes {
             out.push_str(&format!("note: {n}\n"));
         }
+        if let Some(p) = &c.profile {
+            out.push_str(&crate::profile::compare::render_text(p));
+        }
         out.push_str(&format!("\n{}\n", outcome_line(c)));
         out
     }

@@ -93,7 +93,10 @@ pub fn report(inputs: &[Input]) -> String {
     );
     for i in inputs {
         match i {
-            Input::Compare { name, cmp } => super::html_experiments::comparison(&mut o, name, cmp),
+            Input::Compare { name, cmp } => {
+                super::html_experiments::comparison(&mut o, name, cmp);
+                compared_runs(&mut o, cmp);
+            }
             Input::Sweep { name, sweep } => super::html_experiments::sweep(&mut o, name, sweep),
             Input::Run { .. } => {}
         }
@@ -107,6 +110,16 @@ pub fn report(inputs: &[Input]) -> String {
         .collect();
     if runs.len() >= 2 {
         comparison(&mut o, &runs);
+        // Profiled runs: where the CPU time per I/O changed, B against A.
+        fn prof(d: &RunDoc) -> Option<&crate::profile::ProfileResult> {
+            d.dioscope.as_ref()?.profile.as_ref()
+        }
+        if let Some(p) = crate::profile::compare::compare_profiles(
+            prof(runs[0].1).into_iter(),
+            prof(runs[1].1).into_iter(),
+        ) {
+            crate::profile::compare::render_html(&mut o, &p);
+        }
         o.push_str("<div class=\"cols\">\n");
         for (k, (name, doc)) in runs.iter().enumerate() {
             let _ = write!(o, "<section id=\"r{}\">", k + 1);
@@ -127,6 +140,39 @@ pub fn report(inputs: &[Input]) -> String {
         env!("CARGO_PKG_VERSION")
     );
     o
+}
+
+/// A comparison's own runs (its sides' first results), side by side:
+/// chart ids `ca-…` (A) and `cb-…` (B).
+fn compared_runs(o: &mut String, c: &Comparison) {
+    let (Some(a), Some(b)) = (&c.a_run, &c.b_run) else {
+        o.push_str(
+            "<p class=\"muted\">This comparison does not carry its runs (made by an older \
+             dioscope): give the result files too (dioscope report A.json B.json) to see them.</p>",
+        );
+        return;
+    };
+    o.push_str("<h2 id=\"cmp-runs\">The runs side by side</h2>");
+    let more: Vec<String> = [(&c.a, "A"), (&c.b, "B")]
+        .iter()
+        .filter(|(s, _)| s.files.len() > 1)
+        .map(|(s, l)| format!("side {l} has {} results: its first is shown, the comparison above uses all", s.files.len()))
+        .collect();
+    for m in more {
+        let _ = write!(o, "<p class=\"muted\">{}</p>", esc(&m));
+    }
+    o.push_str("<div class=\"cols\">\n");
+    for (p, side, doc) in [("ca", &c.a, a), ("cb", &c.b, b)] {
+        let _ = write!(
+            o,
+            "<section id=\"{p}\"><h2>{} {}</h2>",
+            esc(&side.label),
+            esc(side.files.first().map(String::as_str).unwrap_or(""))
+        );
+        run_section(o, p, doc);
+        o.push_str("</section>\n");
+    }
+    o.push_str("</div>\n");
 }
 
 /// "A", "B", … for the results of a comparison.

@@ -133,6 +133,9 @@ pub fn comparison(o: &mut String, name: &str, c: &Comparison) {
         let _ = write!(o, "<p class=\"muted\">note: {}</p>", esc(n));
     }
     o.push_str("<p class=\"muted\">Higher is better for IOPS and bandwidth, lower for latency and CPU. The verdict needs both significance (the test above) and a change beyond the threshold.</p></section>");
+    if let Some(p) = &c.profile {
+        crate::profile::compare::render_html(o, p);
+    }
 }
 
 /// The charted sweep metrics (keys of the metric table) and whether their

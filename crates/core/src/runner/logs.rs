@@ -1,17 +1,23 @@
 //! fio's log family: `write_bw_log`, `write_iops_log`, `write_lat_log`
-//! (slat, clat, lat), with `log_avg_msec`, `log_max_value`, `log_offset`
-//! and `per_job_logs`, in fio's file names and line format
-//! (`time_ms, value, direction, bs[, offset], prio`), so fio's own plotting
-//! tools (fio2gnuplot, fio_generate_plots) read them.
+//! (slat, clat, lat), with `log_avg_msec`, `log_max_value`, `log_offset`,
+//! `log_prio`, `log_unix_epoch` / `log_alternate_epoch` and `per_job_logs`,
+//! in fio's file names and line format (`time_ms, value, direction, bs[,
+//! offset], prio`), so fio's own plotting tools (fio2gnuplot,
+//! fio_generate_plots) read them; and `write_hist_log` with
+//! `log_hist_msec` / `log_hist_coarseness`: completion-latency histograms
+//! in fio's bins (`time_ms, direction, bs, bin0, …, bin1855`), which fio's
+//! `fiologparser_hist.py` turns into percentiles.
 //!
 //! Cost only when asked. Without a log option the worker pays one
-//! predictable branch per I/O. With one, each measured completion appends a
-//! 32-byte record to a buffer allocated before the first I/O; a full buffer
-//! is handed over a bounded channel to this worker's writer thread, which
-//! formats the lines (one per I/O, or windowed averages/maxima when
-//! `log_avg_msec` is set) and writes them, and hands the emptied buffer
-//! back. Four buffers of [`REC_PER_BUF`] records circulate, so the loop
-//! never allocates and never writes to disk. If the writer falls three
+//! predictable branch per I/O. With `log_avg_msec`, the worker sums each
+//! window itself (a few adds per I/O into two preallocated accumulators)
+//! and sends one message per window. A per-I/O log (or the histogram log)
+//! appends a 32-byte record per measured completion to a buffer allocated
+//! before the first I/O; a full buffer is handed over a bounded channel to
+//! this worker's writer thread, which formats the lines (or fills the
+//! histogram) and writes them, and hands the emptied buffer back. Four
+//! buffers of [`REC_PER_BUF`] records circulate, so the loop never
+//! allocates and never writes to disk. If the writer falls three
 //! buffers behind, the worker waits for one to come back (counted: the
 //! result's notes say how often) rather than grow without bound or drop
 //! records. Measured cost: docs/PERFORMANCE.md.
@@ -21,8 +27,17 @@
 //! (workers of a job append whole lines to the one file). dioscope repeats
 //! a job in trials: trial 1 writes fio's name, trial K > 1 adds `.tK`
 //! (`PREFIX_bw.1.t2.log`), which fio's tools' `*_bw.*.log` globs also find.
-//! Times are ms since the job's start in that trial; ramp I/Os are not
-//! logged. `write_hist_log` and `log_compression` are not implemented.
+//! Times are ms since the job's start in that trial (or on the epoch of
+//! `log_unix_epoch` / `log_alternate_epoch_clock_id`); ramp I/Os are not
+//! logged.
+//!
+//! Histogram logs follow fio: per direction, a line when an I/O completes
+//! `log_hist_msec` or more after the window opened (the window then moves
+//! on by whole `log_hist_msec`), with the counts of the I/Os since the
+//! previous line in fio's 1856 latency bins (6 bits of mantissa: ≤ 1/64
+//! relative width), `2^log_hist_coarseness` neighbouring bins summed. At
+//! the end, the last, partial window is written too (fio drops it), so the
+//! lines add up to every measured I/O.
 
 use crate::job::JobSpec;
 use std::io::Write;
@@ -52,8 +67,25 @@ pub struct LogPlan {
     pub avg_ms: u64,
     pub max_value: bool,
     pub offset: bool,
+    /// `log_prio`: the prio column is the I/O's priority value in hex.
+    pub prio: bool,
     /// Several workers append to one file (`per_job_logs=0`).
     pub shared: bool,
+    /// `write_hist_log`.
+    pub hist: Option<HistPlan>,
+    /// Times on this clock's epoch (`clock_gettime` id) instead of from
+    /// the job's start: `log_unix_epoch` (0) or `log_alternate_epoch`.
+    pub epoch_clock: Option<i32>,
+}
+
+/// A histogram log: its file, window and coarseness.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HistPlan {
+    pub path: String,
+    /// `log_hist_msec`; 0 writes an empty file, as fio does.
+    pub ms: u64,
+    /// `log_hist_coarseness` (0–6): 2^c neighbouring bins summed.
+    pub coarseness: u32,
 }
 
 /// The logs of worker `index` (1-based over all jobs' clones) in trial
@@ -83,20 +115,79 @@ pub fn plan_for(j: &JobSpec, index: usize, trial: u32) -> Option<LogPlan> {
             files.push((k, name(p, k)));
         }
     }
-    (!files.is_empty()).then_some(LogPlan {
+    let hist = j.write_hist_log.as_ref().map(|p| HistPlan {
+        path: name(p, "clat_hist"),
+        ms: j.log_hist_msec,
+        coarseness: j.log_hist_coarseness,
+    });
+    (!files.is_empty() || hist.is_some()).then_some(LogPlan {
         files,
         avg_ms: j.log_avg_msec,
         max_value: j.log_max_value,
         offset: j.log_offset,
+        prio: j.log_prio,
         shared: !j.per_job_logs,
+        hist,
+        // fio: either option counts times from the epoch of the clock
+        // `log_alternate_epoch_clock_id` names (0, CLOCK_REALTIME: Unix).
+        epoch_clock: (j.log_unix_epoch || j.log_alternate_epoch)
+            .then_some(j.log_alternate_epoch_clock_id),
     })
 }
 
-/// The worker's end of the logs: the buffer being filled and the channels
-/// to and from the writer thread.
+/// One direction's windowed sums, kept by the worker (`log_avg_msec`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Acc {
+    n: u64,
+    bytes: u64,
+    slat_sum: u64,
+    clat_sum: u64,
+    slat_max: u64,
+    clat_max: u64,
+    lat_max: u64,
+}
+
+impl Acc {
+    #[inline(always)]
+    fn add(&mut self, r: &Rec) {
+        let (s, c) = (r.slat_ns as u64, r.clat_ns as u64);
+        self.n += 1;
+        self.bytes += r.len as u64;
+        self.slat_sum += s;
+        self.clat_sum += c;
+        self.slat_max = self.slat_max.max(s);
+        self.clat_max = self.clat_max.max(c);
+        self.lat_max = self.lat_max.max(s + c);
+    }
+}
+
+/// What the worker sends its writer.
+enum Msg {
+    /// Records, one per I/O (per-I/O logs, the histogram log).
+    Recs(Vec<Rec>),
+    /// A closed window (`log_avg_msec`): its end (ns since the job's
+    /// start), its length and its sums per direction.
+    Window { end: u64, len: u64, acc: [Acc; 2] },
+}
+
+/// The open window of windowed logs, in the worker.
+struct Windows {
+    len: u64,
+    end: u64,
+    /// Time of the latest record.
+    last: u64,
+    acc: [Acc; 2],
+}
+
+/// The worker's end of the logs: the buffer being filled, the open window
+/// and the channels to and from the writer thread.
 pub struct LogSink {
     buf: Vec<Rec>,
-    full: SyncSender<Vec<Rec>>,
+    /// Records go to the writer (per-I/O logs or the histogram log).
+    recs: bool,
+    /// Windowed logs: summed here, one message per window.
+    win: Option<Windows>,
+    full: SyncSender<Msg>,
     empty: Receiver<Vec<Rec>>,
     writer: Option<std::thread::JoinHandle<std::io::Result<()>>>,
     /// Times the worker waited for the writer.
@@ -105,11 +196,12 @@ pub struct LogSink {
 
 impl LogSink {
     /// Open the files (truncated, or appended to when shared) and start
-    /// the writer thread. `Err` names the file and the reason.
-    pub fn start(plan: &LogPlan) -> Result<LogSink, String> {
-        let mut files = Vec::new();
-        for (kind, path) in &plan.files {
-            let f = std::fs::OpenOptions::new()
+    /// the writer thread. `start_ns` is the job's start on
+    /// [`dioscope_sys::clock::now_ns`]'s time line (records' times count
+    /// from it). `Err` names the file and the reason.
+    pub fn start(plan: &LogPlan, start_ns: u64) -> Result<LogSink, String> {
+        let open = |path: &str| {
+            std::fs::OpenOptions::new()
                 .create(true)
                 .write(true)
                 .append(plan.shared)
@@ -117,21 +209,57 @@ impl LogSink {
                 .open(path)
                 .map_err(|e| {
                     format!("cannot open the log {path}: {e} (check the directory and permissions)")
+                })
+        };
+        let mut files = Vec::new();
+        for (kind, path) in &plan.files {
+            files.push((*kind, open(path)?));
+        }
+        let hist = match &plan.hist {
+            Some(h) => Some((h.clone(), open(&h.path)?)),
+            None => None,
+        };
+        // The job's start on the epoch's clock: that clock now, less the
+        // time since the start.
+        let epoch_ms = match plan.epoch_clock {
+            None => 0,
+            Some(id) => {
+                let now = dioscope_sys::clock::clock_id_ns(id).ok_or_else(|| {
+                    format!(
+                        "log_alternate_epoch_clock_id={id}: this kernel has no such clock \
+                         (0 is CLOCK_REALTIME, 1 CLOCK_MONOTONIC, 7 CLOCK_BOOTTIME)"
+                    )
                 })?;
-            files.push((*kind, f));
-        }
-        let (full_tx, full_rx) = sync_channel::<Vec<Rec>>(BUFFERS);
+                let since = dioscope_sys::clock::now_ns().saturating_sub(start_ns);
+                now.saturating_sub(since) / 1_000_000
+            }
+        };
+        let windowed = plan.avg_ms > 0 && !plan.files.is_empty();
+        let recs = hist.is_some() || (plan.avg_ms == 0 && !plan.files.is_empty());
+        // Room for the record buffers and for windows the writer has not
+        // taken yet (a send beyond it waits: bounded, never allocating).
+        let (full_tx, full_rx) = sync_channel::<Msg>(BUFFERS + 64);
         let (empty_tx, empty_rx) = sync_channel::<Vec<Rec>>(BUFFERS);
-        for _ in 1..BUFFERS {
-            let _ = empty_tx.send(Vec::with_capacity(REC_PER_BUF));
+        if recs {
+            for _ in 1..BUFFERS {
+                let _ = empty_tx.send(Vec::with_capacity(REC_PER_BUF));
+            }
         }
-        let w = Writer::new(plan, files);
+        let w = Writer::new(plan, files, hist, epoch_ms);
         let writer = std::thread::Builder::new()
             .name("dioscope-log".into())
             .spawn(move || w.run(full_rx, empty_tx))
             .map_err(|e| format!("cannot start the log writer: {e}"))?;
+        let avg_ns = plan.avg_ms * 1_000_000;
         Ok(LogSink {
-            buf: Vec::with_capacity(REC_PER_BUF),
+            buf: Vec::with_capacity(if recs { REC_PER_BUF } else { 0 }),
+            recs,
+            win: windowed.then_some(Windows {
+                len: avg_ns,
+                end: avg_ns,
+                last: 0,
+                acc: [Acc::default(); 2],
+            }),
             full: full_tx,
             empty: empty_rx,
             writer: Some(writer),
@@ -139,13 +267,51 @@ impl LogSink {
         })
     }
 
-    /// Append one record: no allocation (the buffer has its capacity).
+    /// One measured I/O: into the open window (a few adds) and, when a
+    /// log needs every I/O, into the buffer. No allocation: the buffer
+    /// has its capacity, a window is sent by value.
     #[inline(always)]
     pub fn push(&mut self, r: Rec) {
-        if self.buf.len() == REC_PER_BUF {
-            self.hand_over();
+        if let Some(w) = &mut self.win {
+            if r.t_ns >= w.end {
+                self.close_windows(r.t_ns);
+            }
+            if let Some(w) = &mut self.win {
+                w.acc[r.write as usize].add(&r);
+                w.last = r.t_ns;
+            }
         }
-        self.buf.push(r);
+        if self.recs {
+            if self.buf.len() == REC_PER_BUF {
+                self.hand_over();
+            }
+            self.buf.push(r);
+        }
+    }
+
+    /// Send the windows that ended before `t` (those without I/O are not
+    /// logged, as in fio).
+    #[cold]
+    #[inline(never)]
+    fn close_windows(&mut self, t: u64) {
+        let Some(w) = &mut self.win else {
+            return;
+        };
+        while t >= w.end {
+            if w.acc.iter().any(|a| a.n > 0) {
+                let m = Msg::Window {
+                    end: w.end,
+                    len: w.len,
+                    acc: w.acc,
+                };
+                if let Err(std::sync::mpsc::TrySendError::Full(m)) = self.full.try_send(m) {
+                    self.stalls += 1;
+                    let _ = self.full.send(m);
+                }
+                w.acc = [Acc::default(); 2];
+            }
+            w.end += w.len;
+        }
     }
 
     #[cold]
@@ -164,13 +330,26 @@ impl LogSink {
             }
         };
         let full = std::mem::replace(&mut self.buf, next);
-        let _ = self.full.send(full);
+        let _ = self.full.send(Msg::Recs(full));
     }
 
     /// Hand over what is left, wait for the writer to finish the files.
     pub fn finish(mut self) -> Result<u64, String> {
-        let rest = std::mem::take(&mut self.buf);
-        let _ = self.full.send(rest);
+        if self.recs {
+            let rest = std::mem::take(&mut self.buf);
+            let _ = self.full.send(Msg::Recs(rest));
+        }
+        // The last window, if the run covered at least half of it (a
+        // sliver's rate would be noise), rated over the time it covered.
+        if let Some(w) = self.win.take() {
+            if w.acc.iter().any(|a| a.n > 0) && w.last + w.len / 2 >= w.end {
+                let _ = self.full.send(Msg::Window {
+                    end: w.end,
+                    len: (w.last + w.len - w.end).max(1),
+                    acc: w.acc,
+                });
+            }
+        }
         let LogSink {
             full,
             writer,
@@ -186,72 +365,173 @@ impl LogSink {
     }
 }
 
-/// Windowed values of one direction of one log.
-#[derive(Clone, Copy, Default)]
-struct Window {
-    sum: f64,
-    max: f64,
-    n: u64,
-    bytes: u64,
+/// fio's latency bins: values below 128 ns exact, above each power of two
+/// split into 64 (`FIO_IO_U_PLAT_BITS` 6), 29 groups (`FIO_IO_U_PLAT_NR`).
+pub const FIO_PLAT_BITS: u32 = 6;
+pub const FIO_PLAT_NR: usize = 29 << FIO_PLAT_BITS;
+
+/// The fio bin of a latency in ns.
+pub fn fio_plat_index(ns: u64) -> usize {
+    let val = 1u64 << FIO_PLAT_BITS;
+    if ns < val << 1 {
+        return ns as usize;
+    }
+    let msb = 63 - ns.leading_zeros();
+    let error_bits = msb - FIO_PLAT_BITS;
+    let base = ((error_bits + 1) as u64) << FIO_PLAT_BITS;
+    let idx = base + ((ns >> error_bits) & (val - 1));
+    (idx as usize).min(FIO_PLAT_NR - 1)
 }
 
-/// The writer thread's state: the files and, for windowed logs, the open
-/// window per file and direction.
+/// Lower bound of fio bin `idx` in ns (its width is ≤ 1/64 of it).
+pub fn fio_plat_lower(idx: usize) -> u64 {
+    let val = 1u64 << FIO_PLAT_BITS;
+    let idx = idx as u64;
+    if idx < val << 1 {
+        return idx;
+    }
+    let error_bits = (idx >> FIO_PLAT_BITS) - 1;
+    (1u64 << (error_bits + FIO_PLAT_BITS as u64)) + (idx % val) * (1u64 << error_bits)
+}
+
+/// The histogram log's state: per direction the counts since its last
+/// line and when its window opened.
+struct HistLog {
+    file: std::io::BufWriter<std::fs::File>,
+    ms: u64,
+    coarseness: u32,
+    bins: [Vec<u64>; 2],
+    /// Per direction: when the window opened (ms), the block size of its
+    /// latest I/O.
+    open: [Option<u64>; 2],
+    bs: [u32; 2],
+    n: [u64; 2],
+}
+
+impl HistLog {
+    fn new(plan: &HistPlan, f: std::fs::File) -> HistLog {
+        HistLog {
+            file: std::io::BufWriter::with_capacity(1 << 16, f),
+            ms: plan.ms,
+            coarseness: plan.coarseness.min(6),
+            bins: [vec![0; FIO_PLAT_NR], vec![0; FIO_PLAT_NR]],
+            open: [None; 2],
+            bs: [0; 2],
+            n: [0; 2],
+        }
+    }
+
+    fn add(&mut self, r: &Rec, epoch_ms: u64, line: &mut String) -> std::io::Result<()> {
+        if self.ms == 0 {
+            return Ok(());
+        }
+        let d = r.write as usize;
+        self.bins[d][fio_plat_index(r.clat_ns as u64)] += 1;
+        self.n[d] += 1;
+        self.bs[d] = r.len;
+        let t = r.t_ns / 1_000_000;
+        let open = *self.open[d].get_or_insert(t);
+        let elapsed = t.saturating_sub(open);
+        if elapsed >= self.ms {
+            self.line(d, t + epoch_ms, line)?;
+            // The next window opens where this one should have ended: no
+            // drift however late the closing I/O came.
+            self.open[d] = Some(t - (elapsed - self.ms));
+        }
+        Ok(())
+    }
+
+    /// One line of direction `d`, and the counts start again.
+    fn line(&mut self, d: usize, t_ms: u64, line: &mut String) -> std::io::Result<()> {
+        use std::fmt::Write as _;
+        line.clear();
+        let _ = write!(line, "{t_ms}, {d}, {}", self.bs[d]);
+        for chunk in self.bins[d].chunks(1 << self.coarseness) {
+            let _ = write!(line, ", {}", chunk.iter().sum::<u64>());
+        }
+        line.push('\n');
+        self.bins[d].iter_mut().for_each(|b| *b = 0);
+        self.n[d] = 0;
+        self.file.write_all(line.as_bytes())
+    }
+
+    /// The last, partial windows, at the time of the last record.
+    fn finish(&mut self, last_ms: u64, line: &mut String) -> std::io::Result<()> {
+        for d in 0..2 {
+            if self.n[d] > 0 {
+                self.line(d, last_ms, line)?;
+            }
+        }
+        self.file.flush()
+    }
+}
+
+/// The writer thread's state: the files, the histogram log, the columns.
 struct Writer {
     files: Vec<(&'static str, std::io::BufWriter<std::fs::File>)>,
-    avg_ns: u64,
+    hist: Option<HistLog>,
     max_value: bool,
     offset: bool,
+    prio: bool,
     shared: bool,
-    win_end: u64,
+    /// Added to every time: the epoch's ms at the job's start, or 0.
+    epoch_ms: u64,
     /// Time of the latest record.
     last_t: u64,
-    win: Vec<[Window; 2]>,
     /// Lines of one file formatted before a write (whole lines per write
     /// keep shared files' lines intact).
     line: String,
 }
 
 impl Writer {
-    fn new(plan: &LogPlan, files: Vec<(&'static str, std::fs::File)>) -> Writer {
-        let n = files.len();
+    fn new(
+        plan: &LogPlan,
+        files: Vec<(&'static str, std::fs::File)>,
+        hist: Option<(HistPlan, std::fs::File)>,
+        epoch_ms: u64,
+    ) -> Writer {
         Writer {
             files: files
                 .into_iter()
                 .map(|(k, f)| (k, std::io::BufWriter::with_capacity(1 << 20, f)))
                 .collect(),
-            avg_ns: plan.avg_ms * 1_000_000,
+            hist: hist.map(|(p, f)| HistLog::new(&p, f)),
             max_value: plan.max_value,
             offset: plan.offset,
+            prio: plan.prio,
             shared: plan.shared,
-            win_end: plan.avg_ms * 1_000_000,
+            epoch_ms,
             last_t: 0,
-            win: vec![[Window::default(); 2]; n],
             line: String::new(),
         }
     }
 
-    fn run(mut self, full: Receiver<Vec<Rec>>, empty: SyncSender<Vec<Rec>>) -> std::io::Result<()> {
+    fn run(mut self, full: Receiver<Msg>, empty: SyncSender<Vec<Rec>>) -> std::io::Result<()> {
         let mut err = None;
-        for mut buf in full {
-            if err.is_none() {
-                if let Err(e) = self.write(&buf) {
-                    err = Some(e);
+        for m in full {
+            let r = match m {
+                Msg::Recs(mut buf) => {
+                    let r = if err.is_none() {
+                        self.write(&buf)
+                    } else {
+                        Ok(())
+                    };
+                    buf.clear();
+                    let _ = empty.try_send(buf);
+                    r
                 }
+                Msg::Window { end, len, acc } if err.is_none() => self.window(end, len, &acc),
+                Msg::Window { .. } => Ok(()),
+            };
+            if let Err(e) = r {
+                err.get_or_insert(e);
             }
-            buf.clear();
-            let _ = empty.try_send(buf);
-        }
-        // The last window, if the run covered at least half of it (a
-        // sliver's rate would be noise), with its rate over the time covered.
-        if self.avg_ns > 0 && self.last_t + self.avg_ns / 2 >= self.win_end {
-            let covered = self.last_t + self.avg_ns - self.win_end;
-            let end = self.win_end;
-            self.avg_ns = covered.max(1);
-            self.close_window(end)?;
         }
         for (_, f) in &mut self.files {
             f.flush()?;
+        }
+        if let Some(h) = &mut self.hist {
+            h.finish(self.last_t / 1_000_000 + self.epoch_ms, &mut self.line)?;
         }
         err.map_or(Ok(()), Err)
     }
@@ -269,83 +549,93 @@ impl Writer {
         }
     }
 
+    /// The last column: fio's priority. dioscope issues every I/O at the
+    /// default priority (it has no `prio`/`cmdprio` options): 0, not a
+    /// high-priority I/O; with `log_prio`, the ioprio value, 0, in hex.
+    fn prio_col(&self) -> &'static str {
+        if self.prio {
+            ", 0x0000\n"
+        } else {
+            ", 0\n"
+        }
+    }
+
     fn write(&mut self, recs: &[Rec]) -> std::io::Result<()> {
         use std::fmt::Write as _;
-        if self.avg_ns == 0 {
-            for (kind, f) in &mut self.files {
-                self.line.clear();
-                for r in recs {
-                    let v = Self::value(kind, r).round() as u64;
-                    let _ = write!(
-                        self.line,
-                        "{}, {v}, {}, {}",
-                        r.t_ns / 1_000_000,
-                        r.write as u8,
-                        r.len
-                    );
-                    if self.offset {
-                        let _ = write!(self.line, ", {}", r.offset);
-                    }
-                    self.line.push_str(", 0\n");
-                }
-                f.write_all(self.line.as_bytes())?;
-                if self.shared {
-                    f.flush()?;
-                }
+        if let Some(h) = &mut self.hist {
+            for r in recs {
+                h.add(r, self.epoch_ms, &mut self.line)?;
             }
-            return Ok(());
         }
-        for r in recs {
-            self.last_t = r.t_ns;
-            while r.t_ns >= self.win_end {
-                let end = self.win_end;
-                self.close_window(end)?;
-                self.win_end += self.avg_ns;
+        if let Some(r) = recs.last() {
+            self.last_t = self.last_t.max(r.t_ns);
+        }
+        let prio = self.prio_col();
+        for (kind, f) in &mut self.files {
+            self.line.clear();
+            for r in recs {
+                let v = Self::value(kind, r).round() as u64;
+                let _ = write!(
+                    self.line,
+                    "{}, {v}, {}, {}",
+                    r.t_ns / 1_000_000 + self.epoch_ms,
+                    r.write as u8,
+                    r.len
+                );
+                if self.offset {
+                    let _ = write!(self.line, ", {}", r.offset);
+                }
+                self.line.push_str(prio);
             }
-            for (i, (kind, _)) in self.files.iter().enumerate() {
-                let w = &mut self.win[i][r.write as usize];
-                let v = Self::value(kind, r);
-                w.sum += v;
-                w.max = w.max.max(v);
-                w.n += 1;
-                w.bytes += r.len as u64;
+            f.write_all(self.line.as_bytes())?;
+            if self.shared {
+                f.flush()?;
             }
         }
         Ok(())
     }
 
-    /// One line per direction with I/O in the window: the mean (or the
-    /// maximum with `log_max_value`) of latencies; the window's rate for
-    /// bandwidth (KiB/s) and IOPS; bs and offset 0, as fio writes them.
-    fn close_window(&mut self, end: u64) -> std::io::Result<()> {
+    /// One line per direction with I/O in the window ending at `end` (ns
+    /// since the job's start) and `len` ns long: the mean (or the maximum
+    /// with `log_max_value`) of latencies; the window's rate for bandwidth
+    /// (KiB/s) and IOPS (fio samples these once per window, so its mean
+    /// and maximum are the same rate); bs and offset 0, as fio writes them.
+    fn window(&mut self, end: u64, len: u64, acc: &[Acc; 2]) -> std::io::Result<()> {
         use std::fmt::Write as _;
-        let secs = self.avg_ns as f64 / 1e9;
-        for (i, (kind, f)) in self.files.iter_mut().enumerate() {
+        let secs = len as f64 / 1e9;
+        let prio = self.prio_col();
+        for (kind, f) in &mut self.files {
             self.line.clear();
-            for d in 0..2 {
-                let w = self.win[i][d];
+            for (d, w) in acc.iter().enumerate() {
                 if w.n == 0 {
                     continue;
                 }
-                let v = match *kind {
-                    "bw" if !self.max_value => w.bytes as f64 / 1024.0 / secs,
-                    "iops" if !self.max_value => w.n as f64 / secs,
-                    _ if self.max_value => w.max,
-                    _ => w.sum / w.n as f64,
+                let mean = |sum: u64| sum as f64 / w.n as f64;
+                let v = match (*kind, self.max_value) {
+                    ("bw", _) => w.bytes as f64 / 1024.0 / secs,
+                    ("iops", _) => w.n as f64 / secs,
+                    ("slat", true) => w.slat_max as f64,
+                    ("clat", true) => w.clat_max as f64,
+                    ("lat", true) => w.lat_max as f64,
+                    ("slat", false) => mean(w.slat_sum),
+                    ("clat", false) => mean(w.clat_sum),
+                    _ => mean(w.slat_sum + w.clat_sum),
                 };
                 let _ = write!(
                     self.line,
                     "{}, {}, {d}, 0",
-                    end / 1_000_000,
+                    end / 1_000_000 + self.epoch_ms,
                     v.round() as u64
                 );
                 if self.offset {
                     self.line.push_str(", 0");
                 }
-                self.line.push_str(", 0\n");
-                self.win[i][d] = Window::default();
+                self.line.push_str(prio);
             }
             f.write_all(self.line.as_bytes())?;
+            if self.shared {
+                f.flush()?;
+            }
         }
         Ok(())
     }
@@ -387,7 +677,7 @@ mod tests {
     }
 
     fn run(plan: LogPlan, recs: &[Rec]) -> Vec<String> {
-        let mut s = LogSink::start(&plan).unwrap();
+        let mut s = LogSink::start(&plan, dioscope_sys::clock::now_ns()).unwrap();
         for r in recs {
             s.push(*r);
         }
@@ -452,5 +742,143 @@ mod tests {
             &recs,
         );
         assert_eq!(out[0].lines().count(), n);
+    }
+
+    #[test]
+    fn fio_bins_bound_each_value_within_a_64th() {
+        let mut last = 0;
+        for idx in 0..FIO_PLAT_NR {
+            let lo = fio_plat_lower(idx);
+            assert_eq!(fio_plat_index(lo), idx, "bin {idx} starts at {lo}");
+            assert!(idx == 0 || lo > last, "ascending");
+            last = lo;
+        }
+        for v in [0u64, 1, 127, 128, 129, 4000, 65_537, 1 << 33, 123_456_789] {
+            let i = fio_plat_index(v);
+            let (lo, hi) = (fio_plat_lower(i), fio_plat_lower(i + 1));
+            assert!(lo <= v && v < hi, "{v} in [{lo}, {hi})");
+            assert!(
+                (hi - lo) as f64 <= (lo as f64 / 64.0).max(1.0),
+                "{v}: width"
+            );
+        }
+        // Beyond the last group: the last bin, as fio clamps.
+        assert_eq!(fio_plat_index(u64::MAX), FIO_PLAT_NR - 1);
+    }
+
+    #[test]
+    fn histogram_windows_per_direction_coarse_bins_and_the_last_partial_window() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("h").display().to_string();
+        let hist = |ms, coarseness| LogPlan {
+            hist: Some(HistPlan {
+                path: path.clone(),
+                ms,
+                coarseness,
+            }),
+            ..Default::default()
+        };
+        // Reads every ms from 0 to 2499 ms, 4000 ns each; one write at 10 ms.
+        let mut recs: Vec<Rec> = (0..2500).map(|i| rec(i, false)).collect();
+        recs.insert(11, rec(10, true));
+        let mut s = LogSink::start(&hist(1000, 0), dioscope_sys::clock::now_ns()).unwrap();
+        recs.iter().for_each(|r| s.push(*r));
+        s.finish().unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<Vec<u64>> = text
+            .lines()
+            .map(|l| l.split(", ").map(|x| x.parse().unwrap()).collect())
+            .collect();
+        // Reads: windows close at 1000 and 2000 ms, the rest at 2499;
+        // the write's window is only its own partial one, at the end.
+        let heads: Vec<(u64, u64, u64)> = lines.iter().map(|l| (l[0], l[1], l[2])).collect();
+        assert_eq!(
+            heads,
+            [
+                (1000, 0, 4096),
+                (2000, 0, 4096),
+                (2499, 0, 4096),
+                (2499, 1, 4096)
+            ]
+        );
+        assert!(lines.iter().all(|l| l.len() == 3 + FIO_PLAT_NR));
+        let bin = 3 + fio_plat_index(4000);
+        let counts: Vec<u64> = lines.iter().map(|l| l[bin]).collect();
+        // 0..=1000 ms, 1001..=2000, 2001..=2499: every read once.
+        assert_eq!(counts, [1001, 1000, 499, 1]);
+        assert_eq!(
+            lines
+                .iter()
+                .map(|l| l[3..].iter().sum::<u64>())
+                .sum::<u64>(),
+            2501
+        );
+        // Coarseness 2: 4 bins summed, a quarter of the columns.
+        let mut s = LogSink::start(&hist(1000, 2), dioscope_sys::clock::now_ns()).unwrap();
+        recs.iter().for_each(|r| s.push(*r));
+        s.finish().unwrap();
+        let first = std::fs::read_to_string(&path).unwrap();
+        let l: Vec<u64> = first
+            .lines()
+            .next()
+            .unwrap()
+            .split(", ")
+            .map(|x| x.parse().unwrap())
+            .collect();
+        assert_eq!(l.len(), 3 + FIO_PLAT_NR / 4);
+        assert_eq!(l[3 + fio_plat_index(4000) / 4], 1001);
+        // log_hist_msec=0: an empty file, as fio leaves it.
+        let mut s = LogSink::start(&hist(0, 0), dioscope_sys::clock::now_ns()).unwrap();
+        recs.iter().for_each(|r| s.push(*r));
+        s.finish().unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "");
+    }
+
+    #[test]
+    fn epoch_prio_and_the_rates_of_windowed_maxima() {
+        let d = tempfile::tempdir().unwrap();
+        let p = |k: &str| d.path().join(k).display().to_string();
+        let start = dioscope_sys::clock::now_ns();
+        let wall = dioscope_sys::clock::wall_ms();
+        let mut s = LogSink::start(
+            &LogPlan {
+                files: vec![("clat", p("e"))],
+                prio: true,
+                epoch_clock: Some(0),
+                ..Default::default()
+            },
+            start,
+        )
+        .unwrap();
+        s.push(rec(5, false));
+        s.finish().unwrap();
+        let l = std::fs::read_to_string(p("e")).unwrap();
+        let f: Vec<&str> = l.trim().split(", ").collect();
+        let t: u64 = f[0].parse().unwrap();
+        assert!(t.abs_diff(wall + 5) < 1000, "{t} vs {wall}: Unix epoch ms");
+        assert_eq!(f[4], "0x0000", "log_prio: the priority value in hex: {l}");
+        let e = LogSink::start(
+            &LogPlan {
+                files: vec![("clat", p("x"))],
+                epoch_clock: Some(12345),
+                ..Default::default()
+            },
+            start,
+        )
+        .err()
+        .unwrap();
+        assert!(e.contains("12345") && e.contains("CLOCK_REALTIME"), "{e}");
+        // log_max_value: latencies' maximum, but IOPS stay the window's rate.
+        let recs: Vec<Rec> = (0..2000).map(|i| rec(i / 2, false)).collect();
+        let out = run(
+            LogPlan {
+                files: vec![("iops", p("mi"))],
+                avg_ms: 500,
+                max_value: true,
+                ..Default::default()
+            },
+            &recs,
+        );
+        assert_eq!(out[0].lines().next(), Some("500, 2000, 0, 0, 0"));
     }
 }

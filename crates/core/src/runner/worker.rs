@@ -409,13 +409,16 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             prog.measuring.store(true, Ordering::Relaxed);
         }
         let mut setup_note = None;
-        let log = p.log.as_ref().and_then(|lp| match LogSink::start(lp) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                setup_note = Some(format!("no logs written: {e}"));
-                None
-            }
-        });
+        let log = p
+            .log
+            .as_ref()
+            .and_then(|lp| match LogSink::start(lp, start_ns) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    setup_note = Some(format!("no logs written: {e}"));
+                    None
+                }
+            });
         let iolog = p.write_iolog.as_ref().and_then(|(path, files)| {
             match IologWriter::create(path, files, start_ns) {
                 Ok(w) => Some(w),

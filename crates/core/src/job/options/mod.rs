@@ -158,21 +158,13 @@ fn opt_str(v: &str) -> Option<String> {
     (!v.is_empty()).then(|| v.to_string())
 }
 
-fn log_name(j: &JobSpec, v: &str) -> Option<String> {
-    // fio: a bare flag or "1" logs under the job's name.
-    match v.trim() {
-        "" | "1" => Some(j.name.clone()),
-        "0" => None,
-        s => Some(s.to_string()),
-    }
-}
-
 macro_rules! job {
     ($f:expr) => {
         Apply::Job($f)
     };
 }
 
+mod logs;
 pub mod pacing;
 pub mod workload;
 
@@ -180,7 +172,13 @@ pub mod workload;
 /// core options are below). A section is a `static &[OptDef]`; adding one is
 /// one line here. Helpers (`job!`, the unit parsers, `bs_dirs`, …) are visible
 /// to the section files through `use super::*`.
-static SECTIONS: &[&[OptDef]] = &[CORE, workload::WORKLOAD, pacing::PACING, buffers::BUFFERS];
+static SECTIONS: &[&[OptDef]] = &[
+    CORE,
+    workload::WORKLOAD,
+    pacing::PACING,
+    buffers::BUFFERS,
+    logs::LOGS,
+];
 
 pub mod buffers;
 
@@ -857,83 +855,6 @@ static CORE: &[OptDef] = &[
         }),
     },
     OptDef {
-        name: "write_bw_log",
-        aliases: &[],
-        kind: Kind::Str,
-        example: "mylog",
-        help: "Write a bandwidth log PREFIX_bw.N.log",
-        apply: job!(|j, v| {
-            j.write_bw_log = log_name(j, v);
-            Ok(())
-        }),
-    },
-    OptDef {
-        name: "write_iops_log",
-        aliases: &[],
-        kind: Kind::Str,
-        example: "mylog",
-        help: "Write an IOPS log PREFIX_iops.N.log",
-        apply: job!(|j, v| {
-            j.write_iops_log = log_name(j, v);
-            Ok(())
-        }),
-    },
-    OptDef {
-        name: "write_lat_log",
-        aliases: &[],
-        kind: Kind::Str,
-        example: "mylog",
-        help: "Write latency logs PREFIX_{slat,clat,lat}.N.log",
-        apply: job!(|j, v| {
-            j.write_lat_log = log_name(j, v);
-            Ok(())
-        }),
-    },
-    OptDef {
-        name: "log_avg_msec",
-        aliases: &[],
-        kind: Kind::Int,
-        example: "1000",
-        help: "Average log samples over this many ms",
-        apply: job!(|j, v| {
-            j.log_avg_msec = parse_int(v)?;
-            Ok(())
-        }),
-    },
-    OptDef {
-        name: "log_max_value",
-        aliases: &[],
-        kind: Kind::Flag,
-        example: "1",
-        help: "With log_avg_msec: log each window's maximum instead of its mean",
-        apply: job!(|j, v| {
-            j.log_max_value = parse_bool(v)?;
-            Ok(())
-        }),
-    },
-    OptDef {
-        name: "log_offset",
-        aliases: &[],
-        kind: Kind::Flag,
-        example: "1",
-        help: "Add each I/O's offset to the log lines",
-        apply: job!(|j, v| {
-            j.log_offset = parse_bool(v)?;
-            Ok(())
-        }),
-    },
-    OptDef {
-        name: "per_job_logs",
-        aliases: &[],
-        kind: Kind::Flag,
-        example: "0",
-        help: "Name logs PREFIX_TYPE.N.log per job (1, default) or share PREFIX_TYPE.log (0)",
-        apply: job!(|j, v| {
-            j.per_job_logs = parse_bool(v)?;
-            Ok(())
-        }),
-    },
-    OptDef {
         name: "verify",
         aliases: &[],
         kind: Kind::Choice(&[
@@ -1224,9 +1145,6 @@ pub static FIO_UNIMPLEMENTED: &[&str] = &[
     "fadvise_hint",
     "sync",
     "overwrite",
-    "log_compression",
-    "log_hist_msec",
-    "write_hist_log",
     "gtod_cpu",
     "ioengine_opts",
     "uncached",
