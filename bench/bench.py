@@ -253,6 +253,9 @@ def run_tool(argv, timeout):
         return rec
     cpu = rec["cpu_user_s"] + rec["cpu_sys_s"]
     rec["cpu_us_per_io"] = cpu * 1e6 / rec["total_ios"]
+    # The tool's own code: user time only (io_uring's workers and the
+    # device's work are kernel time), as issue 17 compares the tools.
+    rec["user_ns_per_io"] = rec["cpu_user_s"] * 1e9 / rec["total_ios"]
     rec["ok"] = True
     return rec
 
@@ -435,6 +438,7 @@ def summarize(cid, runs):
             "ok": len(ok),
             "iops_median": median_or_none([r["iops"] for r in ok]),
             "cpu_us_per_io_median": median_or_none([r["cpu_us_per_io"] for r in ok]),
+            "user_ns_per_io_median": median_or_none([r["user_ns_per_io"] for r in ok]),
             "iops_cv": cv([r["iops"] for r in ok]),
             "errors": sorted({r["error"] for r in runs[tool] if not r["ok"]}),
         }
@@ -445,6 +449,7 @@ def summarize(cid, runs):
 
     s["iops_ratio"] = ratio(f["iops_median"], d["iops_median"])
     s["cpu_ratio"] = ratio(f["cpu_us_per_io_median"], d["cpu_us_per_io_median"])
+    s["user_ratio"] = ratio(f["user_ns_per_io_median"], d["user_ns_per_io_median"])
     complete = f["ok"] == f["runs"] and d["ok"] == d["runs"]
     s["complete"] = complete
     s["met"] = goal_met(cid, s["iops_ratio"], s["cpu_ratio"], f["iops_cv"], d["iops_cv"])
@@ -554,6 +559,7 @@ def render(report):
                  f"{fmt(f['cpu_us_per_io_median'], '.3f')} | "
                  f"{fmt(d['cpu_us_per_io_median'], '.3f')} | "
                  f"{fmt(s['cpu_ratio'], '.2f')} | {goal_text(cid)} | {met} |")
+    L.extend(render_user_cpu(report))
     L.append("")
     L.append("## Command lines")
     L.append("")
@@ -579,6 +585,168 @@ def pct(x):
     return None if x is None else 100 * x
 
 
+# ---------------------------------------------------------------- user-space CPU per I/O (issue 17)
+
+USER_GOAL = {"B2": 0.1}     # dioscope's user time per I/O ≤ 0.1× fio's on B2
+
+
+def render_user_cpu(report):
+    """The tools' own code per I/O: user time from wait4 ÷ I/Os, medians."""
+    L = ["", "User-space CPU per I/O (user time from `wait4` ÷ I/Os; the tool's own "
+         "code — the kernel's and the device's work is system time):", "",
+         "| id | fio ns/IO | dioscope ns/IO | ratio | goal |",
+         "| --- | ---: | ---: | ---: | --- |"]
+    for cid, c in report["comparisons"].items():
+        s = c["summary"]
+        f, d = s["fio"], s["dioscope"]
+        r = s.get("user_ratio")
+        g = USER_GOAL.get(cid)
+        goal = "–" if g is None else (f"≤ {g}×: " + ("no result" if r is None else
+                                                     ("met" if r <= g else "not met")))
+        L.append(f"| {cid} | {fmt(f.get('user_ns_per_io_median'), '.1f')} | "
+                 f"{fmt(d.get('user_ns_per_io_median'), '.1f')} | {fmt(r, '.3f')} | {goal} |")
+    return L
+
+
+# ---------------------------------------------------------------- scaling (issue 17)
+
+def scaling_options(threads, seconds):
+    """B1's job (null engine) on `threads` threads, reported as one group."""
+    return ["--name=scale", "--ioengine=null", "--rw=randread", "--bs=4k", "--size=100g",
+            "--time_based", f"--runtime={seconds}", f"--numjobs={threads}",
+            "--group_reporting", "--output-format=json"]
+
+
+def run_scaling(args, tools):
+    """Null engine from 1 to --max-threads threads, both tools interleaved."""
+    cpus = os.cpu_count() or 1
+    top = args.max_threads or 2 * cpus
+    rows = []
+    for n in range(1, top + 1):
+        opts = scaling_options(n, args.seconds)
+        cmd = {"fio": [tools["fio"]] + opts + ["--thread"],
+               "dioscope": [tools["dioscope"]] + opts + tools["dioscope_extras"]}
+        runs = {"fio": [], "dioscope": []}
+        for r in range(args.rounds):
+            order = ("fio", "dioscope") if (r + n) % 2 == 0 else ("dioscope", "fio")
+            for tool in order:
+                rec = run_tool(cmd[tool], args.seconds + 60)
+                rec["round"] = r
+                runs[tool].append(rec)
+                if rec["ok"]:
+                    log(f"scaling {n} thread(s) round {r + 1}/{args.rounds} {tool:8s} "
+                        f"{rec['iops']:12.0f} IOPS {rec['cpu_us_per_io']:7.3f} µs CPU/IO")
+                else:
+                    log(f"scaling {n} thread(s) {tool} FAILED: {rec['error'][:300]}")
+        row = {"threads": n, "commands": {t: shlex.join(c) for t, c in cmd.items()},
+               "runs": runs}
+        for tool in ("fio", "dioscope"):
+            ok = [r for r in runs[tool] if r["ok"]]
+            row[tool] = {"iops_median": median_or_none([r["iops"] for r in ok]),
+                         "cpu_us_per_io_median":
+                             median_or_none([r["cpu_us_per_io"] for r in ok]),
+                         "ok": len(ok), "runs": len(runs[tool])}
+        rows.append(row)
+    # Scaling against one thread: linear is min(n, CPUs) × the 1-thread IOPS
+    # (past the CPUs, threads share them).
+    for tool in ("fio", "dioscope"):
+        one = rows[0][tool]["iops_median"]
+        for row in rows:
+            x = row[tool]["iops_median"]
+            n = row["threads"]
+            row[tool]["per_thread"] = None if x is None else x / n
+            row[tool]["speedup"] = None if x is None or not one else x / one
+            row[tool]["of_linear"] = (None if x is None or not one
+                                      else x / (one * min(n, cpus)))
+    return {"cpus": cpus, "rows": rows}
+
+
+def render_scaling(report):
+    sc = report["scaling"]
+    m = report["machine"]
+    L = ["# Scaling: null engine, 1 to %d threads" % len(sc["rows"]), "",
+         f"- date: {report['date']}",
+         f"- machine: {m['cpu_model']}, {m['cores']} cores; kernel {m['kernel']}",
+         f"- fio: `{report['tools']['fio']}` ({report['tools']['fio_version']}), "
+         f"with `--thread`; dioscope: `{report['tools']['dioscope']}` "
+         f"({report['tools']['dioscope_version']}), repo at {report['git_rev'] or 'unknown'}",
+         f"- {report['rounds']} rounds × {report['seconds']} s per tool and thread count, "
+         f"interleaved; medians; load average at start {report['loadavg_start']}, "
+         f"end {report.get('loadavg_end', '–')}",
+         f"- reproduce: `{report['command']}`", "",
+         "of linear = IOPS ÷ (1-thread IOPS × min(threads, CPUs)); goal: dioscope ≥ 0.95 "
+         "and ≥ fio's up to the number of CPUs.", "",
+         "| threads | fio IOPS | fio per thread | fio of linear | dioscope IOPS | "
+         "dioscope per thread | dioscope of linear | fio CPU µs/IO | dioscope CPU µs/IO |",
+         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for row in sc["rows"]:
+        f, d = row["fio"], row["dioscope"]
+        L.append(f"| {row['threads']} | {fmt(f['iops_median'], ',.0f')} | "
+                 f"{fmt(f['per_thread'], ',.0f')} | {fmt(f['of_linear'], '.2f')} | "
+                 f"{fmt(d['iops_median'], ',.0f')} | {fmt(d['per_thread'], ',.0f')} | "
+                 f"{fmt(d['of_linear'], '.2f')} | {fmt(f['cpu_us_per_io_median'], '.3f')} | "
+                 f"{fmt(d['cpu_us_per_io_median'], '.3f')} |")
+    within = [r for r in sc["rows"] if r["threads"] <= sc["cpus"]]
+    dl = [r["dioscope"]["of_linear"] for r in within]
+    fl = [r["fio"]["of_linear"] for r in within]
+    if within and None not in dl and None not in fl:
+        met = min(dl) >= 0.95 and all(d >= f for d, f in zip(dl, fl))
+        L += ["", f"Up to {sc['cpus']} threads: dioscope at {min(dl):.2f} of linear or better, "
+              f"fio at {min(fl):.2f}: goal {'met' if met else 'not met'}."]
+    L.append("")
+    return "\n".join(L)
+
+
+def main_scaling(args, argv):
+    status = 0
+    report = None
+    try:
+        fio = ensure_fio(args.fio)
+        dio = args.dioscope or build_dioscope()
+        tools = {"fio": fio, "dioscope": dio,
+                 "dioscope_extras": [] if args.no_dioscope_extras else ["--trials=1"]}
+        report = {
+            "date": datetime.datetime.now(datetime.timezone.utc)
+                    .strftime("%Y-%m-%d %H:%M:%S UTC"),
+            "command": shlex.join(["bench/run.sh"] + argv),
+            "machine": machine_info(), "git_rev": git_rev(),
+            "tools": {"fio": fio, "fio_version": tool_version(fio),
+                      "dioscope": dio, "dioscope_version": tool_version(dio)},
+            "rounds": args.rounds, "seconds": args.seconds,
+            "loadavg_start": "%.2f %.2f %.2f" % os.getloadavg(),
+        }
+        report["scaling"] = run_scaling(args, tools)
+        report["loadavg_end"] = "%.2f %.2f %.2f" % os.getloadavg()
+        rows = report["scaling"]["rows"]
+        if any(r[t]["ok"] < r[t]["runs"] for r in rows for t in ("fio", "dioscope")):
+            status = 2
+        write_report(report, args.out, render_scaling)
+    except SetupError as e:
+        log(f"setup failed: {e}")
+        status = 1
+    except Interrupted as e:
+        log(f"interrupted ({e})")
+        kill_child()
+        status = 130
+    finally:
+        for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            signal.signal(s, signal.SIG_IGN)
+        kill_child()
+    return status
+
+
+def write_report(report, out, render_fn):
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    md = render_fn(report)
+    with open(out, "w") as f:
+        f.write(md)
+    base = out[:-3] if out.endswith(".md") else out
+    with open(base + ".json", "w") as f:
+        json.dump(report, f, indent=1)
+    print(md)
+    log(f"wrote {out} and {base}.json")
+
+
 # ---------------------------------------------------------------- main
 
 def parse_args(argv):
@@ -596,8 +764,13 @@ def parse_args(argv):
                    help="don't pass --trials=1 to the dioscope binary (e.g. it is fio)")
     p.add_argument("--b6-trials", type=int, default=10, help="trials per tool in B6 (10)")
     p.add_argument("--zram-size", default="4G", help="zram disksize (4G)")
-    p.add_argument("--out", default=os.path.join(REPO, "bench", "results", "latest.md"),
-                   help="Markdown report; raw numbers go next to it as .json")
+    p.add_argument("--out", default=None,
+                   help="Markdown report; raw numbers go next to it as .json "
+                        "(default bench/results/latest.md, with --scaling scaling.md)")
+    p.add_argument("--scaling", action="store_true",
+                   help="instead of B1-B6: the null engine on 1 to --max-threads threads")
+    p.add_argument("--max-threads", type=int, default=0,
+                   help="with --scaling: up to this many threads (default 2 × CPUs)")
     a = p.parse_args(argv)
     if a.only is None:
         a.only = "" if a.engines else ",".join(ALL_IDS)
@@ -605,6 +778,11 @@ def parse_args(argv):
     bad = [x for x in a.only if x not in ALL_IDS]
     if bad:
         p.error(f"unknown comparison(s): {', '.join(bad)}")
+    if a.out is None:
+        a.out = os.path.join(REPO, "bench", "results",
+                             "scaling.md" if a.scaling else "latest.md")
+    if a.max_threads < 0:
+        p.error("--max-threads must be ≥ 1")
     if a.rounds < 1 or a.seconds < 1 or a.b6_trials < 2:
         p.error("--rounds and --seconds must be ≥ 1, --b6-trials ≥ 2")
     return a
@@ -636,6 +814,8 @@ def main(argv):
     args = parse_args(argv)
     for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(s, on_signal)
+    if args.scaling:
+        return main_scaling(args, argv)
 
     root = os.geteuid() == 0
     zram = None

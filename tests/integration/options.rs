@@ -184,3 +184,61 @@ fn eta_always_shows_progress_without_a_terminal() {
         );
     }
 }
+
+#[test]
+fn disable_lat_family_turns_latencies_off() {
+    let d = tempfile::tempdir().unwrap();
+    // (option, slat, clat, lat measured)
+    for (opt, s, c, l) in [
+        ("--disable_slat=0", true, true, true),
+        ("--disable_slat=1", false, true, true),
+        ("--disable_clat=1", true, false, true),
+        ("--disable_lat=1", true, true, false),
+        ("--gtod_reduce=1", false, false, false),
+        ("--disable_bw_measurement=1", true, true, true),
+    ] {
+        let t0 = std::time::Instant::now();
+        let j = run_json(
+            d.path(),
+            &[
+                "--name=g",
+                "--ioengine=null",
+                "--rw=randread",
+                "--bs=4k",
+                "--size=1g",
+                "--iodepth=4",
+                "--time_based",
+                "--runtime=1",
+                "--lat_percentiles=1",
+                opt,
+                "--output-format=json",
+            ],
+        );
+        let wall = t0.elapsed().as_secs_f64();
+        let rd = &j["jobs"][0]["read"];
+        let ios = rd["total_ios"].as_u64().unwrap();
+        assert!(ios > 1_000, "{opt}: {ios} I/Os");
+        for (key, on) in [("slat_ns", s), ("clat_ns", c), ("lat_ns", l)] {
+            let n = rd[key]["N"].as_u64().unwrap();
+            assert_eq!(n == ios, on, "{opt}: {key} N={n} of {ios} I/Os");
+            if !on {
+                assert_eq!(rd[key]["max"].as_u64(), Some(0), "{opt}: {key}");
+            }
+        }
+        // Unmeasured latencies have no percentiles, as in fio's JSON.
+        assert_eq!(rd["clat_ns"].get("percentile").is_some(), c, "{opt}");
+        assert_eq!(rd["lat_ns"].get("percentile").is_some(), l, "{opt}");
+        // fio fills latency_us/ms on the completion path.
+        let buckets: f64 = ["latency_ns", "latency_us", "latency_ms"]
+            .iter()
+            .flat_map(|k| j["jobs"][0][k].as_object().unwrap().values())
+            .map(|v| v.as_f64().unwrap())
+            .sum();
+        assert_eq!(buckets > 99.0, c, "{opt}: latency maps sum to {buckets}");
+        // gtod_reduce reads the clock rarely, yet the run ends on time.
+        // (+60 %: a loaded machine may keep the worker off the CPU at the end.)
+        let rt = rd["runtime"].as_u64().unwrap();
+        assert!((990..=1600).contains(&rt), "{opt}: runtime {rt} ms");
+        assert!(wall < 10.0, "{opt}: took {wall:.1} s");
+    }
+}

@@ -284,6 +284,11 @@ impl UringQueue<'_> {
             };
             n += 1;
         }
+        // Publish the new head now: the kernel counts what is in the ring
+        // from it, and with a stale head the next `submit_and_wait(min)`
+        // found the entries just taken "ready" and returned at once — half
+        // the system calls of a QD 32 run woke for nothing (0 reaped).
+        self.cq.sync();
         self.outstanding -= n as u32;
         n
     }
@@ -312,6 +317,7 @@ impl UringQueue<'_> {
             }
             self.cq.sync();
             let done = (&mut self.cq).count() as u32;
+            self.cq.sync();
             self.outstanding = self.outstanding.saturating_sub(done);
             self.sq.sync();
         }
@@ -371,6 +377,62 @@ mod tests {
             "with_queue returned after {waited:?}, before the in-flight read completed"
         );
         assert_eq!(&arena.slot_mut(0)[..16], &[7u8; 16]);
+    }
+
+    #[test]
+    fn a_wait_after_a_reap_waits_for_new_completions() {
+        // The first read (from /dev/zero) completes at once; the second (a
+        // socket, written 300 ms later) is in flight. After reaping the
+        // first, `commit(1)` must wait for the second: the kernel has to
+        // see the entries taken, or it counts them as still ready.
+        let zero = std::fs::File::open("/dev/zero").unwrap();
+        let (a, mut b) = UnixStream::pair().unwrap();
+        let fds = [zero.as_raw_fd(), a.as_raw_fd()];
+        let mut arena = SlotArena::new(2, 4096).unwrap();
+        let opts = UringOpts {
+            entries: 2,
+            ..Default::default()
+        };
+        let r = with_queue(&opts, &fds, &mut arena, |q| {
+            let mut out = [Completion::default(); 2];
+            let desc = |slot, file| IoDesc {
+                slot,
+                write: false,
+                file,
+                offset: 0,
+                len: 16,
+                prio: 0,
+            };
+            q.stage(desc(0, 0));
+            q.commit(1).unwrap();
+            let first = q.reap(&mut out);
+            let writer = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                b.write_all(&[7u8; 16]).unwrap();
+                b
+            });
+            let t0 = Instant::now();
+            q.stage(desc(1, 1));
+            q.commit(1).unwrap();
+            let second = q.reap(&mut out);
+            let waited = t0.elapsed();
+            let _b = writer.join().unwrap();
+            (first, second, waited)
+        });
+        let (first, second, waited) = match r {
+            Ok(x) => x,
+            Err(e) if std::env::var_os("CI").is_none() => {
+                eprintln!("skipped: no io_uring here ({e})");
+                return;
+            }
+            Err(e) => panic!("io_uring setup failed in CI: {e}"),
+        };
+        assert_eq!(first, 1);
+        assert_eq!(
+            second, 1,
+            "commit(1) returned after {waited:?} with nothing new to reap"
+        );
+        assert!(waited >= Duration::from_millis(250), "{waited:?}");
     }
 
     #[test]

@@ -50,6 +50,10 @@ const EXEMPT: &[(&str, &str)] = &[
         "0 is fio's default; 1 is refused with the reason (fio's binary .fz records)",
     ),
     (
+        "disable_bw_measurement",
+        "changes nothing measured: bandwidth samples cost no clock read per I/O",
+    ),
+    (
         "io_submit_mode",
         "its one accepted value, inline, is how dioscope always submits (offload is refused)",
     ),

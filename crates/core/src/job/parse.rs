@@ -730,7 +730,7 @@ mod tests {
         assert!(e.contains("banana") && e.contains("bs=4k"), "{e}");
         let e = parse_job_text("[a]\niodepth\n").unwrap_err().to_string();
         assert!(e.contains("needs a value") && e.contains(":2"), "{e}");
-        let e = parse_job_text("[a]\ngtod_reduce=1\n")
+        let e = parse_job_text(&format!("[a]\n{}=1\n", FIO_UNIMPLEMENTED[0]))
             .unwrap_err()
             .to_string();
         assert!(e.contains("does not implement"), "{e}");

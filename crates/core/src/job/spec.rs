@@ -257,6 +257,12 @@ pub struct JobSpec {
     pub percentile_list: Vec<f64>,
     pub clat_percentiles: bool,
     pub lat_percentiles: bool,
+    /// fio's disable_slat / disable_clat / disable_lat: latencies not measured.
+    pub disable_slat: bool,
+    pub disable_clat: bool,
+    pub disable_lat: bool,
+    /// fio's gtod_reduce: the three above, and fewer clock reads.
+    pub gtod_reduce: bool,
     pub unlink: bool,
     /// I/Os per second: reads, writes, trims (0: no limit).
     pub rate_iops: [u64; 3],
@@ -473,6 +479,10 @@ impl Default for JobSpec {
             percentile_list: DEFAULT_PERCENTILES.to_vec(),
             clat_percentiles: true,
             lat_percentiles: false,
+            disable_slat: false,
+            disable_clat: false,
+            disable_lat: false,
+            gtod_reduce: false,
             unlink: false,
             rate_iops: [0; 3],
             rate: [0; 3],

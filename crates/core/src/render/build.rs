@@ -94,12 +94,12 @@ fn dir(r: &RunResult, s: &JobSummary, d: Option<usize>) -> Dir {
         .map(|d| interval_samples(s, d))
         .unwrap_or_default();
     let (sm, si) = (Summary::of(&bws), Summary::of(&iopss));
-    let pct = spec
-        .clat_percentiles
-        .then_some(spec.percentile_list.as_slice());
-    let lat_pct = spec
-        .lat_percentiles
-        .then_some(spec.percentile_list.as_slice());
+    // A latency not measured (disable_clat, disable_lat, gtod_reduce) has
+    // no percentiles in fio's JSON.
+    let pct =
+        (spec.clat_percentiles && !spec.disable_clat).then_some(spec.percentile_list.as_slice());
+    let lat_pct =
+        (spec.lat_percentiles && !spec.disable_lat).then_some(spec.percentile_list.as_slice());
     let total_bw: f64 = s.dirs.iter().map(|x| x.bytes as f64).sum();
     let min_max = |v: &[f64], x: f64| if v.is_empty() { 0 } else { x.round() as u64 };
     Dir {
@@ -203,8 +203,14 @@ fn job(r: &RunResult, s: &JobSummary) -> Job {
         opts.insert(k.clone(), v.clone());
     }
     let rt = s.runtime_ms.max(1e-9);
-    let mut all_lat = s.dirs[0].lat.clone();
-    all_lat.merge(&s.dirs[1].lat);
+    // fio fills these maps on the completion path: disable_clat leaves them
+    // at zero. Without the total latency (disable_lat) they come from clat.
+    let mut all_lat = Histogram::new();
+    if !spec.disable_clat {
+        for d in &s.dirs {
+            all_lat.merge(if spec.disable_lat { &d.clat } else { &d.lat });
+        }
+    }
     let [lns, lus, lms] = latency_buckets(&all_lat);
     let show = shows(spec, s);
     let batches = ["0", "4", "8", "16", "32", "64", ">=64"];

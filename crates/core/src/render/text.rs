@@ -127,16 +127,33 @@ fn dir_block(out: &mut String, name: &str, st: &Dir, runtime_ms: f64, errors: u6
         runtime_ms / 1000.0
     );
     let l = &st.lat_ns;
-    let _ = writeln!(
-        out,
-        "    lat: min={} mean={} σ={} max={}   (slat mean={}, clat mean={})",
-        human_ns(l.min as f64),
-        human_ns(l.mean),
-        human_ns(l.stddev),
-        human_ns(l.max as f64),
-        human_ns(st.slat_ns.mean),
-        human_ns(st.clat_ns.mean)
-    );
+    // disable_slat/clat/lat and gtod_reduce leave a latency unmeasured.
+    let mean = |x: &crate::results::model::Lat| {
+        if x.n == 0 && st.total_ios > 0 {
+            "not measured".to_string()
+        } else {
+            human_ns(x.mean)
+        }
+    };
+    if l.n == 0 && st.total_ios > 0 {
+        let _ = writeln!(
+            out,
+            "    lat: not measured   (slat mean={}, clat mean={})",
+            mean(&st.slat_ns),
+            mean(&st.clat_ns)
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "    lat: min={} mean={} σ={} max={}   (slat mean={}, clat mean={})",
+            human_ns(l.min as f64),
+            human_ns(l.mean),
+            human_ns(l.stddev),
+            human_ns(l.max as f64),
+            mean(&st.slat_ns),
+            mean(&st.clat_ns)
+        );
+    }
     let pcts = st.clat_ns.percentiles();
     if !pcts.is_empty() && st.clat_ns.n > 0 {
         let ps: Vec<String> = pcts

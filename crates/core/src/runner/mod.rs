@@ -649,6 +649,12 @@ fn worker_plan(
             .collect(),
         tick_ns: crate::results::series::INTERVAL_NS,
         log: None,
+        lat: worker::LatStats {
+            slat: !j.disable_slat,
+            clat: !j.disable_clat,
+            lat: !j.disable_lat,
+        },
+        gtod_reduce: j.gtod_reduce,
         trim: match j.rw {
             _ if !j.rw.trims() => worker::TrimMode::None,
             crate::job::RwMode::TrimWrite | crate::job::RwMode::RandTrimWrite => {

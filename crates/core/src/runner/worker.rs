@@ -2,12 +2,15 @@
 //!
 //! The loop stages I/Os into free slots, commits them, and accounts the
 //! completions. Per I/O it allocates nothing, takes no lock and writes no
-//! memory another worker writes. The clock is read three times per batch
-//! (before staging, before committing, after committing), not per I/O: every
-//! I/O of a batch shares those stamps, so its submission latency is
-//! `commit - stage`, its completion latency `reaped - commit`, and its total
-//! latency the sum — exact to within the time spent staging a batch (well
-//! under a microsecond), at a third of the clock reads fio makes.
+//! memory another worker writes. The clock is read twice per batch (before
+//! committing and after the commit returns), not per I/O; the reading after
+//! one commit is also the staging time of the next batch. Every I/O of a
+//! batch shares those stamps, so its submission latency is `commit - stage`,
+//! its completion latency `reaped - commit`, and its total latency the sum —
+//! exact to within the time spent staging a batch (well under a
+//! microsecond). With `disable_slat` and `disable_clat` the stamp before the
+//! commit is not taken (one reading per batch); with `gtod_reduce` the one
+//! after it is taken only every few batches.
 
 use super::iolog::{IoLog, IologWriter, OpKind};
 use super::offsets::{BsPicker, OffsetGen};
@@ -79,6 +82,25 @@ pub fn batch_bucket(n: usize) -> usize {
 }
 
 #[cfg(test)]
+mod clock_tests {
+    #[test]
+    fn gtod_reduce_interval_adapts_both_ways() {
+        // A fast loop (100 ns between readings) backs off to the cap...
+        let mut e = 1;
+        for _ in 0..20 {
+            e = super::adapt_every(e, 100);
+        }
+        assert_eq!(e, 4096);
+        // ...and a slow device (50 µs a batch) comes back to every batch.
+        for _ in 0..20 {
+            e = super::adapt_every(e, 50_000);
+        }
+        assert_eq!(e, 1);
+        assert_eq!(super::adapt_every(8, 5_000), 8);
+    }
+}
+
+#[cfg(test)]
 mod bucket_tests {
     #[test]
     fn fio_buckets() {
@@ -140,6 +162,10 @@ pub struct WorkerPlan {
     pub tick_ns: u64,
     /// fio's logs this worker writes (runner/logs.rs); `None`: no cost.
     pub log: Option<super::logs::LogPlan>,
+    /// The latencies measured (fio's disable_slat/clat/lat turn them off).
+    pub lat: LatStats,
+    /// fio's gtod_reduce: read the clock only every few batches.
+    pub gtod_reduce: bool,
     /// Trims instead of (`Only`) or before (`ThenWrite`) the writes.
     pub trim: TrimMode,
     /// Per file: a block device (trimmed with BLKDISCARD) or a file
@@ -185,6 +211,26 @@ fn do_trim(fd: i32, is_dev: bool, offset: u64, len: u64) -> Result<u64, i32> {
     }
 }
 
+/// Which latency histograms a worker records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LatStats {
+    pub slat: bool,
+    pub clat: bool,
+    pub lat: bool,
+}
+
+impl LatStats {
+    pub const ALL: LatStats = LatStats {
+        slat: true,
+        clat: true,
+        lat: true,
+    };
+}
+
+/// Progress counters are published this often (not per batch): the runner
+/// reads them at most every 2 ms (distributed stonewalling) or 1 s.
+const PUBLISH_NS: u64 = 250_000;
+
 #[cold]
 #[inline(never)]
 fn record_error(r: &mut WorkerResult, m: &SlotMeta, res: i32) {
@@ -197,6 +243,32 @@ fn record_error(r: &mut WorkerResult, m: &SlotMeta, res: i32) {
             write: m.write,
             errno: -res,
         });
+    }
+}
+
+/// `gtod_reduce`'s next reading interval, in batches, after readings `gap`
+/// ns apart: doubled under 1 µs, halved over 10 µs, within 1..=4096.
+fn adapt_every(every: u32, gap: u64) -> u32 {
+    if gap < 1_000 {
+        (every * 2).min(4096)
+    } else if gap > 10_000 {
+        (every / 2).max(1)
+    } else {
+        every
+    }
+}
+
+/// The latencies a job measures when some are off (disable_slat/clat/lat).
+#[inline(never)]
+fn record_some(st: &mut DirStats, on: LatStats, m: &SlotMeta, now: u64) {
+    if on.slat {
+        st.slat.record(m.commit_ns - m.stage_ns);
+    }
+    if on.clat {
+        st.clat.record(now - m.commit_ns);
+    }
+    if on.lat {
+        st.lat.record(now - m.stage_ns);
     }
 }
 
@@ -330,6 +402,21 @@ struct Timeline {
     /// The latency histograms at the start of the open interval, allocated
     /// once: the interval's percentiles are the difference.
     tick_lat: [Histogram; 2],
+    /// When progress is published next.
+    next_publish: u64,
+    /// The earliest of the ramp's end, the next interval, the next
+    /// publication and the end: the loop compares the clock with this one
+    /// value per batch, and does the rest only when it is reached.
+    next_event: u64,
+}
+
+/// `gtod_reduce`: the clock is read every `every` batches, adapting so that
+/// readings stay about 1–10 µs apart: rare on a fast loop, every batch on a
+/// slow device (where a reading costs nothing beside the I/O).
+struct ClockThrottle {
+    on: bool,
+    every: u32,
+    left: u32,
 }
 
 /// The state of one running worker. Its steps are separate methods, inlined
@@ -362,6 +449,11 @@ struct Worker<'a, E: Engine, H: BlockHook> {
     last_write_fd: i32,
     now: u64,
     log: Option<LogSink>,
+    /// All three latencies on (the usual case: one test per I/O).
+    lat_all: bool,
+    /// Whether the batch needs its commit time (slat or clat measured).
+    stamp_commit: bool,
+    clock: ClockThrottle,
     /// serialize_overlap: an I/O (write, len, file, offset) waiting for
     /// an overlapping one to complete.
     deferred: Option<(bool, u64, u32, u64)>,
@@ -404,6 +496,8 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             tick_start: start_ns,
             tick_base: [[0; 3]; 2],
             tick_lat: [Histogram::new(), Histogram::new()],
+            next_publish: start_ns,
+            next_event: start_ns,
         };
         if tl.measuring {
             prog.measuring.store(true, Ordering::Relaxed);
@@ -419,6 +513,17 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
                     None
                 }
             });
+        let lat = p.lat;
+        // Rate limits, logs and timed replays want the time of every batch.
+        let throttle = p.gtod_reduce
+            && !(lat.slat || lat.clat || lat.lat)
+            && p.log.is_none()
+            && p.write_iolog.is_none()
+            && p.replay.is_none();
+        let pace = Pacer::new(&p.pace, start_ns);
+        // Pacing (rates, think times, latency targets) works from the time
+        // of every batch.
+        let throttle = throttle && !(pace.active || pace.checks || pace.per_completion);
         let iolog = p.write_iolog.as_ref().and_then(|(path, files)| {
             match IologWriter::create(path, files, start_ns) {
                 Ok(w) => Some(w),
@@ -433,6 +538,13 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             }
         });
         Worker {
+            lat_all: lat == LatStats::ALL,
+            stamp_commit: lat.slat || lat.clat,
+            clock: ClockThrottle {
+                on: throttle,
+                every: 1,
+                left: 1,
+            },
             eng,
             hook,
             stop,
@@ -451,7 +563,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
                 n => n.clamp(p.complete_min.max(1) as usize, depth),
             },
             tl,
-            pace: Pacer::new(&p.pace, start_ns),
+            pace,
             inflight: 0,
             issuing: true,
             measured_bytes: 0,
@@ -633,9 +745,16 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
                 let st = &mut self.res.trim;
                 st.ios += 1;
                 st.bytes += len;
-                st.slat.record(0);
-                st.clat.record(dt);
-                st.lat.record(dt);
+                let on = self.p.lat;
+                if on.slat {
+                    st.slat.record(0);
+                }
+                if on.clat {
+                    st.clat.record(dt);
+                }
+                if on.lat {
+                    st.lat.record(dt);
+                }
                 if self.tl.measuring {
                     self.measured_bytes += len;
                 }
@@ -831,16 +950,37 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
         } else {
             0
         };
-        let t_commit = now_ns();
-        for &s in &self.slots.staged {
-            self.slots.meta[s as usize].commit_ns = t_commit;
+        if self.stamp_commit {
+            let t_commit = now_ns();
+            for &s in &self.slots.staged {
+                self.slots.meta[s as usize].commit_ns = t_commit;
+            }
         }
         if let Err(e) = self.eng.commit(min) {
             self.queue_failed(e);
             return Err(());
         }
-        self.now = now_ns();
+        if self.clock.on {
+            self.read_clock_reduced();
+        } else {
+            self.now = now_ns();
+        }
         Ok(())
+    }
+
+    /// `gtod_reduce`: read the clock only when its countdown runs out, and
+    /// adapt the countdown to how far apart readings were.
+    #[inline(always)]
+    fn read_clock_reduced(&mut self) {
+        let c = &mut self.clock;
+        c.left -= 1;
+        if c.left > 0 {
+            return;
+        }
+        let t = now_ns();
+        c.every = adapt_every(c.every, t - self.now);
+        c.left = c.every;
+        self.now = t;
     }
 
     #[cold]
@@ -902,9 +1042,13 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             let st = &mut self.res.dirs[m.write as usize];
             st.ios += 1;
             st.bytes += c.res as u64;
-            st.slat.record(m.commit_ns - m.stage_ns);
-            st.clat.record(self.now - m.commit_ns);
-            st.lat.record(self.now - m.stage_ns);
+            if self.lat_all {
+                st.slat.record(m.commit_ns - m.stage_ns);
+                st.clat.record(self.now - m.commit_ns);
+                st.lat.record(self.now - m.stage_ns);
+            } else {
+                record_some(st, self.p.lat, m, self.now);
+            }
             if self.pace.per_completion {
                 let ev = self.pace.completed(self.now - m.stage_ns, self.now);
                 if ev != PaceEvent::Nothing {
@@ -970,9 +1114,18 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
         }
     }
 
-    /// End the ramp, close intervals, publish progress, stop at the end.
+    /// End the ramp, close intervals, publish progress, stop at the end:
+    /// one comparison per batch until the earliest of these is due. (The
+    /// size limit is checked where I/Os are staged.)
     #[inline(always)]
     fn advance_timeline(&mut self) {
+        if self.now >= self.tl.next_event {
+            self.timeline_event();
+        }
+    }
+
+    #[inline(never)]
+    fn timeline_event(&mut self) {
         let now = self.now;
         if !self.tl.measuring && now >= self.tl.ramp_end {
             self.start_measuring();
@@ -980,23 +1133,27 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
         if now >= self.tl.next_tick {
             self.close_interval(now);
         }
-        if self.tl.measuring {
-            self.prog.ios.store(
-                self.res.dirs[0].ios + self.res.dirs[1].ios,
-                Ordering::Relaxed,
-            );
-            self.prog
-                .bytes
-                .store(self.measured_bytes, Ordering::Relaxed);
-            if now >= self.tl.end
-                || (self.p.io_limit > 0 && self.issued_bytes >= self.p.io_limit)
-                || (self.p.number_ios > 0 && self.issued_ios >= self.p.number_ios)
-            {
-                self.issuing = false;
-            }
-        } else if now >= self.tl.end {
+        if self.tl.measuring && now >= self.tl.next_publish {
+            self.publish();
+            self.tl.next_publish = now + PUBLISH_NS;
+        }
+        if now >= self.tl.end {
             self.issuing = false;
         }
+        let tl = &mut self.tl;
+        let ramp = if tl.measuring { u64::MAX } else { tl.ramp_end };
+        tl.next_event = ramp.min(tl.next_tick).min(tl.end).min(tl.next_publish);
+    }
+
+    /// Live counters for the runner's progress line and stonewalling.
+    fn publish(&self) {
+        self.prog.ios.store(
+            self.res.dirs[0].ios + self.res.dirs[1].ios,
+            Ordering::Relaxed,
+        );
+        self.prog
+            .bytes
+            .store(self.measured_bytes, Ordering::Relaxed);
     }
 
     /// The ramp is over: forget what it measured.
@@ -1020,6 +1177,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
         }
         self.res.queue = QueueStats::default();
         self.res.sync.reset();
+        self.tl.next_publish = now;
         self.res.trim.reset();
         self.pace.measuring_starts(now);
         self.prog.measuring.store(true, Ordering::Relaxed);
@@ -1116,6 +1274,9 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             }
             self.res.trim.reset();
         }
+        if self.tl.measuring {
+            self.publish();
+        }
         let mut res = self.res;
         res.runtime_ns = if self.tl.measuring {
             end_ns.saturating_sub(self.tl.meas_start)
@@ -1211,6 +1372,8 @@ mod overlap_tests {
             fds: Vec::new(),
             tick_ns: 1_000_000_000,
             log: None,
+            lat: LatStats::ALL,
+            gtod_reduce: false,
             trim: TrimMode::None,
             trim_is_dev: Vec::new(),
             bs_trim: bs,

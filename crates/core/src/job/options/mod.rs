@@ -166,6 +166,7 @@ macro_rules! job {
 
 mod logs;
 pub mod pacing;
+mod timing;
 pub mod workload;
 
 /// The sections of the option table, one file each under `job/options/` (the
@@ -178,6 +179,7 @@ static SECTIONS: &[&[OptDef]] = &[
     pacing::PACING,
     buffers::BUFFERS,
     logs::LOGS,
+    timing::TIMING,
 ];
 
 pub mod buffers;
@@ -1124,11 +1126,6 @@ static CORE: &[OptDef] = &[
 /// rather than "unknown option".
 pub static FIO_UNIMPLEMENTED: &[&str] = &[
     "cgroup",
-    "gtod_reduce",
-    "disable_lat",
-    "disable_clat",
-    "disable_slat",
-    "disable_bw_measurement",
     "pre_read",
     "lockfile",
     "opendir",
