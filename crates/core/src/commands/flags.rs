@@ -258,7 +258,9 @@ fn near_flag(key: &str) -> Option<&'static str> {
     FLAGS
         .iter()
         .map(|f| (options::levenshtein(&dashed, f.name), f.name))
-        .filter(|(d, n)| *d <= (n.len() / 3).max(1) && option.is_none_or(|o| *d < o))
+        // `--serverip` (an engine's option) is no misspelt `--server`.
+        .filter(|(d, n)| *d <= 1 || *d <= n.len() / 3 && !dashed.starts_with(n))
+        .filter(|(d, _)| option.is_none_or(|o| *d < o))
         .min_by_key(|(d, _)| *d)
         .map(|(_, n)| n)
 }
@@ -476,6 +478,11 @@ mod tests {
         assert!(split(&s(&["--parse_only"])).unwrap().0.parse_only);
         let e = split(&s(&["--minimall"])).unwrap_err();
         assert!(e.contains("did you mean '--minimal'"), "{e}");
+        // An engine's option that starts like a flag is left to the parser.
+        assert_eq!(
+            split(&s(&["--serverip=1"])).unwrap().1,
+            s(&["--serverip=1"])
+        );
         // Not a flag and not near one: left to the job parser.
         assert_eq!(split(&s(&["--iodepht=4"])).unwrap().1, s(&["--iodepht=4"]));
     }
