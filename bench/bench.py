@@ -15,6 +15,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import signal
@@ -52,9 +53,48 @@ def log(msg):
 
 # ---------------------------------------------------------------- comparisons
 
+# --engines: one comparison per engine, "E-<engine>", on a page-cached file.
+ENGINE_PREFIX = "E-"
+ENGINE_FILE_SIZE = 256 * MiB
+ENGINE_DEPTH = 8
+# Engines whose reads fail by design (fio's ftruncate acts on writes only).
+# falloc's reads are fallocate(KEEP_SIZE), which dioscope refuses on a read-only job.
+ENGINE_RW = {"ftruncate": "randwrite", "falloc": "randwrite"}
+
+
+def engine_of(cid):
+    return cid[len(ENGINE_PREFIX):] if cid.startswith(ENGINE_PREFIX) else None
+
+
+def dioscope_engines(dio):
+    """The engines the binary has, from the choices of --ioengine in its
+    --help (generated from its engine list: a new engine is measured here
+    with no edit to this script)."""
+    r = subprocess.run([dio, "--help"], capture_output=True, text=True, timeout=60)
+    for line in r.stdout.splitlines():
+        m = re.match(r"\s*--ioengine=\S+\s+.*\(([^)]*)\)\s*$", line)
+        if m:
+            return [e.strip() for e in m.group(1).split(",") if e.strip()]
+    raise SetupError("cannot find the --ioengine choices in `dioscope --help`")
+
+
+def fio_engines(fio):
+    """The engines this fio was built with (`fio --enghelp`)."""
+    r = subprocess.run([fio, "--enghelp"], capture_output=True, text=True, timeout=60)
+    return {l.strip() for l in r.stdout.splitlines()[1:] if l.strip()}
+
+
 def job_options(cid, target, seconds):
     """The fio-style options shared by both tools for comparison `cid`."""
     timed = ["--time_based", f"--runtime={seconds}", "--output-format=json"]
+    engine = engine_of(cid)
+    if engine:
+        # B1's job on a page-cached file: the device is out of the picture,
+        # what differs between the tools is each one's engine path.
+        return ([f"--name=e-{engine}", f"--filename={target}", "--direct=0",
+                 "--invalidate=0", f"--rw={ENGINE_RW.get(engine, 'randread')}", "--bs=4k",
+                 f"--size={ENGINE_FILE_SIZE}", f"--ioengine={engine}",
+                 f"--iodepth={ENGINE_DEPTH}"] + timed)
     if cid == "B1":
         return (["--name=b1", "--ioengine=null", "--rw=randread", "--bs=4k",
                  "--size=100g"] + timed)
@@ -88,9 +128,24 @@ GOAL_TEXT = {
 }
 
 
+def job_text(cid, **kw):
+    e = engine_of(cid)
+    if e:
+        return (f"overhead: ioengine={e} page-cached {ENGINE_RW.get(e, 'randread')} 4k "
+                f"qd{ENGINE_DEPTH} "
+                "(sync engines run qd1)")
+    return JOB_TEXT[cid].format(**kw)
+
+
+def goal_text(cid):
+    return "– (measured, no goal)" if engine_of(cid) else GOAL_TEXT[cid]
+
+
 def goal_met(cid, iops_ratio, cpu_ratio, cv_fio=None, cv_dio=None):
     """True/False, or None when a needed number is missing."""
     r, c = iops_ratio, cpu_ratio
+    if engine_of(cid):
+        return None
     if cid == "B1":
         return None if r is None else r >= 3.0
     if cid == "B2":
@@ -178,9 +233,9 @@ def run_tool(argv, timeout):
         start = stdout.index("{")
         doc, _ = json.JSONDecoder().raw_decode(stdout[start:])
         job = doc["jobs"][0]
-        rd = job["read"]
-        rec["iops"] = float(rd["iops"])
-        rec["total_ios"] = int(rd["total_ios"])
+        # Reads and writes (an engine comparison may write; B1-B6 only read).
+        rec["iops"] = sum(float(job[d]["iops"]) for d in ("read", "write"))
+        rec["total_ios"] = sum(int(job[d]["total_ios"]) for d in ("read", "write"))
         rec["job_error"] = job.get("error", 0)
         # The tool's own view of its job's CPU, kept for cross-checking only.
         for k in ("job_runtime", "usr_cpu", "sys_cpu"):
@@ -491,6 +546,8 @@ def render(report):
         s = c["summary"]
         f, d = s["fio"], s["dioscope"]
         met = {True: "met", False: "not met", None: "no result"}[s["met"]]
+        if engine_of(cid) and s["complete"]:
+            met = "measured"
         if cid == "B6":
             met += (f" (CV fio {fmt(pct(f['iops_cv']), '.2f')} %, "
                     f"dioscope {fmt(pct(d['iops_cv']), '.2f')} %)")
@@ -501,7 +558,7 @@ def render(report):
                  f"{fmt(d['iops_median'], ',.0f')} | {fmt(s['iops_ratio'], '.2f')} | "
                  f"{fmt(f['cpu_us_per_io_median'], '.3f')} | "
                  f"{fmt(d['cpu_us_per_io_median'], '.3f')} | "
-                 f"{fmt(s['cpu_ratio'], '.2f')} | {GOAL_TEXT[cid]} | {met} |")
+                 f"{fmt(s['cpu_ratio'], '.2f')} | {goal_text(cid)} | {met} |")
     L.extend(render_user_cpu(report))
     L.append("")
     L.append("## Command lines")
@@ -696,7 +753,11 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description="Benchmark dioscope against fio (B1-B6).")
     p.add_argument("--rounds", type=int, default=5, help="rounds per comparison (5)")
     p.add_argument("--seconds", type=int, default=5, help="runtime of each run (5)")
-    p.add_argument("--only", default=",".join(ALL_IDS), help="e.g. B1,B2")
+    p.add_argument("--only", default=None, help="e.g. B1,B2 (default: all, or none with --engines)")
+    p.add_argument("--engines", nargs="?", const="all", default=None,
+                   help="also measure each engine's overhead (E-<engine>: B1's job on a "
+                        "page-cached file, fio vs dioscope); a list such as psync,mmap, "
+                        "or all the engines both tools have")
     p.add_argument("--dioscope", help="binary to test (default: cargo build --release)")
     p.add_argument("--fio", default="fio", help="fio binary (default: fio on PATH)")
     p.add_argument("--no-dioscope-extras", action="store_true",
@@ -711,6 +772,8 @@ def parse_args(argv):
     p.add_argument("--max-threads", type=int, default=0,
                    help="with --scaling: up to this many threads (default 2 × CPUs)")
     a = p.parse_args(argv)
+    if a.only is None:
+        a.only = "" if a.engines else ",".join(ALL_IDS)
     a.only = [x.strip().upper() for x in a.only.split(",") if x.strip()]
     bad = [x for x in a.only if x not in ALL_IDS]
     if bad:
@@ -757,6 +820,7 @@ def main(argv):
     root = os.geteuid() == 0
     zram = None
     data_file = None
+    engine_file = None
     report = None
     status = 0
     try:
@@ -766,6 +830,30 @@ def main(argv):
             raise SetupError(f"dioscope binary not executable: {dio}")
         tools = {"fio": fio, "dioscope": dio,
                  "dioscope_extras": [] if args.no_dioscope_extras else ["--trials=1"]}
+
+        engine_ids = []
+        engine_file = None
+        if args.engines:
+            have = dioscope_engines(dio)
+            fio_has = fio_engines(fio)
+            wanted = have if args.engines == "all" else [
+                e.strip() for e in args.engines.split(",") if e.strip()]
+            for e in wanted:
+                if e not in have:
+                    raise SetupError(f"--engines: dioscope has no engine {e} "
+                                     f"(it has {', '.join(have)})")
+                if fio_has and e not in fio_has:
+                    log(f"--engines: skipping {e}: this fio was built without it")
+                    continue
+                engine_ids.append(ENGINE_PREFIX + e)
+            # tmpfs when there is one: cached by construction, no device below.
+            shm = "/dev/shm"
+            base = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else os.getcwd()
+            engine_file = os.path.join(base, f"dioscope-bench-engines.{os.getpid()}.dat")
+            make_random_file(engine_file, ENGINE_FILE_SIZE)
+            with open(engine_file, "rb") as f:
+                while f.read(8 * MiB):
+                    pass
 
         need_dev = any(c in args.only for c in ("B2", "B3", "B4", "B6"))
         need_file = "B5" in args.only or (need_dev and not root)
@@ -804,14 +892,18 @@ def main(argv):
             "comparisons": {},
         }
 
-        for cid in [c for c in ALL_IDS if c in args.only]:
-            target = data_file if cid == "B5" else dev_target
+        if engine_file:
+            report["target_note"] += (f"; engines: {engine_file} "
+                                      f"({ENGINE_FILE_SIZE // MiB} MiB, page-cached)")
+        for cid in [c for c in ALL_IDS if c in args.only] + engine_ids:
+            target = (data_file if cid == "B5"
+                      else engine_file if engine_of(cid) else dev_target)
             n = f"{args.b6_trials} trials" if cid == "B6" else f"{args.rounds} rounds"
             log(f"{cid}: {n} × {args.seconds} s per tool")
             runs, commands = run_comparison(cid, args, target, tools)
             dev_name = os.path.basename(dev_target) if dev_target else ""
             report["comparisons"][cid] = {
-                "job": JOB_TEXT[cid].format(dev=dev_name, trials=args.b6_trials),
+                "job": job_text(cid, dev=dev_name, trials=args.b6_trials),
                 "commands": commands,
                 "runs": runs,
                 "summary": summarize(cid, runs),
@@ -837,9 +929,10 @@ def main(argv):
         kill_child()
         if zram:
             zram.remove()
-        if data_file and os.path.exists(data_file):
-            os.unlink(data_file)
-            log(f"removed {data_file}")
+        for f in (data_file, engine_file):
+            if f and os.path.exists(f):
+                os.unlink(f)
+                log(f"removed {f}")
     return status
 
 

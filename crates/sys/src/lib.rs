@@ -14,12 +14,15 @@ pub mod fiemap;
 pub mod fs;
 pub mod fsinfo;
 pub mod io;
+pub mod mmap;
+pub mod posixaio;
 pub mod proc;
 pub mod queue;
 pub mod sched;
 pub mod seek;
 pub mod signal;
 pub mod uring;
+pub mod vio;
 
 /// Turn a libc return value into an `std::io::Result`, reading `errno` on -1.
 #[inline]

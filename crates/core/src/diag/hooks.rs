@@ -401,7 +401,9 @@ impl DiagHooks {
         for j in jobs {
             for f in j.clones.iter().flatten() {
                 let t = &table.targets[f.target_idx];
-                let direct = t.direct && j.spec.direct;
+                // An engine that goes through the cache by design (mmap)
+                // fills it itself: not a sign of another reader.
+                let direct = t.direct && j.spec.direct && !j.spec.ioengine.caps().page_cache;
                 let inval = direct && j.spec.invalidate;
                 match watches.iter_mut().find(|w| w.0.path == t.path) {
                     Some((w, i)) => {

@@ -1,33 +1,88 @@
-//! The blocking engine under psync (pread/pwrite) and pvsync2
+//! The blocking engine under the sync family: psync (pread/pwrite), sync
+//! (lseek + read/write), pvsync (preadv/pwritev) and pvsync2
 //! (preadv2/pwritev2 with RWF flags).
 //!
 //! A synchronous engine does its I/O inside `commit`; the runner keeps at most
 //! one I/O in flight for it (`Caps::sync`).
 
-use super::{Completion, Engine, IoDesc, SlotArena};
+use super::{Completion, Engine, EngineSetupError, IoDesc, SlotArena};
 use dioscope_sys::io::{pread, preadv2, pwrite, pwritev2, RwfFlags};
+use dioscope_sys::vio::{seek_read, seek_write, Pos, SlotVec};
+use std::fs::File;
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, RawFd};
+
+/// The system call pair an engine uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    /// pread/pwrite.
+    Pread,
+    /// lseek, then read/write: needs descriptors of its own ([`private_fds`]).
+    Seek,
+    /// preadv/pwritev with one iovec.
+    Preadv,
+    /// preadv2/pwritev2 with these RWF flags.
+    Preadv2(RwfFlags),
+}
 
 pub struct Blocking {
     arena: SlotArena,
     fds: Vec<RawFd>,
-    /// `Some(flags)` for pvsync2.
-    v2: Option<RwfFlags>,
+    call: Call,
+    vec: SlotVec,
     staged: Option<IoDesc>,
     done: Option<Completion>,
+    /// Descriptors opened for this engine alone (kept open while it runs).
+    _own: Vec<File>,
 }
 
 impl Blocking {
-    pub fn new(arena: SlotArena, fds: &[RawFd], v2: Option<RwfFlags>) -> Blocking {
+    pub fn new(arena: SlotArena, fds: &[RawFd], call: Call) -> Blocking {
         Blocking {
             arena,
             fds: fds.to_vec(),
-            v2,
+            call,
+            vec: SlotVec::new(1),
             staged: None,
             done: None,
+            _own: Vec::new(),
         }
     }
+
+    /// An engine over descriptors it owns (see [`private_fds`]).
+    pub fn owning(arena: SlotArena, own: Vec<File>, call: Call) -> Blocking {
+        let fds: Vec<RawFd> = own.iter().map(|f| f.as_raw_fd()).collect();
+        let mut b = Blocking::new(arena, &fds, call);
+        b._own = own;
+        b
+    }
+}
+
+/// A new open file for each descriptor: same object, same access mode and
+/// O_DIRECT, but a file position of its own. Engines that `lseek` need it:
+/// the runner opens each target once and the clones of a job share it, so
+/// with shared positions one worker's seek would move another's read.
+pub fn private_fds(fds: &[RawFd]) -> Result<Vec<File>, EngineSetupError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    fds.iter()
+        .map(|&fd| {
+            let reopen = || -> io::Result<File> {
+                let fl = dioscope_sys::vio::status_flags(fd)?;
+                std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(fl & libc::O_ACCMODE == libc::O_RDWR)
+                    .custom_flags(fl & libc::O_DIRECT)
+                    .open(format!("/proc/self/fd/{fd}"))
+            };
+            reopen().map_err(|e| {
+                EngineSetupError::new(
+                    "reopening the target for a file position of this worker's own",
+                    &e,
+                    "raise `ulimit -n`, or use ioengine=psync (positional I/O needs no reopen)",
+                )
+            })
+        })
+        .collect()
 }
 
 impl Engine for Blocking {
@@ -46,12 +101,25 @@ impl Engine for Blocking {
             return Ok(0);
         };
         let fd = self.fds[d.file as usize];
-        let buf = &mut self.arena.slot_mut(d.slot)[..d.len as usize];
-        let r = match (self.v2, d.write) {
-            (None, false) => pread(fd, buf, d.offset),
-            (None, true) => pwrite(fd, buf, d.offset),
-            (Some(f), false) => preadv2(fd, buf, d.offset, f),
-            (Some(f), true) => pwritev2(fd, buf, d.offset, f),
+        let r = match self.call {
+            Call::Preadv => self.vec.rw(
+                fd,
+                &mut self.arena,
+                std::iter::once((d.slot, d.len)),
+                d.write,
+                Pos::At(d.offset),
+            ),
+            call => {
+                let buf = &mut self.arena.slot_mut(d.slot)[..d.len as usize];
+                match (call, d.write) {
+                    (Call::Seek, false) => seek_read(fd, buf, d.offset),
+                    (Call::Seek, true) => seek_write(fd, buf, d.offset),
+                    (Call::Preadv2(f), false) => preadv2(fd, buf, d.offset, f),
+                    (Call::Preadv2(f), true) => pwritev2(fd, buf, d.offset, f),
+                    (_, false) => pread(fd, buf, d.offset),
+                    (_, true) => pwrite(fd, buf, d.offset),
+                }
+            }
         };
         let res = match r {
             Ok(n) => n as i32,

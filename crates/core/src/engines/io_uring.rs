@@ -9,6 +9,8 @@ pub struct Def;
 
 impl EngineDef for Def {
     const NAMES: &'static [&'static str] = &["io_uring"];
+    const HELP: &'static str = "io_uring: one ring per worker, submission and completion queues shared with the kernel; direct and buffered I/O both queue";
+    const OPTIONS: &'static [&'static str] = &["hipri", "nowait", "sqthread_poll", "fixedbufs", "registerfiles"];
     const CAPS: Caps = Caps {
         hipri: true,
         nowait: true,

@@ -9,6 +9,8 @@ pub struct Def;
 
 impl EngineDef for Def {
     const NAMES: &'static [&'static str] = &["libaio"];
+    const HELP: &'static str = "Linux native aio: io_submit(2)/io_getevents(2) on a ring of iodepth; queues for real only with direct=1 (buffered aio completes inside io_submit)";
+    const OPTIONS: &'static [&'static str] = &["nowait"];
     const CAPS: Caps = Caps {
         nowait: true,
         per_io_prio: true,

@@ -8,6 +8,7 @@
 //! branches on an engine's name or kind: it asks for its [`Caps`].
 
 mod blocking;
+pub mod refused;
 
 pub use dioscope_sys::queue::{Completion, IoDesc, SlotArena};
 use std::io;
@@ -62,6 +63,13 @@ pub struct Caps {
     pub fixed_bufs: bool,
     /// `registerfiles`: files registered with the kernel once.
     pub registered_files: bool,
+    /// Reads return the target's bytes and writes store the buffer's (false
+    /// for null, and for falloc/ftruncate, whose I/Os are space
+    /// operations): verify needs it.
+    pub moves_data: bool,
+    /// Its I/O goes through the page cache even with `direct=1` (mmap):
+    /// cached pages of its targets are its own doing, not someone else's.
+    pub page_cache: bool,
     /// A priority per I/O (`IoDesc::prio`: cmdprio_percentage, cmdprio_bssplit).
     pub per_io_prio: bool,
 }
@@ -76,6 +84,8 @@ impl Caps {
         sqpoll: false,
         fixed_bufs: false,
         registered_files: false,
+        moves_data: true,
+        page_cache: false,
         per_io_prio: false,
     };
 }
@@ -86,6 +96,11 @@ impl Caps {
 pub struct EngineOpts {
     /// Queue depth (slots).
     pub depth: u32,
+    /// `direct=1`: the targets are open with O_DIRECT; an engine that
+    /// bypasses the descriptor (mmap) gives the same promise its own way.
+    pub direct: bool,
+    /// The job's offsets are random (read-ahead advice).
+    pub random: bool,
     pub hipri: bool,
     pub nowait: bool,
     pub sqpoll: bool,
@@ -118,6 +133,12 @@ pub trait WithEngine {
 pub trait EngineDef {
     /// The `ioengine=` name first, then fio aliases that mean the same here.
     const NAMES: &'static [&'static str];
+    /// One line for `--enghelp` and the docs: what the engine calls, and
+    /// what a fio user should know about how it behaves here.
+    const HELP: &'static str;
+    /// The job options specific to this engine (`--enghelp=NAME` lists
+    /// them with their help from the option table).
+    const OPTIONS: &'static [&'static str] = &[];
     const CAPS: Caps;
     /// Build the engine on this thread over `arena` and `fds`, and run `f`
     /// with it. Returns `f`'s output and an optional note for the report
@@ -145,6 +166,11 @@ macro_rules! engine_list {
             pub const ALL: &'static [EngineKind] = &[$(EngineKind::$Kind,)*];
             /// Each engine's own name (aliases are accepted by [`EngineKind::parse`]).
             pub const NAMES: &'static [&'static str] = &[$(<$module::Def as EngineDef>::NAMES[0],)*];
+            /// The list itself, `file => Kind` (for the test that keeps an
+            /// engine one file and one line).
+            #[cfg(test)]
+            const LIST: &'static [(&'static str, &'static str)] =
+                &[$((stringify!($module), stringify!($Kind)),)*];
 
             /// The name and the fio aliases of this engine.
             pub fn names(self) -> &'static [&'static str] {
@@ -155,6 +181,20 @@ macro_rules! engine_list {
 
             pub fn as_str(self) -> &'static str {
                 self.names()[0]
+            }
+
+            /// One line: what the engine does (`--enghelp`).
+            pub fn help(self) -> &'static str {
+                match self {
+                    $(EngineKind::$Kind => <$module::Def as EngineDef>::HELP,)*
+                }
+            }
+
+            /// The job options specific to this engine.
+            pub fn options(self) -> &'static [&'static str] {
+                match self {
+                    $(EngineKind::$Kind => <$module::Def as EngineDef>::OPTIONS,)*
+                }
             }
 
             pub fn parse(s: &str) -> Option<EngineKind> {
@@ -191,9 +231,16 @@ pub fn caps(kind: EngineKind) -> Caps {
 // The engine list: `file => Kind`, one line per engine.
 engine_list! {
     psync => Psync,
+    sync => Sync,
+    vsync => Vsync,
+    pvsync => Pvsync,
     pvsync2 => Pvsync2,
     libaio => Libaio,
     io_uring => IoUring,
+    posixaio => PosixAio,
+    mmap => Mmap,
+    falloc => Falloc,
+    ftruncate => Ftruncate,
     null => Null,
 }
 
@@ -219,5 +266,62 @@ mod tests {
             assert_eq!(EngineKind::parse(k.as_str()), Some(k));
         }
         assert_eq!(EngineKind::NAMES.len(), EngineKind::ALL.len());
+    }
+
+    /// Adding an engine is one file and one line: every file of this
+    /// directory that defines an engine is in `engine_list!`, and no code
+    /// outside `engines/` names an engine's kind — it asks for its `Caps` —
+    /// except the two defaults (fio's psync, SPEC's io_uring job).
+    #[test]
+    fn an_engine_is_one_file_and_one_line() {
+        use std::path::Path;
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut defs: Vec<String> = std::fs::read_dir(src.join("engines"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name() != "mod.rs")
+            .filter(|e| {
+                std::fs::read_to_string(e.path())
+                    .unwrap_or_default()
+                    .contains("impl EngineDef for Def")
+            })
+            .map(|e| e.path().file_stem().unwrap().to_string_lossy().into_owned())
+            .collect();
+        defs.sort();
+        let mut listed: Vec<String> = EngineKind::LIST
+            .iter()
+            .map(|(m, _)| m.to_string())
+            .collect();
+        listed.sort();
+        assert_eq!(defs, listed, "engine files vs engine_list!");
+
+        let allowed = [("spec.rs", "Psync"), ("parse.rs", "IoUring")];
+        let mut dirs = vec![src.clone()];
+        let mut found = Vec::new();
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    if p.file_name().is_some_and(|n| n != "engines") {
+                        dirs.push(p);
+                    }
+                    continue;
+                }
+                let text = std::fs::read_to_string(&p).unwrap_or_default();
+                let code = text.split("#[cfg(test)]").next().unwrap_or("");
+                let file = p.file_name().unwrap().to_string_lossy().into_owned();
+                for (_, kind) in EngineKind::LIST {
+                    if code.contains(&format!("EngineKind::{kind}"))
+                        && !allowed.contains(&(file.as_str(), *kind))
+                    {
+                        found.push(format!("{} names EngineKind::{kind}", p.display()));
+                    }
+                }
+            }
+        }
+        assert!(
+            found.is_empty(),
+            "code outside engines/ branches on an engine: {found:?}"
+        );
     }
 }

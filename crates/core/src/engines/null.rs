@@ -9,8 +9,10 @@ pub struct Def;
 
 impl EngineDef for Def {
     const NAMES: &'static [&'static str] = &["null"];
+    const HELP: &'static str = "no I/O: every I/O completes at once and no target is opened; what is left is the tool's own cost per I/O";
     const CAPS: Caps = Caps {
         real_io: false,
+        moves_data: false,
         ..Caps::BASE
     };
     fn with<W: WithEngine>(

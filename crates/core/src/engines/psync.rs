@@ -1,15 +1,14 @@
 //! psync: pread/pwrite, one I/O at a time.
 
-use super::blocking::Blocking;
+use super::blocking::{Blocking, Call};
 use super::{Caps, EngineDef, EngineOpts, SlotArena, WithEngine};
 use std::os::fd::RawFd;
 
 pub struct Def;
 
 impl EngineDef for Def {
-    // fio's `sync` uses read/write after a seek; at one I/O in flight the
-    // device sees the same requests.
-    const NAMES: &'static [&'static str] = &["psync", "sync"];
+    const NAMES: &'static [&'static str] = &["psync"];
+    const HELP: &'static str = "pread(2)/pwrite(2), one I/O at a time (iodepth is 1)";
     const CAPS: Caps = Caps {
         sync: true,
         ..Caps::BASE
@@ -20,6 +19,6 @@ impl EngineDef for Def {
         _: &EngineOpts,
         f: W,
     ) -> Result<(W::Out, Option<String>), super::EngineSetupError> {
-        Ok((f.run(&mut Blocking::new(arena, fds, None)), None))
+        Ok((f.run(&mut Blocking::new(arena, fds, Call::Pread)), None))
     }
 }

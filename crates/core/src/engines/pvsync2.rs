@@ -1,6 +1,6 @@
 //! pvsync2: preadv2/pwritev2 with RWF flags (hipri, nowait), one I/O at a time.
 
-use super::blocking::Blocking;
+use super::blocking::{Blocking, Call};
 use super::{Caps, EngineDef, EngineOpts, SlotArena, WithEngine};
 use std::os::fd::RawFd;
 
@@ -8,6 +8,9 @@ pub struct Def;
 
 impl EngineDef for Def {
     const NAMES: &'static [&'static str] = &["pvsync2"];
+    const HELP: &'static str =
+        "preadv2(2)/pwritev2(2) with RWF_HIPRI (hipri) and RWF_NOWAIT (nowait), one I/O at a time";
+    const OPTIONS: &'static [&'static str] = &["hipri", "nowait"];
     const CAPS: Caps = Caps {
         sync: true,
         hipri: true,
@@ -20,7 +23,7 @@ impl EngineDef for Def {
         opts: &EngineOpts,
         f: W,
     ) -> Result<(W::Out, Option<String>), super::EngineSetupError> {
-        let mut e = Blocking::new(arena, fds, Some(opts.rw_flags()));
+        let mut e = Blocking::new(arena, fds, Call::Preadv2(opts.rw_flags()));
         Ok((f.run(&mut e), None))
     }
 }

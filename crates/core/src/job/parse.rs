@@ -398,6 +398,7 @@ fn build_job(
         JobSpec::default()
     };
     j.name = raw.name.clone();
+    refusal(&raw.opts)?;
     for o in &raw.opts {
         apply(o, &mut j, global)?;
     }
@@ -406,6 +407,32 @@ fn build_job(
     }
     validate(&j)?;
     Ok(j)
+}
+
+/// fio's engines and zone modes that dioscope refuses (engines/refused.rs),
+/// judged before any option is applied: the engine is named even when the
+/// job also sets its own options (`hostname=` for net), which would
+/// otherwise read as unknown.
+fn refusal(opts: &[RawOpt]) -> Result<(), ParseError> {
+    use crate::engines::refused;
+    for key in ["ioengine", "zonemode"] {
+        let last = opts.iter().rev().find(|o| o.key == key);
+        if let Some((o, v)) = last.and_then(|o| Some((o, o.value.as_deref()?))) {
+            if let Some(r) = refused::selected(key, v) {
+                return Err(ParseError::Invalid(format!(
+                    "{}; set {}",
+                    r.message(v.trim()),
+                    o.origin
+                )));
+            }
+        }
+    }
+    for o in opts.iter().filter(|o| lookup(&o.key).is_none()) {
+        if let Some(m) = refused::option_message(&o.key) {
+            return Err(ParseError::Invalid(format!("{m}; set {}", o.origin)));
+        }
+    }
+    Ok(())
 }
 
 /// Checks that need only the job itself (the target is checked later).
@@ -477,6 +504,19 @@ fn engine_can(j: &JobSpec) -> Result<(), ParseError> {
         ("nowait", j.nowait, |c| c.nowait),
         ("sqthread_poll", j.sqthread_poll, |c| c.sqpoll),
     ];
+    if j.verify.is_some() && !j.ioengine.caps().moves_data {
+        return Err(ParseError::Invalid(format!(
+            "job '{}': verify needs an engine that moves data, and ioengine={} does not \
+             (its I/Os {}); drop verify or change ioengine=",
+            j.name,
+            j.ioengine.as_str(),
+            if j.ioengine.caps().real_io {
+                "are space operations"
+            } else {
+                "touch no device"
+            }
+        )));
+    }
     for (opt, on, has) in wanted {
         if on && !has(&j.ioengine.caps()) {
             let with: Vec<&str> = EngineKind::ALL
@@ -561,6 +601,18 @@ pub fn parse_args<S: AsRef<str>>(args: &[S]) -> Result<Plan, ParseError> {
             value,
             origin: Origin::CommandLine,
         };
+        // Options of engines dioscope refuses belong to the job: `refusal`
+        // names the engine once the job is complete.
+        if lookup(&key).is_none()
+            && (crate::engines::refused::is_refused_option(&key)
+                || crate::engines::refused::is_selector(&key))
+        {
+            match cli_jobs.last_mut() {
+                Some(j) => j.opts.push(raw),
+                None => cli_defaults.push(raw),
+            }
+            continue;
+        }
         // Invocation-wide options apply at once; unknown ones fail here.
         let def = resolve_def(&raw)?;
         if let Apply::Global(_) = def.apply {

@@ -793,6 +793,8 @@ fn run_worker<H: BlockHook>(
 fn engine_opts(j: &JobSpec, depth: u32) -> EngineOpts {
     EngineOpts {
         depth,
+        direct: j.direct,
+        random: j.rw.is_random(),
         hipri: j.hipri,
         nowait: j.nowait,
         sqpoll: j.sqthread_poll,

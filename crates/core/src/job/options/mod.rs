@@ -10,6 +10,8 @@ use super::spec::{
 };
 use super::units::*;
 
+pub mod engines;
+
 /// What kind of value an option takes; decides how a bare flag is treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
