@@ -315,3 +315,79 @@ fn a_closed_stdout_pipe_is_not_a_panic() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+/// fio's invocation flags: --minimal writes the terse v3 line (121 fields
+/// without disks, as fio 3.33 for the same job), --append-terse adds it
+/// after JSON, and the refused ones say why with exit 2 and run nothing.
+#[test]
+fn fio_flags_terse_and_refusals() {
+    let d = tempfile::tempdir().unwrap();
+    let job = ["--name=t", "--ioengine=null", "--rw=randrw", "--size=1m"];
+    let mut a = job.to_vec();
+    a.push("--minimal");
+    let o = run_in(d.path(), &a);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert_eq!(out.lines().count(), 1, "{out}");
+    let f: Vec<&str> = out.trim_end().split(';').collect();
+    assert_eq!(f.len(), 121, "{out}");
+    assert_eq!((f[0], f[2]), ("3", "t"));
+    // The I/O counted in KiB and the percentiles in fio's form.
+    let kib: u64 = f[5].parse::<u64>().unwrap() + f[46].parse::<u64>().unwrap();
+    assert_eq!(kib, 1024, "{out}");
+    assert!(f[17].ends_with('%') || f[17].contains("%="), "{out}");
+    let mut a = job.to_vec();
+    a.extend(["--output-format=json", "--append-terse"]);
+    let o = run_in(d.path(), &a);
+    let out = stdout(&o);
+    let (json_part, terse) = out.rsplit_once("}\n").unwrap();
+    serde_json::from_str::<serde_json::Value>(&format!("{json_part}}}")).unwrap();
+    assert!(terse.starts_with("3;"), "{out}");
+    for (flag, needle) in [
+        ("--client=host1", "DISTRIBUTED.md"),
+        ("--trigger-file=/tmp/x", "trigger"),
+        ("--status-interval=1", "--eta=always"),
+        ("--terse-version=5", "version 3"),
+    ] {
+        let mut a = job.to_vec();
+        a.push(flag);
+        let o = run_in(d.path(), &a);
+        assert_eq!(o.status.code(), Some(2), "{flag}");
+        let e = stderr(&o);
+        assert!(
+            e.contains("not supported by dioscope") && e.contains(needle),
+            "{flag}: {e}"
+        );
+        assert!(stdout(&o).is_empty(), "{flag}");
+    }
+    // An unknown flag keeps the "did you mean" error.
+    let o = run_in(d.path(), &["--minimall"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("did you mean"), "{}", stderr(&o));
+    assert!(entries(d.path()).is_empty(), "nothing may be written");
+}
+
+#[test]
+fn readonly_showcmd_cmdhelp_enghelp() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("w.fio");
+    std::fs::write(&f, "[global]\nioengine=null\nsize=1m\n[w]\nrw=randwrite\n").unwrap();
+    let fa = f.to_str().unwrap();
+    let o = run_in(d.path(), &["--readonly", fa]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--readonly"), "{}", stderr(&o));
+    let o = run_in(d.path(), &["--showcmd", fa]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o).trim(),
+        "dioscope --ioengine=null --size=1m --name=w --rw=randwrite"
+    );
+    let o = run_in(d.path(), &["--cmdhelp=iodepth"]);
+    assert!(stdout(&o).starts_with("iodepth:"), "{}", stdout(&o));
+    let o = run_in(d.path(), &["--enghelp"]);
+    assert!(stdout(&o).contains("io_uring"), "{}", stdout(&o));
+    let o = run_in(d.path(), &["--parse-only", fa]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).is_empty());
+    assert_eq!(entries(d.path()), ["w.fio"], "nothing may be written");
+}

@@ -262,3 +262,67 @@ fn fio_part_keys_order_and_types_are_pinned() {
         assert_eq!(g, w);
     }
 }
+
+/// fio 3.36+'s per-job `job_start` (ms since the epoch), `"global options"`
+/// when `[global]` sets any, one entry per clone without group_reporting
+/// (one with it), and `desc`.
+#[test]
+fn job_start_global_options_clones_and_desc() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("g.fio");
+    std::fs::write(
+        &f,
+        "[global]\nioengine=null\nsize=1m\n[a]\nnumjobs=3\ndescription=three clones\n\
+         [b]\nnumjobs=2\ngroup_reporting\n",
+    )
+    .unwrap();
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let o = run_in(d.path(), &[f.to_str().unwrap(), "--output-format=json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json(&o);
+    let g = &j["global options"];
+    assert_eq!(g["ioengine"], "null", "{g}");
+    assert_eq!(g["size"], "1m", "{g}");
+    let jobs = j["jobs"].as_array().unwrap();
+    let names: Vec<&str> = jobs
+        .iter()
+        .map(|x| x["jobname"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["a", "a", "a", "b"],
+        "fio writes one entry per clone"
+    );
+    for x in jobs {
+        let start = x["job_start"].as_u64().unwrap();
+        assert!(start >= before && start <= j["timestamp_ms"].as_u64().unwrap());
+        // Each clone's own I/O: 1 MiB each, not the sum.
+        assert_eq!(
+            x["read"]["io_bytes"],
+            if x["jobname"] == "a" {
+                1 << 20
+            } else {
+                2 << 20
+            }
+        );
+    }
+    assert_eq!(jobs[0]["desc"], "three clones");
+    assert!(jobs[3].get("desc").is_none());
+    // The clones still read back and render.
+    let doc = dioscope_core::results::RunDoc::from_json(&stdout(&o)).unwrap();
+    assert_eq!(doc.jobs.len(), 4);
+    // One job given on the command line: no "global options".
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=x",
+            "--ioengine=null",
+            "--size=1m",
+            "--output-format=json",
+        ],
+    );
+    assert!(json(&o).get("global options").is_none());
+}

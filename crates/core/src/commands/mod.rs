@@ -32,6 +32,9 @@ macro_rules! commands {
 
 commands!(run, compare, sweep, report, doctor, scratch, recipe, options);
 
+/// fio's invocation flags that are not job options (the run command's).
+pub mod flags;
+
 /// The command `name` names, if any.
 pub fn find(name: &str) -> Option<&'static Command> {
     COMMANDS.iter().find(|c| c.name == name)
@@ -113,6 +116,8 @@ pub fn usage() -> String {
     );
     out.push_str("\nOUTPUT FORMATS (--output-format=NAME):\n");
     out.push_str(&render::help(RUN_FORMATS));
+    out.push_str("\nFIO FLAGS (run; fio's invocation flags that are not job options):\n");
+    out.push_str(&flags::help_text());
     out.push_str(
         "\nOPTIONS (fio's names, units and defaults; 4k = 4096, 1m, 1g, %, times in s/ms/us/m/h):\n",
     );
@@ -148,6 +153,9 @@ mod tests {
             assert!(u.contains(&format!("  {}", f.name)), "{u}");
         }
         assert!(u.contains("dioscope ./FILE"), "{u}");
+        for f in flags::FLAGS {
+            assert!(u.contains(&format!("--{}", f.name)), "{u}");
+        }
     }
 
     #[test]

@@ -48,7 +48,10 @@ fn main(args: &[String]) -> i32 {
     if let Some(d) = crate::dist::Dist::from_env() {
         return crate::dist::run::main(d, args);
     }
-    let (plan, format) = match validate(args) {
+    if let Some(code) = answer_without_running(args) {
+        return code;
+    }
+    let (plan, formats) = match validate(args) {
         Ok(x) => x,
         Err(e) => return eprint_err(&e),
     };
@@ -56,7 +59,7 @@ fn main(args: &[String]) -> i32 {
         Ok(d) => d,
         Err(code) => return code,
     };
-    let text = format.exporter.render(&done.doc);
+    let text = formats.render(&done.doc);
     if let Err(code) = write_output(&plan, &text) {
         return code;
     }
@@ -71,16 +74,51 @@ fn main(args: &[String]) -> i32 {
     exit_code(&done.result)
 }
 
-/// Everything that can be checked before touching the system: the job
-/// options, the output format, the output file's directory.
-pub fn validate(args: &[String]) -> Result<(Plan, &'static Format<RunDoc>), String> {
-    let plan = job::parse_args(args).map_err(|e| e.to_string())?;
-    let given = plan.global.output_format.as_str();
-    let format = if given.is_empty() {
-        &RUN_FORMATS[0]
-    } else {
-        render::find(RUN_FORMATS, given).ok_or_else(|| render::unknown(RUN_FORMATS, given))?
-    };
+/// The output formats of a run, in the order given, each once
+/// (`--output-format=normal,json`, `--minimal`, `--append-terse`).
+#[derive(Debug, Clone)]
+pub struct Formats(pub Vec<&'static Format<RunDoc>>);
+
+impl Formats {
+    /// Every format's output, one after the other.
+    pub fn render(&self, doc: &RunDoc) -> String {
+        self.0.iter().map(|f| f.exporter.render(doc)).collect()
+    }
+
+    pub fn names(&self) -> Vec<&'static str> {
+        self.0.iter().map(|f| f.name).collect()
+    }
+}
+
+/// Everything that can be checked before touching the system: fio's
+/// invocation flags, the job options, the output formats, `--readonly`, the
+/// output file's directory.
+pub fn validate(args: &[String]) -> Result<(Plan, Formats), String> {
+    let (flags, rest) = super::flags::split(args)?;
+    let mut plan = job::parse_args(&rest).map_err(|e| e.to_string())?;
+    plan.global.eta_newline_s = flags.eta_newline_s;
+    if !flags.sections.is_empty() {
+        let names: Vec<String> = plan.jobs.iter().map(|j| j.name.clone()).collect();
+        plan.jobs.retain(|j| flags.sections.contains(&j.name));
+        if let Some(s) = flags.sections.iter().find(|s| !names.contains(s)) {
+            return Err(format!(
+                "--section={s}: no job section is named '{s}'; the sections are {}",
+                names.join(", ")
+            ));
+        }
+    }
+    if let Some(max) = flags.max_jobs {
+        let n: u32 = plan.jobs.iter().map(|j| j.numjobs).sum();
+        if n > max {
+            return Err(format!(
+                "--max-jobs={max}: the jobs start {n} threads (numjobs counted); lower numjobs or raise --max-jobs"
+            ));
+        }
+    }
+    let formats = formats(&plan.global.output_format, &flags)?;
+    if flags.readonly {
+        readonly(&plan)?;
+    }
     // The result's destination, checked before anything is opened or run
     // (outfile::check_output: targets, device nodes, /dev, writability).
     if let Some(out) = &plan.global.output {
@@ -91,7 +129,100 @@ pub fn validate(args: &[String]) -> Result<(Plan, &'static Format<RunDoc>), Stri
         crate::outfile::check_output(rep, &runner::target_paths(&plan))
             .map_err(|e| format!("--report: {e}"))?;
     }
-    Ok((plan, format))
+    Ok((plan, formats))
+}
+
+/// `--output-format=a,b` (each once, in order; empty: the default), then
+/// `--minimal` (terse instead of the default) and `--append-terse`.
+fn formats(given: &str, flags: &super::flags::Flags) -> Result<Formats, String> {
+    let mut out: Vec<&'static Format<RunDoc>> = Vec::new();
+    for name in given.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let f = render::find(RUN_FORMATS, name).ok_or_else(|| render::unknown(RUN_FORMATS, name))?;
+        if !out.iter().any(|o| o.name == f.name) {
+            out.push(f);
+        }
+    }
+    let terse = render::find(RUN_FORMATS, "terse").expect("terse is a run format");
+    if flags.minimal && out.is_empty() {
+        out.push(terse);
+    }
+    if out.is_empty() {
+        out.push(&RUN_FORMATS[0]);
+    }
+    if (flags.minimal || flags.append_terse) && !out.iter().any(|o| o.name == terse.name) {
+        out.push(terse);
+    }
+    Ok(Formats(out))
+}
+
+/// `--readonly`, as fio: refuse, before anything is opened, a job that
+/// would write (its pattern, or a file it would have to lay out).
+fn readonly(plan: &Plan) -> Result<(), String> {
+    for j in &plan.jobs {
+        // verify_only reads back what an earlier run wrote: no write.
+        if j.rw.writes() && !j.verify_only {
+            return Err(format!(
+                "--readonly: job '{}' writes (rw={}); drop --readonly or make it read only (rw=read or rw=randread)",
+                j.name,
+                j.rw.as_str()
+            ));
+        }
+    }
+    if plan.is_default_job {
+        return Err(
+            "--readonly: the default job writes its scratch file first; give a job that reads an existing file or device".into(),
+        );
+    }
+    if let Some(p) = runner::target_paths(plan).into_iter().find(|p| !p.exists()) {
+        return Err(format!(
+            "--readonly: {} does not exist and would be created and written; create it first or drop --readonly",
+            p.display()
+        ));
+    }
+    Ok(())
+}
+
+/// `--showcmd`, `--parse-only`, `--cmdhelp`, `--enghelp`: answered without
+/// running anything; `Some(exit code)` when the invocation was one of them.
+pub fn answer_without_running(args: &[String]) -> Option<i32> {
+    let (flags, rest) = match super::flags::split(args) {
+        Ok(x) => x,
+        Err(e) => return Some(eprint_err(&e)),
+    };
+    if let Some(what) = &flags.cmdhelp {
+        return Some(match super::flags::cmdhelp(what) {
+            Ok(text) => {
+                super::stdout(&text);
+                0
+            }
+            Err(e) => eprint_err(&e),
+        });
+    }
+    if let Some(what) = &flags.enghelp {
+        return Some(match super::flags::enghelp(what) {
+            Ok(text) => {
+                super::stdout(&text);
+                0
+            }
+            Err(e) => eprint_err(&e),
+        });
+    }
+    if flags.showcmd {
+        return Some(match super::flags::showcmd(&rest) {
+            Ok(text) => {
+                super::stdout(&text);
+                0
+            }
+            Err(e) => eprint_err(&e),
+        });
+    }
+    if flags.parse_only {
+        return Some(match validate(args) {
+            Ok(_) => 0,
+            Err(e) => eprint_err(&e),
+        });
+    }
+    None
 }
 
 /// Lay out, run, diagnose and clean up. `Err` is the exit code when
@@ -144,6 +275,11 @@ pub fn run_prepared(
         auto: plan.global.auto.clone(),
     };
     let mut hooks = DiagHooks::new(&table);
+    let mut newline = EtaNewline {
+        every_s: plan.global.eta_newline_s.filter(|_| opts.progress),
+        seconds: 0,
+    };
+    let extra: &mut dyn runner::TrialHooks = &mut runner::Chain(&mut newline, extra);
     let mut profiler = plan.global.profile.then(crate::profile::Profiler::new);
     let result = match profiler.as_mut() {
         Some(p) => runner::execute(
@@ -185,6 +321,9 @@ pub fn run_prepared(
         return Err(2);
     }
     let mut doc = render::build::run_doc(&result, &diagnosis, context_line(plan, &diagnosis));
+    if !plan.global_options.is_empty() {
+        doc.global_options = Some(plan.global_options.iter().cloned().collect());
+    }
     if let Some(d) = doc.dioscope.as_mut() {
         d.profile = profile;
         d.command_line = std::env::args().collect();
@@ -195,6 +334,25 @@ pub fn run_prepared(
         doc,
         created: left,
     })
+}
+
+/// `--eta-newline=T`: ends the live progress line every T seconds, so that
+/// a log of stderr keeps one line per period (fio's behaviour).
+struct EtaNewline {
+    every_s: Option<u64>,
+    seconds: u64,
+}
+
+impl runner::TrialHooks for EtaNewline {
+    fn during_trial(&mut self, _group: u32, _trial: u32) {
+        let Some(every) = self.every_s else {
+            return;
+        };
+        self.seconds += 1;
+        if self.seconds.is_multiple_of(every) {
+            eprintln!();
+        }
+    }
 }
 
 /// The context line: engines, then the environment (kernel, CPU, memory,
@@ -315,24 +473,87 @@ mod tests {
     #[test]
     fn formats_come_from_the_table() {
         let (_, f) = validate(&s(&["--name=x", "--ioengine=null", "--size=1m"])).unwrap();
-        assert_eq!(f.name, "normal");
+        assert_eq!(f.names(), ["normal"]);
         for fmt in RUN_FORMATS {
             let a = format!("--output-format={}", fmt.name);
             let (_, f) = validate(&s(&["--name=x", "--ioengine=null", &a])).unwrap();
-            assert_eq!(f.name, fmt.name);
+            assert_eq!(f.names(), [fmt.name]);
         }
         let e = validate(&s(&["--name=x", "--output-format=xml"]))
             .err()
             .unwrap();
         assert!(e.contains("'xml' is not an output format"), "{e}");
         assert!(e.contains(&render::names(RUN_FORMATS)), "{e}");
-        // fio's terse format is refused as not implemented, not silently
-        // replaced by another format.
-        for terse in ["terse", "minimal"] {
-            let a = format!("--output-format={terse}");
-            let e = validate(&s(&["--name=x", &a])).err().unwrap();
-            assert!(e.contains("not implemented"), "{e}");
-        }
+    }
+
+    #[test]
+    fn format_lists_minimal_and_append_terse() {
+        let names = |a: &[&str]| {
+            let mut v = vec!["--name=x", "--ioengine=null"];
+            v.extend_from_slice(a);
+            validate(&s(&v)).map(|(_, f)| f.names())
+        };
+        assert_eq!(
+            names(&["--output-format=normal,json"]).unwrap(),
+            ["normal", "json"]
+        );
+        // Each once, in the order given.
+        assert_eq!(
+            names(&["--output-format=json,normal,json"]).unwrap(),
+            ["json", "normal"]
+        );
+        assert_eq!(names(&["--minimal"]).unwrap(), ["terse"]);
+        assert_eq!(names(&["--output-format=minimal"]).unwrap(), ["terse"]);
+        assert_eq!(
+            names(&["--output-format=json", "--append-terse"]).unwrap(),
+            ["json", "terse"]
+        );
+        assert_eq!(names(&["--append-terse"]).unwrap(), ["normal", "terse"]);
+        assert_eq!(names(&["--terse-version=3", "--minimal"]).unwrap(), ["terse"]);
+        let e = names(&["--output-format=json,xml"]).unwrap_err();
+        assert!(e.contains("'xml' is not an output format"), "{e}");
+        let e = names(&["--terse-version=4"]).unwrap_err();
+        assert!(e.contains("not supported by dioscope") && e.contains("3"), "{e}");
+    }
+
+    #[test]
+    fn section_and_max_jobs() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("s.fio");
+        std::fs::write(
+            &f,
+            "[global]\nioengine=null\nsize=1m\n[default]\nrw=read\n[override]\nrw=write\nnumjobs=4\n",
+        )
+        .unwrap();
+        let f = f.to_str().unwrap();
+        let (p, _) = validate(&s(&[f, "--section=override"])).unwrap();
+        assert_eq!(p.jobs.len(), 1);
+        assert_eq!(p.jobs[0].name, "override");
+        let e = validate(&s(&[f, "--section=nope"])).err().unwrap();
+        assert!(e.contains("default, override"), "{e}");
+        let e = validate(&s(&[f, "--max-jobs=4"])).err().unwrap();
+        assert!(e.contains("5 threads"), "{e}");
+        validate(&s(&[f, "--max-jobs=5"])).unwrap();
+    }
+
+    #[test]
+    fn readonly_refuses_writes_before_opening_anything() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("data");
+        let fa = format!("--filename={}", f.display());
+        let e = validate(&s(&["--readonly", "--name=w", "--rw=write", "--size=1m", &fa]))
+            .err()
+            .unwrap();
+        assert!(e.contains("--readonly") && e.contains("rw=write"), "{e}");
+        assert!(!f.exists(), "nothing may be created");
+        let e = validate(&s(&["--readonly", "--name=r", "--rw=read", "--size=1m", &fa]))
+            .err()
+            .unwrap();
+        assert!(e.contains("does not exist"), "{e}");
+        std::fs::write(&f, vec![0u8; 1 << 20]).unwrap();
+        validate(&s(&["--readonly", "--name=r", "--rw=randread", "--size=1m", &fa])).unwrap();
+        let e = validate(&s(&["--readonly"])).err().unwrap();
+        assert!(e.contains("default job"), "{e}");
     }
 
     #[test]

@@ -232,6 +232,7 @@ mod tests {
             groups: vec![GroupRun {
                 id: 0,
                 trials: vec![TrialEnv::default(); ios.len()],
+                start_ms: 0,
             }],
             targets: Vec::new(),
             interrupted: false,

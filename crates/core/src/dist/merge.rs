@@ -316,6 +316,13 @@ pub fn aggregate(reports: &[RankReport], stonewalling: bool) -> Vec<AggregateTri
 /// is rank 0's own.
 pub fn merge(mine: &RunResult, reports: &[RankReport], agg: &[AggregateTrial]) -> RunResult {
     let mut out = mine.clone();
+    if reports.len() > 1 {
+        // Clones are reported apart only within one process: over ranks
+        // the job's entry is the sum of every rank's clones.
+        for t in out.jobs.iter_mut().flat_map(|j| j.trials.iter_mut()) {
+            t.clones.clear();
+        }
+    }
     for rep in reports.iter().skip(1) {
         for (j, trials) in out.jobs.iter_mut().zip(&rep.jobs) {
             for (t, w) in j.trials.iter_mut().zip(trials) {

@@ -233,7 +233,7 @@ pub fn main(mut d: Dist, args: &[String]) -> i32 {
             let _ = ds.set_section(crate::results::ranks::KEY, v);
         }
     }
-    let text = format.exporter.render(&doc);
+    let text = format.render(&doc);
     let mut worst = code;
     if let Err(c) = cmd::write_output(&plan, &text) {
         worst = worst.max(c);

@@ -54,6 +54,14 @@ const EXEMPT: &[(&str, &str)] = &[
         "changes nothing measured: bandwidth samples cost no clock read per I/O",
     ),
     (
+        "kb_base",
+        "read while the job's sizes are parsed (parse.rs: with_kb_base), so it lands in their values",
+    ),
+    (
+        "unit_base",
+        "0 and 8 are the bytes dioscope reports; 1 (bits) is refused",
+    ),
+    (
         "io_submit_mode",
         "its one accepted value, inline, is how dioscope always submits (offload is refused)",
     ),

@@ -5,7 +5,7 @@
 //! order (`[global]` defaults, then each job's own lines). Nothing touches the
 //! system here beyond reading job files.
 
-use super::options::{closest, lookup, Apply, Kind, OptDef, FIO_UNIMPLEMENTED};
+use super::options::{closest, lookup, not_supported, Apply, Kind, OptDef};
 use super::spec::{BlockSizes, EngineKind, JobSpec, Plan, RwMode};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -35,8 +35,12 @@ pub enum ParseError {
         origin: Origin,
         suggestion: Option<String>,
     },
-    #[error("option '{name}' {origin} is a fio option that dioscope does not implement; remove it from the job")]
-    Unimplemented { name: String, origin: Origin },
+    #[error("not supported by dioscope: {name} ({reason}), {origin}; remove it from the job")]
+    Unimplemented {
+        name: String,
+        origin: Origin,
+        reason: String,
+    },
     #[error("invalid value '{value}' for option '{name}' {origin}: {reason}; a valid example: {name}={example}")]
     BadValue {
         name: String,
@@ -75,6 +79,9 @@ pub struct RawJob {
     pub opts: Vec<RawOpt>,
     /// First job of a later job file: starts a new group.
     pub file_boundary: bool,
+    /// How many of `opts`, from the start, are `[global]` and command-line
+    /// defaults rather than the job's own (fio's "global options").
+    pub globals: usize,
 }
 
 /// Replace `${VAR}` from the environment and fio's built-in `$pagesize`,
@@ -254,6 +261,7 @@ fn parse_ini(
                     name: name.to_string(),
                     opts: globals.clone(),
                     file_boundary: file_boundary && jobs.is_empty(),
+                    globals: globals.len(),
                 });
                 current = Some(jobs.len() - 1);
             }
@@ -337,10 +345,11 @@ fn resolve_def(raw: &RawOpt) -> Result<&'static OptDef, ParseError> {
     if let Some(d) = lookup(&raw.key) {
         return Ok(d);
     }
-    if FIO_UNIMPLEMENTED.contains(&raw.key.as_str()) {
+    if let Some(reason) = not_supported(&raw.key) {
         return Err(ParseError::Unimplemented {
             name: raw.key.clone(),
             origin: raw.origin.clone(),
+            reason: reason.to_string(),
         });
     }
     let suggestion = closest(&raw.key).map(|(n, o)| {
@@ -399,9 +408,19 @@ fn build_job(
     };
     j.name = raw.name.clone();
     refusal(&raw.opts)?;
-    for o in &raw.opts {
-        apply(o, &mut j, global)?;
-    }
+    // kb_base decides what every size of the job means, wherever it is given.
+    let kb_base = raw
+        .opts
+        .iter()
+        .rev()
+        .find(|o| o.key == "kb_base")
+        .and_then(|o| o.value.as_deref())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|b| *b == 1000)
+        .unwrap_or(1024);
+    super::units::with_kb_base(kb_base, || {
+        raw.opts.iter().try_for_each(|o| apply(o, &mut j, global))
+    })?;
     if raw.file_boundary {
         j.stonewall = true;
     }
@@ -631,6 +650,7 @@ pub fn parse_args<S: AsRef<str>>(args: &[S]) -> Result<Plan, ParseError> {
                 name: v.trim().to_string(),
                 opts: cli_defaults.clone(),
                 file_boundary: false,
+                globals: cli_defaults.len(),
             });
             continue;
         }
@@ -655,6 +675,7 @@ pub fn parse_args<S: AsRef<str>>(args: &[S]) -> Result<Plan, ParseError> {
         plan.is_default_job = true;
         let raw = RawJob {
             name: "default".into(),
+            globals: cli_defaults.len(),
             opts: cli_defaults,
             file_boundary: false,
         };
@@ -662,6 +683,18 @@ pub fn parse_args<S: AsRef<str>>(args: &[S]) -> Result<Plan, ParseError> {
     } else {
         for rj in &raw_jobs {
             plan.jobs.push(build_job(rj, &mut plan.global, false)?);
+        }
+        // fio's JSON "global options": what [global] (and the command line
+        // before the first job) set for the first job, last value winning.
+        let first = &raw_jobs[0];
+        for o in &first.opts[..first.globals] {
+            let Some(def) = lookup(&o.key) else { continue };
+            if matches!(def.apply, Apply::Global(_)) || def.name == "trials" {
+                continue;
+            }
+            let v = o.value.clone().unwrap_or_default();
+            plan.global_options.retain(|(k, _)| k != def.name);
+            plan.global_options.push((def.name.to_string(), v));
         }
     }
     if let Some(t) = plan.global.trials {
@@ -730,12 +763,69 @@ mod tests {
         assert!(e.contains("banana") && e.contains("bs=4k"), "{e}");
         let e = parse_job_text("[a]\niodepth\n").unwrap_err().to_string();
         assert!(e.contains("needs a value") && e.contains(":2"), "{e}");
-        let e = parse_job_text(&format!("[a]\n{}=1\n", FIO_UNIMPLEMENTED[0]))
+        let (name, _) = FIO_UNIMPLEMENTED[0];
+        let e = parse_job_text(&format!("[a]\n{name}=1\n"))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("does not implement"), "{e}");
+        assert!(
+            e.contains(&format!("not supported by dioscope: {name} (")) && e.contains(":2"),
+            "{e}"
+        );
         let e = parse_job_text("[a\n").unwrap_err().to_string();
         assert!(e.contains("closing"), "{e}");
+    }
+
+    #[test]
+    fn kb_base_decides_what_the_jobs_sizes_mean() {
+        let p =
+            parse_job_text("[a]\nbs=4k\nkb_base=1000\nsize=1m\n[b]\nbs=4KiB\nsize=1m\n").unwrap();
+        assert_eq!(p.jobs[0].bs[0], BlockSizes::Fixed(4000));
+        assert_eq!(
+            p.jobs[0].size,
+            Some(crate::job::units::SizeOrPct::Bytes(1_000_000))
+        );
+        // Job b keeps fio's default (compatibility) units.
+        assert_eq!(p.jobs[1].bs[0], BlockSizes::Fixed(4000));
+        assert_eq!(
+            p.jobs[1].size,
+            Some(crate::job::units::SizeOrPct::Bytes(1 << 20))
+        );
+        let e = parse_job_text("[a]\nkb_base=512\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("kb_base") && e.contains("1000"), "{e}");
+        let e = parse_job_text("[a]\nunit_base=1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not supported by dioscope"), "{e}");
+        let p = parse_job_text("[a]\nunit_base=8\ndescription=my job\n").unwrap();
+        assert_eq!(p.jobs[0].description.as_deref(), Some("my job"));
+    }
+
+    #[test]
+    fn global_options_are_what_global_set() {
+        let p = parse_job_text("[global]\nbs=8k\nioengine=null\n[a]\nrw=read\n[b]\n").unwrap();
+        assert!(
+            p.global_options.is_empty(),
+            "parse_job_text is not an invocation"
+        );
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("g.fio");
+        std::fs::write(
+            &f,
+            "[global]\nbs=8k\nioengine=null\nbs=16k\n[a]\nrw=read\n[b]\n",
+        )
+        .unwrap();
+        let p = parse_args(&[f.to_str().unwrap()]).unwrap();
+        assert_eq!(
+            p.global_options,
+            [
+                ("ioengine".to_string(), "null".to_string()),
+                ("bs".to_string(), "16k".to_string())
+            ]
+        );
+        let p = parse_args(&["--name=a", "--ioengine=null"]).unwrap();
+        assert!(p.global_options.is_empty());
     }
 
     #[test]

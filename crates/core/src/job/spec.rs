@@ -427,6 +427,8 @@ pub struct JobSpec {
     pub replay_skip: Vec<String>,
     /// The options exactly as given, for `"job options"` in the JSON.
     pub given: Vec<(String, String)>,
+    /// `description=`: fio's free text about the job (JSON `desc`, terse).
+    pub description: Option<String>,
 }
 
 /// fio's default clat percentile list.
@@ -603,6 +605,7 @@ impl Default for JobSpec {
             replay_time_scale: 100,
             replay_skip: Vec::new(),
             given: Vec::new(),
+            description: None,
         }
     }
 }
@@ -626,6 +629,8 @@ impl JobSpec {
 /// Settings for the whole invocation rather than a job.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct GlobalSettings {
+    /// `--eta-newline=TIME`: a new progress line every this many seconds.
+    pub eta_newline_s: Option<u64>,
     /// `--output-format` as given (empty: the default). The command
     /// resolves it in its table of renderers (`render::RUN_FORMATS`), which
     /// is the one list of formats.
@@ -693,4 +698,6 @@ pub struct Plan {
     pub jobs: Vec<JobSpec>,
     /// `true` when no job was given and the default job was filled in.
     pub is_default_job: bool,
+    /// The options `[global]` set, as given (fio's JSON "global options").
+    pub global_options: Vec<(String, String)>,
 }

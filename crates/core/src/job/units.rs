@@ -153,6 +153,27 @@ pub fn eval(expr: &str) -> Result<f64, UnitError> {
     Ok(v)
 }
 
+thread_local! {
+    /// fio's `kb_base` for the sizes parsed on this thread (1024 or 1000).
+    static KB_BASE: std::cell::Cell<u64> = const { std::cell::Cell::new(1024) };
+}
+
+/// Run `f` with fio's `kb_base` in force for the sizes it parses: 1024
+/// (the default, fio's compatibility mode: `4k` = 4096, `4Ki` = 4000) or
+/// 1000 (SI: `4k` = 4000, `4KiB` = 4096).
+pub fn with_kb_base<R>(base: u64, f: impl FnOnce() -> R) -> R {
+    let before = KB_BASE.with(|b| b.replace(base));
+    // Restored on unwind too: a panic must not leave SI units behind.
+    struct Restore(u64);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            KB_BASE.with(|b| b.set(self.0));
+        }
+    }
+    let _restore = Restore(before);
+    f()
+}
+
 fn size_multiplier(suffix: &str) -> Option<u64> {
     let s = suffix.trim();
     if s.is_empty() {
@@ -170,7 +191,9 @@ fn size_multiplier(suffix: &str) -> Option<u64> {
     if !(rest.is_empty() || rest == "b") {
         return None;
     }
-    let base: u64 = if decimal { 1000 } else { 1024 };
+    // kb_base=1000 swaps them: SI prefixes are powers of 10, IEC of 2.
+    let si = KB_BASE.with(|b| b.get()) == 1000;
+    let base: u64 = if decimal != si { 1000 } else { 1024 };
     let exp = match unit {
         'b' if lower == "b" => 0,
         'k' => 1,
@@ -377,6 +400,14 @@ mod tests {
         assert_eq!(parse_size("2t").unwrap(), 2 << 40);
         assert_eq!(parse_size("1.5m").unwrap(), 3 << 19);
         assert_eq!(parse_size("0x1000").unwrap(), 4096);
+        // kb_base=1000: SI prefixes are decimal, IEC binary; then back.
+        with_kb_base(1000, || {
+            assert_eq!(parse_size("4k").unwrap(), 4000);
+            assert_eq!(parse_size("4KiB").unwrap(), 4096);
+            assert_eq!(parse_size("1m").unwrap(), 1_000_000);
+        });
+        assert_eq!(parse_size("4k").unwrap(), 4096);
+        assert_eq!(parse_size("4Ki").unwrap(), 4000);
         assert_eq!(parse_size("4Ki").unwrap(), 4000);
         assert_eq!(parse_size("1MiB").unwrap(), 1_000_000);
         assert_eq!(parse_size("512b").unwrap(), 512);

@@ -217,6 +217,12 @@ fn job(r: &RunResult, s: &JobSummary) -> Job {
     Job {
         jobname: spec.name.clone(),
         groupid: s.group,
+        job_start: r
+            .groups
+            .iter()
+            .find(|g| g.id == s.group)
+            // A startdelay range: its low end (each clone draws its own).
+            .map(|g| g.start_ms + spec.startdelay_us.0 / 1000),
         error: s.first_error.as_ref().map(|(e, _)| e.errno).unwrap_or(0),
         eta: 0,
         elapsed: ((s.wall_ns as f64) / 1e9).round() as u64,
@@ -249,6 +255,7 @@ fn job(r: &RunResult, s: &JobSummary) -> Job {
         latency_percentile: spec.latency_percentile,
         latency_window: spec.latency_window_us,
         latency_window_us: Some(spec.latency_window_us),
+        desc: spec.description.clone(),
         other: steadystate(r, s, spec),
     }
 }
@@ -334,11 +341,15 @@ fn dioscope_job(r: &RunResult, s: &JobSummary) -> DioscopeJob {
         direct: spec.direct,
         rw: spec.rw.as_str().into(),
         bs: bs_text(spec),
-        numjobs: s
-            .jobs
-            .iter()
-            .map(|&i| r.jobs[i].resolved.spec.numjobs)
-            .sum(),
+        // One clone's own entry counts that clone.
+        numjobs: if s.clone_of.is_some() {
+            1
+        } else {
+            s.jobs
+                .iter()
+                .map(|&i| r.jobs[i].resolved.spec.numjobs)
+                .sum()
+        },
         directions: ["read", "write", "trim"]
             .iter()
             .zip([show[0], show[1], spec.rw.trims() || s.trim.ios > 0])

@@ -58,7 +58,7 @@ macro_rules! run_formats {
     };
 }
 
-run_formats!(text, json, json_plus, html);
+run_formats!(text, json, json_plus, html, terse);
 
 /// The formats of a comparison (`dioscope compare`); the first is the default.
 pub static COMPARISON_FORMATS: &[Format<Comparison>] = &[
@@ -145,15 +145,6 @@ pub fn help<R: ?Sized>(table: &[Format<R>]) -> String {
 
 /// The error for an unknown format: which exist and an example.
 pub fn unknown<R: ?Sized>(table: &[Format<R>], given: &str) -> String {
-    // fio's own formats that dioscope does not write (yet): say so, rather
-    // than "not an output format" or, worse, quietly writing another one.
-    if matches!(given.trim(), "terse" | "minimal") {
-        return format!(
-            "--output-format={given}: fio's terse format is known but not implemented by \
-             dioscope; choose one of {} (e.g. --output-format=json)",
-            names(table)
-        );
-    }
     format!(
         "--output-format={given}: '{given}' is not an output format; choose one of {} \
          (e.g. --output-format=json)",

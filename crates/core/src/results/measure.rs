@@ -93,6 +93,29 @@ pub struct TrialJob {
     pub max_worker_cpu: f64,
     pub workers: u32,
     pub queue: QueueStats,
+    /// Each clone alone, by clone number, when the job reports its clones
+    /// apart (numjobs > 1 without group_reporting, as fio writes them).
+    pub clones: Vec<TrialJob>,
+}
+
+impl TrialJob {
+    /// Add another worker's (or clone's) result of the same trial.
+    pub fn absorb(&mut self, o: &TrialJob) {
+        for (a, b) in self.dirs.iter_mut().zip(&o.dirs) {
+            a.merge(b);
+        }
+        self.sync.merge(&o.sync);
+        self.runtime_ns = self.runtime_ns.max(o.runtime_ns);
+        self.thread_cpu.add(&o.thread_cpu);
+        self.max_worker_cpu = self.max_worker_cpu.max(o.max_worker_cpu);
+        self.interrupted |= o.interrupted;
+        self.workers += o.workers;
+        self.queue.add(&o.queue);
+        merge_ticks(&mut self.ticks, &o.ticks);
+        if self.first_error.is_none() {
+            self.first_error = o.first_error.clone();
+        }
+    }
 }
 
 /// Whole-process and system-wide measurements of one group trial.

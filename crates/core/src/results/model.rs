@@ -49,6 +49,10 @@ pub struct RunDoc {
 pub struct Job {
     pub jobname: String,
     pub groupid: u32,
+    /// When the job started, ms since the epoch (fio 3.36+; absent in
+    /// older fio's JSON, and then not written back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_start: Option<u64>,
     pub error: i32,
     #[serde(default)]
     pub eta: u64,
@@ -90,6 +94,9 @@ pub struct Job {
     pub latency_window: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_window_us: Option<u64>,
+    /// `description=` of the job, when it has one (fio's `desc`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub desc: Option<String>,
     /// Keys fio writes that are not modelled (e.g. `steadystate`).
     #[serde(flatten)]
     pub other: OrderedMap<Value>,

@@ -71,6 +71,8 @@ pub struct JobSummary {
     pub group: u32,
     /// Indices of the merged jobs in the input (the first names the unit).
     pub jobs: Vec<usize>,
+    /// The clone this entry is, when a job's clones are reported apart.
+    pub clone_of: Option<u32>,
     pub dirs: [DirStats; 2],
     pub sync: DirStats,
     /// Trims (fio's third direction).

@@ -152,6 +152,14 @@ pub struct ResolvedJob {
     pub clones: Vec<Vec<FileUse>>,
 }
 
+impl ResolvedJob {
+    /// Its clones are reported one by one (numjobs > 1 without
+    /// group_reporting), as fio writes them.
+    pub fn reports_clones(&self) -> bool {
+        self.spec.numjobs > 1 && !self.spec.group_reporting
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct JobRun {
     pub resolved: ResolvedJob,
@@ -167,6 +175,8 @@ pub struct JobRun {
 pub struct GroupRun {
     pub id: u32,
     pub trials: Vec<TrialEnv>,
+    /// Wall-clock ms since the epoch when the group started (fio's job_start).
+    pub start_ms: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -218,14 +228,37 @@ impl RunResult {
     /// The per-job summaries every renderer and the diagnosis read: trials
     /// merged, and with `group_reporting` the jobs of a group.
     pub fn summarize(&self) -> Vec<crate::results::JobSummary> {
-        let jobs: Vec<crate::results::JobInput> = self
-            .jobs
+        // A job whose clones report apart is one input per clone (fio
+        // writes one entry per clone); `of[k]` is (job index, clone).
+        let mut of: Vec<(usize, Option<u32>)> = Vec::new();
+        let mut per_clone: Vec<Vec<TrialJob>> = Vec::new();
+        for (i, j) in self.jobs.iter().enumerate() {
+            if j.resolved.reports_clones() && j.trials.iter().all(|t| !t.clones.is_empty()) {
+                for c in 0..j.resolved.spec.numjobs {
+                    of.push((i, Some(c)));
+                    per_clone.push(
+                        j.trials
+                            .iter()
+                            .map(|t| t.clones.get(c as usize).cloned().unwrap_or_default())
+                            .collect(),
+                    );
+                }
+            } else {
+                of.push((i, None));
+                per_clone.push(Vec::new());
+            }
+        }
+        let jobs: Vec<crate::results::JobInput> = of
             .iter()
-            .map(|j| crate::results::JobInput {
-                name: &j.resolved.spec.name,
-                group: j.resolved.group,
-                group_reporting: j.resolved.spec.group_reporting,
-                trials: &j.trials,
+            .zip(&per_clone)
+            .map(|(&(i, c), pc)| {
+                let j = &self.jobs[i];
+                crate::results::JobInput {
+                    name: &j.resolved.spec.name,
+                    group: j.resolved.group,
+                    group_reporting: j.resolved.spec.group_reporting,
+                    trials: if c.is_some() { pc } else { &j.trials },
+                }
             })
             .collect();
         let groups: Vec<crate::results::GroupInput> = self
@@ -236,7 +269,14 @@ impl RunResult {
                 trials: &g.trials,
             })
             .collect();
-        crate::results::summarize(&jobs, &groups)
+        let mut sums = crate::results::summarize(&jobs, &groups);
+        for s in &mut sums {
+            s.clone_of = of[s.jobs[0]].1;
+            for k in &mut s.jobs {
+                *k = of[*k].0;
+            }
+        }
+        sums
     }
 
     /// An I/O error ended the run early (a job without `continue_on_error`
@@ -1091,6 +1131,7 @@ impl Execution<'_> {
         let mut grun = GroupRun {
             id: g,
             trials: Vec::new(),
+            start_ms: dioscope_sys::clock::wall_ms(),
         };
         // trials=auto (0): up to the limit, stopping once precise enough.
         let auto = (trials == 0).then(|| self.opts.auto.clone());
@@ -1452,7 +1493,20 @@ impl Execution<'_> {
                 }
             }
             let pos = idx.iter().position(|&x| x == i).expect("job index");
-            per_job[pos].add_worker(r, &self.jobs[i].resolved);
+            let job = &self.jobs[i].resolved;
+            if job.reports_clones() {
+                // Kept apart too, for one result entry per clone (as fio).
+                let mut one = TrialJob::default();
+                one.add_worker(r, job);
+                per_job[pos].absorb(&one);
+                let c = &mut per_job[pos].clones;
+                if c.len() <= clone {
+                    c.resize_with(clone + 1, TrialJob::default);
+                }
+                c[clone] = one;
+            } else {
+                per_job[pos].add_worker(r, job);
+            }
         }
         (per_job, failed)
     }

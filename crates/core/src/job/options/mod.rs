@@ -164,7 +164,9 @@ macro_rules! job {
     };
 }
 
+// Section files (after `job!`: they use it).
 mod logs;
+mod output;
 pub mod pacing;
 mod timing;
 pub mod workload;
@@ -180,6 +182,7 @@ static SECTIONS: &[&[OptDef]] = &[
     buffers::BUFFERS,
     logs::LOGS,
     timing::TIMING,
+    output::OUTPUT,
 ];
 
 pub mod buffers;
@@ -459,7 +462,7 @@ static CORE: &[OptDef] = &[
     },
     OptDef {
         name: "thread",
-        aliases: &[],
+        aliases: &["threads"],
         kind: Kind::Flag,
         example: "1",
         help: "Accepted for fio compatibility: dioscope always uses threads",
@@ -1122,41 +1125,63 @@ static CORE: &[OptDef] = &[
     },
 ];
 
-/// fio options that exist but dioscope does not implement: a clear error
-/// rather than "unknown option".
-pub static FIO_UNIMPLEMENTED: &[&str] = &[
-    "cgroup",
-    "pre_read",
-    "lockfile",
-    "opendir",
-    "trim_percentage",
-    "trim_verify_zero",
-    "trim_backlog",
-    "trim_backlog_batch",
-    "ioscheduler",
-    "uid",
-    "gid",
-    "kb_base",
-    "unit_base",
-    "allrandrepeat",
-    "fadvise_hint",
-    "sync",
-    "overwrite",
-    "gtod_cpu",
-    "ioengine_opts",
-    "uncached",
-    "atomic",
-    "userspace_reap",
-    "bwavgtime",
-    "iopsavgtime",
+/// fio options dioscope does not implement, each with the reason: a job
+/// that sets one fails with "not supported by dioscope: OPTION (reason)"
+/// rather than "unknown option", and docs/OPTIONS.md lists them. Implement
+/// an option by adding it to a section and deleting its line here (the
+/// table test refuses a name in both).
+pub static FIO_UNIMPLEMENTED: &[(&str, &str)] = &[
+    ("cgroup", "dioscope does not create or join cgroups; run it under systemd-run or cgexec"),
+    ("pre_read", "reading files into the page cache first is not implemented"),
+    ("lockfile", "file locks between jobs are not implemented"),
+    ("opendir", "taking every file of a directory is not implemented; list the files in filename="),
+    ("trim_percentage", "trims after writes are not implemented"),
+    ("trim_verify_zero", "trims after writes are not implemented"),
+    ("trim_backlog", "trims after writes are not implemented"),
+    ("trim_backlog_batch", "trims after writes are not implemented"),
+    ("ioscheduler", "dioscope does not switch I/O schedulers; set /sys/block/DEV/queue/scheduler"),
+    ("uid", "dioscope does not switch users"),
+    ("gid", "dioscope does not switch groups"),
+    ("allrandrepeat", "seeding every random generator alike is not implemented"),
+    ("fadvise_hint", "dioscope gives no posix_fadvise hints"),
+    ("sync", "O_SYNC/O_DSYNC opens are not implemented; use fsync= or fdatasync="),
+    ("overwrite", "laying files out before writing is not optional"),
+    ("gtod_cpu", "dioscope always uses CLOCK_MONOTONIC; no CPU keeps the time"),
+    ("ioengine_opts", "engine options are options of their own"),
+    ("uncached", "uncached buffered I/O is not implemented"),
+    ("atomic", "atomic writes (RWF_ATOMIC) are not implemented"),
+    ("userspace_reap", "reaping libaio completions in user space is not implemented"),
+    ("bwavgtime", "the bandwidth sample window is fixed"),
+    ("iopsavgtime", "the IOPS sample window is fixed"),
+    ("wait_for", "waiting for a named job is not implemented; stonewall (or new_group) orders jobs"),
+    ("create_serialize", "laying out files is always serialised, before any job starts"),
+    ("fill_device", "writing until the device or file system is full is not implemented; give size="),
+    ("log_issue_time", "logging each I/O's issue time is not implemented"),
+    ("log_window_value", "logging more than one value per window is not implemented (log_max_value picks the maximum)"),
+    ("iodepth_mode", "stepping the queue depth within a job is not implemented; dioscope sweep --vary iodepth=… runs one job per depth"),
+    ("sprandom", "SanDisk-style random preconditioning is not implemented"),
+    ("spr_op", "SanDisk-style random preconditioning is not implemented (sprandom)"),
+    ("spr_num_regions", "SanDisk-style random preconditioning is not implemented (sprandom)"),
+    ("random_sequence_stride", "the sequence distribution is not implemented"),
+    ("ignore_error", "ignoring chosen errnos is not implemented; continue_on_error=all goes on after any error"),
+    ("error_dump", "dumping each I/O error is not implemented; the first error is reported with its offset"),
 ];
+
+/// Why dioscope does not support the fio option `name`, if it is one of those.
+pub fn not_supported(name: &str) -> Option<&'static str> {
+    FIO_UNIMPLEMENTED
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, why)| *why)
+}
 
 /// Find an option by its name or an alias.
 pub fn lookup(name: &str) -> Option<&'static OptDef> {
     all().find(|o| o.name == name || o.aliases.contains(&name))
 }
 
-fn levenshtein(a: &str, b: &str) -> usize {
+/// Edit distance between two names, for "did you mean".
+pub fn levenshtein(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut prev: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {
@@ -1229,6 +1254,15 @@ pub fn markdown_table() -> String {
             full_help(o)
         ));
     }
+    s.push_str(
+        "\n## Not supported by dioscope\n\n\
+         fio options dioscope refuses with \"not supported by dioscope: OPTION (reason)\" \
+         (exit 2, nothing run) rather than accept and ignore.\n\n\
+         | option | reason |\n| --- | --- |\n",
+    );
+    for (name, why) in FIO_UNIMPLEMENTED {
+        s.push_str(&format!("| `{name}` | {why} |\n"));
+    }
     s
 }
 
@@ -1245,7 +1279,8 @@ mod tests {
         all.sort();
         all.dedup();
         assert_eq!(all.len(), n, "an option name or alias appears twice");
-        for u in FIO_UNIMPLEMENTED {
+        for (u, why) in FIO_UNIMPLEMENTED {
+            assert!(!why.is_empty(), "{u} has no reason");
             assert!(
                 lookup(u).is_none(),
                 "{u} is both implemented and listed unimplemented"

@@ -1,0 +1,567 @@
+//! fio's invocation flags that are not job options (`--readonly`,
+//! `--minimal`, `--showcmd`, `--cmdhelp`, …): one table, [`FLAGS`], from
+//! which the run command takes them out of its arguments before the job
+//! parser sees the rest, and from which `--help` lists them. A flag fio has
+//! but dioscope cannot honour is in the table too, and refused with the
+//! reason and what to do instead, never accepted and ignored.
+
+use crate::engines::EngineKind;
+use crate::job::options::{self, Kind};
+
+/// The flags given, after [`split`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Flags {
+    pub readonly: bool,
+    pub showcmd: bool,
+    pub parse_only: bool,
+    pub minimal: bool,
+    pub append_terse: bool,
+    /// `--cmdhelp[=OPTION]`: "" or "all" for every option.
+    pub cmdhelp: Option<String>,
+    /// `--enghelp[=ENGINE[,CMD]]`: "" for the list of engines.
+    pub enghelp: Option<String>,
+    /// `--eta-newline=TIME`: end the progress line every this many seconds.
+    pub eta_newline_s: Option<u64>,
+    /// `--section=NAME` (repeatable): run only these sections of the job files.
+    pub sections: Vec<String>,
+    /// `--max-jobs=N`: refuse a run of more threads than this.
+    pub max_jobs: Option<u32>,
+}
+
+/// Whether a flag takes a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arg {
+    None,
+    Required(&'static str),
+    Optional(&'static str),
+}
+
+pub struct FlagDef {
+    pub name: &'static str,
+    pub arg: Arg,
+    pub help: &'static str,
+    pub apply: fn(&mut Flags, &str) -> Result<(), String>,
+}
+
+fn refuse(flag: &str, why: &str) -> Result<(), String> {
+    Err(format!("not supported by dioscope: --{flag} ({why})"))
+}
+
+/// Every fio invocation flag dioscope knows, in `--help`'s order.
+pub static FLAGS: &[FlagDef] = &[
+    FlagDef {
+        name: "readonly",
+        arg: Arg::None,
+        help: "refuse, before opening anything, a job that would write (as fio)",
+        apply: |f, _| {
+            f.readonly = true;
+            Ok(())
+        },
+    },
+    FlagDef {
+        name: "parse-only",
+        arg: Arg::None,
+        help: "check the job files and options, run nothing",
+        apply: |f, _| {
+            f.parse_only = true;
+            Ok(())
+        },
+    },
+    FlagDef {
+        name: "section",
+        arg: Arg::Required("NAME"),
+        help: "run only this section of the job files (repeat for more)",
+        apply: |f, v| {
+            f.sections.push(v.trim().to_string());
+            Ok(())
+        },
+    },
+    FlagDef {
+        name: "max-jobs",
+        arg: Arg::Required("N"),
+        help: "refuse a run of more than N job threads (numjobs counted)",
+        apply: |f, v| {
+            let n = crate::job::units::parse_int(v).map_err(|e| format!("--max-jobs={v}: {e}"))?;
+            f.max_jobs = Some(u32::try_from(n).unwrap_or(u32::MAX));
+            Ok(())
+        },
+    },
+    FlagDef {
+        name: "debug",
+        arg: Arg::Optional("TYPES"),
+        help: "accepted; no effect: dioscope has no debug tracing (--eta=always shows progress)",
+        apply: |_, _| Ok(()),
+    },
+    FlagDef {
+        name: "showcmd",
+        arg: Arg::None,
+        help: "print the job files as one dioscope command line, run nothing",
+        apply: |f, _| {
+            f.showcmd = true;
+            Ok(())
+        },
+    },
+    FlagDef {
+        name: "minimal",
+        arg: Arg::None,
+        help: "fio's terse v3 line per job (as --output-format=terse)",
+        apply: |f, _| {
+            f.minimal = true;
+            Ok(())
+        },
+    },
+    FlagDef {
+        name: "append-terse",
+        arg: Arg::None,
+        help: "the terse line after the chosen format's output",
+        apply: |f, _| {
+            f.append_terse = true;
+            Ok(())
+        },
+    },
+    FlagDef {
+        name: "terse-version",
+        arg: Arg::Required("3"),
+        help: "the terse format's version: dioscope writes version 3",
+        apply: |_, v| match v.trim() {
+            "3" => Ok(()),
+            o => refuse(
+                "terse-version",
+                &format!("version {o}; dioscope writes fio's terse version 3: --terse-version=3"),
+            ),
+        },
+    },
+    FlagDef {
+        name: "cmdhelp",
+        arg: Arg::Optional("OPTION"),
+        help: "an option's help (all options without a name), run nothing",
+        apply: |f, v| {
+            f.cmdhelp = Some(v.trim().to_string());
+            Ok(())
+        },
+    },
+    FlagDef {
+        name: "enghelp",
+        arg: Arg::Optional("ENGINE"),
+        help: "the engines (or one engine and the options it honours), run nothing",
+        apply: |f, v| {
+            f.enghelp = Some(v.trim().to_string());
+            Ok(())
+        },
+    },
+    FlagDef {
+        name: "eta-newline",
+        arg: Arg::Required("TIME"),
+        help: "with the progress line shown, start a new line every TIME (e.g. 5s)",
+        apply: |f, v| {
+            let us = crate::job::units::parse_time_us(v, 1_000_000)
+                .map_err(|e| format!("--eta-newline={v}: {e}; for example --eta-newline=5s"))?;
+            if us < 1_000_000 {
+                return Err(format!(
+                    "--eta-newline={v}: the progress line is redrawn once a second; give 1s or more"
+                ));
+            }
+            f.eta_newline_s = Some(us / 1_000_000);
+            Ok(())
+        },
+    },
+    FlagDef {
+        name: "warnings-fatal",
+        arg: Arg::None,
+        help: "accepted; no effect: dioscope has no parser warnings, every problem is an error",
+        apply: |_, _| Ok(()),
+    },
+    FlagDef {
+        name: "alloc-size",
+        arg: Arg::Required("KiB"),
+        help: "accepted; no effect: dioscope has no shared-memory pool to size",
+        apply: |_, v| {
+            crate::job::units::parse_int(v).map_err(|e| format!("--alloc-size={v}: {e}"))?;
+            Ok(())
+        },
+    },
+    FlagDef {
+        name: "status-interval",
+        arg: Arg::Required("TIME"),
+        help: "refused: periodic full reports are not implemented (--eta=always shows a live line)",
+        apply: |_, _| {
+            refuse(
+                "status-interval",
+                "periodic full reports are not implemented; --eta=always shows a live progress \
+                 line, write_bw_log=NAME with log_avg_msec=1000 records a time series",
+            )
+        },
+    },
+    FlagDef {
+        name: "trigger",
+        arg: Arg::Required("CMD"),
+        help: "refused: triggers are not implemented",
+        apply: |_, _| refuse("trigger", TRIGGER),
+    },
+    FlagDef {
+        name: "trigger-file",
+        arg: Arg::Required("FILE"),
+        help: "refused: triggers are not implemented",
+        apply: |_, _| refuse("trigger-file", TRIGGER),
+    },
+    FlagDef {
+        name: "trigger-timeout",
+        arg: Arg::Required("TIME"),
+        help: "refused: triggers are not implemented",
+        apply: |_, _| refuse("trigger-timeout", TRIGGER),
+    },
+    FlagDef {
+        name: "trigger-remote",
+        arg: Arg::Required("CMD"),
+        help: "refused: triggers are not implemented",
+        apply: |_, _| refuse("trigger-remote", TRIGGER),
+    },
+    FlagDef {
+        name: "client",
+        arg: Arg::Optional("HOST"),
+        help: "refused: for runs on several hosts use mpirun (docs/DISTRIBUTED.md)",
+        apply: |_, _| refuse("client", REMOTE),
+    },
+    FlagDef {
+        name: "server",
+        arg: Arg::Optional("ARGS"),
+        help: "refused: for runs on several hosts use mpirun (docs/DISTRIBUTED.md)",
+        apply: |_, _| refuse("server", REMOTE),
+    },
+    FlagDef {
+        name: "daemonize",
+        arg: Arg::Required("PIDFILE"),
+        help: "refused: there is no fio server mode (docs/DISTRIBUTED.md)",
+        apply: |_, _| refuse("daemonize", REMOTE),
+    },
+];
+
+const TRIGGER: &str = "dioscope runs no command when a trigger fires; run the command after \
+                       dioscope, or stop it with SIGINT (the partial result is written)";
+const REMOTE: &str = "fio's client/server mode is not implemented; for a run over several \
+                      hosts build with --features mpi and start dioscope under mpirun, each rank \
+                      on its own host, rank 0 merging the result (docs/DISTRIBUTED.md)";
+
+fn find(name: &str) -> Option<&'static FlagDef> {
+    let name = name.replace('_', "-");
+    FLAGS.iter().find(|f| f.name == name)
+}
+
+/// The flag `key` is a misspelling of, when it is no option either.
+fn near_flag(key: &str) -> Option<&'static str> {
+    if options::lookup(key).is_some() || options::not_supported(key).is_some() {
+        return None;
+    }
+    // The job parser suggests the closest option; a closer flag wins.
+    let option = options::closest(key).map(|(n, _)| options::levenshtein(key, n));
+    let dashed = key.replace('_', "-");
+    FLAGS
+        .iter()
+        .map(|f| (options::levenshtein(&dashed, f.name), f.name))
+        .filter(|(d, n)| *d <= (n.len() / 3).max(1) && option.is_none_or(|o| *d < o))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, n)| n)
+}
+
+/// Take fio's invocation flags out of `args`; the flags and the rest, in
+/// order, for the job parser. A refused flag is an error naming it.
+pub fn split(args: &[String]) -> Result<(Flags, Vec<String>), String> {
+    let mut flags = Flags::default();
+    let mut rest = Vec::new();
+    for a in args {
+        let Some(opt) = a.strip_prefix("--") else {
+            rest.push(a.clone());
+            continue;
+        };
+        let (key, value) = match opt.split_once('=') {
+            Some((k, v)) => (k, Some(v)),
+            None => (opt, None),
+        };
+        let Some(def) = find(key) else {
+            if let Some(near) = near_flag(key) {
+                return Err(format!(
+                    "unknown option '{key}' on the command line; did you mean '--{near}'?"
+                ));
+            }
+            rest.push(a.clone());
+            continue;
+        };
+        let v = match (def.arg, value) {
+            (Arg::None, Some(v)) => {
+                return Err(format!("--{}={v}: --{} takes no value", def.name, def.name))
+            }
+            (Arg::Required(ex), None) => {
+                return Err(format!(
+                    "--{} needs a value, for example --{}={ex}",
+                    def.name, def.name
+                ))
+            }
+            (_, v) => v.unwrap_or(""),
+        };
+        (def.apply)(&mut flags, v)?;
+    }
+    Ok((flags, rest))
+}
+
+/// `--help`'s section of these flags.
+pub fn help_text() -> String {
+    let mut s = String::new();
+    for f in FLAGS {
+        let syn = match f.arg {
+            Arg::None => format!("--{}", f.name),
+            Arg::Required(v) => format!("--{}={v}", f.name),
+            Arg::Optional(v) => format!("--{}[={v}]", f.name),
+        };
+        s.push_str(&format!("  {syn:<36} {}\n", f.help));
+    }
+    s
+}
+
+/// `--cmdhelp[=OPTION]`: one option's name, aliases, kind, example and
+/// help; every option for "" or "all"; the reason for an option dioscope
+/// does not support.
+pub fn cmdhelp(what: &str) -> Result<String, String> {
+    if what.is_empty() || what == "all" {
+        return Ok(options::help_text());
+    }
+    if let Some(o) = options::lookup(what) {
+        let kind = match o.kind {
+            Kind::Flag => "boolean (bare or 0/1)".to_string(),
+            Kind::Int => "integer".to_string(),
+            Kind::Size => "size (4k, 1m, 1g, or a % of the target)".to_string(),
+            Kind::Time => "time (s by default; ms, us, m, h)".to_string(),
+            Kind::Str => "text".to_string(),
+            Kind::Choice(c) => format!("one of {}", c.join(", ")),
+        };
+        let aliases = if o.aliases.is_empty() {
+            String::new()
+        } else {
+            format!("\n  aliases: {}", o.aliases.join(", "))
+        };
+        return Ok(format!(
+            "{}: {}{aliases}\n  value: {kind}\n  example: {}={}\n",
+            o.name, o.help, o.name, o.example
+        ));
+    }
+    if let Some(why) = options::not_supported(what) {
+        return Ok(format!("{what}: not supported by dioscope ({why})\n"));
+    }
+    if let Some(f) = find(what) {
+        return Ok(format!("--{}: {} (a command-line flag)\n", f.name, f.help));
+    }
+    let hint = options::closest(what)
+        .map(|(n, _)| format!("; did you mean '{n}'?"))
+        .unwrap_or_else(|| "; --cmdhelp alone lists every option".into());
+    Err(format!("--cmdhelp={what}: unknown option '{what}'{hint}"))
+}
+
+/// `--enghelp[=ENGINE]`: the engines dioscope has, or one engine: its fio
+/// names and what it honours.
+pub fn enghelp(what: &str) -> Result<String, String> {
+    // fio's `--enghelp=ENGINE,CMD` asks about one engine option; dioscope's
+    // engine options are ordinary options (see --cmdhelp).
+    let engine = what.split(',').next().unwrap_or("").trim();
+    if engine.is_empty() {
+        let mut s = String::from("Available IO engines:\n");
+        for k in EngineKind::ALL {
+            s.push_str(&format!("\t{}\n", k.names().join(", ")));
+        }
+        return Ok(s);
+    }
+    let Some(k) = EngineKind::parse(engine) else {
+        return Err(format!(
+            "--enghelp={engine}: '{engine}' is not an engine dioscope has; choose one of {}",
+            EngineKind::NAMES.join(", ")
+        ));
+    };
+    let c = k.caps();
+    let yes = |b: bool| if b { "yes" } else { "no" };
+    Ok(format!(
+        "{}: ioengine={} (fio names: {})\n  one I/O at a time: {}\n  opens the target: {}\n  \
+         hipri: {}\n  nowait: {}\n  sqthread_poll: {}\n  fixedbufs: {}\n  registerfiles: {}\n",
+        k.as_str(),
+        k.as_str(),
+        k.names().join(", "),
+        yes(c.sync),
+        yes(c.real_io),
+        yes(c.hipri),
+        yes(c.nowait),
+        yes(c.sqpoll),
+        yes(c.fixed_bufs),
+        yes(c.registered_files),
+    ))
+}
+
+/// `--showcmd`: the job files as one command line that runs the same jobs.
+/// The `[global]` options every job of a file starts with come first (they
+/// apply to every job that follows), then each job's `--name` and the rest.
+pub fn showcmd(args: &[String]) -> Result<String, String> {
+    let mut words: Vec<String> = vec!["dioscope".into()];
+    let mut any = false;
+    for a in args {
+        if a.starts_with("--") {
+            words.push(a.clone());
+            continue;
+        }
+        any = true;
+        let jobs = crate::job::parse::parse_job_file(std::path::Path::new(a), &[], false)
+            .map_err(|e| e.to_string())?;
+        let common = jobs
+            .iter()
+            .map(|j| j.globals)
+            .min()
+            .map(|min| {
+                (0..min)
+                    .take_while(|&i| jobs.iter().all(|j| j.opts[i] == jobs[0].opts[i]))
+                    .count()
+            })
+            .unwrap_or(0);
+        let opt = |o: &crate::job::parse::RawOpt| match &o.value {
+            Some(v) => shell_word(&format!("--{}={v}", o.key)),
+            None => format!("--{}", o.key),
+        };
+        if let Some(first) = jobs.first() {
+            words.extend(first.opts[..common].iter().map(opt));
+        }
+        for j in &jobs {
+            words.push(shell_word(&format!("--name={}", j.name)));
+            words.extend(j.opts[common..].iter().map(opt));
+        }
+    }
+    if !any {
+        return Err("--showcmd needs a job file: dioscope --showcmd job.fio".into());
+    }
+    Ok(words.join(" ") + "\n")
+}
+
+/// `word` quoted for a POSIX shell when it needs it.
+fn shell_word(word: &str) -> String {
+    if word
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_=.,:/%+@^".contains(c))
+    {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn flags_come_out_and_the_rest_stays_in_order() {
+        let (f, rest) = split(&s(&[
+            "--readonly",
+            "job.fio",
+            "--minimal",
+            "--bs=4k",
+            "--terse-version=3",
+            "--eta-newline=2",
+            "--alloc-size=16384",
+            "--warnings-fatal",
+            "--cmdhelp",
+        ]))
+        .unwrap();
+        assert!(f.readonly && f.minimal);
+        assert_eq!(f.eta_newline_s, Some(2));
+        assert_eq!(f.cmdhelp.as_deref(), Some(""));
+        assert_eq!(rest, s(&["job.fio", "--bs=4k"]));
+        // fio also spells them with '_'.
+        assert!(split(&s(&["--parse_only"])).unwrap().0.parse_only);
+        let e = split(&s(&["--minimall"])).unwrap_err();
+        assert!(e.contains("did you mean '--minimal'"), "{e}");
+        // Not a flag and not near one: left to the job parser.
+        assert_eq!(split(&s(&["--iodepht=4"])).unwrap().1, s(&["--iodepht=4"]));
+    }
+
+    #[test]
+    fn refused_flags_say_why_and_what_instead() {
+        for (flag, needle) in [
+            ("--trigger=reboot", "trigger"),
+            ("--trigger-file=/tmp/t", "trigger"),
+            ("--client=host1", "mpirun"),
+            ("--server", "DISTRIBUTED.md"),
+            ("--status-interval=5", "--eta=always"),
+            ("--terse-version=2", "version 3"),
+        ] {
+            let e = split(&s(&[flag])).unwrap_err();
+            assert!(e.contains("not supported by dioscope"), "{flag}: {e}");
+            assert!(e.contains(needle), "{flag}: {e}");
+        }
+        let e = split(&s(&["--readonly=1"])).unwrap_err();
+        assert!(e.contains("takes no value"), "{e}");
+        let e = split(&s(&["--eta-newline"])).unwrap_err();
+        assert!(e.contains("needs a value"), "{e}");
+    }
+
+    #[test]
+    fn cmdhelp_and_enghelp() {
+        let h = cmdhelp("bs").unwrap();
+        assert!(
+            h.contains("bs:") && h.contains("blocksize") && h.contains("bs=4k"),
+            "{h}"
+        );
+        let h = cmdhelp("blocksize").unwrap();
+        assert!(h.starts_with("bs:"), "{h}");
+        assert!(cmdhelp("").unwrap().contains("--iodepth="));
+        assert!(cmdhelp("all").unwrap().contains("--rw, readwrite="));
+        let (name, why) = options::FIO_UNIMPLEMENTED[0];
+        assert!(cmdhelp(name).unwrap().contains(why));
+        let e = cmdhelp("iodepht").unwrap_err();
+        assert!(e.contains("did you mean 'iodepth'"), "{e}");
+        let l = enghelp("").unwrap();
+        for k in EngineKind::ALL {
+            assert!(l.contains(k.as_str()), "{l}");
+        }
+        let one = enghelp("io_uring").unwrap();
+        assert!(one.contains("sqthread_poll: yes"), "{one}");
+        assert!(enghelp("rbd").unwrap_err().contains("not an engine"));
+    }
+
+    #[test]
+    fn showcmd_gives_a_command_line_that_parses_to_the_same_jobs() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("j.fio");
+        std::fs::write(
+            &f,
+            "[global]\nioengine=null\nsize=1m\n[a]\nrw=randread\nbs=8k\n[b]\nrw=write\ndescription=two words\n",
+        )
+        .unwrap();
+        let line = showcmd(&s(&[f.to_str().unwrap()])).unwrap();
+        assert!(
+            line.starts_with(
+                "dioscope --ioengine=null --size=1m --name=a --rw=randread --bs=8k --name=b"
+            ),
+            "{line}"
+        );
+        let from_file = crate::job::parse_args(&[f.to_str().unwrap()]).unwrap();
+        assert!(line.contains("'--description=two words'"), "{line}");
+        // The words back through the parser, split as a shell would.
+        let mut words: Vec<String> = Vec::new();
+        let (mut cur, mut quoted) = (String::new(), false);
+        for c in line.trim().chars() {
+            match c {
+                '\'' => quoted = !quoted,
+                ' ' if !quoted => words.push(std::mem::take(&mut cur)),
+                c => cur.push(c),
+            }
+        }
+        words.push(cur);
+        let words = &words[1..];
+        let from_line = crate::job::parse_args(words).unwrap();
+        assert_eq!(from_file.jobs.len(), from_line.jobs.len());
+        for (a, b) in from_file.jobs.iter().zip(&from_line.jobs) {
+            assert_eq!(a.name, b.name);
+            assert_eq!(a.rw, b.rw);
+            assert_eq!(a.bs, b.bs);
+            assert_eq!(a.ioengine, b.ioengine);
+            assert_eq!(a.description, b.description);
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! Options about units and how a job is described and reported:
+//! `description`, `kb_base`, `unit_base`.
+
+use super::*;
+
+pub(super) static OUTPUT: &[OptDef] = &[
+    OptDef {
+        name: "description",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "4k random reads at QD32",
+        help: "Free text about the job, shown in the result (JSON desc, the terse line)",
+        apply: job!(|j, v| {
+            j.description = opt_str(v);
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "kb_base",
+        aliases: &[],
+        kind: Kind::Choice(&["1024", "1000"]),
+        example: "1000",
+        help: "Unit prefixes of the job's sizes: 1024 (fio's default: 4k = 4096, 4KiB = 4000) \
+               or 1000 (SI: 4k = 4000, 4KiB = 4096)",
+        // Read where the job's sizes are parsed (parse.rs, with_kb_base),
+        // wherever in the job it is given; here it is checked.
+        apply: job!(|_, v| match v.trim() {
+            "1024" | "1000" => Ok(()),
+            o => Err(format!("'{o}' is not 1024 or 1000")),
+        }),
+    },
+    OptDef {
+        name: "unit_base",
+        aliases: &[],
+        kind: Kind::Choice(&["0", "8", "1"]),
+        example: "8",
+        help: "Units of the reports: 0 (auto) and 8 are bytes, what dioscope reports; \
+               1 (bits) is not supported",
+        apply: job!(|_, v| match v.trim() {
+            "0" | "8" => Ok(()),
+            "1" => Err(
+                "bit-based reports are not supported by dioscope (it reports bytes: unit_base=8)"
+                    .into()
+            ),
+            o => Err(format!("'{o}' is not 0, 8 or 1")),
+        }),
+    },
+];
