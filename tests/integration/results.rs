@@ -98,6 +98,57 @@ fn trials_groups_and_group_reporting_round_trip_in_json_and_json_plus() {
     }
 }
 
+/// The sections other layers fill, each typed and non-empty: environment
+/// (with the file system), targets, page-cache samples (pages found before
+/// a trial) and other openers (this test holds the file open) read back and
+/// re-render byte for byte.
+#[test]
+fn cached_pages_and_another_opener_round_trip() {
+    let d = tempfile::tempdir_in(std::env::current_dir().unwrap()).unwrap();
+    let f = d.path().join("t.dat");
+    std::fs::write(&f, vec![0x5a; 8 << 20]).unwrap();
+    // Pages in the cache, and this process holding the file open.
+    let held = std::fs::File::open(&f).unwrap();
+    let _ = std::fs::read(&f).unwrap();
+    let args = [
+        "--name=r",
+        "--filename=t.dat",
+        "--rw=randread",
+        "--bs=4k",
+        "--direct=1",
+        "--ioengine=psync",
+        "--size=8m",
+        "--trials=2",
+        "--time_based",
+        "--runtime=300ms",
+    ];
+    let (o, doc) = run_json(d.path(), &args, "json");
+    drop(held);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let ds = doc.dioscope.as_ref().unwrap();
+    let env = ds.environment.as_ref().expect("the environment");
+    assert!(env.kernel.release.is_some() && env.cpu.count > 0);
+    assert!(env.targets[0].fs.is_some(), "{:?}", env.targets);
+    assert_eq!(ds.targets.len(), 1);
+    assert!(ds.targets[0].path.ends_with("t.dat"));
+    assert_eq!(ds.page_cache.len(), 2, "one sample per trial");
+    assert_eq!(ds.page_cache[0].trial, 1);
+    assert!(
+        ds.page_cache[0].pages.pages.found.unwrap_or(0) > 0,
+        "{:?}",
+        ds.page_cache[0]
+    );
+    let me = std::process::id() as i32;
+    assert!(
+        ds.openers
+            .iter()
+            .any(|o| o.before.iter().any(|x| x.pid == me)),
+        "{:?}",
+        ds.openers
+    );
+    assert!(!ds.device_totals.is_empty());
+}
+
 #[test]
 fn io_errors_round_trip() {
     let d = tempfile::tempdir().unwrap();
@@ -191,7 +242,7 @@ fn a_verifying_buffered_run_with_findings_and_devices_round_trips() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let ds = doc.dioscope.unwrap();
     let v = ds.verify.as_ref().unwrap();
-    assert_eq!(v.get("v").unwrap()["checked"], 256);
+    assert_eq!(v.get("v").unwrap().checked, 256);
     // The diagnosis sections are in the model too.
     assert!(ds.findings.iter().any(|f| f.kind() == "buffered_io"));
     assert!(!ds.device_totals.is_empty() && !ds.devices.is_empty());
@@ -315,4 +366,41 @@ fn every_trial_keeps_its_time_series() {
         assert!(s.read.iops[0] > 0.0 && s.write.bw_bytes[0] > 0.0);
         assert!(s.read.lat_mean_ns[0] > 0.0);
     }
+}
+
+/// `dioscope doctor --output-format=json` reads back into the typed
+/// `DoctorDoc` (checklist, findings, environment, page cache, layout) and
+/// renders again byte for byte: a sparse file with cached pages, held open
+/// by this process, so that checks have findings to report.
+#[test]
+fn doctor_json_round_trips_through_the_typed_model() {
+    use dioscope_core::results::doctor::{DoctorDoc, Status};
+    let d = tempfile::tempdir_in(std::env::current_dir().unwrap()).unwrap();
+    let p = d.path().join("sparse.dat");
+    let f = std::fs::File::create(&p).unwrap();
+    f.set_len(16 << 20).unwrap();
+    std::io::Write::write_all(&mut &f, &[0x5a; 1 << 20]).unwrap();
+    let _ = std::fs::read(&p).unwrap();
+    let o = run_in(d.path(), &["doctor", "sparse.dat", "--output-format=json"]);
+    drop(f);
+    assert!(o.status.code().is_some_and(|c| c < 2), "{}", stderr(&o));
+    let text = stdout(&o);
+    let doc = DoctorDoc::from_json(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(
+        doc.to_json(),
+        text,
+        "doctor's JSON does not re-render identically"
+    );
+    assert!(doc.target.ends_with("sparse.dat"));
+    assert!(doc.environment.kernel.release.is_some());
+    assert!(doc.checks.len() > 3, "{:?}", doc.checks);
+    assert!(doc.checks.iter().any(|c| c.status != Status::Pass));
+    assert!(doc.page_cache.as_ref().is_some_and(|r| r.pages > 0));
+    assert!(doc.layout.is_some_and(|l| l.hole_bytes > 0));
+    let findings: Vec<&str> = doc
+        .checks
+        .iter()
+        .flat_map(|c| c.findings.iter().map(|f| f.kind()))
+        .collect();
+    assert!(!findings.is_empty(), "{text}");
 }

@@ -1,8 +1,8 @@
 //! `dioscope recipe run NAME --quick` for every recipe, as root: the table,
 //! the JSON (read back by `compare` and `report`), and that scratch leaves
 //! nothing behind — loop devices, zram devices, mounts and the state
-//! directory are listed before and after every recipe (and after one
-//! interrupted with SIGINT) and nothing new may remain. Other processes'
+//! directory are listed before and after every recipe (and after each
+//! recipe interrupted with SIGINT mid-cell) and nothing new may remain. Other processes'
 //! devices come and go meanwhile: only what is new is checked.
 
 use std::collections::BTreeSet;
@@ -232,6 +232,42 @@ fn run_recipe(name: &str) {
             "{name}: the cell's run does not carry the scratch geometry"
         );
     }
+    // submit-cost: the kernel profile per I/O, --quick too, when perf is
+    // there (install-deps.sh installs it; in CI it must be there).
+    if name == "submit-cost" {
+        let perf = Command::new("perf").arg("--version").output().is_ok();
+        assert!(
+            perf || std::env::var_os("CI").is_none(),
+            "perf is missing in CI (scripts/install-deps.sh installs linux-perf)"
+        );
+        if perf {
+            assert!(
+                stdout.contains("bdev kernel top") && stdout.contains("file kernel top"),
+                "no kernel profile columns:\n{stdout}"
+            );
+            // --quick profiles the first engine's cells (perf costs
+            // seconds per trial); the full run every engine's.
+            for c in cells
+                .iter()
+                .filter(|c| c["values"][0].as_str().unwrap().starts_with("psync-"))
+            {
+                let p = &c["runs"][0]["dioscope"]["profile"];
+                assert!(
+                    p["groups"].as_array().is_some_and(|g| !g.is_empty()),
+                    "cell {}: no profile: {p}",
+                    c["values"][0]
+                );
+            }
+            let psync = stdout
+                .lines()
+                .find(|l| l.contains("|    psync |"))
+                .unwrap_or("");
+            assert!(
+                !psync.trim_end_matches(" |").ends_with("—"),
+                "no kernel figures for psync:\n{stdout}"
+            );
+        }
+    }
     // compare reads a cell of it; report reads a cell's run.
     let cell = cells[0]["values"][0].as_str().unwrap().to_string();
     let sel = format!("{}@cell={cell}", out.display());
@@ -263,6 +299,38 @@ fn run_recipe(name: &str) {
     );
 }
 
+/// The recipes this file runs and interrupts (a test each, below).
+const TESTED: &[&str] = &[
+    "indirect-write",
+    "dio-scaling",
+    "blocksize",
+    "submit-cost",
+    "pagecache-interference",
+];
+
+/// A recipe added to the table without its two tests here fails.
+#[test]
+fn every_recipe_is_tested() {
+    let o = Command::new(bin())
+        .args(["recipe", "list"])
+        .output()
+        .expect("recipe list");
+    assert!(o.status.success());
+    let listed: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect();
+    assert!(!listed.is_empty());
+    for name in &listed {
+        assert!(
+            TESTED.contains(&name.as_str()),
+            "recipe {name} has no tests: add run_recipe(\"{name}\") and \
+             interrupt_recipe(\"{name}\") tests and its name to TESTED"
+        );
+    }
+    assert_eq!(listed.len(), TESTED.len(), "{listed:?} vs {TESTED:?}");
+}
+
 #[test]
 fn indirect_write_quick() {
     run_recipe("indirect-write");
@@ -288,10 +356,9 @@ fn pagecache_interference_quick() {
     run_recipe("pagecache-interference");
 }
 
-/// SIGINT in the middle of a recipe: exit 130, and everything it made is
-/// gone.
-#[test]
-fn interrupted_recipe_leaves_nothing() {
+/// SIGINT in the middle of recipe `name`, once its scratch devices exist
+/// and its first cell runs: exit 130, and everything it made is gone.
+fn interrupt_recipe(name: &str) {
     if !can_run() {
         return;
     }
@@ -300,14 +367,30 @@ fn interrupted_recipe_leaves_nothing() {
     let state = state_dir(dir.path());
     let before = snapshot(&state);
     let mut child = dioscope(&state)
-        .args(["recipe", "run", "dio-scaling", "--quick"])
+        .args(["recipe", "run", name, "--quick"])
         .current_dir(dir.path())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
     let pid = child.id();
-    // Mid-run: once its scratch devices exist and a cell has started.
+    // stderr read as it comes: each cell announces itself there.
+    let err = std::sync::Arc::new(Mutex::new(String::new()));
+    let reader = {
+        let err = err.clone();
+        let mut pipe = child.stderr.take().expect("stderr");
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = std::io::Read::read(&mut pipe, &mut buf) {
+                if n == 0 {
+                    break;
+                }
+                err.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        })
+    };
     let t0 = Instant::now();
     loop {
         let l = dioscope(&state)
@@ -315,28 +398,27 @@ fn interrupted_recipe_leaves_nothing() {
             .output()
             .expect("list");
         let v: serde_json::Value = serde_json::from_slice(&l.stdout).unwrap_or_default();
-        let mine = v
+        let made = v
             .as_array()
-            .map(|a| {
-                a.iter().any(|i| {
-                    i["pid"] == pid && i["what"]["kind"] == "fs" && i["what"]["block_size"] != 0
-                })
-            })
+            .map(|a| a.iter().any(|i| i["pid"] == pid))
             .unwrap_or(false);
-        if mine {
+        if made && err.lock().unwrap().contains("[recipe · ") {
             break;
         }
         assert!(
             t0.elapsed() < Duration::from_secs(90),
-            "the recipe never made its file system"
+            "{name}: no scratch device or no cell within 90 s; stderr:\n{}",
+            err.lock().unwrap()
         );
         assert!(
             child.try_wait().unwrap().is_none(),
-            "the recipe ended early"
+            "{name}: the recipe ended early; stderr:\n{}",
+            err.lock().unwrap()
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-    std::thread::sleep(Duration::from_secs(2));
+    // Into the cell's trials.
+    std::thread::sleep(Duration::from_millis(1500));
     Command::new("kill")
         .args(["-INT", &pid.to_string()])
         .status()
@@ -348,16 +430,39 @@ fn interrupted_recipe_leaves_nothing() {
         }
         assert!(
             t1.elapsed() < Duration::from_secs(60),
-            "no exit within 60 s of SIGINT"
+            "{name}: no exit within 60 s of SIGINT"
         );
         std::thread::sleep(Duration::from_millis(100));
     };
-    let mut err = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = std::io::Read::read_to_string(&mut e, &mut err);
-    }
-    assert_eq!(status.code(), Some(130), "stderr:\n{err}");
-    assert_nothing_new(&before, &state, pid, "the interrupted recipe");
+    let _ = reader.join();
+    let err = err.lock().unwrap().clone();
+    assert_eq!(status.code(), Some(130), "{name}: stderr:\n{err}");
+    assert_nothing_new(&before, &state, pid, &format!("the interrupted {name}"));
+}
+
+#[test]
+fn interrupted_indirect_write_leaves_nothing() {
+    interrupt_recipe("indirect-write");
+}
+
+#[test]
+fn interrupted_dio_scaling_leaves_nothing() {
+    interrupt_recipe("dio-scaling");
+}
+
+#[test]
+fn interrupted_blocksize_leaves_nothing() {
+    interrupt_recipe("blocksize");
+}
+
+#[test]
+fn interrupted_submit_cost_leaves_nothing() {
+    interrupt_recipe("submit-cost");
+}
+
+#[test]
+fn interrupted_pagecache_interference_leaves_nothing() {
+    interrupt_recipe("pagecache-interference");
 }
 
 /// `scratch create` and `destroy` by hand: made, listed, removed, and a

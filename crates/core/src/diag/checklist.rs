@@ -8,18 +8,8 @@ use super::env::Environment;
 use super::findings::{Finding, Severity};
 use super::pagecache::Residency;
 use super::sparse::{FileLayout, ZramStat};
-
-/// Outcome of one check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Pass,
-    Info,
-    Warn,
-    Fail,
-    /// Not applicable or could not be checked; the detail says why.
-    Skip,
-}
+// Plain data in the result layer (the doctor document); the checks set it.
+pub use crate::results::doctor::Status;
 
 impl Status {
     pub fn mark(self) -> &'static str {

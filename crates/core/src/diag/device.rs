@@ -17,37 +17,9 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::mounts::{mount_for, read_mountinfo};
-
-/// How a device relates to the target.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DevRole {
-    /// The target itself is this block device.
-    Target,
-    /// The device holding the file system the target file is on.
-    Filesystem,
-    /// The whole disk a partition belongs to.
-    ParentDisk,
-    /// A device under a loop device's backing file.
-    LoopBacking,
-    /// A component of a device-mapper or md device.
-    Slave,
-}
-
-/// One block device under a target.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct BlockDev {
-    /// Kernel name (`sda1`, `loop0`, `nvme0n1`).
-    pub name: String,
-    pub major: u32,
-    pub minor: u32,
-    /// The sysfs directory holding its `stat` file.
-    pub sysfs: PathBuf,
-    pub role: DevRole,
-    pub is_partition: bool,
-    /// For a loop device: its backing file.
-    pub backing_file: Option<PathBuf>,
-}
+// The types are plain data in the result layer; reading them is here.
+pub use crate::results::devices::{DeviceMetrics, DeviceReport, DiskStat};
+pub use crate::results::environment::{BlockDev, DevRole};
 
 impl BlockDev {
     /// The directory with `queue/` (a partition's disk for partitions).
@@ -176,31 +148,6 @@ fn read_devno(p: &Path) -> Option<(u32, u32)> {
     Some((a.parse().ok()?, b.parse().ok()?))
 }
 
-/// The counters of `/sys/block/<dev>/stat` (Documentation/block/stat.rst).
-/// Sectors are 512 bytes whatever the device's sector size; times are ms.
-/// Kernels before 4.18 have no discard fields and before 5.5 no flush fields;
-/// those read as 0.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct DiskStat {
-    pub read_ios: u64,
-    pub read_merges: u64,
-    pub read_sectors: u64,
-    pub read_ticks_ms: u64,
-    pub write_ios: u64,
-    pub write_merges: u64,
-    pub write_sectors: u64,
-    pub write_ticks_ms: u64,
-    pub in_flight: u64,
-    pub io_ticks_ms: u64,
-    pub time_in_queue_ms: u64,
-    pub discard_ios: u64,
-    pub discard_merges: u64,
-    pub discard_sectors: u64,
-    pub discard_ticks_ms: u64,
-    pub flush_ios: u64,
-    pub flush_ticks_ms: u64,
-}
-
 impl DiskStat {
     /// Parse the text of a `stat` file; `None` with fewer than the 11 fields
     /// every kernel since 2.6 has.
@@ -268,32 +215,6 @@ impl DiskStat {
     }
 }
 
-/// What a device did during an interval, per application I/O.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct DeviceMetrics {
-    /// Read + write requests completed by the device (discards and flushes
-    /// are counted separately).
-    pub requests: u64,
-    pub read_requests: u64,
-    pub write_requests: u64,
-    pub bytes: u64,
-    /// Device requests per application I/O; `None` when the application did
-    /// no I/O.
-    pub requests_per_io: Option<f64>,
-    /// Bytes per device request; `None` without requests.
-    pub avg_request_bytes: Option<f64>,
-    /// Requests merged into others by the block layer.
-    pub merges: u64,
-    /// Share of the wall time the device had I/O in flight, in % (can exceed
-    /// what the device can do in parallel: 100 % does not mean saturated on
-    /// SSDs, which serve many requests at once).
-    pub util_pct: Option<f64>,
-    /// Mean time a request spent in the queue and device, in ms.
-    pub avg_wait_ms: Option<f64>,
-    pub discards: u64,
-    pub flushes: u64,
-}
-
 impl DeviceMetrics {
     /// Derive the metrics from a delta (see [`DiskStat::since`]), the number
     /// of I/Os the application issued and the wall time in µs.
@@ -316,15 +237,6 @@ impl DeviceMetrics {
             flushes: delta.flush_ios,
         }
     }
-}
-
-/// One device's accounting for one trial, for the JSON and the summary.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DeviceReport {
-    pub device: String,
-    pub role: DevRole,
-    pub delta: DiskStat,
-    pub metrics: DeviceMetrics,
 }
 
 /// Snapshots of every device of a target, taken together.

@@ -9,6 +9,7 @@ pub use super::checklist::{Check, DoctorReport, Status};
 use super::checks::{doctor_all, DoctorCtx};
 use super::env::Environment;
 use super::findings::{Finding, Severity};
+use crate::results::doctor::{CheckDoc, DoctorDoc};
 
 /// Run the doctor side of every check in [`super::checks::CHECKS`] on `path`.
 pub fn doctor(path: &Path) -> DoctorReport {
@@ -35,6 +36,36 @@ pub fn doctor(path: &Path) -> DoctorReport {
 }
 
 impl DoctorReport {
+    /// The typed document `--output-format=json` writes (and
+    /// [`DoctorDoc::from_json`] reads back).
+    pub fn doc(&self) -> DoctorDoc {
+        DoctorDoc {
+            target: self.target.clone(),
+            environment: self.environment.clone(),
+            page_cache: self.page_cache.clone(),
+            layout: self.layout,
+            zram: self.zram,
+            checks: self
+                .checks
+                .iter()
+                .map(|c| CheckDoc {
+                    name: c.name.to_string(),
+                    status: c.status,
+                    detail: c.detail.clone(),
+                    findings: c
+                        .findings
+                        .iter()
+                        .map(|f| {
+                            serde_json::to_value(f.reported())
+                                .and_then(serde_json::from_value)
+                                .unwrap_or_default()
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+
     pub fn findings(&self) -> impl Iterator<Item = &Finding> {
         self.checks.iter().flat_map(|c| c.findings.iter())
     }

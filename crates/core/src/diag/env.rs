@@ -6,21 +6,16 @@
 //! Everything is read from /proc and /sys; a missing file leaves its field
 //! `None` rather than failing, because containers and VMs hide many of them.
 
-use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 use super::device::{read_trimmed, resolve, BlockDev, DevRole};
+// The types are plain data in the result layer; reading them is here.
 use super::findings::human_bytes;
 use super::mounts::{mount_for, read_mountinfo};
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Kernel {
-    /// `uname -r`.
-    pub release: Option<String>,
-    /// `uname -v`.
-    pub version: Option<String>,
-    pub arch: String,
-}
+pub use crate::results::environment::{
+    ClockInfo, Cpu, DeviceInfo, Environment, FsInfo, Kernel, Numa, QueueLimits, TargetEnv,
+    TargetKind,
+};
 
 impl Kernel {
     pub fn read() -> Kernel {
@@ -40,16 +35,6 @@ impl Kernel {
 pub fn parse_release(r: &str) -> Option<(u32, u32)> {
     let mut it = r.split(|c: char| !c.is_ascii_digit());
     Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Cpu {
-    pub model: Option<String>,
-    /// Online CPUs.
-    pub count: usize,
-    /// Distinct scaling governors with the number of CPUs using each; empty
-    /// when the kernel exposes no cpufreq (common in VMs).
-    pub governors: Vec<(String, usize)>,
 }
 
 impl Cpu {
@@ -116,30 +101,6 @@ fn parse_meminfo_total(s: &str) -> Option<u64> {
     Some(kb * 1024)
 }
 
-/// The block layer's limits for a device (`/sys/block/<dev>/queue`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct QueueLimits {
-    pub logical_block_size: Option<u32>,
-    pub physical_block_size: Option<u32>,
-    pub max_sectors_kb: Option<u32>,
-    pub max_hw_sectors_kb: Option<u32>,
-    pub nr_requests: Option<u32>,
-    /// The active I/O scheduler (the one in brackets).
-    pub scheduler: Option<String>,
-    pub rotational: Option<bool>,
-    /// Whether the queue supports polled I/O (hipri).
-    pub io_poll: Option<bool>,
-    /// `write back` or `write through` (queue/write_cache).
-    #[serde(default)]
-    pub write_cache: Option<String>,
-    /// Merging: 0 on, 1 only simple, 2 off (queue/nomerges).
-    #[serde(default)]
-    pub nomerges: Option<u32>,
-    /// Completion CPU: 0 any, 1 same group, 2 the submitting CPU.
-    #[serde(default)]
-    pub rq_affinity: Option<u32>,
-}
-
 impl QueueLimits {
     pub fn read(queue_dir: &Path) -> QueueLimits {
         let num = |f: &str| read_trimmed(&queue_dir.join(f)).and_then(|s| s.parse::<u32>().ok());
@@ -168,21 +129,6 @@ pub fn active_scheduler(s: &str) -> String {
         .to_string()
 }
 
-/// The device that serves a target's I/O, as the environment records it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct DeviceInfo {
-    pub name: String,
-    pub model: Option<String>,
-    pub size_bytes: Option<u64>,
-    pub queue: QueueLimits,
-    /// Firmware revision (NVMe `firmware_rev`, SCSI/ATA `rev`).
-    #[serde(default)]
-    pub firmware: Option<String>,
-    /// The NUMA node the device's controller hangs off (-1: none).
-    #[serde(default)]
-    pub numa_node: Option<i32>,
-}
-
 impl DeviceInfo {
     pub fn of(dev: &BlockDev) -> DeviceInfo {
         let q = dev.queue_dir();
@@ -200,41 +146,6 @@ impl DeviceInfo {
                 .and_then(|s| s.parse().ok()),
         }
     }
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct FsInfo {
-    pub fs_type: String,
-    pub block_size: Option<u64>,
-    pub mount_point: PathBuf,
-    pub source: String,
-    pub mount_options: String,
-    pub super_options: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TargetKind {
-    File,
-    BlockDevice,
-    Other,
-    Missing,
-}
-
-/// What the environment knows about one target.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct TargetEnv {
-    pub path: PathBuf,
-    pub kind: TargetKind,
-    /// The file system a target file is on (`None` for block devices).
-    pub fs: Option<FsInfo>,
-    /// The device the I/O reaches first: the target device itself, or the
-    /// device (disk, not partition) under the file system.
-    pub device: Option<DeviceInfo>,
-    /// Every device under the target (see [`resolve`]).
-    pub devices: Vec<BlockDev>,
-    /// Direct-I/O alignment (memory, offset) from statx `STATX_DIOALIGN`.
-    pub dio_align: Option<(u32, u32)>,
 }
 
 impl TargetEnv {
@@ -287,29 +198,6 @@ fn fs_info(path: &Path) -> Option<FsInfo> {
     })
 }
 
-/// The whole environment of a run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Environment {
-    pub kernel: Kernel,
-    pub clock: ClockInfo,
-    pub cpu: Cpu,
-    pub mem_total_bytes: Option<u64>,
-    pub targets: Vec<TargetEnv>,
-    /// NUMA placement: how many nodes, and where this run was allowed to
-    /// run and allocate (so two results can be compared knowing it).
-    pub numa: Numa,
-}
-
-/// NUMA nodes and the placement the process was given.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Numa {
-    /// Online nodes (`/sys/devices/system/node/node*`); 0 when unknown.
-    pub nodes: usize,
-    /// `Cpus_allowed_list` and `Mems_allowed_list` of /proc/self/status.
-    pub cpus_allowed: Option<String>,
-    pub mems_allowed: Option<String>,
-}
-
 impl Numa {
     pub fn read() -> Numa {
         let nodes = std::fs::read_dir("/sys/devices/system/node")
@@ -337,19 +225,6 @@ impl Numa {
             mems_allowed: field("Mems_allowed_list:"),
         }
     }
-}
-
-/// The clock latencies are measured with: what it is, its resolution, and
-/// what one reading costs here (so a reader can judge sub-µs figures).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct ClockInfo {
-    pub source: String,
-    pub kernel_clocksource: Option<String>,
-    pub resolution_ns: u64,
-    /// Mean cost of one reading, from 100 000 back-to-back readings.
-    pub cost_ns: f64,
-    /// Readings per I/O batch in the worker loop (stage/commit, reap).
-    pub reads_per_batch: u32,
 }
 
 impl ClockInfo {

@@ -16,6 +16,8 @@
 //! All of it runs on the runner's thread, never in a worker's hot path.
 
 use serde::Serialize;
+// Plain data in the result layer; the recording is here.
+pub use crate::results::pagecache::{TargetOpeners, TargetPages};
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -30,31 +32,6 @@ use super::procs;
 use super::sparse::{fragmentation_finding, layout, unwritten_finding, zram_finding, ZramStat};
 use crate::runner::{ResolvedJob, TrialHooks};
 use crate::targets::{TargetKind, TargetTable};
-
-/// Page-cache counts of one direct-I/O target in one trial.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TargetPages {
-    pub target: String,
-    /// Whether the cache was dropped before the trial (`invalidate=1`).
-    pub invalidate: bool,
-    #[serde(flatten)]
-    pub pages: TrialPages,
-    /// How many times the count was sampled while the trial ran.
-    pub samples: u32,
-    pub page_size: u64,
-    /// `cachestat` or `mincore`.
-    pub method: &'static str,
-    /// Why counting or dropping failed, if it did.
-    pub error: Option<String>,
-}
-
-/// Other processes that held a target open before or after a trial.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TargetOpeners {
-    pub target: String,
-    pub before: Vec<Opener>,
-    pub after: Vec<Opener>,
-}
 
 /// What the hooks recorded for one trial of one group.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -335,10 +312,10 @@ impl DiagHooks {
             .find(|r| r.group == group && r.trial == trial)
     }
 
-    fn count(&self, w: &Watch) -> Result<(u64, &'static str), String> {
+    fn count(&self, w: &Watch) -> Result<(u64, String), String> {
         let f = w.file.as_ref().ok_or("cannot open it for reading")?;
         resident_fd(f.as_raw_fd(), 0, w.size)
-            .map(|r| (r.pages, r.method))
+            .map(|r| (r.pages, r.method.into_owned()))
             .map_err(|e| e.to_string())
     }
 
@@ -435,7 +412,7 @@ impl DiagHooks {
             pages: TrialPages::default(),
             samples: 0,
             page_size: self.page_size,
-            method: "",
+            method: String::new(),
             error: None,
         };
         match self.count(w) {

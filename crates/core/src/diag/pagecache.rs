@@ -11,25 +11,14 @@
 //! adds no pages.
 
 use crate::diag::findings::{PageCacheKept, PageCacheOnTarget};
-use serde::Serialize;
+// Plain data in the result layer; counting and dropping are here.
+pub use crate::results::doctor::Residency;
+pub use crate::results::pagecache::TrialPages;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::Path;
 
 use super::findings::{Finding, Phase};
-
-/// Page-cache residency of a byte range of a target.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Residency {
-    pub pages: u64,
-    pub page_size: u64,
-    pub dirty: Option<u64>,
-    pub writeback: Option<u64>,
-    /// `cachestat` or `mincore`.
-    pub method: &'static str,
-    pub offset: u64,
-    pub len: u64,
-}
 
 impl Residency {
     pub fn bytes(&self) -> u64 {
@@ -56,7 +45,7 @@ pub fn resident_fd(fd: RawFd, off: u64, len: u64) -> io::Result<Residency> {
         page_size: dioscope_sys::buf::page_size() as u64,
         dirty: r.dirty,
         writeback: r.writeback,
-        method: r.method.as_str(),
+        method: r.method.as_str().into(),
         offset: off,
         len,
     })
@@ -119,18 +108,6 @@ pub fn drop_cache_path(path: &Path) -> io::Result<()> {
     let f = std::fs::File::open(path)?;
     let st = dioscope_sys::fs::statx_fd(f.as_raw_fd())?;
     drop_cache(f.as_raw_fd(), st.is_block_device())
-}
-
-/// Page counts of one trial of a direct-I/O job.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct TrialPages {
-    /// Before the trial and before any drop: what others left there.
-    pub found: Option<u64>,
-    /// Just before the trial, after the drop when `invalidate=1`.
-    pub before: Option<u64>,
-    /// Largest count sampled while the trial ran.
-    pub during_max: Option<u64>,
-    pub after: Option<u64>,
 }
 
 impl TrialPages {

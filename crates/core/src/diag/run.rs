@@ -15,16 +15,11 @@ use super::env::Environment;
 use super::findings::{Finding, Severity};
 use super::hooks::{DiagHooks, TrialRecord};
 use crate::results::model::{Dioscope, DiskUtil, TrialDevices};
+use crate::results::pagecache::{OpenerSample, PageCacheSample};
 use crate::runner::RunResult;
 
 /// One device's counters summed over every trial that touched it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DeviceTotal {
-    pub device: String,
-    pub role: DevRole,
-    pub delta: DiskStat,
-    pub metrics: DeviceMetrics,
-}
+pub use crate::results::model::DeviceTotal;
 
 /// Everything the run's diagnosis produced.
 #[derive(Debug, Clone)]
@@ -107,7 +102,7 @@ impl RunDiagnosis {
     /// Fill the result's diagnosis entries: environment, findings, per-trial
     /// device accounting, device totals, page-cache and opener samples.
     pub fn fill(&self, d: &mut Dioscope) {
-        d.environment = value(&self.environment);
+        d.environment = Some(self.environment.clone());
         d.findings = self
             .findings
             .iter()
@@ -122,29 +117,28 @@ impl RunDiagnosis {
                 jobs: t.jobs.clone(),
                 app_ios: t.app_ios,
                 wall_us: t.wall_us,
-                devices: t.devices.iter().map(value).collect(),
+                devices: t.devices.clone(),
             })
             .collect();
-        d.device_totals = self.devices.iter().map(|x| from_value(value(x))).collect();
+        d.device_totals = self.devices.clone();
         d.page_cache.clear();
         d.openers.clear();
         for t in &self.trials {
             for p in &t.page_cache {
-                let mut v = value(p);
-                if let Some(o) = v.as_object_mut() {
-                    o.insert("group".into(), t.group.into());
-                    o.insert("trial".into(), t.trial.into());
-                }
-                d.page_cache.push(v);
+                d.page_cache.push(PageCacheSample {
+                    pages: p.clone(),
+                    group: t.group,
+                    trial: t.trial,
+                });
             }
             for o in &t.openers {
-                let mut m = serde_json::Map::new();
-                m.insert("group".into(), t.group.into());
-                m.insert("trial".into(), t.trial.into());
-                m.insert("target".into(), o.target.clone().into());
-                m.insert("before".into(), value(&o.before));
-                m.insert("after".into(), value(&o.after));
-                d.openers.push(Value::Object(m));
+                d.openers.push(OpenerSample {
+                    group: t.group,
+                    trial: t.trial,
+                    target: o.target.clone(),
+                    before: o.before.clone(),
+                    after: o.after.clone(),
+                });
             }
         }
     }
@@ -356,7 +350,7 @@ mod tests {
         assert_eq!(u[0].util, 50.0);
         let mut doc = Dioscope::default();
         d.fill(&mut doc);
-        assert_eq!(doc.device_totals[0].role, "filesystem");
+        assert_eq!(doc.device_totals[0].role.as_str(), "filesystem");
         assert_eq!(doc.device_totals[0].metric("requests_per_io"), Some(8.0));
     }
 }

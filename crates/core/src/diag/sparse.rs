@@ -7,13 +7,14 @@
 //! device, measures the kernel's zero-fill rather than the storage.
 
 use crate::diag::findings::{FragmentedFile, ReadsOfUnwrittenRegions, ZramNeverWritten};
-use serde::Serialize;
 use std::io;
 use std::os::fd::RawFd;
 use std::path::Path;
 
 use super::device::read_trimmed;
 use super::findings::Finding;
+// Plain data in the result layer; examining files and devices is here.
+pub use crate::results::doctor::{FileLayout, ZramStat};
 
 /// The holes in `[off, off+len)` of a file (SEEK_DATA/SEEK_HOLE) as
 /// `(start, end)` pairs, the range clamped to the file size. ext4, XFS and
@@ -52,26 +53,6 @@ pub fn hole_bytes(fd: RawFd, off: u64, len: u64, file_size: u64) -> io::Result<u
         .iter()
         .map(|(a, b)| b - a)
         .sum())
-}
-
-/// Layout of a file over a range.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct FileLayout {
-    pub file_size: u64,
-    pub offset: u64,
-    /// The range examined, clamped to the file size.
-    pub len: u64,
-    pub hole_bytes: u64,
-    /// Allocated but never written (fallocate) and not already counted as a
-    /// hole: reads return zeros. (Where SEEK_HOLE reports unwritten extents as
-    /// holes, as on ext4 and XFS, they are in `hole_bytes` instead.)
-    pub unwritten_bytes: u64,
-    /// Extents overlapping the range; `None` when FIEMAP is not supported.
-    pub extents: Option<u64>,
-    /// Physically discontiguous runs of extents (file systems split long
-    /// contiguous runs into several extents: ext4 at 128 MiB, btrfs at
-    /// 128 MiB, so extents alone overstate fragmentation).
-    pub fragments: Option<u64>,
 }
 
 /// Examine `[off, off+len)` of an open regular file.
@@ -177,17 +158,6 @@ pub fn unwritten_finding(target: &str, l: &FileLayout) -> Option<Finding> {
             range_bytes: l.len,
         })
     })
-}
-
-/// What a zram device holds (`/sys/block/zramN/mm_stat` and `disksize`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct ZramStat {
-    pub disksize: u64,
-    /// Uncompressed bytes stored, zero-filled ("same") pages included.
-    pub orig_data_size: u64,
-    pub compr_data_size: u64,
-    pub mem_used_total: u64,
-    pub same_pages: u64,
 }
 
 impl ZramStat {

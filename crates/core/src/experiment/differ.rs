@@ -137,7 +137,10 @@ pub fn facts(doc: &RunDoc) -> Vec<Fact> {
                 dj.ioengine.clone(),
             );
         }
-        env_facts(&d.environment, &mut push);
+        env_facts(
+            &serde_json::to_value(&d.environment).unwrap_or_default(),
+            &mut push,
+        );
         push(
             "findings".into(),
             "findings",
@@ -303,12 +306,13 @@ mod tests {
             jobs: vec![j],
             dioscope: Some(Dioscope {
                 version: "0.1.0".into(),
-                environment: serde_json::json!({
+                environment: serde_json::from_value(serde_json::json!({
                     "kernel": {"release": kernel},
                     "cpu": {"model": "X", "count": 2, "governors": []},
                     "targets": [{"path": "/dev/loop9",
                                  "device": {"model": null, "queue": {"scheduler": "none"}}}]
-                }),
+                }))
+                .unwrap(),
                 findings: vec![f],
                 ..Default::default()
             }),

@@ -237,8 +237,7 @@ fn doc_trials(doc: &RunDoc, notes: &mut Vec<String>) -> Vec<DocJob> {
                                 && td.jobs.contains(&dj.jobname)
                         })
                         .and_then(|td| td.devices.first())
-                        .and_then(|dv| dv.pointer("/metrics/requests_per_io"))
-                        .and_then(|x| x.as_f64());
+                        .and_then(|dv| dv.metrics.requests_per_io);
                     trials.push(v);
                 }
                 let merged = fj.map(job_merged).unwrap_or([None; 9]);

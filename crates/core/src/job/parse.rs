@@ -582,12 +582,34 @@ pub fn default_job() -> JobSpec {
     }
 }
 
-/// Parse the arguments after `dioscope` / `dioscope run` into a plan.
+/// Parse the arguments after `dioscope` / `dioscope run` into a plan: read
+/// the command line (invocation-wide options applied at once), then the job
+/// files, then build every job.
 pub fn parse_args<S: AsRef<str>>(args: &[S]) -> Result<Plan, ParseError> {
     let mut plan = Plan::default();
-    let mut cli_defaults: Vec<RawOpt> = Vec::new();
-    let mut cli_jobs: Vec<RawJob> = Vec::new();
-    let mut files: Vec<String> = Vec::new();
+    let cli = read_command_line(args, &mut plan)?;
+    let raw_jobs = gather_jobs(&cli)?;
+    build_jobs(&mut plan, raw_jobs, cli.defaults)?;
+    Ok(plan)
+}
+
+/// The command line, sorted: options before the first `--name` (defaults
+/// for every job), the `--name` jobs with their options, the job files.
+#[derive(Default)]
+struct CommandLine {
+    defaults: Vec<RawOpt>,
+    jobs: Vec<RawJob>,
+    files: Vec<String>,
+}
+
+/// Walk the arguments in order (`--name` starts a job: fio's
+/// order-dependent grouping); options that apply to the whole invocation
+/// go into `plan.global` at once, and an unknown option fails here.
+fn read_command_line<S: AsRef<str>>(
+    args: &[S],
+    plan: &mut Plan,
+) -> Result<CommandLine, ParseError> {
+    let mut cli = CommandLine::default();
     let mut i = 0;
     while i < args.len() {
         let a = args[i].as_ref();
@@ -599,84 +621,111 @@ pub fn parse_args<S: AsRef<str>>(args: &[S]) -> Result<Plan, ParseError> {
                     message: format!("'{a}' is not an option; options are written --name=value"),
                 });
             }
-            files.push(a.to_string());
+            cli.files.push(a.to_string());
             continue;
         };
-        let (key, mut value) = match opt.split_once('=') {
-            Some((k, v)) => (k.to_string(), Some(v.to_string())),
-            None => (opt.to_string(), None),
-        };
-        // `--output res.json`: a value in the next word, for options that need one.
-        if value.is_none() {
-            if let Some(def) = lookup(&key) {
-                if def.kind != Kind::Flag && i < args.len() && !args[i].as_ref().starts_with("--") {
-                    value = Some(args[i].as_ref().to_string());
-                    i += 1;
-                }
+        let raw = option_word(opt, args, &mut i);
+        place_option(raw, plan, &mut cli)?;
+    }
+    Ok(cli)
+}
+
+/// `--key=value`, `--flag`, or `--key value` (the value in the next word,
+/// for options that need one: `--output res.json`); `i` moves past what
+/// was taken.
+fn option_word<S: AsRef<str>>(opt: &str, args: &[S], i: &mut usize) -> RawOpt {
+    let (key, mut value) = match opt.split_once('=') {
+        Some((k, v)) => (k.to_string(), Some(v.to_string())),
+        None => (opt.to_string(), None),
+    };
+    if value.is_none() {
+        if let Some(def) = lookup(&key) {
+            if def.kind != Kind::Flag && *i < args.len() && !args[*i].as_ref().starts_with("--") {
+                value = Some(args[*i].as_ref().to_string());
+                *i += 1;
             }
         }
-        let raw = RawOpt {
-            key: key.clone(),
-            value,
-            origin: Origin::CommandLine,
-        };
-        // Options of engines dioscope refuses belong to the job: `refusal`
-        // names the engine once the job is complete.
-        if lookup(&key).is_none()
-            && (crate::engines::refused::is_refused_option(&key)
-                || crate::engines::refused::is_selector(&key))
-        {
-            match cli_jobs.last_mut() {
-                Some(j) => j.opts.push(raw),
-                None => cli_defaults.push(raw),
-            }
-            continue;
-        }
-        // Invocation-wide options apply at once; unknown ones fail here.
-        let def = resolve_def(&raw)?;
-        if let Apply::Global(_) = def.apply {
-            apply(&raw, &mut JobSpec::default(), &mut plan.global)?;
-            continue;
-        }
-        if def.name == "trials" {
-            let mut scratch = JobSpec::default();
-            apply(&raw, &mut scratch, &mut plan.global)?;
-            plan.global.trials = Some(scratch.trials);
-            continue;
-        }
-        if def.name == "name" {
-            let v = check_kind(def, &raw)?;
-            cli_jobs.push(RawJob {
-                name: v.trim().to_string(),
-                opts: cli_defaults.clone(),
-                file_boundary: false,
-                globals: cli_defaults.len(),
-            });
-            continue;
-        }
-        match cli_jobs.last_mut() {
+    }
+    RawOpt {
+        key,
+        value,
+        origin: Origin::CommandLine,
+    }
+}
+
+/// Where one command-line option goes: the invocation (global options and
+/// `--trials`, which the command line sets for every job), a new job
+/// (`--name`), the current job, or the defaults before any job.
+fn place_option(raw: RawOpt, plan: &mut Plan, cli: &mut CommandLine) -> Result<(), ParseError> {
+    // Options of engines dioscope refuses belong to the job: `refusal`
+    // names the engine once the job is complete.
+    if lookup(&raw.key).is_none()
+        && (crate::engines::refused::is_refused_option(&raw.key)
+            || crate::engines::refused::is_selector(&raw.key))
+    {
+        match cli.jobs.last_mut() {
             Some(j) => j.opts.push(raw),
-            None => cli_defaults.push(raw),
+            None => cli.defaults.push(raw),
         }
+        return Ok(());
     }
+    let def = resolve_def(&raw)?;
+    if let Apply::Global(_) = def.apply {
+        return apply(&raw, &mut JobSpec::default(), &mut plan.global);
+    }
+    if def.name == "trials" {
+        let mut scratch = JobSpec::default();
+        apply(&raw, &mut scratch, &mut plan.global)?;
+        plan.global.trials = Some(scratch.trials);
+        return Ok(());
+    }
+    if def.name == "name" {
+        let v = check_kind(def, &raw)?;
+        cli.jobs.push(RawJob {
+            name: v.trim().to_string(),
+            opts: cli.defaults.clone(),
+            file_boundary: false,
+            globals: cli.defaults.len(),
+        });
+        return Ok(());
+    }
+    match cli.jobs.last_mut() {
+        Some(j) => j.opts.push(raw),
+        None => cli.defaults.push(raw),
+    }
+    Ok(())
+}
+
+/// The jobs of the job files (the command line's defaults under each),
+/// then the command line's own jobs.
+fn gather_jobs(cli: &CommandLine) -> Result<Vec<RawJob>, ParseError> {
     let mut raw_jobs = Vec::new();
-    for (n, f) in files.iter().enumerate() {
-        raw_jobs.extend(parse_job_file(Path::new(f), &cli_defaults, n > 0)?);
+    for (n, f) in cli.files.iter().enumerate() {
+        raw_jobs.extend(parse_job_file(Path::new(f), &cli.defaults, n > 0)?);
     }
-    if !files.is_empty() && raw_jobs.is_empty() {
+    if !cli.files.is_empty() && raw_jobs.is_empty() {
         return Err(ParseError::Invalid(format!(
             "no jobs in {}: add a job section such as [job1] after [global]",
-            files.join(", ")
+            cli.files.join(", ")
         )));
     }
-    raw_jobs.extend(cli_jobs);
+    raw_jobs.extend(cli.jobs.iter().cloned());
+    Ok(raw_jobs)
+}
+
+/// Build every job; with none, SPEC's default job with the options given
+/// applied on top. The command line's `--trials` overrides every job's.
+fn build_jobs(
+    plan: &mut Plan,
+    raw_jobs: Vec<RawJob>,
+    defaults: Vec<RawOpt>,
+) -> Result<(), ParseError> {
     if raw_jobs.is_empty() {
-        // No job: SPEC's default job, with any options given applied on top.
         plan.is_default_job = true;
         let raw = RawJob {
             name: "default".into(),
-            globals: cli_defaults.len(),
-            opts: cli_defaults,
+            globals: defaults.len(),
+            opts: defaults,
             file_boundary: false,
         };
         plan.jobs.push(build_job(&raw, &mut plan.global, true)?);
@@ -702,7 +751,7 @@ pub fn parse_args<S: AsRef<str>>(args: &[S]) -> Result<Plan, ParseError> {
             j.trials = t;
         }
     }
-    Ok(plan)
+    Ok(())
 }
 
 #[cfg(test)]

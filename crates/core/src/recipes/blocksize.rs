@@ -22,11 +22,14 @@ fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
     let (disks, sizes, per_dev): (Vec<usize>, Vec<&str>, u64) = if ctx.quick {
         (vec![1, 2], vec!["4k", "64k"], 64 << 20)
     } else {
-        (vec![1, 2, 4], vec!["4k", "16k", "64k"], 256 << 20)
+        (vec![1, 2, 4], vec!["4k", "16k", "64k"], 128 << 20)
     };
     let modes = ["buffered", "direct"];
     let trials = if ctx.quick { "2" } else { "auto" };
     let maxd = *disks.last().unwrap_or(&1);
+    // Buffered and direct × devices × sizes × write/read, then 2 sectors ×
+    // 2 directions × 2 block sizes on raw devices.
+    ctx.plan(modes.len() * disks.len() * sizes.len() * 2 + 8, 0);
     for bsz in &sizes {
         // One XFS per device (this kernel has no md or device-mapper);
         // mkfs.xfs wants 300 MiB at least.

@@ -49,9 +49,10 @@ fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
     let dev = fs.devices()[0].clone();
     let file = format!("{}/f", fs.mountpoints()[0]);
     let fsize = size / 2;
-    let runtime = if ctx.quick { "1" } else { "5" };
+    let runtime = if ctx.quick { "1" } else { "3" };
     let trials = if ctx.quick { "3" } else { "auto" };
     let threads = thread_counts(ctx.quick);
+    ctx.plan(threads.len() * TARGETS.len(), 0);
     for &t in &threads {
         for &target in TARGETS {
             let mut o: Vec<(&str, String)> = vec![

@@ -5,7 +5,9 @@
 
 use super::{derived, job, mem_used_pct, pm, Ctx, Outcome, Recipe, Stop, Table};
 use crate::experiment::samples::M;
+use crate::runner::{ResolvedJob, TrialHooks};
 use crate::scratch::FsSpec;
+use crate::targets::TargetTable;
 
 pub const RECIPE: Recipe = Recipe {
     name: "indirect-write",
@@ -17,8 +19,25 @@ pub const RECIPE: Recipe = Recipe {
 
 const LAYOUTS: &[(&str, &str)] = &[("indirect", "-O ^extent,^64bit"), ("extents", "")];
 
+/// Before each trial: the file back to its first 48 KiB (the seed's
+/// step 1), so every trial's writes start past its end.
+struct Truncate {
+    path: String,
+    len: u64,
+}
+
+impl TrialHooks for Truncate {
+    fn before_trial(&mut self, _g: u32, _t: u32, _jobs: &[&ResolvedJob], _table: &TargetTable) {
+        if let Ok(f) = std::fs::OpenOptions::new().write(true).open(&self.path) {
+            let _ = f.set_len(self.len);
+            let _ = f.sync_all();
+        }
+    }
+}
+
 fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
     let loops: u64 = if ctx.quick { 25 } else { 1000 };
+    ctx.plan(LAYOUTS.len(), 0);
     for (name, mkfs) in LAYOUTS {
         let fs = ctx.fs(&FsSpec {
             fstype: "ext4".into(),
@@ -31,6 +50,11 @@ fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
         // Step (1) of the seed: a 48 KiB file, its 12 direct blocks.
         std::fs::write(&file, vec![0x5au8; 48 << 10])
             .map_err(|e| Stop::Failed(format!("cannot write {file}: {e}")))?;
+        // create_on_open: no layout, so the file is not filled out to
+        // 48 KiB + 4 MiB before the writes; each trial starts again from
+        // the 48 KiB file (the hook cuts it back), so its first write
+        // allocates the 4 MiB and the other 999 overwrite them, as the
+        // seed's loop did.
         let args = job(
             "w",
             &[
@@ -42,9 +66,17 @@ fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
                 ("loops", loops.to_string()),
                 ("direct", "1".into()),
                 ("ioengine", "psync".into()),
+                ("create_on_open", "1".into()),
             ],
         );
-        ctx.cell(name, &args, if ctx.quick { "3" } else { "auto" })?;
+        let mut hooks = Truncate {
+            path: file.clone(),
+            len: 48 << 10,
+        };
+        ctx.cell_with(name, &args, if ctx.quick { "3" } else { "auto" }, &mut hooks)?;
+        let st = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+        ctx.extra
+            .insert(format!("{name}.file_bytes_after"), st.into());
         ctx.extra
             .insert(format!("{name}.mem_used_pct"), mem_used_pct().into());
     }

@@ -11,14 +11,8 @@
 //! run is also written as a plain result (`FILE.d/CELL.json`) for
 //! `dioscope report`.
 //!
-//! To add a recipe: `recipes/NAME.rs` with `pub const RECIPE: Recipe`, and
-//! one line in [`RECIPES`].
-
-pub mod blocksize;
-pub mod dio_scaling;
-pub mod indirect_write;
-pub mod pagecache_interference;
-pub mod submit_cost;
+//! To add a recipe: `recipes/my_recipe.rs` with `pub const RECIPE: Recipe`,
+//! and its module name in the `recipes!` list below (docs/ARCHITECTURE.md).
 
 use crate::experiment::samples::M;
 use crate::experiment::sweep::{cell_stat, Axis, CellStat, CellStatus, Order, Sweep, SweepCell};
@@ -35,14 +29,23 @@ pub struct Recipe {
     pub run: fn(&mut Ctx) -> Result<Outcome, Stop>,
 }
 
-/// Every recipe, in the order `recipe list` shows them.
-pub static RECIPES: &[Recipe] = &[
-    indirect_write::RECIPE,
-    dio_scaling::RECIPE,
-    blocksize::RECIPE,
-    submit_cost::RECIPE,
-    pagecache_interference::RECIPE,
-];
+/// Declares the recipe modules and [`RECIPES`] from one list: each module
+/// has a `pub const RECIPE: Recipe`.
+macro_rules! recipes {
+    ($($m:ident),* $(,)?) => {
+        $(pub mod $m;)*
+        /// Every recipe, in the order `recipe list` shows them.
+        pub static RECIPES: &[Recipe] = &[$($m::RECIPE),*];
+    };
+}
+
+recipes!(
+    indirect_write,
+    dio_scaling,
+    blocksize,
+    submit_cost,
+    pagecache_interference,
+);
 
 pub fn find(name: &str) -> Option<&'static Recipe> {
     RECIPES.iter().find(|r| r.name == name)
@@ -137,7 +140,34 @@ pub struct Ctx {
     pub sweep: Sweep,
     /// Extra per-cell facts (e.g. memory used), by cell name.
     pub extra: serde_json::Map<String, serde_json::Value>,
+    /// A full run's time budget for the trials (see [`Ctx::plan`]).
+    budget: Option<Budget>,
 }
+
+/// The time a full run's `trials=auto` cells may take together: what is
+/// left is shared out evenly over the cells still to run (`--max-time` of
+/// each), so a recipe ends within [`FULL_BUDGET_S`] plus its setup however
+/// noisy the machine is.
+struct Budget {
+    deadline: std::time::Instant,
+    cells_left: usize,
+    /// Wall seconds per trial of the last auto cell, all included (layout,
+    /// `--profile`'s perf start-up and `perf script`, which `--max-time`
+    /// does not see): the next cell's `--max-trials` comes from it.
+    per_trial_s: Option<f64>,
+}
+
+/// Seconds of trials a full run (`trials=auto`) may take in all; with
+/// set-up and tear-down a recipe takes about three minutes.
+pub const FULL_BUDGET_S: u64 = 150;
+
+/// The least `--max-time` a cell gets, however late it comes (the first
+/// trial always runs).
+const MIN_CELL_S: u64 = 3;
+
+/// A share of the budget below this runs 2 trials rather than risk one
+/// (a trial that outlasts `--max-time` ends an auto cell).
+const TIGHT_CELL_S: u64 = 10;
 
 impl Ctx {
     pub fn new(recipe: &str, quick: bool, trials: &str) -> Ctx {
@@ -160,7 +190,56 @@ impl Ctx {
             geometry: Vec::new(),
             sweep,
             extra: serde_json::Map::new(),
+            budget: None,
         }
+    }
+
+    /// Declare how many `trials=auto` cells the recipe runs and about how
+    /// many seconds its fixed-trial cells take: each auto cell gets an even
+    /// share of what is left of [`FULL_BUDGET_S`] less `fixed_s` as its
+    /// `--max-time` (the time fixed cells really take does not count).
+    pub fn plan(&mut self, cells: usize, fixed_s: u64) {
+        let s = FULL_BUDGET_S.saturating_sub(fixed_s).max(MIN_CELL_S);
+        self.budget = Some(Budget {
+            deadline: std::time::Instant::now() + std::time::Duration::from_secs(s),
+            cells_left: cells.max(1),
+            per_trial_s: None,
+        });
+    }
+
+    /// The trial arguments of the next cell (counted as started) and whether
+    /// it is inside the budget. A `trials=auto` cell of a recipe that
+    /// declared its cells gets its share of the time left as `--max-time`
+    /// and, once a cell has shown what a trial really costs, `--max-trials`;
+    /// when the share is under [`TIGHT_CELL_S`] or holds fewer than 2.5
+    /// trials it runs 2 trials, the fewest that give a CI.
+    fn budget_args(&mut self, trials: String) -> (Vec<String>, bool) {
+        let Some(b) = self.budget.as_mut().filter(|_| trials == "--trials=auto") else {
+            return (vec![trials], false);
+        };
+        let left = b
+            .deadline
+            .saturating_duration_since(std::time::Instant::now())
+            .as_secs();
+        let share = (left / b.cells_left.max(1) as u64).max(MIN_CELL_S);
+        b.cells_left = b.cells_left.saturating_sub(1).max(1);
+        // `--max-time` ends a cell after one trial when that trial outlasts
+        // the share: a share under TIGHT_CELL_S, or under 2.5 trials of the
+        // last cell's cost, runs the 2 trials a CI needs instead.
+        let tight = share < TIGHT_CELL_S
+            || b.per_trial_s
+                .filter(|t| *t > 0.0)
+                .is_some_and(|t| (share as f64) < 2.5 * t);
+        if tight {
+            return (vec!["--trials=2".into()], true);
+        }
+        let mut v = vec![format!("--max-time={share}")];
+        if let Some(t) = b.per_trial_s.filter(|t| *t > 0.0) {
+            let n = ((share as f64 / t).floor() as u32).clamp(2, 30);
+            v.push(format!("--max-trials={n}"));
+        }
+        v.push(trials);
+        (v, true)
     }
 
     /// Take a scratch item into the session and record its geometry.
@@ -202,9 +281,26 @@ impl Ctx {
     /// `default_trials` applies unless `--trials` was given. The cell's
     /// run carries the scratch geometry (its `scratch` section).
     pub fn cell(&mut self, name: &str, args: &[String], default_trials: &str) -> Result<(), Stop> {
+        self.cell_with(name, args, default_trials, &mut crate::runner::NoHooks)
+    }
+
+    /// [`Ctx::cell`] with trial hooks of the recipe's own, called after
+    /// dioscope's diagnosis hooks at each point of each trial (e.g. a
+    /// buffered reader that comes for some trials and goes).
+    pub fn cell_with(
+        &mut self,
+        name: &str,
+        args: &[String],
+        default_trials: &str,
+        hooks: &mut dyn crate::runner::TrialHooks,
+    ) -> Result<(), Stop> {
         stop_check()?;
         let mut full: Vec<String> = args.to_vec();
-        full.push(self.trials_arg(default_trials));
+        let (trials, auto) = self.budget_args(self.trials_arg(default_trials));
+        // A cell of fixed trials is outside the budget (`plan`'s `fixed_s`):
+        // the time it takes moves the deadline.
+        let started = std::time::Instant::now();
+        full.extend(trials);
         if self.profile && !args.iter().any(|a| a.starts_with("--profile")) {
             full.push("--profile=1".into());
         }
@@ -213,7 +309,14 @@ impl Ctx {
         eprintln!("[recipe · {name}] dioscope {}", full.join(" "));
         let plan =
             crate::job::parse_args(&full).map_err(|e| Stop::Failed(format!("cell {name}: {e}")))?;
-        let res = crate::commands::run::execute(&plan);
+        let res = crate::commands::run::prepare(&plan)
+            .map_err(|(msg, code)| {
+                crate::commands::eprint_err(&msg);
+                code
+            })
+            .and_then(|(resolved, table)| {
+                crate::commands::run::run_prepared(&plan, resolved, table, false, hooks)
+            });
         let done = match res {
             Err(c) if c >= 128 => return Err(Stop::Interrupted),
             Err(_) => {
@@ -223,6 +326,13 @@ impl Ctx {
             }
             Ok(d) => d,
         };
+        if let Some(b) = self.budget.as_mut() {
+            if !auto {
+                b.deadline += started.elapsed();
+            } else if let Some(n) = done.doc.dioscope_job(0).map(|j| j.trials.len()) {
+                b.per_trial_s = Some(started.elapsed().as_secs_f64() / n.max(1) as f64);
+            }
+        }
         if done.result.interrupted || dioscope_sys::signal::stop_count() > 0 {
             return Err(Stop::Interrupted);
         }
@@ -269,6 +379,13 @@ impl Ctx {
         let bw = self.stat(name, M::BW)?.mean;
         let iops = self.stat(name, M::IOPS)?.mean;
         (iops > 0.0).then(|| bw / iops)
+    }
+
+    /// Metric `k` of cell `name` (first job), one value per trial.
+    pub fn trial_values(&self, name: &str, k: usize) -> Vec<f64> {
+        self.get(name)
+            .and_then(|c| c.samples().jobs.first().map(|j| j.column(k)))
+            .unwrap_or_default()
     }
 
     /// Findings of a cell (kinds).

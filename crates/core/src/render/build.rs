@@ -388,13 +388,10 @@ fn dioscope_job(r: &RunResult, s: &JobSummary) -> DioscopeJob {
 fn status(r: &RunResult) -> Dioscope {
     // One entry per job name (a JSON object's keys are unique): a later
     // job of the same name replaces the earlier one's report.
-    let mut verify: OrderedMap<serde_json::Value> = OrderedMap::new();
+    let mut verify = OrderedMap::new();
     for j in &r.jobs {
         if let Some(v) = &j.verify {
-            verify.set(
-                &j.resolved.spec.name,
-                serde_json::to_value(v).unwrap_or_default(),
-            );
+            verify.set(&j.resolved.spec.name, v.clone());
         }
     }
     Dioscope {
@@ -423,7 +420,7 @@ fn status(r: &RunResult) -> Dioscope {
                 message: e.msg.clone(),
             }),
         groups_completed: r.completed_groups.clone(),
-        targets: serde_json::to_value(&r.targets).unwrap_or_default(),
+        targets: r.targets.clone(),
         notes: r.notes.clone(),
         verify: (!verify.is_empty()).then_some(verify),
         ..Default::default()

@@ -17,8 +17,6 @@ pub struct Json;
 
 impl Exporter<DoctorReport> for Json {
     fn render(&self, r: &DoctorReport) -> String {
-        let mut s = serde_json::to_string_pretty(r).unwrap_or_else(|_| "{}".into());
-        s.push('\n');
-        s
+        r.doc().to_json()
     }
 }

@@ -730,7 +730,7 @@ fn devices(o: &mut String, p: &str, doc: &RunDoc) {
                 o,
                 "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&t.device),
-                esc(&t.role),
+                esc(t.role.as_str()),
                 f("requests_per_io", &|x| format!("{x:.2}")),
                 esc(&f("avg_request_bytes", &|x| crate::results::human_bytes(x as u64))),
                 f("merges", &|x| format!("{x:.0}")),
@@ -743,7 +743,7 @@ fn devices(o: &mut String, p: &str, doc: &RunDoc) {
             .iter()
             .filter_map(|t| {
                 Some(BarRow {
-                    name: format!("{} ({})", t.device, t.role),
+                    name: format!("{} ({})", t.device, t.role.as_str()),
                     parts: vec![("requests per I/O".into(), t.metric("requests_per_io")?, 0)],
                 })
             })
@@ -849,7 +849,11 @@ fn environment(o: &mut String, p: &str, doc: &RunDoc) {
             let _ = write!(o, "<p>{}</p>", esc(&d.context));
         }
         let mut rows = Vec::new();
-        flatten("", &d.environment, &mut rows);
+        flatten(
+            "",
+            &serde_json::to_value(&d.environment).unwrap_or_default(),
+            &mut rows,
+        );
         if !rows.is_empty() {
             let _ = write!(o, "<table id=\"{p}-env-table\">");
             for (k, v) in rows {

@@ -6,7 +6,6 @@
 use super::{Exporter, Format};
 use crate::results::model::{DeviceTotal, Dioscope, DioscopeJob, Dir, Job, Severity};
 use crate::results::{human_bytes, human_count, human_ns, human_rate, units::wrap, RunDoc};
-use crate::verify::VerifyReport;
 use std::fmt::Write;
 
 /// The `normal` format.
@@ -223,9 +222,6 @@ fn cpu_block(out: &mut String, j: &Job, d: &DioscopeJob) {
 
 fn verify_block(out: &mut String, d: &Dioscope) {
     for (name, v) in d.verify.iter().flat_map(|m| m.iter()) {
-        let Ok(v) = serde_json::from_value::<VerifyReport>(v.clone()) else {
-            continue;
-        };
         let _ = writeln!(
             out,
             "{name}: verify ({}, {} B intervals): {} checked, {} bad (lost {}, torn {}, misplaced {}, stale {}){}",
@@ -259,13 +255,7 @@ fn verify_block(out: &mut String, d: &Dioscope) {
 
 /// One line per device: requests per I/O, request size, merges, utilisation.
 pub fn device_line(d: &DeviceTotal) -> String {
-    let role = match d.role.as_str() {
-        "filesystem" => "file system",
-        "parent_disk" => "parent disk",
-        "loop_backing" => "under the loop's backing file",
-        "slave" => "component",
-        r => r,
-    };
+    let role = d.role_text();
     let mut s = format!("device {} ({role}):", d.device);
     match d.metric("requests_per_io") {
         Some(r) => {

@@ -11,13 +11,20 @@
 //! - [`series`]: per-interval time series (bounded memory), per trial.
 //! - [`units`]: the one place numbers become human text.
 
+pub mod devices;
+pub mod doctor;
+pub mod environment;
 pub mod measure;
 pub mod model;
 pub mod ordered;
+pub mod pagecache;
+pub mod profile;
 pub mod ranks;
 pub mod series;
 pub mod summary;
+pub mod targets;
 pub mod units;
+pub mod verify;
 
 pub use model::{RunDoc, SCHEMA};
 pub use ordered::OrderedMap;

@@ -4,15 +4,21 @@
 //! everything dioscope adds is optional, and keys fio writes that dioscope
 //! does not model are kept (in `other`) so they render back unchanged.
 //!
-//! Sections owned by other layers (environment, targets, verify details,
-//! page-cache and opener samples) are carried as JSON values here: their
-//! types live with the code that measures them, which is above this layer.
-//! Optional dioscope sections added later (e.g. `profile`) go into
-//! [`Dioscope::sections`] without touching the renderers.
+//! The sections other layers fill (environment, targets, verify details,
+//! device counters, page-cache and opener samples) are typed too: their plain
+//! data types live in this layer (`environment`, `targets`, `verify`,
+//! `devices`, `pagecache`), the code that fills them where it measures.
+//! Optional dioscope sections added later go into [`Dioscope::sections`]
+//! without touching the renderers.
 
+use super::devices::{DeviceMetrics, DeviceReport};
+use super::environment::{DevRole, Environment};
 use super::ordered::OrderedMap;
+use super::pagecache::{OpenerSample, PageCacheSample};
 use super::series::TrialSeries;
 use super::summary::{TrialMetrics, TrialStats};
+use super::targets::TargetInfo;
+use super::verify::VerifyReport;
 use crate::stats::cpu::SysCpuPct;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -225,22 +231,23 @@ pub struct Dioscope {
     #[serde(default)]
     pub groups_completed: Vec<u32>,
     #[serde(default)]
-    pub targets: Value,
+    pub targets: Vec<TargetInfo>,
     #[serde(default)]
     pub notes: Vec<String>,
     #[serde(default)]
     pub jobs: Vec<DioscopeJob>,
     /// Per job name: the read-back check's report (verify's own shape).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verify: Option<OrderedMap<Value>>,
+    pub verify: Option<OrderedMap<VerifyReport>>,
     /// The exact command line of the run (program name first).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub command_line: Vec<String>,
     /// The engines and the environment in one line, as the text shows it.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub context: String,
+    /// `None` (null) in a document not made by a run (e.g. a test's).
     #[serde(default)]
-    pub environment: Value,
+    pub environment: Option<Environment>,
     #[serde(default)]
     pub findings: Vec<FindingDoc>,
     /// Per trial: the devices' counters (diag's shape).
@@ -249,12 +256,12 @@ pub struct Dioscope {
     #[serde(default)]
     pub device_totals: Vec<DeviceTotal>,
     #[serde(default)]
-    pub page_cache: Vec<Value>,
+    pub page_cache: Vec<PageCacheSample>,
     #[serde(default)]
-    pub openers: Vec<Value>,
+    pub openers: Vec<OpenerSample>,
     /// `--profile`: CPU per I/O by function and subsystem (perf).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<crate::profile::result::ProfileResult>,
+    pub profile: Option<super::profile::ProfileResult>,
     /// Optional sections other layers add, in order.
     #[serde(flatten)]
     pub sections: OrderedMap<Value>,
@@ -414,23 +421,44 @@ pub struct TrialDevices {
     pub jobs: Vec<String>,
     pub app_ios: u64,
     pub wall_us: u64,
-    pub devices: Vec<Value>,
+    pub devices: Vec<DeviceReport>,
 }
 
 /// One device's counters over the whole run with the derived metrics
-/// (requests per I/O, request size, merges, utilisation).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct DeviceTotal {
-    pub device: String,
-    pub role: String,
-    pub delta: OrderedMap<u64>,
-    pub metrics: OrderedMap<Value>,
-}
+/// (requests per I/O, request size, merges, utilisation): the same shape as
+/// one trial's [`DeviceReport`].
+pub type DeviceTotal = DeviceReport;
 
-impl DeviceTotal {
-    /// A derived metric (`None` when absent or null).
+impl DeviceReport {
+    /// A derived metric by its JSON key (`requests_per_io`, `util_pct`, …;
+    /// `None` when unknown or not defined for this interval).
     pub fn metric(&self, k: &str) -> Option<f64> {
-        self.metrics.get(k).and_then(Value::as_f64)
+        let m: &DeviceMetrics = &self.metrics;
+        Some(match k {
+            "requests" => m.requests as f64,
+            "read_requests" => m.read_requests as f64,
+            "write_requests" => m.write_requests as f64,
+            "bytes" => m.bytes as f64,
+            "requests_per_io" => m.requests_per_io?,
+            "avg_request_bytes" => m.avg_request_bytes?,
+            "merges" => m.merges as f64,
+            "util_pct" => m.util_pct?,
+            "avg_wait_ms" => m.avg_wait_ms?,
+            "discards" => m.discards as f64,
+            "flushes" => m.flushes as f64,
+            _ => return None,
+        })
+    }
+
+    /// How the device relates to the target, in words.
+    pub fn role_text(&self) -> &'static str {
+        match self.role {
+            DevRole::Target => "target",
+            DevRole::Filesystem => "file system",
+            DevRole::ParentDisk => "parent disk",
+            DevRole::LoopBacking => "under the loop's backing file",
+            DevRole::Slave => "component",
+        }
     }
 }
 

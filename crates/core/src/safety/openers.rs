@@ -5,21 +5,12 @@
 //! all count as the same target.
 
 use super::devnum::DevNum;
-use serde::{Deserialize, Serialize};
+// Plain data in the result layer; finding the openers is here.
+pub use crate::results::pagecache::Opener;
 use std::collections::{BTreeMap, HashSet};
 use std::fs::{self, Metadata};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
-
-/// A process other than ourselves that has the target open.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Opener {
-    pub pid: i32,
-    /// `/proc/PID/comm` (the kernel's 15-character process name).
-    pub comm: String,
-    /// Whether any of its descriptors on the target was opened for writing.
-    pub writable: bool,
-}
 
 /// What the descriptors are compared against.
 #[derive(Debug, Clone)]

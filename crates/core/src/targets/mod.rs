@@ -13,35 +13,8 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TargetKind {
-    File,
-    BlockDevice,
-}
-
-/// What a target is, without the open file: kept in the result.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct TargetInfo {
-    pub path: PathBuf,
-    pub kind: TargetKind,
-    /// Bytes usable: the file's size after layout, or the device's size.
-    pub size: u64,
-    /// Direct-I/O alignment of offsets and lengths (bytes).
-    pub offset_align: u32,
-    /// Direct-I/O alignment of memory (bytes).
-    pub mem_align: u32,
-    /// Where the alignment came from, for error messages.
-    pub align_source: &'static str,
-    pub direct: bool,
-    pub writable: bool,
-    /// dioscope created this file in this run.
-    pub created: bool,
-    /// The size before this run laid it out (0 for a file it created): a
-    /// percentage `offset=` is of this size, as in fio.
-    #[serde(skip)]
-    pub prior_size: u64,
-}
+// Plain data in the result layer; opening and layout are here.
+pub use crate::results::targets::{TargetInfo, TargetKind};
 
 /// An open target: its description and the one open file all jobs share.
 #[derive(Debug)]
@@ -94,7 +67,7 @@ pub enum TargetError {
         value: u64,
         align: u32,
         path: String,
-        from: &'static str,
+        from: std::borrow::Cow<'static, str>,
         lower: u64,
         upper: u64,
     },
@@ -549,7 +522,7 @@ fn open_one(n: &TargetNeed, checked: Option<crate::safety::Opened>) -> Result<Ta
                 size,
                 offset_align: lbs,
                 mem_align: lbs,
-                align_source: "the device's logical block size",
+                align_source: "the device's logical block size".into(),
                 direct: n.direct,
                 writable: n.write,
                 created: false,
@@ -600,7 +573,7 @@ fn open_one(n: &TargetNeed, checked: Option<crate::safety::Opened>) -> Result<Ta
             size: st.size,
             offset_align,
             mem_align,
-            align_source: src,
+            align_source: src.into(),
             direct: n.direct,
             writable: n.write,
             created,
@@ -764,7 +737,7 @@ pub fn check_aligned(t: &Target, what: &'static str, value: u64) -> Result<(), T
         value,
         align: t.offset_align,
         path: t.path.display().to_string(),
-        from: t.align_source,
+        from: t.align_source.clone(),
         lower,
         upper,
     })

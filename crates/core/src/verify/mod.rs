@@ -34,6 +34,8 @@ pub mod pattern;
 
 use pattern::Pattern;
 use serde::{Deserialize, Serialize};
+// Plain data in the result layer; writing and checking blocks is here.
+pub use crate::results::verify::{Algo, BadBlock, BadKind, VerifyReport};
 use sha2::Digest;
 use std::sync::Arc;
 
@@ -69,29 +71,6 @@ pub trait BlockHook {
 pub struct NoHook;
 impl BlockHook for NoHook {
     const ACTIVE: bool = false;
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Algo {
-    Crc32c,
-    Xxhash,
-    Sha256,
-    Pattern,
-    Md5,
-    /// CRC-32 (IEEE 802.3), fio's `crc32`; not the same as crc32c.
-    Crc32,
-    /// CRC-64/XZ (the ECMA-182 polynomial, reflected).
-    Crc64,
-    /// CRC-16/ARC, the kernel's crc16.
-    Crc16,
-    /// CRC-7/MMC, the kernel's crc7.
-    Crc7,
-    /// SHA-512, its first 32 bytes in the header.
-    Sha512,
-    /// fio's deprecated `meta`: the header alone (offset, generation,
-    /// seed, its own CRC); the payload is not checked.
-    Meta,
 }
 
 impl Algo {
@@ -236,18 +215,6 @@ fn crc7_mmc(data: &[u8]) -> u8 {
     c
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BadKind {
-    LostWrite,
-    TornWrite,
-    MisplacedWrite,
-    StaleGeneration,
-    /// `verify=pattern` with `verify_pattern`: blocks carry no header, only
-    /// the pattern, so a wrong block is only known to differ.
-    PatternMismatch,
-}
-
 impl BadKind {
     pub fn describe(self) -> &'static str {
         match self {
@@ -258,18 +225,6 @@ impl BadKind {
             BadKind::PatternMismatch => "pattern mismatch: the data read is not the verify_pattern written there",
         }
     }
-}
-
-/// One interval that read back wrong.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BadBlock {
-    pub file: u32,
-    pub offset: u64,
-    pub len: u32,
-    pub kind: BadKind,
-    /// What the header said, when it was valid: (offset, generation, seed).
-    pub found_offset: Option<u64>,
-    pub found_generation: Option<u64>,
 }
 
 /// Parameters shared by writer and checker.
@@ -653,27 +608,6 @@ impl BlockHook for Checker {
     fn should_stop(&self) -> bool {
         self.fatal && self.bad_count > 0
     }
-}
-
-/// The verify outcome of one job, for the report.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct VerifyReport {
-    pub algo: Option<Algo>,
-    pub interval: u32,
-    pub checked: u64,
-    pub bad: u64,
-    pub lost_writes: u64,
-    pub torn_writes: u64,
-    pub misplaced_writes: u64,
-    pub stale_generations: u64,
-    /// Blocks that do not hold their verify_pattern (header-less pattern verify).
-    #[serde(default)]
-    pub pattern_mismatches: u64,
-    /// The first bad blocks (at most MAX_REPORTED), with their file path.
-    pub bad_blocks: Vec<(String, BadBlock)>,
-    /// Read errors during the read-back.
-    pub read_errors: u64,
-    pub first_read_error: Option<String>,
 }
 
 impl VerifyReport {

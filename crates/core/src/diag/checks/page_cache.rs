@@ -27,7 +27,7 @@ fn doctor(ctx: &mut DoctorCtx) -> Option<Check> {
         // On tmpfs the file *is* page cache; "really direct" already says so.
         Ok(_) if in_memory(ctx) => Check::skip(CHECK.name, "the file lives in the page cache"),
         Ok(res) => {
-            ctx.report.page_cache = Some(res);
+            ctx.report.page_cache = Some(res.clone());
             let f = (res.pages > 0).then(|| {
                 Finding::from(PageCacheOnTarget {
                     target: ctx.name.clone(),
