@@ -50,16 +50,16 @@ const EXEMPT: &[(&str, &str)] = &[
         "0 is fio's default; 1 is refused with the reason (fio's binary .fz records)",
     ),
     (
+        "disable_bw_measurement",
+        "changes nothing measured: bandwidth samples cost no clock read per I/O",
+    ),
+    (
         "kb_base",
         "read while the job's sizes are parsed (parse.rs: with_kb_base), so it lands in their values",
     ),
     (
         "unit_base",
         "0 and 8 are the bytes dioscope reports; 1 (bits) is refused",
-    ),
-    (
-        "disable_bw_measurement",
-        "changes nothing measured: bandwidth samples cost no clock read per I/O",
     ),
     (
         "io_submit_mode",
