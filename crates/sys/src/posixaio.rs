@@ -221,15 +221,8 @@ mod tests {
 
     #[test]
     fn writes_then_reads_back_at_depth() {
-        let p = std::env::temp_dir().join(format!("dioscope-paio-{}", std::process::id()));
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&p)
-            .unwrap();
-        std::fs::remove_file(&p).unwrap();
+        // An unlinked file: nothing to remove afterwards.
+        let f = tempfile::tempfile().unwrap();
         let mut arena = SlotArena::new(8, 4096).unwrap();
         for s in 0..8u32 {
             arena.slot_mut(s).fill(s as u8 + 1);

@@ -129,15 +129,8 @@ mod tests {
 
     #[test]
     fn seek_and_vectored_calls_move_the_right_bytes() {
-        let p = std::env::temp_dir().join(format!("dioscope-vio-{}", std::process::id()));
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&p)
-            .unwrap();
-        std::fs::remove_file(&p).unwrap();
+        // An unlinked file: nothing to remove afterwards.
+        let f = tempfile::tempfile().unwrap();
         let fd = f.as_raw_fd();
         assert_eq!(seek_write(fd, b"hello", 10).unwrap(), 5);
         let mut b = [0u8; 5];

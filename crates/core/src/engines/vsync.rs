@@ -130,15 +130,8 @@ mod tests {
 
     #[test]
     fn adjacent_ios_share_a_call_and_each_gets_its_bytes() {
-        let p = std::env::temp_dir().join(format!("dioscope-vsync-{}", std::process::id()));
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&p)
-            .unwrap();
-        std::fs::remove_file(&p).unwrap();
+        // An unlinked file: nothing to remove afterwards.
+        let f = tempfile::tempfile().unwrap();
         let mut arena = SlotArena::new(4, 4096).unwrap();
         for s in 0..4u32 {
             arena.slot_mut(s).fill(b'a' + s as u8);
