@@ -757,7 +757,6 @@ fn build_jobs(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::options::FIO_UNIMPLEMENTED;
 
     #[test]
     fn fio_style_job_text() {
