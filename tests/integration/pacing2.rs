@@ -251,3 +251,71 @@ fn a_verify_interval_larger_than_the_block_is_the_block() {
     assert_eq!(v["bad"], 1, "{v}");
     assert_eq!(v["bad_blocks"][0][1]["offset"], 512 * 7, "{v}");
 }
+
+/// The CPU list a thread of `pid` named `comm` may run on, once it exists.
+fn thread_cpus(pid: u32, comm: &str) -> Option<String> {
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+    {
+        let p = t.path();
+        if std::fs::read_to_string(p.join("comm")).ok()?.trim() == comm {
+            let st = std::fs::read_to_string(p.join("status")).ok()?;
+            return st
+                .lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                .map(|v| v.trim().to_string());
+        }
+    }
+    None
+}
+
+#[test]
+fn gtod_cpu_keeps_every_worker_off_that_cpu() {
+    if !can_run(
+        "two CPUs",
+        std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2,
+    ) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("job.fio"),
+        "[global]\nioengine=null\nsize=1g\ntime_based\nruntime=3\n\
+         [a]\ngtod_cpu=1\n[b]\nrw=randread\n",
+    )
+    .unwrap();
+    let child = std::process::Command::new(bin())
+        .args(["run", "job.fio", "--output-format=json"])
+        .current_dir(d.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // The job that asked and the one that did not: both kept to CPU 0
+    // once their threads are set up (a thread is named before it is pinned).
+    wait_for("both workers on CPU 0 only", 10, || {
+        ["a.0", "b.0"]
+            .iter()
+            .all(|c| thread_cpus(pid, c).as_deref() == Some("0"))
+    });
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // A CPU that does not exist is refused before anything runs.
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=x",
+            "--ioengine=null",
+            "--size=1m",
+            "--gtod_cpu=4096",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("CPU 4096 does not exist"),
+        "{}",
+        stderr(&o)
+    );
+}

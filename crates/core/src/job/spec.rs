@@ -329,6 +329,9 @@ pub struct JobSpec {
     pub log_window_both: bool,
     /// `log_issue_time`: per-I/O logs end with the issue time in ns.
     pub log_issue_time: bool,
+    /// `gtod_cpu`: CPUs no worker may run on. Set by a job, it holds for
+    /// every job of the run, as in fio (the runner unites them).
+    pub gtod_cpus: Vec<usize>,
     /// Verification: algorithm name (`None` = off).
     pub verify: Option<String>,
     pub do_verify: bool,
@@ -539,6 +542,7 @@ impl Default for JobSpec {
             log_alternate_epoch_clock_id: 0,
             log_window_both: false,
             log_issue_time: false,
+            gtod_cpus: Vec::new(),
             verify: None,
             do_verify: true,
             verify_fatal: false,

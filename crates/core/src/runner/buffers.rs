@@ -824,6 +824,15 @@ fn node_cpus(nodes: &[usize]) -> Vec<usize> {
 /// CPU set resolved (numa_cpu_nodes, cpus_allowed_policy=split).
 pub(super) fn placed(j: &JobSpec, index: usize) -> JobSpec {
     let mut j = j.clone();
+    if !j.gtod_cpus.is_empty() {
+        // fio's gtod_cpu: that CPU leaves every job's set.
+        let base = j.cpus_allowed.take().unwrap_or_else(allowed_cpus);
+        j.cpus_allowed = Some(
+            base.into_iter()
+                .filter(|c| !j.gtod_cpus.contains(c))
+                .collect(),
+        );
+    }
     if let Some(nodes) = &j.numa_cpu_nodes {
         let cpus = node_cpus(nodes);
         j.cpus_allowed = Some(match j.cpus_allowed.take() {
@@ -841,6 +850,18 @@ pub(super) fn placed(j: &JobSpec, index: usize) -> JobSpec {
     j
 }
 
+/// The CPUs this process may run on (`taskset`), from /proc/self/status.
+fn allowed_cpus() -> Vec<usize> {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                .and_then(|v| crate::job::units::parse_cpu_list(v.trim()).ok())
+        })
+        .unwrap_or_else(|| (0..dioscope_sys::proc::ncpus()).collect())
+}
+
 /// What a worker thread holds while it runs: pinned memory (lockmem).
 pub(super) struct ThreadSetup {
     _locked: Option<AlignedBuf>,
@@ -849,6 +870,13 @@ pub(super) struct ThreadSetup {
 /// Apply the job's thread settings on the calling (worker) thread, before
 /// its buffers are allocated (the memory policy applies to them).
 pub(super) fn setup_thread(j: &JobSpec) -> Result<ThreadSetup, EngineSetupError> {
+    if j.cpus_allowed.as_ref().is_some_and(|c| c.is_empty()) && !j.gtod_cpus.is_empty() {
+        return Err(EngineSetupError::new(
+            &format!("pinning away from gtod_cpu={:?}", j.gtod_cpus),
+            &std::io::Error::from_raw_os_error(libc::EINVAL),
+            "gtod_cpu takes the only CPU this job may use: choose another gtod_cpu or widen cpus_allowed",
+        ));
+    }
     if let Some(cpus) = &j.cpus_allowed {
         dioscope_sys::proc::set_affinity(cpus).map_err(|e| {
             EngineSetupError::new(

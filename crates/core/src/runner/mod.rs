@@ -1025,6 +1025,16 @@ pub fn execute(
 ) -> RunResult {
     let start_ms = dioscope_sys::clock::wall_ms();
     let notes = without_fake_verify(&mut resolved);
+    // fio's gtod_cpu is the run's: one job's setting keeps every worker off it.
+    let mut gtod: Vec<usize> = resolved
+        .iter()
+        .flat_map(|r| r.spec.gtod_cpus.clone())
+        .collect();
+    gtod.sort_unstable();
+    gtod.dedup();
+    for r in resolved.iter_mut() {
+        r.spec.gtod_cpus.clone_from(&gtod);
+    }
     let ngroups = resolved
         .iter()
         .map(|j| j.group)

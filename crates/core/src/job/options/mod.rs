@@ -1173,7 +1173,6 @@ pub static FIO_UNIMPLEMENTED: &[(&str, &str)] = &[
     ("fadvise_hint", "dioscope gives no posix_fadvise hints"),
     ("sync", "O_SYNC/O_DSYNC opens are not implemented; use fsync= or fdatasync="),
     ("overwrite", "laying files out before writing is not optional"),
-    ("gtod_cpu", "dioscope always uses CLOCK_MONOTONIC; no CPU keeps the time"),
     ("ioengine_opts", "engine options are options of their own"),
     ("uncached", "uncached buffered I/O is not implemented"),
     ("atomic", "atomic writes (RWF_ATOMIC) are not implemented"),

@@ -6,6 +6,25 @@ use super::*;
 
 pub(super) static TIMING: &[OptDef] = &[
     OptDef {
+        name: "gtod_cpu",
+        aliases: &[],
+        kind: Kind::Int,
+        example: "1",
+        help: "Set CPU N aside, as fio does for its time-keeping thread: no worker of any job \
+               runs on it (it is taken out of every job's CPU set, cpus_allowed or the CPUs the \
+               process may use). Unlike fio, no thread keeps the time there: each worker reads \
+               CLOCK_MONOTONIC through the vDSO, which costs no system call",
+        apply: job!(|j, v| {
+            let n = parse_int(v)? as usize;
+            let cpus = dioscope_sys::proc::ncpus();
+            if n >= cpus {
+                return Err(format!("CPU {n} does not exist (CPUs 0-{})", cpus - 1));
+            }
+            j.gtod_cpus = vec![n];
+            Ok(())
+        }),
+    },
+    OptDef {
         name: "gtod_reduce",
         aliases: &[],
         kind: Kind::Flag,
