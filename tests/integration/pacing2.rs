@@ -319,3 +319,171 @@ fn gtod_cpu_keeps_every_worker_off_that_cpu() {
         stderr(&o)
     );
 }
+
+#[test]
+fn offload_runs_a_pool_of_submitters_sharing_the_job() {
+    let d = tempfile::tempdir().unwrap();
+    // The pool: iodepth submitter threads per worker, named after it.
+    let child = std::process::Command::new(bin())
+        .args([
+            "--name=o",
+            "--ioengine=null",
+            "--rw=randread",
+            "--size=1g",
+            "--iodepth=4",
+            "--io_submit_mode=offload",
+            "--time_based",
+            "--runtime=2",
+            "--output-format=json",
+        ])
+        .current_dir(d.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    wait_for("four submitters", 10, || {
+        (0..4).all(|k| thread_cpus(pid, &format!("o.0.s{k}")).is_some())
+    });
+    assert!(thread_cpus(pid, "o.0.s4").is_none(), "no fifth submitter");
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        j["jobs"].as_array().unwrap().len(),
+        1,
+        "one result per job, as fio"
+    );
+    assert!(j["jobs"][0]["read"]["total_ios"].as_u64().unwrap() > 0);
+
+    // Their shares add up to the job's size, each block once.
+    let f = d.path().join("o.dat");
+    std::fs::write(&f, vec![7u8; 1 << 20]).unwrap();
+    let j = ok_json(&run_in(
+        d.path(),
+        &[
+            "--name=o",
+            &format!("--filename={}", f.display()),
+            "--ioengine=psync",
+            "--rw=randread",
+            "--bs=4k",
+            "--iodepth=8",
+            "--io_submit_mode=offload",
+            "--output-format=json",
+        ],
+    ));
+    assert_eq!(j["jobs"][0]["read"]["total_ios"], 256);
+    assert_eq!(j["jobs"][0]["read"]["io_bytes"], 1 << 20);
+
+    // The job's rate, shared: together they keep it.
+    let j = ok_json(&run_in(
+        d.path(),
+        &[
+            "--name=o",
+            &format!("--filename={}", f.display()),
+            "--rw=randread",
+            "--bs=4k",
+            "--iodepth=4",
+            "--io_submit_mode=offload",
+            "--rate_iops=400",
+            "--time_based",
+            "--runtime=2",
+            "--output-format=json",
+        ],
+    ));
+    let iops = j["jobs"][0]["read"]["iops"].as_f64().unwrap();
+    assert!(
+        (380.0..=420.0).contains(&iops),
+        "{iops} IOPS, asked for 400"
+    );
+
+    // A job whose per-worker state a pool would split is refused.
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=o",
+            "--ioengine=null",
+            "--size=1m",
+            "--io_submit_mode=offload",
+            "--write_lat_log=x",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("io_submit_mode=offload with write_lat_log"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// A write job over a 64 MiB sparse file on a 32 MiB ext4: it runs out
+/// of space. Returns its exit code and JSON.
+fn enospc_job(extra: &[&str]) -> (Option<i32>, serde_json::Value, String) {
+    let fs = MountedFs::new(32 << 20, "ext4");
+    let f = fs.path().join("sparse.dat");
+    std::fs::File::create(&f)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let mut args = vec![
+        "--name=w".to_string(),
+        format!("--filename={}", f.display()),
+        "--rw=write".into(),
+        "--bs=1m".into(),
+        "--direct=1".into(),
+        "--ioengine=psync".into(),
+        "--output-format=json".into(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = run_in(out.path(), &a);
+    (o.status.code(), json(&o), stderr(&o))
+}
+
+#[test]
+fn ignore_error_lists_errnos_per_type_as_fio_parses_them() {
+    // Bad lists are refused, naming the entry.
+    let d = tempfile::tempdir().unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=x",
+            "--ioengine=null",
+            "--size=1m",
+            "--ignore_error=:EBOGUS",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("'EBOGUS' is not an errno name"),
+        "{}",
+        stderr(&o)
+    );
+    if !can_run(
+        "root, losetup and mkfs.ext4",
+        is_root() && have_tool("mkfs.ext4"),
+    ) {
+        return;
+    }
+    // ENOSPC listed for writes, by name, with continue_on_error=write: the
+    // job writes what fits, goes on, and the run succeeds.
+    let (code, j, err) =
+        enospc_job(&["--continue_on_error=write", "--ignore_error=EIO:EIO,ENOSPC"]);
+    assert_eq!(code, Some(0), "{err}");
+    let notes = j["dioscope"]["notes"].to_string();
+    assert!(notes.contains("ignore_error lists were ignored"), "{notes}");
+    assert_eq!(j["dioscope"]["io_errors"], 0);
+    let written = j["jobs"][0]["write"]["io_bytes"].as_u64().unwrap();
+    assert!(written > 0 && written < 64 << 20, "{written}");
+    // By number too.
+    let (code, _, err) = enospc_job(&["--continue_on_error=all", "--ignore_error=:28"]);
+    assert_eq!(code, Some(0), "{err}");
+    // Listed for reads only (fio reads `,ENOSPC` so): writes still fail.
+    let (code, j, _) = enospc_job(&["--continue_on_error=write", "--ignore_error=,ENOSPC"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(j["dioscope"]["first_error"]["errno"], 28);
+    // Without continue_on_error for writes, the list is not consulted.
+    let (code, _, _) = enospc_job(&["--continue_on_error=read", "--ignore_error=:ENOSPC"]);
+    assert_eq!(code, Some(1));
+}

@@ -332,6 +332,13 @@ pub struct JobSpec {
     /// `gtod_cpu`: CPUs no worker may run on. Set by a job, it holds for
     /// every job of the run, as in fio (the runner unites them).
     pub gtod_cpus: Vec<usize>,
+    /// `io_submit_mode=offload`: a pool of submitter threads (runner/offload.rs).
+    pub submit_offload: bool,
+    /// `ignore_error=READ:WRITE:VERIFY`: per type, the errnos a job with
+    /// `continue_on_error` for that type ignores (`None`: not given).
+    pub ignore_error: [Option<Vec<i32>>; 3],
+    /// The types `continue_on_error` covers: read, write, verify.
+    pub continue_on: [bool; 3],
     /// Verification: algorithm name (`None` = off).
     pub verify: Option<String>,
     pub do_verify: bool,
@@ -543,6 +550,9 @@ impl Default for JobSpec {
             log_window_both: false,
             log_issue_time: false,
             gtod_cpus: Vec::new(),
+            submit_offload: false,
+            ignore_error: [None, None, None],
+            continue_on: [false; 3],
             verify: None,
             do_verify: true,
             verify_fatal: false,

@@ -13,6 +13,7 @@ pub mod hint;
 pub mod iolog;
 pub mod latency_target;
 pub mod logs;
+mod offload;
 pub mod offsets;
 pub mod pacing;
 pub mod preflight;
@@ -683,6 +684,7 @@ fn worker_plan(
         pace: pacing::PacePlan::for_job(j, [j.bs[0].min(), j.bs[1].min()], depth, seed),
         end_fsync: j.end_fsync && j.rw.writes(),
         continue_on_error: j.continue_on_error,
+        ignore: ignore_sets(j),
         fds: files
             .iter()
             .map(|f| table.targets[f.target_idx].fd())
@@ -1085,6 +1087,49 @@ pub fn execute(
     }
 }
 
+/// `ignore_error` as the worker tests it: per direction the errnos'
+/// bits, for the types `continue_on_error` covers (fio ignores nothing
+/// of a type the job does not go on after).
+fn ignore_sets(j: &JobSpec) -> [[u64; 3]; 2] {
+    let mut sets = [[0u64; 3]; 2];
+    for (d, set) in sets.iter_mut().enumerate() {
+        if !j.continue_on[d] {
+            continue;
+        }
+        for &e in j.ignore_error[d].iter().flatten() {
+            let e = e as usize;
+            if e < 192 {
+                set[e / 64] |= 1 << (e % 64);
+            }
+        }
+    }
+    sets
+}
+
+/// The submitters of an offloaded worker (runner/offload.rs), each its
+/// share of the worker's `whole` plan.
+fn offload_pool(
+    spec: &JobSpec,
+    whole: &WorkerPlan,
+    files: &[FileUse],
+    table: &TargetTable,
+    clone: u32,
+    trial: u32,
+) -> Vec<offload::Submitter> {
+    let n = offload::pool_size(spec, files);
+    (0..n)
+        .map(|k| {
+            let sub = offload::sub_spec(spec, k, n);
+            let mine = offload::sub_files(files, k, n, spec.max_bs());
+            let (mut plan, hook) = trial_plan(&sub, &mine, table, clone, trial);
+            offload::share_plan(&mut plan, whole, k, n);
+            plan.log = None;
+            plan.pace.flow.clone_from(&whole.pace.flow);
+            (sub, plan, hook)
+        })
+        .collect()
+}
+
 /// fio's null engine "pretends it verified everything": its I/Os move no
 /// data, so there is nothing to check. Such a job runs without verify,
 /// and the result says so instead of reporting blocks as checked.
@@ -1468,9 +1513,20 @@ impl Execution<'_> {
                 let spec = buffers::placed(&rj.spec, index - 1);
                 let (b, s, p) = (barrier.clone(), stop.clone(), progs[k].clone());
                 k += 1;
+                let pool = if spec.submit_offload {
+                    offload_pool(&spec, &plan, files, self.table, c as u32, trial)
+                } else {
+                    Vec::new()
+                };
                 let spawned = std::thread::Builder::new()
                     .name(format!("{}.{}", spec.name, c))
-                    .spawn(move || run_hooked(&spec, plan, &b, &s, &p, hook));
+                    .spawn(move || {
+                        if pool.is_empty() {
+                            run_hooked(&spec, plan, &b, &s, &p, hook)
+                        } else {
+                            offload::run_pool(pool, &b, &s, &p)
+                        }
+                    });
                 match spawned {
                     Ok(h) => handles.push((i, c, h)),
                     Err(e) => {
@@ -1523,6 +1579,15 @@ impl Execution<'_> {
                 if !self.notes.contains(n) {
                     self.notes.push(n.clone());
                 }
+            }
+            if r.ignored_errors > 0 {
+                let name = &self.jobs[i].resolved.spec.name;
+                self.notes.push(format!(
+                    "job '{name}' (clone {clone}, trial {}): {} I/O error(s) ignore_error lists \
+                     were ignored",
+                    self.jobs[i].trials.len() + 1,
+                    r.ignored_errors
+                ));
             }
             let pos = idx.iter().position(|&x| x == i).expect("job index");
             let job = &self.jobs[i].resolved;

@@ -46,6 +46,8 @@ pub struct WorkerResult {
     pub queue: QueueStats,
     /// The depth `latency_target` settled on.
     pub latency_depth: Option<u32>,
+    /// I/O errors `ignore_error` listed: counted here, not as errors.
+    pub ignored_errors: u64,
 }
 
 /// Bucket of fio's iodepth_level map: 1, 2, 4, 8, 16, 32, >=64, each
@@ -158,6 +160,9 @@ pub struct WorkerPlan {
     /// fsync every file at the end (`end_fsync`).
     pub end_fsync: bool,
     pub continue_on_error: bool,
+    /// `ignore_error`: per direction (read, write), the errnos (bits of
+    /// 192) that are ignored rather than errors.
+    pub ignore: [[u64; 3]; 2],
     pub fds: Vec<i32>,
     pub tick_ns: u64,
     /// fio's logs this worker writes (runner/logs.rs); `None`: no cost.
@@ -230,6 +235,13 @@ impl LatStats {
 /// Progress counters are published this often (not per batch): the runner
 /// reads them at most every 2 ms (distributed stonewalling) or 1 s.
 const PUBLISH_NS: u64 = 250_000;
+
+/// Whether `errno` is in an `ignore_error` set.
+#[cold]
+pub fn ignores(set: &[u64; 3], errno: i32) -> bool {
+    let e = errno.unsigned_abs() as usize;
+    e < 192 && set[e / 64] & (1 << (e % 64)) != 0
+}
 
 #[cold]
 #[inline(never)]
@@ -759,6 +771,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
                     self.measured_bytes += len;
                 }
             }
+            Err(errno) if ignores(&self.p.ignore[1], errno) => self.res.ignored_errors += 1,
             Err(errno) => {
                 self.res.trim.errors += 1;
                 if self.res.first_error.is_none() {
@@ -1016,7 +1029,9 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
     #[inline(always)]
     fn complete(&mut self, c: Completion) {
         let m = &self.slots.meta[c.slot as usize];
-        if c.res < 0 {
+        if c.res < 0 && ignores(&self.p.ignore[m.write as usize], c.res) {
+            self.res.ignored_errors += 1;
+        } else if c.res < 0 {
             record_error(&mut self.res, m, c.res);
             if !self.p.continue_on_error {
                 self.issuing = false;
@@ -1093,6 +1108,10 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             // Nothing read or written: the target shrank or is full. An
             // error, counted even when the job goes on.
             let errno = if m.write { -libc::ENOSPC } else { -libc::EIO };
+            if ignores(&self.p.ignore[m.write as usize], errno) {
+                self.res.ignored_errors += 1;
+                return;
+            }
             record_error(&mut self.res, m, errno);
             if !self.p.continue_on_error {
                 self.issuing = false;
@@ -1369,6 +1388,7 @@ mod overlap_tests {
             pace: super::super::pacing::PacePlan::default(),
             end_fsync: false,
             continue_on_error: false,
+            ignore: [[0; 3]; 2],
             fds: Vec::new(),
             tick_ns: 1_000_000_000,
             log: None,

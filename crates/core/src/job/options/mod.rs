@@ -874,15 +874,21 @@ static CORE: &[OptDef] = &[
         example: "all",
         help: "Keep going after I/O errors (none, all, io, read, write)",
         apply: job!(|j, v| {
-            j.continue_on_error = match v.trim() {
-                "none" | "0" => false,
-                "" | "all" | "1" | "io" | "read" | "write" | "verify" => true,
+            // Which types ignore_error's lists apply to (fio's bits).
+            j.continue_on = match v.trim() {
+                "none" | "0" => [false; 3],
+                "" | "all" | "1" => [true; 3],
+                "io" => [true, true, false],
+                "read" => [true, false, false],
+                "write" => [false, true, false],
+                "verify" => [false, false, true],
                 o => {
                     return Err(format!(
                         "'{o}' is not one of none, all, io, read, write, verify"
                     ))
                 }
             };
+            j.continue_on_error = j.continue_on.iter().any(|&b| b);
             Ok(())
         }),
     },
@@ -1187,7 +1193,6 @@ pub static FIO_UNIMPLEMENTED: &[(&str, &str)] = &[
     ("spr_op", "SanDisk-style random preconditioning is not implemented (sprandom)"),
     ("spr_num_regions", "SanDisk-style random preconditioning is not implemented (sprandom)"),
     ("random_sequence_stride", "the sequence distribution is not implemented"),
-    ("ignore_error", "ignoring chosen errnos is not implemented; continue_on_error=all goes on after any error"),
     ("error_dump", "dumping each I/O error is not implemented; the first error is reported with its offset"),
 ];
 

@@ -183,6 +183,25 @@ pub fn check(j: &JobSpec) -> Result<(), String> {
             j.rw.as_str()
         ));
     }
+    // A pool of submitters (runner/offload.rs) splits the job among
+    // workers; these keep per-worker state it would not merge.
+    let per_worker = [
+        ("verify", j.verify.is_some()),
+        ("write_bw_log", j.write_bw_log.is_some()),
+        ("write_iops_log", j.write_iops_log.is_some()),
+        ("write_lat_log", j.write_lat_log.is_some()),
+        ("write_hist_log", j.write_hist_log.is_some()),
+        ("latency_target", j.latency_target_ns > 0),
+        ("read_iolog", j.read_iolog.is_some()),
+        ("write_iolog", j.write_iolog.is_some()),
+    ];
+    if let Some((o, _)) = per_worker.iter().find(|c| c.1 && j.submit_offload) {
+        return Err(format!(
+            "not supported by dioscope: io_submit_mode=offload with {o} (each submitter of the \
+             pool would keep its own {o} state, which dioscope does not merge); drop {o} or use \
+             io_submit_mode=inline"
+        ));
+    }
     if j.ss_dur_us > 0 && j.steadystate.slope && j.ss_dur_us < 2_000_000 {
         return Err(format!(
             "steadystate={} needs ss_dur of at least 2 s: a slope needs two samples (one a second)",
@@ -190,6 +209,188 @@ pub fn check(j: &JobSpec) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// Linux errno names, for `ignore_error` (fio takes a name or a number).
+static ERRNO_NAMES: &[(&str, i32)] = &[
+    ("EPERM", 1),
+    ("ENOENT", 2),
+    ("ESRCH", 3),
+    ("EINTR", 4),
+    ("EIO", 5),
+    ("ENXIO", 6),
+    ("E2BIG", 7),
+    ("ENOEXEC", 8),
+    ("EBADF", 9),
+    ("ECHILD", 10),
+    ("EAGAIN", 11),
+    ("EWOULDBLOCK", 11),
+    ("ENOMEM", 12),
+    ("EACCES", 13),
+    ("EFAULT", 14),
+    ("ENOTBLK", 15),
+    ("EBUSY", 16),
+    ("EEXIST", 17),
+    ("EXDEV", 18),
+    ("ENODEV", 19),
+    ("ENOTDIR", 20),
+    ("EISDIR", 21),
+    ("EINVAL", 22),
+    ("ENFILE", 23),
+    ("EMFILE", 24),
+    ("ENOTTY", 25),
+    ("ETXTBSY", 26),
+    ("EFBIG", 27),
+    ("ENOSPC", 28),
+    ("ESPIPE", 29),
+    ("EROFS", 30),
+    ("EMLINK", 31),
+    ("EPIPE", 32),
+    ("EDOM", 33),
+    ("ERANGE", 34),
+    ("EDEADLK", 35),
+    ("EDEADLOCK", 35),
+    ("ENAMETOOLONG", 36),
+    ("ENOLCK", 37),
+    ("ENOSYS", 38),
+    ("ENOTEMPTY", 39),
+    ("ELOOP", 40),
+    ("ENOMSG", 42),
+    ("EIDRM", 43),
+    ("ECHRNG", 44),
+    ("EL2NSYNC", 45),
+    ("EL3HLT", 46),
+    ("EL3RST", 47),
+    ("ELNRNG", 48),
+    ("EUNATCH", 49),
+    ("ENOCSI", 50),
+    ("EL2HLT", 51),
+    ("EBADE", 52),
+    ("EBADR", 53),
+    ("EXFULL", 54),
+    ("ENOANO", 55),
+    ("EBADRQC", 56),
+    ("EBADSLT", 57),
+    ("EBFONT", 59),
+    ("ENOSTR", 60),
+    ("ENODATA", 61),
+    ("ETIME", 62),
+    ("ENOSR", 63),
+    ("ENONET", 64),
+    ("ENOPKG", 65),
+    ("EREMOTE", 66),
+    ("ENOLINK", 67),
+    ("EADV", 68),
+    ("ESRMNT", 69),
+    ("ECOMM", 70),
+    ("EPROTO", 71),
+    ("EMULTIHOP", 72),
+    ("EDOTDOT", 73),
+    ("EBADMSG", 74),
+    ("EOVERFLOW", 75),
+    ("ENOTUNIQ", 76),
+    ("EBADFD", 77),
+    ("EREMCHG", 78),
+    ("ELIBACC", 79),
+    ("ELIBBAD", 80),
+    ("ELIBSCN", 81),
+    ("ELIBMAX", 82),
+    ("ELIBEXEC", 83),
+    ("EILSEQ", 84),
+    ("ERESTART", 85),
+    ("ESTRPIPE", 86),
+    ("EUSERS", 87),
+    ("ENOTSOCK", 88),
+    ("EDESTADDRREQ", 89),
+    ("EMSGSIZE", 90),
+    ("EPROTOTYPE", 91),
+    ("ENOPROTOOPT", 92),
+    ("EPROTONOSUPPORT", 93),
+    ("ESOCKTNOSUPPORT", 94),
+    ("ENOTSUP", 95),
+    ("EOPNOTSUPP", 95),
+    ("EPFNOSUPPORT", 96),
+    ("EAFNOSUPPORT", 97),
+    ("EADDRINUSE", 98),
+    ("EADDRNOTAVAIL", 99),
+    ("ENETDOWN", 100),
+    ("ENETUNREACH", 101),
+    ("ENETRESET", 102),
+    ("ECONNABORTED", 103),
+    ("ECONNRESET", 104),
+    ("ENOBUFS", 105),
+    ("EISCONN", 106),
+    ("ENOTCONN", 107),
+    ("ESHUTDOWN", 108),
+    ("ETOOMANYREFS", 109),
+    ("ETIMEDOUT", 110),
+    ("ECONNREFUSED", 111),
+    ("EHOSTDOWN", 112),
+    ("EHOSTUNREACH", 113),
+    ("EALREADY", 114),
+    ("EINPROGRESS", 115),
+    ("ESTALE", 116),
+    ("EUCLEAN", 117),
+    ("ENOTNAM", 118),
+    ("ENAVAIL", 119),
+    ("EISNAM", 120),
+    ("EREMOTEIO", 121),
+    ("EDQUOT", 122),
+    ("ENOMEDIUM", 123),
+    ("EMEDIUMTYPE", 124),
+    ("ECANCELED", 125),
+    ("ENOKEY", 126),
+    ("EKEYEXPIRED", 127),
+    ("EKEYREVOKED", 128),
+    ("EKEYREJECTED", 129),
+    ("EOWNERDEAD", 130),
+    ("ENOTRECOVERABLE", 131),
+    ("ERFKILL", 132),
+];
+
+/// One errno, by name (`ENOSPC`) or number (`28`).
+fn errno_value(s: &str) -> Result<i32, UnitError> {
+    let s = s.trim();
+    if let Ok(n) = s.parse::<i32>() {
+        if n > 0 && n < 4096 {
+            return Ok(n);
+        }
+        return Err(format!("'{s}' is not an errno (1-4095)"));
+    }
+    ERRNO_NAMES
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(s))
+        .map(|&(_, v)| v)
+        .ok_or_else(|| format!("'{s}' is not an errno name (ENOSPC, EIO, …) or number"))
+}
+
+/// `READ:WRITE:VERIFY`, each a `,` list of errnos; an empty part leaves
+/// that type as it is.
+pub fn parse_ignore_error(v: &str) -> Result<[Option<Vec<i32>>; 3], UnitError> {
+    let parts: Vec<&str> = v.split(':').collect();
+    if parts.len() > 3 {
+        return Err(format!("'{v}': at most READ:WRITE:VERIFY lists"));
+    }
+    // As fio parses it: `:` between types, `,` between errnos, empty
+    // entries skipped, so `,ENOSPC` (fio's enospc-pressure.fio) is a READ
+    // list, and fio 3.33 indeed still fails that job's writes on ENOSPC.
+    let mut out = [None, None, None];
+    for (t, p) in parts.iter().enumerate() {
+        let errs: Vec<i32> = p
+            .split(',')
+            .filter(|e| !e.trim().is_empty())
+            .map(errno_value)
+            .collect::<Result<_, _>>()?;
+        if !errs.is_empty() {
+            out[t] = Some(errs);
+        }
+    }
+    if out.iter().all(Option::is_none) {
+        return Err(format!(
+            "'{v}' lists no errno; for example ignore_error=,ENOSPC"
+        ));
+    }
+    Ok(out)
 }
 
 /// Time and pacing.
@@ -264,6 +465,22 @@ pub static PACING: &[OptDef] = &[
                 "linear" => RateProcess::Linear,
                 "poisson" => RateProcess::Poisson,
                 o => return Err(format!("'{o}' is not a rate process: choose linear or poisson")),
+            };
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "rate_poisson",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "The form fio's examples/poisson-rate-submission.fio uses: 1 is rate_process=poisson, \
+               0 rate_process=linear",
+        apply: job!(|j, v| {
+            j.rate_process = if parse_bool(v)? {
+                RateProcess::Poisson
+            } else {
+                RateProcess::Linear
             };
             Ok(())
         }),
@@ -507,12 +724,33 @@ pub static PACING: &[OptDef] = &[
         name: "io_submit_mode",
         aliases: &[],
         kind: Kind::Choice(&["inline", "offload"]),
-        example: "inline",
-        help: "inline: the worker submits and reaps its own I/O (dioscope's only mode); offload is not supported",
-        apply: job!(|_, v| match v.trim() {
-            "inline" => Ok(()),
-            "offload" => Err("not supported by dioscope: io_submit_mode=offload (a pool of submit threads; each dioscope worker submits and reaps its own queue). Use inline, and rate_process=poisson for open-loop arrivals".into()),
-            o => Err(format!("'{o}' is not a submit mode: choose inline")),
+        example: "offload",
+        help: "inline: each worker submits and reaps its own queue; offload: a pool of iodepth \
+               submitter threads per worker, each with its own engine at depth 1, sharing the \
+               job's rate (staggered so linear arrivals keep the job's exact schedule), size \
+               and region (one slice each): a slow I/O holds up one thread, not the submissions",
+        apply: job!(|j, v| {
+            j.submit_offload = match v.trim() {
+                "inline" => false,
+                "offload" => true,
+                o => return Err(format!("'{o}' is not a submit mode: choose inline or offload")),
+            };
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "ignore_error",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "EIO:ENOSPC,EDQUOT",
+        help: "READ:WRITE:VERIFY lists of errnos (names or numbers, `,` between them) that a job \
+               going on after errors of that type (continue_on_error) ignores: such an I/O is \
+               counted apart (the run's notes), is not the job's error and does not fail the \
+               run; any other errno of that type still stops it. Verify mismatches are always \
+               counted and stop only with verify_fatal, so the VERIFY list changes nothing",
+        apply: job!(|j, v| {
+            j.ignore_error = parse_ignore_error(v)?;
+            Ok(())
         }),
     },
     OptDef {
@@ -670,12 +908,12 @@ mod tests {
 
     #[test]
     fn refusals_name_the_feature() {
-        let e = set("io_submit_mode", "offload").unwrap_err();
-        assert!(
-            e.starts_with("not supported by dioscope: io_submit_mode=offload"),
-            "{e}"
-        );
-        assert!(set("io_submit_mode", "inline").is_ok());
+        assert!(set("io_submit_mode", "offload").unwrap().submit_offload);
+        assert!(!set("io_submit_mode", "inline").unwrap().submit_offload);
+        let mut j = set("io_submit_mode", "offload").unwrap();
+        j.verify = Some("crc32c".into());
+        let e = check(&j).unwrap_err();
+        assert!(e.contains("io_submit_mode=offload with verify"), "{e}");
         let e = set("clocksource", "cpu").unwrap_err();
         assert!(
             e.starts_with("not supported by dioscope: clocksource=cpu"),
