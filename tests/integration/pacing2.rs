@@ -487,3 +487,21 @@ fn ignore_error_lists_errnos_per_type_as_fio_parses_them() {
     let (code, _, _) = enospc_job(&["--continue_on_error=read", "--ignore_error=:ENOSPC"]);
     assert_eq!(code, Some(1));
 }
+
+#[test]
+fn the_null_engine_is_as_large_as_filesize_as_in_fio() {
+    // fio's t0023/t0024 size null jobs with filesize= only: 2 MiB, not 1 GiB.
+    let d = tempfile::tempdir().unwrap();
+    let j = ok_json(&run_in(
+        d.path(),
+        &[
+            "--name=x",
+            "--ioengine=null",
+            "--filesize=2m",
+            "--rw=randtrimwrite",
+            "--output-format=json",
+        ],
+    ));
+    assert_eq!(j["jobs"][0]["write"]["io_bytes"], 2 << 20);
+    assert_eq!(j["jobs"][0]["trim"]["io_bytes"], 2 << 20);
+}

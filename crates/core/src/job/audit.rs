@@ -62,8 +62,8 @@ const EXEMPT: &[(&str, &str)] = &[
         "0 and 8 are the bytes dioscope reports; 1 (bits) is refused",
     ),
     (
-        "io_submit_mode",
-        "its one accepted value, inline, is how dioscope always submits (offload is refused)",
+        "error_dump",
+        "0 is how dioscope reports errors (the first, with its offset, and the count); 1 is refused",
     ),
     (
         "clocksource",

@@ -643,8 +643,14 @@ fn worker_plan(
         unit
     };
     let regions: Vec<(u64, u64)> = if files.is_empty() {
-        // null engine: a virtual region of `size` (default 1 GiB).
-        vec![(0, j.size.map(|s| s.resolve(1 << 30)).unwrap_or(1 << 30))]
+        // null engine: a virtual region of `size`, else `filesize` (as
+        // fio sizes its null files), else 1 GiB.
+        let size = j
+            .size
+            .map(|s| s.resolve(1 << 30))
+            .or(j.filesize.map(|f| f.1))
+            .unwrap_or(1 << 30);
+        vec![(0, size)]
     } else {
         files.iter().map(|f| f.region).collect()
     };

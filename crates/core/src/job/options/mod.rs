@@ -1193,7 +1193,6 @@ pub static FIO_UNIMPLEMENTED: &[(&str, &str)] = &[
     ("spr_op", "SanDisk-style random preconditioning is not implemented (sprandom)"),
     ("spr_num_regions", "SanDisk-style random preconditioning is not implemented (sprandom)"),
     ("random_sequence_stride", "the sequence distribution is not implemented"),
-    ("error_dump", "dumping each I/O error is not implemented; the first error is reported with its offset"),
 ];
 
 /// Why dioscope does not support the fio option `name`, if it is one of those.

@@ -754,6 +754,23 @@ pub static PACING: &[OptDef] = &[
         }),
     },
     OptDef {
+        name: "error_dump",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "0",
+        help: "0: report the first I/O error (its offset, errno and file) and the count, which is \
+               what dioscope does; 1 (a line per failed I/O) is refused",
+        apply: job!(|_, v| {
+            if parse_bool(v)? {
+                return Err("not supported by dioscope: error_dump=1 (a line for every failed I/O); \
+                            dioscope reports the first error with its offset and counts the rest: \
+                            use error_dump=0"
+                    .into());
+            }
+            Ok(())
+        }),
+    },
+    OptDef {
         name: "startdelay",
         aliases: &[],
         kind: Kind::Time,
