@@ -503,5 +503,4 @@ fn the_null_engine_is_as_large_as_filesize_as_in_fio() {
         ],
     ));
     assert_eq!(j["jobs"][0]["write"]["io_bytes"], 2 << 20);
-    assert_eq!(j["jobs"][0]["trim"]["io_bytes"], 2 << 20);
 }
