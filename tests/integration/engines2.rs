@@ -36,7 +36,11 @@ fn cpuio_burns_its_chunks_of_cpu_and_idles_for_the_rest() {
         );
         let job = &j["jobs"][0];
         let ios = job["read"]["total_ios"].as_u64().unwrap();
-        assert_eq!(job["read"]["io_bytes"].as_u64(), Some(0), "cpuio moves no data");
+        assert_eq!(
+            job["read"]["io_bytes"].as_u64(),
+            Some(0),
+            "cpuio moves no data"
+        );
         // A cycle is 20 ms of CPU then 30 ms idle: at most 2 s / 50 ms of them.
         assert!((1..=41).contains(&ios), "{mode}: {ios} cycles in 2 s");
         let cpu = &j["dioscope"]["jobs"][0]["cpu"];
@@ -90,7 +94,12 @@ fn cpuio_exit_on_io_done_ends_with_the_io_jobs() {
     );
     let secs = t0.elapsed().as_secs_f64();
     assert!(secs < 20.0, "the cpuio job outlived the I/O job: {secs} s");
-    let burn = j["jobs"].as_array().unwrap().iter().find(|x| x["jobname"] == "burn").unwrap();
+    let burn = j["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["jobname"] == "burn")
+        .unwrap();
     assert!(burn["read"]["total_ios"].as_u64().unwrap() > 0);
 }
 
@@ -106,7 +115,10 @@ fn exec_runs_the_program_for_the_runtime_and_reports_failures() {
     let t0 = std::time::Instant::now();
     let o = run_in(d.path(), &[&f, "--eta=never"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(t0.elapsed().as_secs_f64() >= 1.0, "the job lasts its runtime");
+    assert!(
+        t0.elapsed().as_secs_f64() >= 1.0,
+        "the job lasts its runtime"
+    );
     let out = std::fs::read_to_string(d.path().join("mark.stdout")).unwrap();
     assert_eq!(out.trim(), "job=mark runtime=1");
     assert!(d.path().join("mark.stderr").exists());
@@ -163,7 +175,10 @@ fn exec_kills_a_program_that_ignores_sigterm_after_grace_time() {
     let o = run_in(d.path(), &[&f, "--eta=never"]);
     let secs = t0.elapsed().as_secs_f64();
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!((1.9..15.0).contains(&secs), "runtime 1 s + grace 1 s took {secs} s");
+    assert!(
+        (1.9..15.0).contains(&secs),
+        "runtime 1 s + grace 1 s took {secs} s"
+    );
     let all = format!("{}{}", stdout(&o), stderr(&o));
     assert!(all.contains("was killed"), "{all}");
     let pid = std::fs::read_to_string(d.path().join("stubborn.pid")).unwrap();
@@ -198,7 +213,13 @@ fn page_fault_copies_through_anonymous_memory() {
     assert!(entries(d.path()).is_empty(), "{:?}", entries(d.path()));
     let o = run_in(
         d.path(),
-        &["--name=pf", "--ioengine=page_fault", "--size=1m", "--verify=crc32c", "--rw=write"],
+        &[
+            "--name=pf",
+            "--ioengine=page_fault",
+            "--size=1m",
+            "--verify=crc32c",
+            "--rw=write",
+        ],
     );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
@@ -215,12 +236,17 @@ fn first_physical(path: &Path) -> String {
 
 #[test]
 fn e4defrag_moves_extents_and_keeps_the_data() {
-    if !can_run("root and ext4 on a loop device", is_root() && have_tool("filefrag")) {
+    if !can_run(
+        "root and ext4 on a loop device",
+        is_root() && have_tool("filefrag"),
+    ) {
         return;
     }
     let fs = MountedFs::new(128 << 20, "ext4");
     let file = fs.path().join("data");
-    let data: Vec<u8> = (0..4u32 << 20).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    let data: Vec<u8> = (0..4u32 << 20)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
     std::fs::write(&file, &data).unwrap();
     sh("sync", &[]);
     let before = first_physical(&file);
@@ -243,7 +269,11 @@ fn e4defrag_moves_extents_and_keeps_the_data() {
     assert_eq!(w["io_bytes"].as_u64(), Some(4 << 20), "{w}");
     assert_eq!(j["jobs"][0]["error"].as_u64(), Some(0));
     sh("sync", &[]);
-    assert_eq!(std::fs::read(&file).unwrap(), data, "defragmenting changed the data");
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        data,
+        "defragmenting changed the data"
+    );
     let after = first_physical(&file);
     assert_ne!(before, after, "the extents did not move");
     assert!(fs.path().join("data.def").exists());
@@ -261,7 +291,15 @@ fn e4defrag_moves_extents_and_keeps_the_data() {
         ],
     );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    let o = run_in(fs.path(), &["--name=x", "--ioengine=e4defrag", "--filename=data", "--rw=write"]);
+    let o = run_in(
+        fs.path(),
+        &[
+            "--name=x",
+            "--ioengine=e4defrag",
+            "--filename=data",
+            "--rw=write",
+        ],
+    );
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("needs donorname="), "{}", stderr(&o));
 }
@@ -278,21 +316,45 @@ fn a_refused_engine_is_named_before_its_own_options() {
     let o = run_in(d.path(), &[&f]);
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
-    assert!(e.contains("not supported by dioscope: ioengine=libhipfile (needs"), "{e}");
+    assert!(
+        e.contains("not supported by dioscope: ioengine=libhipfile (needs"),
+        "{e}"
+    );
     // The same on the command line, the engine last.
     let o = run_in(
         d.path(),
-        &["--name=x", "--rocm_io=posix", "--gpu_dev_ids=0", "--ioengine=libhipfile"],
+        &[
+            "--name=x",
+            "--rocm_io=posix",
+            "--gpu_dev_ids=0",
+            "--ioengine=libhipfile",
+        ],
     );
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("ioengine=libhipfile"), "{}", stderr(&o));
     // fio's engines that are gone or need what we lack are named too.
-    for engine in ["sgunmap", "sheepdog", "cpp_null", "fusion-aw-sync", "syslet-rw", "binject"] {
-        let o = run_in(d.path(), &["--name=x", &format!("--ioengine={engine}"), "--some_option=1"]);
+    for engine in [
+        "sgunmap",
+        "sheepdog",
+        "cpp_null",
+        "fusion-aw-sync",
+        "syslet-rw",
+        "binject",
+    ] {
+        let o = run_in(
+            d.path(),
+            &[
+                "--name=x",
+                &format!("--ioengine={engine}"),
+                "--some_option=1",
+            ],
+        );
         assert_eq!(o.status.code(), Some(2));
         let e = stderr(&o);
         assert!(
-            e.contains(&format!("not supported by dioscope: ioengine={engine} (needs")),
+            e.contains(&format!(
+                "not supported by dioscope: ioengine={engine} (needs"
+            )),
             "{engine}: {e}"
         );
     }
@@ -303,10 +365,18 @@ fn a_refused_engine_is_named_before_its_own_options() {
     let e = stderr(&o);
     assert!(e.contains("'banana' is not an engine"), "{e}");
     // Protection information is a feature, named as one.
-    let f = write(d.path(), "pi.fio", "[w]\nmd_per_io_size=64\npi_act=0\nrw=write\n");
+    let f = write(
+        d.path(),
+        "pi.fio",
+        "[w]\nmd_per_io_size=64\npi_act=0\nrw=write\n",
+    );
     let o = run_in(d.path(), &[&f]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("not supported by dioscope: pi ("), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not supported by dioscope: pi ("),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -319,10 +389,17 @@ fn time_based_without_runtime_warns_and_runs_by_size() {
     );
     let o = run_in(d.path(), &[&f, "--output-format=json", "--eta=never"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("warning: job 't': time_based needs a runtime"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning: job 't': time_based needs a runtime"),
+        "{}",
+        stderr(&o)
+    );
     // A value that used a keyword is an expression, as in fio.
     let page: u64 = sh("getconf", &["PAGESIZE"]).trim().parse().unwrap();
-    assert_eq!(json(&o)["jobs"][0]["read"]["io_bytes"].as_u64(), Some(8 * page));
+    assert_eq!(
+        json(&o)["jobs"][0]["read"]["io_bytes"].as_u64(),
+        Some(8 * page)
+    );
     let o = run_in(d.path(), &[&f, "--warnings-fatal"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--warnings-fatal"), "{}", stderr(&o));

@@ -365,7 +365,13 @@ pub static FEATURES: &[Feature] = &[Feature {
     needs: "NVMe end-to-end protection information (metadata per I/O, guard/application/\
             reference tags) on a namespace formatted with it, sent by fio's io_uring_cmd \
             or xnvme engines; dioscope's engines transfer data only",
-    options: &["md_per_io_size", "pi_act", "pi_chk", "apptag", "apptag_mask"],
+    options: &[
+        "md_per_io_size",
+        "pi_act",
+        "pi_chk",
+        "apptag",
+        "apptag_mask",
+    ],
 }];
 
 /// The refused engine or zone mode `key=value` selects, if any

@@ -535,9 +535,8 @@ pub fn validate(j: &JobSpec) -> Result<(), ParseError> {
         }
     }
     engine_can(j)?;
-    super::options::engines::validate(j).map_err(|m| {
-        ParseError::Invalid(format!("job '{}': {m}", j.name))
-    })?;
+    super::options::engines::validate(j)
+        .map_err(|m| ParseError::Invalid(format!("job '{}': {m}", j.name)))?;
     if let Err(m) = super::options::buffers::validate(j) {
         return invalid(m);
     }
