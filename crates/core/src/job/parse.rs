@@ -288,11 +288,7 @@ fn parse_ini(
             None => (t.trim().to_string(), None),
         };
         let value = match value {
-            Some(v)
-                if keyword
-                    && !v.starts_with('(')
-                    && v.contains(|c| matches!(c, '*' | '/' | '+' | '%' | '^')) =>
-            {
+            Some(v) if keyword && !v.starts_with('(') && v.contains(['*', '/', '+', '%', '^']) => {
                 Some(format!("({v})"))
             }
             v => v,
