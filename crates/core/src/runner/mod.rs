@@ -645,12 +645,7 @@ fn worker_plan(
     let regions: Vec<(u64, u64)> = if files.is_empty() {
         // null engine: a virtual region of `size`, else `filesize` (as
         // fio sizes its null files), else 1 GiB.
-        let size = j
-            .size
-            .map(|s| s.resolve(1 << 30))
-            .or(j.filesize.map(|f| f.1))
-            .unwrap_or(1 << 30);
-        vec![(0, size)]
+        vec![(0, virtual_size(j))]
     } else {
         files.iter().map(|f| f.region).collect()
     };
@@ -784,6 +779,9 @@ fn run_worker<H: BlockHook>(
     prog: &Progress,
     hook: &mut H,
 ) -> WorkerResult {
+    // Counted from before the gate, so a cpuio job with exit_on_io_done
+    // sees the I/O workers that start with it.
+    let _io_job = crate::engines::IoJobGuard::new(j.ioengine);
     // A worker that cannot start stops its trial before anyone's first I/O:
     // `stop` is raised before the gate, so every worker sees it after.
     let fail = |e: EngineSetupError| {
@@ -848,7 +846,24 @@ fn engine_opts(j: &JobSpec, depth: u32) -> EngineOpts {
         sqpoll: j.sqthread_poll,
         fixed_bufs: j.fixedbufs,
         registered_files: j.registerfiles,
+        job: crate::engines::JobContext {
+            name: j.name.clone(),
+            runtime_us: j.runtime_us,
+            directory: j.directory.clone(),
+            virtual_size: virtual_size(j),
+            params: j.engine_params.clone(),
+        },
     }
+}
+
+/// The bytes a diskless engine's offsets span: `size`, by default 1 GiB.
+/// The null engine's virtual region: `size`, else `filesize` (as fio
+/// sizes its null files), else 1 GiB.
+fn virtual_size(j: &JobSpec) -> u64 {
+    j.size
+        .map(|s| s.resolve(1 << 30))
+        .or(j.filesize.map(|f| f.1))
+        .unwrap_or(1 << 30)
 }
 
 /// What a worker does once its engine is built: wait for the common start,
