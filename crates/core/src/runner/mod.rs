@@ -856,9 +856,8 @@ fn engine_opts(j: &JobSpec, depth: u32) -> EngineOpts {
     }
 }
 
-/// The bytes a diskless engine's offsets span: `size`, by default 1 GiB.
-/// The null engine's virtual region: `size`, else `filesize` (as fio
-/// sizes its null files), else 1 GiB.
+/// The bytes a diskless engine's offsets span: `size`, else `filesize`
+/// (as fio sizes its null files), else 1 GiB.
 fn virtual_size(j: &JobSpec) -> u64 {
     j.size
         .map(|s| s.resolve(1 << 30))
