@@ -87,6 +87,9 @@ pub struct Caps {
     /// program): it never ends on its own, so it needs a runtime, and it is
     /// not an I/O job for `exit_on_io_done`.
     pub work_only: bool,
+    /// fio "pretends" this engine's I/O verified (its FIO_FAKEIO null
+    /// engine): a job with verify runs, checks nothing, and says so.
+    pub fakes_verify: bool,
 }
 
 impl Caps {
@@ -103,6 +106,7 @@ impl Caps {
         page_cache: false,
         per_io_prio: false,
         work_only: false,
+        fakes_verify: false,
     };
 }
 

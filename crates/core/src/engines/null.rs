@@ -13,6 +13,7 @@ impl EngineDef for Def {
     const CAPS: Caps = Caps {
         real_io: false,
         moves_data: false,
+        fakes_verify: true,
         ..Caps::BASE
     };
     fn with<W: WithEngine>(

@@ -549,13 +549,13 @@ fn engine_can(j: &JobSpec) -> Result<(), ParseError> {
         ("nowait", j.nowait, |c| c.nowait),
         ("sqthread_poll", j.sqthread_poll, |c| c.sqpoll),
     ];
-    // An engine with no target (null) verifies nothing, as in fio, where
-    // it "pretends" it did; the runner notes it. Space operations on a
-    // real file (falloc, ftruncate) would leave the data unchecked.
-    if j.verify.is_some() && !j.ioengine.caps().moves_data && j.ioengine.caps().real_io {
+    // fio's null engine "pretends" its I/O verified: it runs, verifying
+    // nothing, and the runner notes it. Other engines that move no data
+    // (space operations, page faults, CPU work) would leave it unchecked.
+    if j.verify.is_some() && !j.ioengine.caps().moves_data && !j.ioengine.caps().fakes_verify {
         return Err(ParseError::Invalid(format!(
             "job '{}': verify needs an engine that moves data, and ioengine={} does not \
-             (its I/Os are space operations); drop verify or change ioengine=",
+             (its I/Os move no data to check); drop verify or change ioengine=",
             j.name,
             j.ioengine.as_str(),
         )));

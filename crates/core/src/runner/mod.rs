@@ -1157,7 +1157,7 @@ fn without_fake_verify(resolved: &mut [ResolvedJob]) -> Vec<String> {
     let mut notes = Vec::new();
     for r in resolved.iter_mut() {
         let j = &mut r.spec;
-        if let Some(v) = j.verify.as_ref().filter(|_| !j.ioengine.caps().real_io) {
+        if let Some(v) = j.verify.as_ref().filter(|_| j.ioengine.caps().fakes_verify) {
             notes.push(format!(
                 "job '{}': verify={v} checked nothing: ioengine={} moves no data (fio \
                  pretends such I/O verified; dioscope reports no verify result for it)",

@@ -53,11 +53,10 @@ pub(super) fn sub_spec(j: &JobSpec, k: usize, n: usize) -> JobSpec {
     s.iodepth_batch_complete_min = 1;
     s.iodepth_batch_complete_max = 0;
     s.randseed = j.randseed ^ (k as u64 + 1).wrapping_mul(0xa076_1d64_78bd_642f);
-    if let Some(crate::job::units::SizeOrPct::Bytes(b)) = j.size {
-        // The null engine's virtual region is `size`: each takes a share.
-        if j.ioengine.caps().real_io {
-            s.size = Some(crate::job::units::SizeOrPct::Bytes(b));
-        } else {
+    if !j.ioengine.caps().real_io {
+        // A diskless engine's region is its size: each takes a share
+        // (a file's region is sliced instead: `sub_files`).
+        if let Some(crate::job::units::SizeOrPct::Bytes(b)) = j.size {
             s.size = Some(crate::job::units::SizeOrPct::Bytes(share(b, k, n).max(1)));
         }
     }
