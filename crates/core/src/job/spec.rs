@@ -283,8 +283,9 @@ pub struct JobSpec {
     pub thinktime_blocks: u64,
     pub thinktime_blocks_type: ThinkBlocks,
     pub thinktime_iotime_us: u64,
-    /// `flow` weight (0: not in a flow), `flow_id`, `flow_sleep`.
-    pub flow: u32,
+    /// `flow` weight (0: not in a flow; negative: the other side of a
+    /// balanced flow, fio's older form), `flow_id`, `flow_sleep`.
+    pub flow: i32,
     pub flow_id: u32,
     pub flow_sleep_us: u64,
     /// `steadystate` criterion; detection is on when `ss_dur_us` > 0.

@@ -69,21 +69,56 @@ pub(super) fn normal_dev(p: f64) -> Result<f64, UnitError> {
 pub(super) fn zoned(spec: &str, abs: bool) -> Result<[Vec<AccessZone>; 2], UnitError> {
     let one = |list: &str| -> Result<Vec<AccessZone>, UnitError> {
         let mut v = Vec::new();
+        // fio: a zone whose size percentage is left out (`10/`, `10`) or 0
+        // shares what the others leave of the region, equally (whole percents).
+        let mut missing = Vec::new();
         for part in list.split(':').map(str::trim).filter(|p| !p.is_empty()) {
-            let (io, size) = part
-                .split_once('/')
-                .ok_or_else(|| format!("'{part}' is not IO_PERCENT/SIZE, for example 60/10"))?;
+            let (io, size) = match part.split_once('/') {
+                Some((io, size)) => (io, size.trim()),
+                None if !abs => (part, ""),
+                None => {
+                    return Err(format!(
+                        "'{part}' is not IO_PERCENT/SIZE, for example 60/10g"
+                    ))
+                }
+            };
             let io_pct = pct(io)?;
             let size = if abs {
                 ZoneSize::Bytes(parse_size(size)?)
             } else {
-                let p = parse_float(size.trim_end_matches('%'))?;
+                let p = if size.is_empty() {
+                    0.0
+                } else {
+                    parse_float(size.trim_end_matches('%'))?
+                };
                 if !(0.0..=100.0).contains(&p) {
                     return Err(format!("zone size '{size}' is not a percentage"));
+                }
+                if p == 0.0 {
+                    missing.push(v.len());
                 }
                 ZoneSize::Pct(p)
             };
             v.push(AccessZone { io_pct, size });
+        }
+        if !missing.is_empty() {
+            let given: f64 = v
+                .iter()
+                .map(|z| match z.size {
+                    ZoneSize::Pct(p) => p,
+                    ZoneSize::Bytes(_) => 0.0,
+                })
+                .sum();
+            let share = ((100.0 - given).max(0.0) / missing.len() as f64).floor();
+            if share <= 0.0 {
+                return Err(format!(
+                    "the zones with a size leave nothing of the region for the {} without one",
+                    missing.len()
+                ));
+            }
+            for i in missing {
+                v[i].size = ZoneSize::Pct(share);
+            }
         }
         if v.is_empty() || v.len() > 256 {
             return Err("give 1 to 256 zones, for example zoned:60/10:40/90".into());
@@ -614,8 +649,21 @@ mod tests {
             panic!()
         };
         assert_eq!((r.len(), w.len()), (2, 1));
+        // fio: a zone without a size shares what the others leave.
+        set(&mut j, "random_distribution", "zoned:60/10:30/20:10/").unwrap();
+        let RandomDist::Zoned([r, _]) = &j.random_distribution else {
+            panic!()
+        };
+        assert_eq!(r[2].size, ZoneSize::Pct(70.0));
+        set(&mut j, "random_distribution", "zoned:50/10:25:25").unwrap();
+        let RandomDist::Zoned([r, _]) = &j.random_distribution else {
+            panic!()
+        };
+        assert_eq!((r[1].size, r[2].size), (ZoneSize::Pct(45.0), ZoneSize::Pct(45.0)));
         for bad in [
             "zoned:60/10:30/20",
+            "zoned:60/100:40/",
+            "zoned_abs:60/1g:40/",
             "zoned:60/80:40/80",
             "zipf:1",
             "zipf:1.2:2",
