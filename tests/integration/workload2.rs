@@ -1,0 +1,124 @@
+//! Value forms and workload options of fio's job files (issue 15, second
+//! round): abbreviated choice values, negative flow weights, zoned
+//! distributions with a size left out, and the file-layout options.
+//! Each test checks what the run did (I/O counts, offsets, files), not
+//! only its exit status.
+
+use crate::common::*;
+use std::path::Path;
+
+fn run(dir: &Path, args: &[&str]) -> std::process::Output {
+    let mut a = vec!["--eta=never", "--output-format=json"];
+    a.extend_from_slice(args);
+    run_in(dir, &a)
+}
+
+fn job_file(dir: &Path, text: &str) -> std::process::Output {
+    std::fs::write(dir.join("j.fio"), text).unwrap();
+    run(dir, &["j.fio"])
+}
+
+fn ios(job: &serde_json::Value, dir: &str) -> u64 {
+    job[dir]["total_ios"].as_u64().unwrap()
+}
+
+fn opt<'a>(job: &'a serde_json::Value, name: &str) -> &'a str {
+    job["job options"][name].as_str().unwrap_or("")
+}
+
+#[test]
+fn abbreviated_choices_are_spelled_out_in_fios_order() {
+    let d = tempfile::tempdir().unwrap();
+    let o = job_file(
+        d.path(),
+        "[global]\nioengine=null\nsize=64k\nbs=4k\n\
+         [r]\nrw=r\n[w]\nrw=w\n[rand]\nrw=rand\n[mix]\nrw=randr:4\n",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json(&o);
+    let jobs = v["jobs"].as_array().unwrap();
+    // Each abbreviation is the first of fio's rw values that begins with it.
+    let want = [("r", "read"), ("w", "write"), ("rand", "randread"), ("mix", "randread:4")];
+    for (j, (name, rw)) in jobs.iter().zip(want) {
+        assert_eq!(j["jobname"], name);
+        assert_eq!(opt(j, "rw"), rw, "{name}");
+    }
+    assert_eq!(ios(&jobs[0], "read"), 16);
+    assert_eq!(ios(&jobs[1], "write"), 16);
+    assert_eq!(ios(&jobs[0], "write"), 0);
+    // A word that begins no value is still an error naming the option.
+    let o = run(d.path(), &["--name=x", "--ioengine=null", "--size=64k", "--rw=q"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("'q' is not an I/O pattern"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_negative_flow_weight_balances_against_a_positive_one() {
+    // fio's t0011: flow=-8 against flow=1 in one flow_id is 1 I/O against 8.
+    let d = tempfile::tempdir().unwrap();
+    let o = job_file(
+        d.path(),
+        "[global]\nioengine=null\nbs=4k\nsize=100g\nruntime=2\ntime_based\nflow_id=1\n\
+         [flow1]\nflow=-8\nrate_iops=1000\n[flow2]\nflow=1\n",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json(&o);
+    let (a, b) = (ios(&v["jobs"][0], "read"), ios(&v["jobs"][1], "read"));
+    assert!((1800..=2100).contains(&a), "the rate holds flow1: {a}");
+    let ratio = b as f64 / a as f64;
+    assert!((7.0..=9.0).contains(&ratio), "{a} vs {b}: {ratio}");
+}
+
+#[test]
+fn opposite_flows_of_equal_weight_run_in_step() {
+    // fio's butterfly.fio: one job forward, one backward, flow=2 and flow=-2.
+    let d = tempfile::tempdir().unwrap();
+    let o = job_file(
+        d.path(),
+        "[global]\nioengine=null\nbs=4k\nsize=1g\nruntime=1\ntime_based\n\
+         [forward]\nrw=read\nflow=2\n[backward]\nrw=read:-8k\nflow=-2\nrate_iops=20000\n",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json(&o);
+    let (a, b) = (ios(&v["jobs"][0], "read"), ios(&v["jobs"][1], "read"));
+    assert!(b > 10_000, "{b}");
+    let ratio = a as f64 / b as f64;
+    // Within the counter's slack (1024 of weight: 512 I/Os of weight 2).
+    assert!((0.9..=1.1).contains(&ratio), "{a} vs {b}");
+}
+
+#[test]
+fn a_zone_without_a_size_takes_the_rest_of_the_region() {
+    // zoned:60/10:30/20:10/ — the last zone is the remaining 70 % of the file.
+    let d = tempfile::tempdir().unwrap();
+    let o = run(
+        d.path(),
+        &[
+            "--name=z",
+            "--ioengine=null",
+            "--rw=randread",
+            "--bs=4k",
+            "--size=100m",
+            "--norandommap",
+            "--number_ios=20000",
+            "--random_distribution=zoned:60/10:30/20:10/",
+            "--write_iolog=z.log",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = std::fs::read_to_string(d.path().join("z.log")).unwrap();
+    let mut zone = [0u64; 3];
+    for l in text.lines() {
+        let t: Vec<&str> = l.split_whitespace().collect();
+        if let [_, "read", off, _] = t[..] {
+            let off: u64 = off.parse().unwrap();
+            let pct = off * 100 / (100 << 20);
+            zone[if pct < 10 { 0 } else if pct < 30 { 1 } else { 2 }] += 1;
+        }
+    }
+    let n: u64 = zone.iter().sum();
+    assert_eq!(n, 20000, "{zone:?}");
+    let share = zone.map(|z| z as f64 / n as f64);
+    assert!((share[0] - 0.6).abs() < 0.03, "{share:?}");
+    assert!((share[2] - 0.1).abs() < 0.02, "{share:?}");
+}
