@@ -54,6 +54,10 @@ const EXEMPT: &[(&str, &str)] = &[
         "changes nothing measured: bandwidth samples cost no clock read per I/O",
     ),
     (
+        "wait_for",
+        "read when the plan is built (options/workload.rs: resolve_wait_for), where it becomes the waiter's stonewall",
+    ),
+    (
         "kb_base",
         "read while the job's sizes are parsed (parse.rs: with_kb_base), so it lands in their values",
     ),

@@ -774,6 +774,7 @@ fn build_jobs(
         for rj in &raw_jobs {
             plan.jobs.push(build_job(rj, &mut plan.global, false)?);
         }
+        super::options::workload::resolve_wait_for(&mut plan.jobs).map_err(ParseError::Invalid)?;
         // fio's JSON "global options": what [global] (and the command line
         // before the first job) set for the first job, last value winning.
         let first = &raw_jobs[0];

@@ -387,6 +387,12 @@ pub struct JobSpec {
     pub file_service_every: u32,
     pub allow_file_create: bool,
     pub fallocate: Fallocate,
+    /// fio's `overwrite`: None (not given: dioscope lays out data, as
+    /// `overwrite=1`), `Some(false)`: a job that only writes gets its file
+    /// sized and space reserved, not filled with data first.
+    pub overwrite: Option<bool>,
+    /// fio's `wait_for`: the name of an earlier job this one starts after.
+    pub wait_for: Option<String>,
     pub unlink_each_loop: bool,
     /// `rw=read:8k` (bytes skipped after each sequential I/O, negative
     /// backwards) or `rw=randread:8` (I/Os per random offset).
@@ -581,6 +587,8 @@ impl Default for JobSpec {
             file_service_every: 1,
             allow_file_create: true,
             fallocate: Fallocate::Native,
+            overwrite: None,
+            wait_for: None,
             unlink_each_loop: false,
             rw_offset_mod: 0,
             rw_sequencer_identical: false,

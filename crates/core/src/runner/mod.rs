@@ -414,6 +414,9 @@ pub fn prepare(plan: &Plan) -> Result<(Vec<ResolvedJob>, TargetTable), SetupErro
                         None => min_size(j, n, c, prior),
                     },
                     no_layout: j.create_on_open,
+                    // fio writes data at layout for a job that reads, or
+                    // writes with overwrite=1.
+                    fill: j.overwrite != Some(false) || j.rw.reads() || j.verify.is_some(),
                     allow_mounted_write: j.allow_mounted_write,
                     may_create: j.allow_file_create,
                     fallocate: j.fallocate,

@@ -186,6 +186,47 @@ pub fn validate(j: &JobSpec) -> Result<(), String> {
     Ok(())
 }
 
+/// fio's `wait_for`, across the jobs of a plan: the waitee must be one
+/// job defined before the waiter (fio's rule). Groups run one after the
+/// other, so a waitee of an earlier group needs nothing; a waiter in the
+/// waitee's group starts a new group (as `stonewall` does), which runs
+/// once every clone of the waitee is done.
+pub fn resolve_wait_for(jobs: &mut [JobSpec]) -> Result<(), String> {
+    let mut group = vec![0u32; jobs.len()];
+    for i in 0..jobs.len() {
+        let mut g = match i {
+            0 => 0,
+            _ if jobs[i].stonewall || jobs[i].new_group => group[i - 1] + 1,
+            _ => group[i - 1],
+        };
+        if let Some(w) = jobs[i].wait_for.clone() {
+            let named: Vec<usize> = (0..i).filter(|&k| jobs[k].name == w).collect();
+            let k = match named[..] {
+                [k] => k,
+                [] => {
+                    return Err(format!(
+                        "job '{}': wait_for={w} names no job before it; the job waited for                          must come first in the job file",
+                        jobs[i].name
+                    ))
+                }
+                _ => {
+                    return Err(format!(
+                        "job '{}': wait_for={w} names {} jobs; give the job waited for a                          name of its own",
+                        jobs[i].name,
+                        named.len()
+                    ))
+                }
+            };
+            if group[k] == g {
+                jobs[i].stonewall = true;
+                g += 1;
+            }
+        }
+        group[i] = g;
+    }
+    Ok(())
+}
+
 /// Options of this section.
 pub(super) static WORKLOAD: &[OptDef] = &[
     OptDef {
@@ -237,6 +278,28 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         help: "May dioscope create missing files (default 1); 0: a missing file is an error",
         apply: job!(|j, v| {
             j.allow_file_create = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "wait_for",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "writers",
+        help: "Start this job once every clone of the named earlier job is done (a job of an earlier group already is; one of the same group makes this job start a new group, as stonewall)",
+        apply: job!(|j, v| {
+            j.wait_for = opt_str(v);
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "overwrite",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "1 (dioscope's default): a file is filled with data before the job writes over it; 0 (fio's default): a job that only writes gets its new file sized and its space reserved (fallocate=), not filled, so its writes are first writes",
+        apply: job!(|j, v| {
+            j.overwrite = Some(parse_bool(v)?);
             Ok(())
         }),
     },
@@ -672,6 +735,28 @@ mod tests {
         ] {
             assert!(set(&mut j, "random_distribution", bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn wait_for_orders_the_waiter_after_its_waitee() {
+        let job = |name: &str, wait: Option<&str>, new_group: bool| JobSpec {
+            name: name.into(),
+            wait_for: wait.map(String::from),
+            new_group,
+            ..Default::default()
+        };
+        // A waitee of the same group: the waiter starts a group of its own.
+        let mut v = vec![job("a", None, false), job("b", Some("a"), false), job("c", None, false)];
+        resolve_wait_for(&mut v).unwrap();
+        assert!(v[1].stonewall && !v[2].stonewall);
+        // One of an earlier group: already done when the waiter starts.
+        let mut v = vec![job("a", None, false), job("b", Some("a"), true)];
+        resolve_wait_for(&mut v).unwrap();
+        assert!(!v[1].stonewall);
+        let mut v = vec![job("b", Some("a"), false), job("a", None, false)];
+        assert!(resolve_wait_for(&mut v).unwrap_err().contains("names no job before it"));
+        let mut v = vec![job("a", None, false), job("a", None, false), job("b", Some("a"), false)];
+        assert!(resolve_wait_for(&mut v).unwrap_err().contains("names 2 jobs"));
     }
 
     #[test]
