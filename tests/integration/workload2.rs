@@ -122,3 +122,63 @@ fn a_zone_without_a_size_takes_the_rest_of_the_region() {
     assert!((share[0] - 0.6).abs() < 0.03, "{share:?}");
     assert!((share[2] - 0.1).abs() < 0.02, "{share:?}");
 }
+
+/// Block indices (offset / 4k) of the reads in an iolog.
+fn read_blocks(p: &Path) -> Vec<u64> {
+    std::fs::read_to_string(p)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let t: Vec<&str> = l.split_whitespace().collect();
+            let t = if t.len() == 5 { &t[1..] } else { &t[..] };
+            match t {
+                [_, "read", o, _] => Some(o.parse::<u64>().unwrap() / 4096),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_sequence_distribution_replays_its_blocks_in_order() {
+    // fio 3.42's random_distribution=sequence, with and without the stride.
+    let d = tempfile::tempdir().unwrap();
+    for (stride, want) in [
+        ("0", vec![3, 1, 0, 2, 3, 1, 0, 2]),
+        ("1", vec![3, 1, 0, 2, 7, 5, 4, 6]),
+    ] {
+        let log = format!("seq{stride}.log");
+        let o = run(
+            d.path(),
+            &[
+                "--name=s",
+                "--ioengine=null",
+                "--rw=randread",
+                "--bs=4k",
+                "--size=64k",
+                "--io_size=32k",
+                "--random_distribution=sequence:3,1,0,2",
+                &format!("--random_sequence_stride={stride}"),
+                &format!("--write_iolog={log}"),
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert_eq!(read_blocks(&d.path().join(&log)), want, "stride={stride}");
+    }
+    // Past the region's end the index wraps (64k: 16 blocks).
+    let o = run(
+        d.path(),
+        &[
+            "--name=s",
+            "--ioengine=null",
+            "--rw=randread",
+            "--bs=4k",
+            "--size=64k",
+            "--io_size=12k",
+            "--random_distribution=sequence:17,1,16",
+            "--write_iolog=wrap.log",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(read_blocks(&d.path().join("wrap.log")), vec![1, 1, 0]);
+}

@@ -149,6 +149,10 @@ pub enum RandomDist {
     /// `zoned` / `zoned_abs`: per direction (read, write), the share of the
     /// I/Os each consecutive zone of the region gets.
     Zoned([Vec<AccessZone>; 2]),
+    /// `sequence:3,1,0,2` (fio 3.42): these block indices in this order,
+    /// over and over (`random_sequence_stride`: each round moves on by the
+    /// list's length).
+    Sequence(Vec<u64>),
 }
 
 /// One zone of a `zoned` (size as a percentage of the region) or
@@ -393,6 +397,9 @@ pub struct JobSpec {
     pub overwrite: Option<bool>,
     /// fio's `wait_for`: the name of an earlier job this one starts after.
     pub wait_for: Option<String>,
+    /// `random_sequence_stride`: `random_distribution=sequence` moves on by
+    /// the sequence's length after each round instead of repeating it.
+    pub random_sequence_stride: bool,
     pub unlink_each_loop: bool,
     /// `rw=read:8k` (bytes skipped after each sequential I/O, negative
     /// backwards) or `rw=randread:8` (I/Os per random offset).
@@ -589,6 +596,7 @@ impl Default for JobSpec {
             fallocate: Fallocate::Native,
             overwrite: None,
             wait_for: None,
+            random_sequence_stride: false,
             unlink_each_loop: false,
             rw_offset_mod: 0,
             rw_sequencer_identical: false,

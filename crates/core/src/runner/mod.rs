@@ -746,6 +746,7 @@ fn offset_cfg(j: &JobSpec, unit: u64) -> offsets::OffsetCfg {
         randommap: (!j.norandommap && j.blockalign == [0; 2])
             || j.random_generator == RandomGenerator::Lfsr,
         dist: j.random_distribution.clone(),
+        seq_stride: j.random_sequence_stride,
         center: j.random_center,
         seq_add: if random { 0 } else { j.rw_offset_mod },
         rand_run: if random {

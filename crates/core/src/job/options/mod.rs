@@ -619,7 +619,7 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         example: "zipf:1.2",
-        help: "random, zipf:THETA[:CENTER], pareto:H[:CENTER], normal|gauss:DEV[:CENTER], zoned:IO%/SIZE%:…, zoned_abs:IO%/BYTES:… ('R,W' zone lists per direction)",
+        help: "random, zipf:THETA[:CENTER], pareto:H[:CENTER], normal|gauss:DEV[:CENTER], zoned:IO%/SIZE%:…, zoned_abs:IO%/BYTES:… ('R,W' zone lists per direction), sequence:I,J,… (these block indices in order, repeated; see random_sequence_stride)",
         apply: job!(|j, v| {
             let v = v.trim();
             // zoned_abs is also written with '=' (fio's HOWTO does).
@@ -658,6 +658,7 @@ static CORE: &[OptDef] = &[
                 "zoned" | "zoned_abs" => {
                     RandomDist::Zoned(workload::zoned(rest, kind == "zoned_abs")?)
                 }
+                "sequence" => RandomDist::Sequence(workload::sequence(rest)?),
                 other => return Err(format!("'{other}' is not a distribution")),
             };
             j.random_center = center;
@@ -1160,7 +1161,6 @@ pub static FIO_UNIMPLEMENTED: &[(&str, &str)] = &[
     ("sprandom", "SanDisk-style random preconditioning is not implemented"),
     ("spr_op", "SanDisk-style random preconditioning is not implemented (sprandom)"),
     ("spr_num_regions", "SanDisk-style random preconditioning is not implemented (sprandom)"),
-    ("random_sequence_stride", "the sequence distribution is not implemented"),
     ("ignore_error", "ignoring chosen errnos is not implemented; continue_on_error=all goes on after any error"),
     ("error_dump", "dumping each I/O error is not implemented; the first error is reported with its offset"),
 ];

@@ -157,6 +157,23 @@ pub(super) fn zoned(spec: &str, abs: bool) -> Result<[Vec<AccessZone>; 2], UnitE
     Ok([r, w])
 }
 
+/// `sequence:3,1,0,2`: block indices (in units of the smallest block size).
+pub(super) fn sequence(spec: &str) -> Result<Vec<u64>, UnitError> {
+    let v = spec
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            p.parse::<u64>()
+                .map_err(|_| format!("'{p}' is not a block index (0, 1, 2, …)"))
+        })
+        .collect::<Result<Vec<u64>, _>>()?;
+    if v.is_empty() || v.len() > 65536 {
+        return Err("give 1 to 65536 block indices, for example sequence:3,1,0,2".into());
+    }
+    Ok(v)
+}
+
 fn opt_bytes(v: &str) -> Result<Option<String>, UnitError> {
     Ok(opt_str(v))
 }
@@ -278,6 +295,17 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         help: "May dioscope create missing files (default 1); 0: a missing file is an error",
         apply: job!(|j, v| {
             j.allow_file_create = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "random_sequence_stride",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "With random_distribution=sequence: 1 moves each round of the sequence on by its length (3,1,0,2 then 7,5,4,6, …); 0 (default) repeats it",
+        apply: job!(|j, v| {
+            j.random_sequence_stride = parse_int(v)? != 0;
             Ok(())
         }),
     },
@@ -723,7 +751,11 @@ mod tests {
             panic!()
         };
         assert_eq!((r[1].size, r[2].size), (ZoneSize::Pct(45.0), ZoneSize::Pct(45.0)));
+        set(&mut j, "random_distribution", "sequence:3,1,0,2").unwrap();
+        assert_eq!(j.random_distribution, RandomDist::Sequence(vec![3, 1, 0, 2]));
         for bad in [
+            "sequence:",
+            "sequence:1,x",
             "zoned:60/10:30/20",
             "zoned:60/100:40/",
             "zoned_abs:60/1g:40/",
