@@ -1145,7 +1145,6 @@ pub static FIO_UNIMPLEMENTED: &[(&str, &str)] = &[
     ("gid", "dioscope does not switch groups"),
     ("allrandrepeat", "seeding every random generator alike is not implemented"),
     ("fadvise_hint", "dioscope gives no posix_fadvise hints"),
-    ("sync", "O_SYNC/O_DSYNC opens are not implemented; use fsync= or fdatasync="),
     ("gtod_cpu", "dioscope always uses CLOCK_MONOTONIC; no CPU keeps the time"),
     ("ioengine_opts", "engine options are options of their own"),
     ("uncached", "uncached buffered I/O is not implemented"),

@@ -310,6 +310,21 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         }),
     },
     OptDef {
+        name: "sync",
+        aliases: &[],
+        kind: Kind::Choice(&["none", "0", "sync", "1", "dsync"]),
+        example: "none",
+        help: "O_SYNC/O_DSYNC opens: none (0, fio's default) is how dioscope opens files; sync (1) and dsync are refused (use fsync=1 or fdatasync=1 for a flush after each write)",
+        apply: job!(|_j, v| match v.trim() {
+            "none" | "0" | "" => Ok(()),
+            o @ ("sync" | "1" | "dsync") => Err(format!(
+                "not supported by dioscope: sync={o} (opening files with O_SYNC/O_DSYNC is not \
+                 implemented); use fsync=1 (or fdatasync=1) for a flush after each write"
+            )),
+            o => Err(format!("'{o}' is not none, 0, sync, 1 or dsync")),
+        }),
+    },
+    OptDef {
         name: "wait_for",
         aliases: &[],
         kind: Kind::Str,
