@@ -38,7 +38,12 @@ fn abbreviated_choices_are_spelled_out_in_fios_order() {
     let v = json(&o);
     let jobs = v["jobs"].as_array().unwrap();
     // Each abbreviation is the first of fio's rw values that begins with it.
-    let want = [("r", "read"), ("w", "write"), ("rand", "randread"), ("mix", "randread:4")];
+    let want = [
+        ("r", "read"),
+        ("w", "write"),
+        ("rand", "randread"),
+        ("mix", "randread:4"),
+    ];
     for (j, (name, rw)) in jobs.iter().zip(want) {
         assert_eq!(j["jobname"], name);
         assert_eq!(opt(j, "rw"), rw, "{name}");
@@ -47,9 +52,16 @@ fn abbreviated_choices_are_spelled_out_in_fios_order() {
     assert_eq!(ios(&jobs[1], "write"), 16);
     assert_eq!(ios(&jobs[0], "write"), 0);
     // A word that begins no value is still an error naming the option.
-    let o = run(d.path(), &["--name=x", "--ioengine=null", "--size=64k", "--rw=q"]);
+    let o = run(
+        d.path(),
+        &["--name=x", "--ioengine=null", "--size=64k", "--rw=q"],
+    );
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("'q' is not an I/O pattern"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("'q' is not an I/O pattern"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -113,7 +125,13 @@ fn a_zone_without_a_size_takes_the_rest_of_the_region() {
         if let [_, "read", off, _] = t[..] {
             let off: u64 = off.parse().unwrap();
             let pct = off * 100 / (100 << 20);
-            zone[if pct < 10 { 0 } else if pct < 30 { 1 } else { 2 }] += 1;
+            zone[if pct < 10 {
+                0
+            } else if pct < 30 {
+                1
+            } else {
+                2
+            }] += 1;
         }
     }
     let n: u64 = zone.iter().sum();

@@ -676,7 +676,11 @@ impl OffsetGen {
                 let len = list.len() as u64;
                 let i = self.seq_n;
                 self.seq_n += 1;
-                let round = if self.cfg.seq_stride { i / len * len } else { 0 };
+                let round = if self.cfg.seq_stride {
+                    i / len * len
+                } else {
+                    0
+                };
                 (round + list[(i % len) as usize]) % n
             }
             RandomDist::Zoned(_) => {

@@ -565,7 +565,17 @@ fn open_one(n: &TargetNeed, checked: Option<crate::safety::Opened>) -> Result<Ta
         let w = opened
             .reopen(true, 0)
             .map_err(|e| undo(io_err(&n.path, "create", e)))?;
-        layout(&n.path, &opened, &w, have, n.min_size, created, n.fallocate, n.fill).map_err(|mut e| {
+        layout(
+            &n.path,
+            &opened,
+            &w,
+            have,
+            n.min_size,
+            created,
+            n.fallocate,
+            n.fill,
+        )
+        .map_err(|mut e| {
             if let TargetError::NoSpace { free, .. } = &mut e {
                 // Free once the partial layout is gone: what the user has.
                 *free = free_bytes(&n.path);

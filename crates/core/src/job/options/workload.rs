@@ -765,9 +765,15 @@ mod tests {
         let RandomDist::Zoned([r, _]) = &j.random_distribution else {
             panic!()
         };
-        assert_eq!((r[1].size, r[2].size), (ZoneSize::Pct(45.0), ZoneSize::Pct(45.0)));
+        assert_eq!(
+            (r[1].size, r[2].size),
+            (ZoneSize::Pct(45.0), ZoneSize::Pct(45.0))
+        );
         set(&mut j, "random_distribution", "sequence:3,1,0,2").unwrap();
-        assert_eq!(j.random_distribution, RandomDist::Sequence(vec![3, 1, 0, 2]));
+        assert_eq!(
+            j.random_distribution,
+            RandomDist::Sequence(vec![3, 1, 0, 2])
+        );
         for bad in [
             "sequence:",
             "sequence:1,x",
@@ -793,7 +799,11 @@ mod tests {
             ..Default::default()
         };
         // A waitee of the same group: the waiter starts a group of its own.
-        let mut v = vec![job("a", None, false), job("b", Some("a"), false), job("c", None, false)];
+        let mut v = vec![
+            job("a", None, false),
+            job("b", Some("a"), false),
+            job("c", None, false),
+        ];
         resolve_wait_for(&mut v).unwrap();
         assert!(v[1].stonewall && !v[2].stonewall);
         // One of an earlier group: already done when the waiter starts.
@@ -801,9 +811,17 @@ mod tests {
         resolve_wait_for(&mut v).unwrap();
         assert!(!v[1].stonewall);
         let mut v = vec![job("b", Some("a"), false), job("a", None, false)];
-        assert!(resolve_wait_for(&mut v).unwrap_err().contains("names no job before it"));
-        let mut v = vec![job("a", None, false), job("a", None, false), job("b", Some("a"), false)];
-        assert!(resolve_wait_for(&mut v).unwrap_err().contains("names 2 jobs"));
+        assert!(resolve_wait_for(&mut v)
+            .unwrap_err()
+            .contains("names no job before it"));
+        let mut v = vec![
+            job("a", None, false),
+            job("a", None, false),
+            job("b", Some("a"), false),
+        ];
+        assert!(resolve_wait_for(&mut v)
+            .unwrap_err()
+            .contains("names 2 jobs"));
     }
 
     #[test]
