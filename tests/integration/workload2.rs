@@ -200,3 +200,168 @@ fn a_sequence_distribution_replays_its_blocks_in_order() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(read_blocks(&d.path().join("wrap.log")), vec![1, 1, 0]);
 }
+
+#[test]
+fn wait_for_starts_the_waiter_after_the_job_it_names() {
+    let d = tempfile::tempdir().unwrap();
+    // b waits for a (same group otherwise): it runs after a, in a group of
+    // its own; c, with a and no wait, stays in a's group... which b now ends.
+    let o = job_file(
+        d.path(),
+        "[global]\nioengine=psync\nfilename=w.dat\nsize=256k\nbs=4k\n\
+         [a]\nrw=write\n[b]\nwait_for=a\nrw=read\n",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json(&o);
+    let (ga, gb) = (&v["jobs"][0]["groupid"], &v["jobs"][1]["groupid"]);
+    assert_eq!((ga.as_u64(), gb.as_u64()), (Some(0), Some(1)), "{v}");
+    assert_eq!(ios(&v["jobs"][1], "read"), 64);
+    // A name that is not an earlier job is bad input, named.
+    let o = job_file(d.path(), "[a]\nioengine=null\nsize=64k\nwait_for=zz\n");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("wait_for=zz names no job before it"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn overwrite_0_sizes_a_write_only_file_without_filling_it() {
+    let d = tempfile::tempdir().unwrap();
+    let blocks = |name: &str| {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(d.path().join(name)).unwrap();
+        (m.len(), m.blocks() * 512)
+    };
+    let args = |name: &'static str, ow: &'static str| {
+        [
+            "--name=o",
+            "--ioengine=psync",
+            "--rw=write",
+            "--bs=64k",
+            "--size=4m",
+            "--number_ios=1",
+            "--fallocate=none",
+            name,
+            ow,
+        ]
+    };
+    let o = run(d.path(), &args("--filename=sparse.dat", "--overwrite=0"));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (len, used) = blocks("sparse.dat");
+    assert_eq!(len, 4 << 20);
+    assert!(
+        used < 1 << 20,
+        "only the job's one write holds data: {used}"
+    );
+    let o = run(d.path(), &args("--filename=full.dat", "--overwrite=1"));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (len, used) = blocks("full.dat");
+    assert_eq!(len, 4 << 20);
+    assert!(used >= 4 << 20, "laid out with data first: {used}");
+    // A job that reads gets data whatever overwrite says (fio does the same).
+    let o = run(
+        d.path(),
+        &[
+            "--name=r",
+            "--ioengine=psync",
+            "--rw=randrw",
+            "--bs=64k",
+            "--size=4m",
+            "--number_ios=1",
+            "--fallocate=none",
+            "--filename=rw.dat",
+            "--overwrite=0",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(blocks("rw.dat").1 >= 4 << 20);
+}
+
+#[test]
+fn one_file_used_buffered_and_direct_is_created_once() {
+    // fio's falloc.fio: buffered jobs then a direct one, all on one new file.
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let o = job_file(
+        d.path(),
+        "[global]\nfilename=shared\nsize=1m\nbs=64k\n\
+         [buffered]\nioengine=psync\nrw=write\n\
+         [direct]\nstonewall\nioengine=psync\ndirect=1\nrw=read\n\
+         [bigger]\nstonewall\nioengine=psync\nsize=2m\nrw=read\n",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(ios(&v["jobs"][1], "read"), 16);
+    assert_eq!(ios(&v["jobs"][2], "read"), 32);
+    assert_eq!(
+        std::fs::metadata(d.path().join("shared")).unwrap().len(),
+        2 << 20
+    );
+}
+
+#[test]
+fn sync_opens_are_refused_by_name_and_none_is_accepted() {
+    let d = tempfile::tempdir().unwrap();
+    let base = ["--name=s", "--ioengine=null", "--size=64k"];
+    let o = run(d.path(), &[&base[..], &["--sync=0"]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = run(d.path(), &[&base[..], &["--sync=dsync"]].concat());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("not supported by dioscope: sync=dsync"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn fill_device_writes_a_file_until_the_file_system_is_full() {
+    if !(can_run("root", is_root()) && can_run("mkfs.ext4", have_tool("mkfs.ext4"))) {
+        return;
+    }
+    let fs = MountedFs::new(32 << 20, "ext4");
+    let free = {
+        let o = std::process::Command::new("df")
+            .args(["-B1", "--output=avail"])
+            .arg(fs.path())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .nth(1)
+            .unwrap()
+            .trim()
+            .parse::<u64>()
+            .unwrap()
+    };
+    let o = run(
+        fs.path(),
+        &[
+            "--name=fill",
+            "--ioengine=psync",
+            "--rw=write",
+            "--bs=64k",
+            "--size=1m",
+            "--fill_device=1",
+            "--filename=big.dat",
+        ],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "ENOSPC is the end: {}",
+        stderr(&o)
+    );
+    let v = json(&o);
+    assert_eq!(v["jobs"][0]["error"], 0);
+    let wrote = v["jobs"][0]["write"]["io_bytes"].as_u64().unwrap();
+    // size=1m is ignored: the job wrote until the file system was full
+    // (root may also fill the blocks ext4 reserves, which df leaves out).
+    assert!(
+        wrote > free * 9 / 10 && wrote < 32 << 20,
+        "{wrote} of {free}"
+    );
+    let len = std::fs::metadata(fs.path().join("big.dat")).unwrap().len();
+    assert_eq!(len, wrote);
+}

@@ -400,6 +400,10 @@ pub struct JobSpec {
     /// `random_sequence_stride`: `random_distribution=sequence` moves on by
     /// the sequence's length after each round instead of repeating it.
     pub random_sequence_stride: bool,
+    /// fio's `fill_device` / `fill_fs`: write until the file system is
+    /// full (ENOSPC ends the job, not as an error); on a block device, the
+    /// whole device.
+    pub fill_device: bool,
     pub unlink_each_loop: bool,
     /// `rw=read:8k` (bytes skipped after each sequential I/O, negative
     /// backwards) or `rw=randread:8` (I/Os per random offset).
@@ -597,6 +601,7 @@ impl Default for JobSpec {
             overwrite: None,
             wait_for: None,
             random_sequence_stride: false,
+            fill_device: false,
             unlink_each_loop: false,
             rw_offset_mod: 0,
             rw_sequencer_identical: false,

@@ -338,7 +338,7 @@ static CORE: &[OptDef] = &[
         aliases: &["readwrite"],
         kind: Kind::Choice(RwMode::NAMES),
         example: "randread",
-        help: "I/O pattern: read, write, randread, randwrite, rw, randrw, trim, randtrim, trimwrite, randtrimwrite; ':N' after a sequential one skips N bytes after each I/O (negative: backwards), after a random one does N I/Os per random offset",
+        help: "I/O pattern: read, write, randread, randwrite, rw, randrw, trim, randtrim, trimwrite, randtrimwrite; ':N' after a sequential one skips N bytes after each I/O (negative: backwards), after a random one does N I/Os per random offset. Like every option with a list of values, a value may be abbreviated to the first one it begins (rw=r is read, rw=w write; fio 3.33 itself wants the whole word)",
         apply: job!(|j, v| {
             let (mode, modifier) = match v.trim().split_once(':') {
                 Some((m, n)) => (m.trim(), Some(n.trim())),
@@ -1153,7 +1153,6 @@ pub static FIO_UNIMPLEMENTED: &[(&str, &str)] = &[
     ("bwavgtime", "the bandwidth sample window is fixed"),
     ("iopsavgtime", "the IOPS sample window is fixed"),
     ("create_serialize", "laying out files is always serialised, before any job starts"),
-    ("fill_device", "writing until the device or file system is full is not implemented; give size="),
     ("log_issue_time", "logging each I/O's issue time is not implemented"),
     ("log_window_value", "logging more than one value per window is not implemented (log_max_value picks the maximum)"),
     ("iodepth_mode", "stepping the queue depth within a job is not implemented; dioscope sweep --vary iodepth=… runs one job per depth"),

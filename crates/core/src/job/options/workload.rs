@@ -310,6 +310,17 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         }),
     },
     OptDef {
+        name: "fill_device",
+        aliases: &["fill_fs"],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Write until the file system is full: on a file, the region is the file plus the free space and ENOSPC (or EDQUOT) ends the job without an error; on a block device, the whole device (size= is ignored)",
+        apply: job!(|j, v| {
+            j.fill_device = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
         name: "sync",
         aliases: &[],
         kind: Kind::Choice(&["none", "0", "sync", "1", "dsync"]),
