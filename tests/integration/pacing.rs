@@ -318,7 +318,8 @@ fn startdelay_range_delays_the_start() {
 fn refusals_name_the_feature() {
     let d = tempfile::tempdir().unwrap();
     // (io_submit_mode=offload runs now: pacing2::offload_runs_a_pool_…)
-    for (opt, what) in [("--clocksource=cpu", "clocksource=cpu")] {
+    {
+        let (opt, what) = ("--clocksource=cpu", "clocksource=cpu");
         let o = run_in(d.path(), &["--name=x", "--ioengine=null", "--size=1m", opt]);
         assert_eq!(o.status.code(), Some(2), "{opt}: {}", stderr(&o));
         let e = stderr(&o);
