@@ -275,21 +275,6 @@ pub static REFUSED: &[Refused] = &[
     },
     Refused {
         key: "ioengine",
-        names: &[
-            "filecreate",
-            "filestat",
-            "filedelete",
-            "dircreate",
-            "dirstat",
-            "dirdelete",
-            "filexattr",
-        ],
-        needs: "file-system metadata operations (create, stat, unlink, mkdir, xattrs) timed \
-                per file; dioscope times reads and writes",
-        options: &["stat_type"],
-    },
-    Refused {
-        key: "ioengine",
         names: &["exec"],
         needs: "running a program instead of I/O; use exec_prerun/exec_postrun, or run the \
                 program beside dioscope",

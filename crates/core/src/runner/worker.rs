@@ -179,6 +179,8 @@ pub struct WorkerPlan {
     pub replay: Option<std::sync::Arc<IoLog>>,
     /// Issue each replayed I/O at its recorded time (not `replay_no_stall`).
     pub replay_timed: bool,
+    /// The files' paths, for an engine that works on names (`Caps::by_name`).
+    pub names: Vec<std::path::PathBuf>,
     /// `write_iolog`: where to record the issued I/Os, and the files' names.
     pub write_iolog: Option<(std::path::PathBuf, Vec<std::path::PathBuf>)>,
 }
@@ -1380,6 +1382,7 @@ mod overlap_tests {
             serialize_overlap: serialize,
             replay: None,
             replay_timed: false,
+            names: Vec::new(),
             write_iolog: None,
         };
         let mut eng = Lazy {
