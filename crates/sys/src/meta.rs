@@ -117,6 +117,20 @@ pub fn listxattr(path: &CStr, buf: &mut [u8]) -> io::Result<usize> {
     cvt_long(n as libc::c_long).map(|n| n as usize)
 }
 
+/// `getxattr(2)` into `buf`: the length of attribute `name`'s value.
+pub fn getxattr(path: &CStr, name: &CStr, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: path and name are NUL-terminated; buf is writable for its length.
+    let n = unsafe {
+        libc::getxattr(
+            path.as_ptr(),
+            name.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    cvt_long(n as libc::c_long).map(|n| n as usize)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

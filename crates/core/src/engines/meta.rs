@@ -114,7 +114,8 @@ impl Op {
 }
 
 /// One name of the job: its path, NUL-terminated once, and whether this
-/// run made it (then it may remove it).
+/// run made it or will (it did not exist before): only then may the run
+/// remove it.
 struct Name {
     path: PathBuf,
     c: CString,
@@ -219,10 +220,12 @@ fn prepare(op: Op, names: &[PathBuf], m: &MetaOpts) -> Result<Vec<Name>, EngineS
                             op,
                             p,
                             &format!(
-                                "exists and was not made by this run; ioengine={} {what}",
+                                "exists already, so it was not made by this run (or trial); \
+                                 ioengine={} {what}",
                                 op.engine()
                             ),
-                            "remove it, or choose another directory= or filename_format=",
+                            "remove it, choose another directory= or filename_format=, or set \
+                             unlink=1 so that each trial removes what it made",
                         ),
                     ));
                 }
@@ -241,7 +244,8 @@ fn prepare(op: Op, names: &[PathBuf], m: &MetaOpts) -> Result<Vec<Name>, EngineS
                     })?;
                 }
                 let made = match op.prep() {
-                    Prep::Nothing => Ok(false),
+                    // filecreate and dircreate make it during the run.
+                    Prep::Nothing => Ok(true),
                     Prep::Dirs => sys::mkdir(&n.c, 0o700).map(|_| true),
                     Prep::Files => lay_out(&n.c, m.layout_size).map(|_| true),
                 };
@@ -268,13 +272,6 @@ fn prepare(op: Op, names: &[PathBuf], m: &MetaOpts) -> Result<Vec<Name>, EngineS
             }
         }
         out.push(n);
-    }
-    // filecreate and dircreate make their names during the run: remember
-    // which did not exist, so unlink=1 removes only those.
-    if op.prep() == Prep::Nothing {
-        for n in &mut out {
-            n.made = true;
-        }
     }
     Ok(out)
 }
