@@ -14,6 +14,7 @@ mod jobfile;
 mod json;
 mod options;
 mod pacing;
+mod pacing2;
 mod profile;
 mod report;
 mod report_logs;

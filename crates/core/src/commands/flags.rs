@@ -333,6 +333,7 @@ pub fn cmdhelp(what: &str) -> Result<String, String> {
             Kind::Size => "size (4k, 1m, 1g, or a % of the target)".to_string(),
             Kind::Time => "time (s by default; ms, us, m, h)".to_string(),
             Kind::Str => "text".to_string(),
+            Kind::OptStr => "text, or bare for the default".to_string(),
             Kind::Choice(c) => format!("one of {}", c.join(", ")),
         };
         let aliases = if o.aliases.is_empty() {

@@ -332,7 +332,7 @@ pub fn parse_job_text(text: &str) -> Result<Plan, ParseError> {
 fn check_kind(def: &OptDef, raw: &RawOpt) -> Result<String, ParseError> {
     match (&raw.value, def.kind) {
         (Some(v), _) => Ok(v.clone()),
-        (None, Kind::Flag) => Ok(String::new()),
+        (None, Kind::Flag | Kind::OptStr) => Ok(String::new()),
         (None, _) => Err(ParseError::MissingValue {
             name: raw.key.clone(),
             origin: raw.origin.clone(),
@@ -470,11 +470,7 @@ pub fn validate(j: &JobSpec) -> Result<(), ParseError> {
         return invalid("time_based needs a runtime, for example runtime=10s".into());
     }
     if j.verify.is_some() {
-        let iv = if j.verify_interval > 0 {
-            j.verify_interval
-        } else {
-            j.bs[0].min().min(j.bs[1].min())
-        };
+        let iv = j.verify_interval_used();
         if iv < 512 {
             return invalid(format!("verify needs intervals of at least 512 bytes to hold its header; use verify_interval=512 or a larger bs (now {iv})"));
         }
@@ -524,17 +520,15 @@ fn engine_can(j: &JobSpec) -> Result<(), ParseError> {
         ("nowait", j.nowait, |c| c.nowait),
         ("sqthread_poll", j.sqthread_poll, |c| c.sqpoll),
     ];
-    if j.verify.is_some() && !j.ioengine.caps().moves_data {
+    // An engine with no target (null) verifies nothing, as in fio, where
+    // it "pretends" it did; the runner notes it. Space operations on a
+    // real file (falloc, ftruncate) would leave the data unchecked.
+    if j.verify.is_some() && !j.ioengine.caps().moves_data && j.ioengine.caps().real_io {
         return Err(ParseError::Invalid(format!(
             "job '{}': verify needs an engine that moves data, and ioengine={} does not \
-             (its I/Os {}); drop verify or change ioengine=",
+             (its I/Os are space operations); drop verify or change ioengine=",
             j.name,
             j.ioengine.as_str(),
-            if j.ioengine.caps().real_io {
-                "are space operations"
-            } else {
-                "touch no device"
-            }
         )));
     }
     if j.ioengine.caps().by_name && j.rw.trims() {

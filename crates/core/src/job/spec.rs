@@ -325,6 +325,10 @@ pub struct JobSpec {
     pub log_unix_epoch: bool,
     pub log_alternate_epoch: bool,
     pub log_alternate_epoch_clock_id: i32,
+    /// `log_window_value=both`: windowed logs carry the mean and the maximum.
+    pub log_window_both: bool,
+    /// `log_issue_time`: per-I/O logs end with the issue time in ns.
+    pub log_issue_time: bool,
     /// Verification: algorithm name (`None` = off).
     pub verify: Option<String>,
     pub do_verify: bool,
@@ -538,6 +542,8 @@ impl Default for JobSpec {
             log_unix_epoch: false,
             log_alternate_epoch: false,
             log_alternate_epoch_clock_id: 0,
+            log_window_both: false,
+            log_issue_time: false,
             verify: None,
             do_verify: true,
             verify_fatal: false,
@@ -619,6 +625,18 @@ impl Default for JobSpec {
 }
 
 impl JobSpec {
+    /// The verify interval used: `verify_interval` (default: the smallest
+    /// block size), but never more than the smallest block, as in fio,
+    /// where a block shorter than the interval is one interval of its own
+    /// (`bs=512` with `verify_interval=1m` checks each 512-byte block).
+    pub fn verify_interval_used(&self) -> u64 {
+        let min_bs = self.bs[0].min().min(self.bs[1].min());
+        if self.verify_interval > 0 {
+            self.verify_interval.min(min_bs)
+        } else {
+            min_bs
+        }
+    }
     /// Largest block size over both directions.
     pub fn max_bs(&self) -> u64 {
         self.bs[0].max().max(self.bs[1].max())

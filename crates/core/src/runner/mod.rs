@@ -1040,12 +1040,13 @@ impl TrialHooks for Chain<'_> {
 
 /// Stage two: run every group and trial.
 pub fn execute(
-    resolved: Vec<ResolvedJob>,
+    mut resolved: Vec<ResolvedJob>,
     table: &TargetTable,
     opts: &RunOptions,
     hooks: &mut dyn TrialHooks,
 ) -> RunResult {
     let start_ms = dioscope_sys::clock::wall_ms();
+    let notes = without_fake_verify(&mut resolved);
     let ngroups = resolved
         .iter()
         .map(|j| j.group)
@@ -1067,7 +1068,7 @@ pub fn execute(
         opts,
         hooks,
         groups: Vec::new(),
-        notes: Vec::new(),
+        notes,
         interrupted: false,
         auto_trials: Vec::new(),
         setup_error: None,
@@ -1094,6 +1095,27 @@ pub fn execute(
         setup_error: ex.setup_error,
         completed_groups,
     }
+}
+
+/// fio's null engine "pretends it verified everything": its I/Os move no
+/// data, so there is nothing to check. Such a job runs without verify,
+/// and the result says so instead of reporting blocks as checked.
+fn without_fake_verify(resolved: &mut [ResolvedJob]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for r in resolved.iter_mut() {
+        let j = &mut r.spec;
+        if let Some(v) = j.verify.as_ref().filter(|_| !j.ioengine.caps().real_io) {
+            notes.push(format!(
+                "job '{}': verify={v} checked nothing: ioengine={} moves no data (fio \
+                 pretends such I/O verified; dioscope reports no verify result for it)",
+                j.name,
+                j.ioengine.as_str()
+            ));
+            j.verify = None;
+            j.do_verify = false;
+        }
+    }
+    notes
 }
 
 /// What stage two accumulates while it runs the groups.
