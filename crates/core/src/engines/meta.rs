@@ -19,9 +19,8 @@
 //! with `unlink=1`, and a delete engine's leftovers (a run stopped early)
 //! always.
 
-use super::{
-    Caps, Completion, Engine, EngineOpts, EngineSetupError, IoDesc, SlotArena, WithEngine,
-};
+use super::one_call::{OneAtATime, OneCall};
+use super::{Caps, EngineOpts, EngineSetupError, IoDesc, SlotArena, WithEngine};
 use dioscope_sys::meta as sys;
 pub use dioscope_sys::meta::StatKind;
 use std::ffi::CString;
@@ -135,17 +134,17 @@ pub fn with<W: WithEngine>(
     let xattr_names = (0..m.xattr_count.max(1))
         .map(|i| CString::new(format!("user.dioscope.{i}")).expect("no NUL"))
         .collect();
-    let mut e = MetaOps {
+    let mut e = OneAtATime::new(
         arena,
-        op,
-        stat: m.stat_type,
-        names: set.iter().map(|n| n.c.clone()).collect(),
-        xattr_names,
-        xattr_value: vec![0x5a; m.xattr_size as usize],
-        list_buf: vec![0; if op == Op::ListXattr { 65536 } else { 0 }],
-        staged: None,
-        done: None,
-    };
+        MetaOps {
+            op,
+            stat: m.stat_type,
+            names: set.iter().map(|n| n.c.clone()).collect(),
+            xattr_names,
+            xattr_value: vec![0x5a; m.xattr_size as usize],
+            list_buf: vec![0; if op == Op::ListXattr { 65536 } else { 0 }],
+        },
+    );
     let out = f.run(&mut e);
     let note = finish(op, &mut set, &m);
     Ok((out, note))
@@ -324,27 +323,24 @@ fn finish(op: Op, names: &mut [Name], m: &MetaOpts) -> Option<String> {
     })
 }
 
-/// The synchronous engine all metadata engines share.
+/// The call all metadata engines share (under `OneAtATime`).
 struct MetaOps {
-    arena: SlotArena,
     op: Op,
     stat: StatKind,
     names: Vec<CString>,
     xattr_names: Vec<CString>,
     xattr_value: Vec<u8>,
     list_buf: Vec<u8>,
-    staged: Option<IoDesc>,
-    done: Option<Completion>,
 }
 
-impl MetaOps {
-    fn op_on(&mut self, file: usize) -> io::Result<()> {
-        let p = &self.names[file];
+impl OneCall for MetaOps {
+    fn call(&mut self, _: &mut SlotArena, d: &IoDesc) -> io::Result<usize> {
+        let p = &self.names[d.file as usize];
         match self.op {
             Op::FileCreate => sys::create_close(p),
             Op::FileStat | Op::DirStat => sys::stat(p, self.stat),
             Op::FileDelete => sys::unlink(p),
-            // fio's mode for the directories its dircreate makes.
+            // The mode of the directories fio's setup makes.
             Op::DirCreate => sys::mkdir(p, 0o700),
             Op::DirDelete => sys::rmdir(p),
             Op::SetXattr => self
@@ -352,46 +348,9 @@ impl MetaOps {
                 .iter()
                 .try_for_each(|n| sys::setxattr(p, n, &self.xattr_value)),
             Op::ListXattr => sys::listxattr(p, &mut self.list_buf).map(|_| ()),
-        }
-    }
-}
-
-impl Engine for MetaOps {
-    #[inline]
-    fn stage(&mut self, d: IoDesc) {
-        debug_assert!(self.staged.is_none(), "one operation at a time");
-        self.staged = Some(d);
-    }
-
-    fn commit(&mut self, _min: u32) -> io::Result<u32> {
-        let Some(d) = self.staged.take() else {
-            return Ok(0);
-        };
-        let res = match self.op_on(d.file as usize) {
-            // fio accounts one block for each operation.
-            Ok(()) => d.len as i32,
-            Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
-        };
-        self.done = Some(Completion { slot: d.slot, res });
-        Ok(1)
-    }
-
-    #[inline]
-    fn reap(&mut self, out: &mut [Completion]) -> usize {
-        match self.done.take() {
-            Some(c) if !out.is_empty() => {
-                out[0] = c;
-                1
-            }
-            other => {
-                self.done = other;
-                0
-            }
-        }
-    }
-
-    fn arena(&mut self) -> &mut SlotArena {
-        &mut self.arena
+        }?;
+        // fio accounts one block for each operation.
+        Ok(d.len as usize)
     }
 }
 

@@ -9,6 +9,7 @@
 
 mod blocking;
 pub mod meta;
+mod one_call;
 pub mod refused;
 
 pub use dioscope_sys::queue::{Completion, IoDesc, SlotArena};
