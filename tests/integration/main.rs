@@ -7,6 +7,7 @@ mod buffers;
 mod cli;
 mod diag;
 mod engines;
+mod engines2;
 mod engines_meta;
 mod experiments;
 mod faults;

@@ -267,6 +267,12 @@ fn parse_ini(
             }
             continue;
         }
+        // fio evaluates a value that used one of its keywords as an
+        // expression: `size=8*1024*$pagesize` is 32 MiB, while the same
+        // text with a number in place of the keyword reads as 8.
+        let keyword = ["$pagesize", "$ncpus", "$mb_memory"]
+            .iter()
+            .any(|k| t.contains(k));
         let t = substitute(t, &env_lookup);
         // Trailing comments after a value: fio allows ';' comments at line end.
         let t = match t
@@ -280,6 +286,12 @@ fn parse_ini(
         let (key, value) = match t.split_once('=') {
             Some((k, v)) => (k.trim().to_string(), Some(v.trim().to_string())),
             None => (t.trim().to_string(), None),
+        };
+        let value = match value {
+            Some(v) if keyword && !v.starts_with('(') && v.contains(['*', '/', '+', '%', '^']) => {
+                Some(format!("({v})"))
+            }
+            v => v,
         };
         let opt = RawOpt {
             key,
@@ -424,6 +436,16 @@ fn build_job(
     if raw.file_boundary {
         j.stonewall = true;
     }
+    if j.time_based && j.runtime_us == 0 {
+        // fio warns and runs the job by its size.
+        j.time_based = false;
+        global.warnings.push(format!(
+            "job '{}': time_based needs a runtime, and none is given: the job runs by its size \
+             (as fio does); add runtime= (for example runtime=30s) to run by time",
+            j.name
+        ));
+    }
+    super::options::engines::adjust(&mut j);
     validate(&j)?;
     Ok(j)
 }
@@ -443,6 +465,12 @@ fn refusal(opts: &[RawOpt]) -> Result<(), ParseError> {
                     r.message(v.trim()),
                     o.origin
                 )));
+            }
+            if key == "ioengine" && EngineKind::parse(v.trim()).is_none() {
+                // An engine neither dioscope nor fio has: its error comes
+                // before any about the options that engine would take.
+                let mut scratch = super::spec::GlobalSettings::default();
+                apply(o, &mut JobSpec::default(), &mut scratch)?;
             }
         }
     }
@@ -499,6 +527,8 @@ pub fn validate(j: &JobSpec) -> Result<(), ParseError> {
         }
     }
     engine_can(j)?;
+    super::options::engines::validate(j)
+        .map_err(|m| ParseError::Invalid(format!("job '{}': {m}", j.name)))?;
     if let Err(m) = super::options::buffers::validate(j) {
         return invalid(m);
     }
@@ -660,12 +690,11 @@ fn option_word<S: AsRef<str>>(opt: &str, args: &[S], i: &mut usize) -> RawOpt {
 /// `--trials`, which the command line sets for every job), a new job
 /// (`--name`), the current job, or the defaults before any job.
 fn place_option(raw: RawOpt, plan: &mut Plan, cli: &mut CommandLine) -> Result<(), ParseError> {
-    // Options of engines dioscope refuses belong to the job: `refusal`
-    // names the engine once the job is complete.
-    if lookup(&raw.key).is_none()
-        && (crate::engines::refused::is_refused_option(&raw.key)
-            || crate::engines::refused::is_selector(&raw.key))
-    {
+    // Options dioscope does not know (those of engines it refuses among
+    // them) belong to the job: `refusal` names a refused engine once the
+    // job is complete, wherever its options came on the command line, and
+    // an unknown option is reported when the job is built.
+    if lookup(&raw.key).is_none() {
         match cli.jobs.last_mut() {
             Some(j) => j.opts.push(raw),
             None => cli.defaults.push(raw),

@@ -301,6 +301,8 @@ pub struct JobSpec {
     pub exitall_on_error: bool,
     pub fixedbufs: bool,
     pub registerfiles: bool,
+    /// The options of engines that take their own (cpuio, exec, e4defrag).
+    pub engine_params: crate::engines::EngineParams,
     pub sqthread_poll: bool,
     pub hipri: bool,
     pub nowait: bool,
@@ -522,6 +524,7 @@ impl Default for JobSpec {
             exitall_on_error: false,
             fixedbufs: true,
             registerfiles: true,
+            engine_params: crate::engines::EngineParams::default(),
             sqthread_poll: false,
             hipri: false,
             nowait: false,
@@ -655,6 +658,9 @@ impl JobSpec {
 /// Settings for the whole invocation rather than a job.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct GlobalSettings {
+    /// What fio only warns about, and dioscope too (the run prints them;
+    /// `--warnings-fatal` makes them errors).
+    pub warnings: Vec<String>,
     /// `--eta-newline=TIME`: a new progress line every this many seconds.
     pub eta_newline_s: Option<u64>,
     /// `--output-format` as given (empty: the default). The command

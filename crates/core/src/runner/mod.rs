@@ -652,7 +652,7 @@ fn worker_plan(
         names.iter().map(|_| (0, j.max_bs())).collect()
     } else if files.is_empty() {
         // null engine: a virtual region of `size` (default 1 GiB).
-        vec![(0, j.size.map(|s| s.resolve(1 << 30)).unwrap_or(1 << 30))]
+        vec![(0, virtual_size(j))]
     } else {
         files.iter().map(|f| f.region).collect()
     };
@@ -786,6 +786,9 @@ fn run_worker<H: BlockHook>(
     prog: &Progress,
     hook: &mut H,
 ) -> WorkerResult {
+    // Counted from before the gate, so a cpuio job with exit_on_io_done
+    // sees the I/O workers that start with it.
+    let _io_job = crate::engines::IoJobGuard::new(j.ioengine);
     // A worker that cannot start stops its trial before anyone's first I/O:
     // `stop` is raised before the gate, so every worker sees it after.
     let fail = |e: EngineSetupError| {
@@ -862,7 +865,19 @@ fn engine_opts(j: &JobSpec, depth: u32) -> EngineOpts {
                 _ => j.max_bs(),
             },
         },
+        job: crate::engines::JobContext {
+            name: j.name.clone(),
+            runtime_us: j.runtime_us,
+            directory: j.directory.clone(),
+            virtual_size: virtual_size(j),
+            params: j.engine_params.clone(),
+        },
     }
+}
+
+/// The bytes a diskless engine's offsets span: `size`, by default 1 GiB.
+fn virtual_size(j: &JobSpec) -> u64 {
+    j.size.map(|s| s.resolve(1 << 30)).unwrap_or(1 << 30)
 }
 
 /// What a worker does once its engine is built: wait for the common start,

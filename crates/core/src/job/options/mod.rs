@@ -10,8 +10,6 @@ use super::spec::{
 };
 use super::units::*;
 
-pub mod engines;
-
 /// What kind of value an option takes; decides how a bare flag is treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -192,6 +190,7 @@ macro_rules! job {
 }
 
 // Section files (after `job!`: they use it).
+pub mod engines;
 mod logs;
 mod output;
 pub mod pacing;
@@ -210,6 +209,7 @@ static SECTIONS: &[&[OptDef]] = &[
     logs::LOGS,
     timing::TIMING,
     output::OUTPUT,
+    engines::ENGINES,
 ];
 
 pub mod buffers;
