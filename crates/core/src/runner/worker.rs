@@ -457,6 +457,8 @@ struct Worker<'a, E: Engine, H: BlockHook> {
     /// skips their checks (decided once here, not per I/O).
     plain_stage: bool,
     clock: ClockThrottle,
+    /// The clock of the two readings per batch.
+    clk: dioscope_sys::clock::Clock,
     /// serialize_overlap: an I/O (write, len, file, offset) waiting for
     /// an overlapping one to complete.
     deferred: Option<(bool, u64, u32, u64)>,
@@ -554,6 +556,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
                 every: 1,
                 left: 1,
             },
+            clk: dioscope_sys::clock::Clock::get(),
             eng,
             hook,
             stop,
@@ -994,7 +997,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             0
         };
         if self.stamp_commit {
-            let t_commit = now_ns();
+            let t_commit = self.clk.now();
             for &s in &self.slots.staged {
                 self.slots.meta[s as usize].commit_ns = t_commit;
             }
@@ -1006,7 +1009,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
         if self.clock.on {
             self.read_clock_reduced();
         } else {
-            self.now = now_ns();
+            self.now = self.clk.now();
         }
         Ok(())
     }
