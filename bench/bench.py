@@ -59,7 +59,15 @@ ENGINE_FILE_SIZE = 256 * MiB
 ENGINE_DEPTH = 8
 # Engines whose reads fail by design (fio's ftruncate acts on writes only).
 # falloc's reads are fallocate(KEEP_SIZE), which dioscope refuses on a read-only job.
-ENGINE_RW = {"ftruncate": "randwrite", "falloc": "randwrite"}
+ENGINE_RW = {"ftruncate": "randwrite", "falloc": "randwrite", "e4defrag": "randwrite"}
+# Engines with a mandatory option of their own (fio's and dioscope's alike).
+# cpuio and exec do no I/O: their line is the cost of one cycle/poll; e4defrag
+# needs the engine file on ext4 (its donor sits beside it).
+ENGINE_EXTRA = {
+    "cpuio": lambda target: ["--cpuload=100", "--cpuchunks=100"],
+    "exec": lambda target: ["--program=/bin/true", "--std_redirect=0"],
+    "e4defrag": lambda target: [f"--donorname={target}.donor"],
+}
 
 
 def engine_of(cid):
@@ -94,7 +102,8 @@ def job_options(cid, target, seconds):
         return ([f"--name=e-{engine}", f"--filename={target}", "--direct=0",
                  "--invalidate=0", f"--rw={ENGINE_RW.get(engine, 'randread')}", "--bs=4k",
                  f"--size={ENGINE_FILE_SIZE}", f"--ioengine={engine}",
-                 f"--iodepth={ENGINE_DEPTH}"] + timed)
+                 f"--iodepth={ENGINE_DEPTH}"]
+                + ENGINE_EXTRA.get(engine, lambda t: [])(target) + timed)
     if cid == "B1":
         return (["--name=b1", "--ioengine=null", "--rw=randread", "--bs=4k",
                  "--size=100g"] + timed)

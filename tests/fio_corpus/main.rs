@@ -83,6 +83,9 @@ struct Entry {
     newer: Option<String>,
     /// A file the harness creates first (the device under test of fio's suite).
     scratch: Option<String>,
+    /// fio's own suite expects this file to fail (SUCCESS_NONZERO): it
+    /// passes when dioscope exits 1 with this text on stderr.
+    fails: Option<String>,
 }
 
 impl Entry {
@@ -130,6 +133,7 @@ fn parse_manifest(text: &str) -> Result<Vec<Entry>, String> {
             env: Vec::new(),
             newer: None,
             scratch: None,
+            fails: None,
         };
         for kv in rest {
             let (k, val) = kv
@@ -139,6 +143,7 @@ fn parse_manifest(text: &str) -> Result<Vec<Entry>, String> {
                 "after" => e.after = Some(val.to_string()),
                 "newer" => e.newer = Some(val.to_string()),
                 "scratch" => e.scratch = Some(val.to_string()),
+                "fails" => e.fails = Some(val.to_string()),
                 "env" => {
                     for p in val.split(',') {
                         let (a, b) = p
@@ -653,6 +658,20 @@ fn run_entry(entry: &Entry, root: &Path, with_fio: bool) -> Outcome {
                 Verdict::Failed
             }
         },
+        (Class::Local, 1)
+            if entry
+                .fails
+                .as_ref()
+                .is_some_and(|f| stderr.contains(f.as_str())) =>
+        {
+            match RunDoc::from_json(&stdout) {
+                Ok(_) => Verdict::Pass,
+                Err(e) => {
+                    outcome.first_error = format!("the JSON does not read back: {e}");
+                    Verdict::Failed
+                }
+            }
+        }
         (Class::Local, 2) if not_supported => Verdict::NotSupported,
         (_, 2) if is_parse_error(&stderr) && !not_supported => Verdict::ParseError,
         (Class::RemoteEngine(_) | Class::Hardware(_), 2) if not_supported => {
@@ -917,7 +936,7 @@ fn the_rewrite_points_at_scratch_and_shortens() {
 #[test]
 fn the_manifest_reads() {
     let e = parse_manifest(
-        "# c\nexamples/a.fio local newer=rw=r env=A=1,B=2\nt_jobs/b.fio local after=x.fio scratch=d.dat\n\
+        "# c\nexamples/a.fio local newer=rw=r env=A=1,B=2\nt_jobs/b.fio local after=x.fio scratch=d.dat fails=verify\n\
          examples/c.fio hardware zonemode=zbd env=X=1\nexamples/d.fio remote-engine rbd\n",
     )
     .unwrap();
@@ -925,6 +944,7 @@ fn the_manifest_reads() {
     assert_eq!(e[0].env.len(), 2);
     assert_eq!(e[1].after.as_deref(), Some("x.fio"));
     assert_eq!(e[1].scratch.as_deref(), Some("d.dat"));
+    assert_eq!(e[1].fails.as_deref(), Some("verify"));
     assert_eq!(e[2].class, Class::Hardware("zonemode=zbd".into()));
     assert_eq!(e[3].feature(), Some("rbd"));
     assert!(parse_manifest("examples/a.fio remote-engine\n").is_err());

@@ -150,9 +150,19 @@ fn flow_splits_io_by_weight() {
         "--runtime=3",
         "--flow=8",
     ]);
+    // Over the whole run the split is the weights' (flow holds a job back
+    // until the other catches up); within one second a descheduled thread
+    // on this shared 2-CPU machine can skew it, so that check is looser.
+    let total = |k: usize, dir: &str| f(&j["jobs"][k][dir]["total_ios"]);
+    let (tw, tr) = (total(0, "write"), total(1, "read"));
+    assert!(tw > 3000.0, "{tw}");
+    assert!((tr / tw - 8.0).abs() < 0.4, "read {tr} / write {tw} I/Os");
     let (w, r) = middle_second(&j);
     assert!(w > 1000.0, "{w}");
-    assert!((r / w - 8.0).abs() < 0.4, "read {r} / write {w}");
+    assert!(
+        (r / w - 8.0).abs() < 1.6,
+        "read {r} / write {w} in the middle second"
+    );
 }
 
 #[test]

@@ -119,8 +119,9 @@ fn every_trial_has_its_time_series_in_the_result() {
         assert_eq!(s["ramp_ms"], 1000.0);
         for dir in ["read", "write"] {
             let t = s["t_ms"].as_array().unwrap();
-            // 1 s of ramp + 2 s measured: 3 intervals of about 1 s each.
-            assert!((3..=4).contains(&t.len()), "{dir}: {t:?}");
+            // 1 s of ramp + 2 s measured: 3 intervals of about 1 s each, and
+            // a short last one when the sampler wakes late (a loaded machine).
+            assert!((3..=5).contains(&t.len()), "{dir}: {t:?}");
             let iops = s[dir]["iops"].as_array().unwrap();
             assert!(iops.iter().all(|x| x.as_f64().unwrap() > 0.0), "{iops:?}");
             let p99 = s[dir]["lat_p99_ns"].as_array().unwrap();

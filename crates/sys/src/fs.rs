@@ -174,6 +174,48 @@ pub fn ftruncate(fd: RawFd, len: u64) -> io::Result<()> {
     cvt(unsafe { libc::ftruncate(fd, len as i64) }).map(drop)
 }
 
+/// ext4's `struct move_extent` (linux/ext4.h), the argument of `EXT4_IOC_MOVE_EXT`.
+#[repr(C)]
+struct MoveExtent {
+    reserved: u32,
+    donor_fd: u32,
+    orig_start: u64,
+    donor_start: u64,
+    len: u64,
+    moved_len: u64,
+}
+
+/// `_IOWR('f', 15, struct move_extent)`.
+const EXT4_IOC_MOVE_EXT: libc::c_ulong =
+    (3 << 30) | ((std::mem::size_of::<MoveExtent>() as libc::c_ulong) << 16) | (0x66 << 8) | 15;
+
+/// ext4's `EXT4_IOC_MOVE_EXT` (what e4defrag does): swap the blocks of
+/// `len` file-system blocks at block `orig_start` of `fd` with those at
+/// `donor_start` of `donor` (the data of `fd` is copied into the donor's
+/// blocks first, so `fd` reads the same after). Returns the blocks moved,
+/// which is also set when the call fails part-way. Both descriptors must be
+/// open for writing, on the same ext4 file system.
+pub fn move_ext(
+    fd: RawFd,
+    donor: RawFd,
+    orig_start: u64,
+    donor_start: u64,
+    len: u64,
+) -> (u64, io::Result<()>) {
+    let mut me = MoveExtent {
+        reserved: 0,
+        donor_fd: donor as u32,
+        orig_start,
+        donor_start,
+        len,
+        moved_len: 0,
+    };
+    // SAFETY: `me` is a valid move_extent that outlives the call; the
+    // kernel writes only its moved_len.
+    let r = cvt(unsafe { libc::ioctl(fd, EXT4_IOC_MOVE_EXT as _, &mut me as *mut MoveExtent) });
+    (me.moved_len, r.map(drop))
+}
+
 /// Give an unnamed (`O_TMPFILE`) file a name: `linkat` through
 /// `/proc/self/fd/N` with `AT_SYMLINK_FOLLOW`, which needs no capability.
 /// Fails with EEXIST when `path` exists.

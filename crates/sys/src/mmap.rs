@@ -60,6 +60,35 @@ impl FileMap {
         Ok(m)
     }
 
+    /// A private anonymous mapping of `len` bytes (fio's `page_fault`
+    /// engine): no page exists until the first access faults it in, as
+    /// zeros, so each first touch of a page is a page fault.
+    pub fn anonymous(len: u64) -> io::Result<FileMap> {
+        let len = usize::try_from(len).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
+        if len == 0 {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        // SAFETY: a fresh private mapping chosen by the kernel; nothing else refers to it.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(FileMap {
+            ptr: p.cast(),
+            len,
+            writable: true,
+        })
+    }
+
     pub fn len(&self) -> u64 {
         self.len as u64
     }

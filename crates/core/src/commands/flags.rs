@@ -26,6 +26,8 @@ pub struct Flags {
     pub sections: Vec<String>,
     /// `--max-jobs=N`: refuse a run of more threads than this.
     pub max_jobs: Option<u32>,
+    /// `--warnings-fatal`: the parser's warnings are errors.
+    pub warnings_fatal: bool,
 }
 
 /// Whether a flag takes a value.
@@ -168,8 +170,12 @@ pub static FLAGS: &[FlagDef] = &[
     FlagDef {
         name: "warnings-fatal",
         arg: Arg::None,
-        help: "accepted; no effect: dioscope has no parser warnings, every problem is an error",
-        apply: |_, _| Ok(()),
+        help: "make the job parser's warnings (what fio only warns about, such as time_based \
+               without a runtime) errors",
+        apply: |f, _| {
+            f.warnings_fatal = true;
+            Ok(())
+        },
     },
     FlagDef {
         name: "alloc-size",
@@ -333,6 +339,7 @@ pub fn cmdhelp(what: &str) -> Result<String, String> {
             Kind::Size => "size (4k, 1m, 1g, or a % of the target)".to_string(),
             Kind::Time => "time (s by default; ms, us, m, h)".to_string(),
             Kind::Str => "text".to_string(),
+            Kind::OptStr => "text, or bare for the default".to_string(),
             Kind::Choice(c) => format!("one of {}", c.join(", ")),
         };
         let aliases = if o.aliases.is_empty() {

@@ -96,6 +96,14 @@ impl Formats {
 pub fn validate(args: &[String]) -> Result<(Plan, Formats), String> {
     let (flags, rest) = super::flags::split(args)?;
     let mut plan = job::parse_args(&rest).map_err(|e| e.to_string())?;
+    if flags.warnings_fatal {
+        if let Some(w) = plan.global.warnings.first() {
+            return Err(format!("{w} (an error with --warnings-fatal)"));
+        }
+    }
+    for w in &plan.global.warnings {
+        eprintln!("dioscope: warning: {w}");
+    }
     plan.global.eta_newline_s = flags.eta_newline_s;
     if !flags.sections.is_empty() {
         let names: Vec<String> = plan.jobs.iter().map(|j| j.name.clone()).collect();

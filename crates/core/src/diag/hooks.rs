@@ -359,6 +359,7 @@ impl DiagHooks {
                             }
                         }
                     }
+                    TargetKind::NullDevice => {}
                 }
                 for f in found {
                     if !self.layout_findings.contains(&f) {

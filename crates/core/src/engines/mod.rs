@@ -35,6 +35,17 @@ impl EngineSetupError {
 
 /// One engine instance belongs to one worker thread.
 pub trait Engine {
+    /// Whether a completion's bytes are data moved. cpuio's and exec's
+    /// "I/Os" are cycles of work: counted as I/Os with no bytes, as fio
+    /// reports them.
+    const MOVES_BYTES: bool = true;
+    /// Whether [`Engine::ended`] can ever be true (the worker asks only then).
+    const CAN_END: bool = false;
+    /// The engine has nothing more to do (cpuio's `exit_on_io_done` once
+    /// the I/O jobs are done): the worker issues no more.
+    fn ended(&self) -> bool {
+        false
+    }
     /// Queue one I/O for the next `commit` (the slot must be idle).
     fn stage(&mut self, d: IoDesc);
     /// Hand the staged I/Os to the kernel and wait until at least `min`
@@ -72,6 +83,10 @@ pub struct Caps {
     pub page_cache: bool,
     /// A priority per I/O (`IoDesc::prio`: cmdprio_percentage, cmdprio_bssplit).
     pub per_io_prio: bool,
+    /// Its "I/Os" are cycles of other work (cpuio burns CPU, exec watches a
+    /// program): it never ends on its own, so it needs a runtime, and it is
+    /// not an I/O job for `exit_on_io_done`.
+    pub work_only: bool,
 }
 
 impl Caps {
@@ -87,12 +102,106 @@ impl Caps {
         moves_data: true,
         page_cache: false,
         per_io_prio: false,
+        work_only: false,
     };
+}
+
+static IO_JOBS_RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// A worker of an I/O job (not `work_only`) from its set-up to its end:
+/// cpuio's `exit_on_io_done` ends once none is left.
+pub struct IoJobGuard(bool);
+
+impl IoJobGuard {
+    pub fn new(kind: EngineKind) -> IoJobGuard {
+        let io = !kind.caps().work_only;
+        if io {
+            IO_JOBS_RUNNING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        IoJobGuard(io)
+    }
+}
+
+impl Drop for IoJobGuard {
+    fn drop(&mut self) {
+        if self.0 {
+            IO_JOBS_RUNNING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+}
+
+/// Workers of I/O jobs running now (see [`IoJobGuard`]).
+pub fn io_jobs_running() -> usize {
+    IO_JOBS_RUNNING.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// `cpumode=` of the cpuio engine: how it burns its CPU share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CpuMode {
+    /// A loop that only reads the clock.
+    #[default]
+    Noop,
+    /// Sorting arrays (more work per cycle: more power drawn).
+    Qsort,
+}
+
+/// The options of the engines that take their own (`--enghelp=NAME` lists
+/// them; `job/options/engines.rs` parses them), with fio's defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineParams {
+    /// cpuio: percent of one CPU to burn (mandatory for cpuio).
+    pub cpuload: u32,
+    /// cpuio: length of one busy cycle, µs (`cpuchunks`, fio's 50000).
+    pub cpuchunks_us: u32,
+    pub cpumode: CpuMode,
+    /// cpuio: end the job once every job that does I/O is done.
+    pub exit_on_io_done: bool,
+    /// exec: the program and its arguments (`%r` runtime in s, `%n` job name).
+    pub program: Option<String>,
+    pub arguments: Option<String>,
+    /// exec: seconds between SIGTERM and SIGKILL at the end of the job.
+    pub grace_time_s: u32,
+    /// exec: the program's stdout/stderr go to JOBNAME.stdout/.stderr.
+    pub std_redirect: bool,
+    /// e4defrag: the donor file (in `directory=` when relative).
+    pub donorname: Option<String>,
+    /// e4defrag: allocate the donor's blocks per I/O and free them after
+    /// (1), or once for the whole file at start (0).
+    pub inplace: bool,
+}
+
+impl Default for EngineParams {
+    fn default() -> EngineParams {
+        EngineParams {
+            cpuload: 0,
+            cpuchunks_us: 50_000,
+            cpumode: CpuMode::Noop,
+            exit_on_io_done: false,
+            program: None,
+            arguments: None,
+            grace_time_s: 1,
+            std_redirect: true,
+            donorname: None,
+            inplace: false,
+        }
+    }
+}
+
+/// The job, as the engines that act on more than I/Os see it (exec's `%n`
+/// and `%r`, e4defrag's donor in `directory=`, page_fault's mapping).
+#[derive(Debug, Clone, Default)]
+pub struct JobContext {
+    pub name: String,
+    pub runtime_us: u64,
+    pub directory: Option<String>,
+    /// The bytes a diskless engine's offsets span (the job's `size`).
+    pub virtual_size: u64,
+    pub params: EngineParams,
 }
 
 /// How a worker wants its engine, from the job's options. The runner builds
 /// it; an engine reads the parts its [`Caps`] say it has.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct EngineOpts {
     /// Queue depth (slots).
     pub depth: u32,
@@ -106,6 +215,8 @@ pub struct EngineOpts {
     pub sqpoll: bool,
     pub fixed_bufs: bool,
     pub registered_files: bool,
+    /// What engines that are not just reads and writes need of the job.
+    pub job: JobContext,
 }
 
 impl EngineOpts {
@@ -140,6 +251,17 @@ pub trait EngineDef {
     /// them with their help from the option table).
     const OPTIONS: &'static [&'static str] = &[];
     const CAPS: Caps;
+    /// Whether the job's engine options are what this engine needs (a
+    /// mandatory one given, values that go together); `Err` says what to
+    /// set. Checked when the job is parsed.
+    fn check(_: &EngineParams) -> Result<(), String> {
+        Ok(())
+    }
+    /// A pause after each I/O the engine needs, µs, as fio's engines set
+    /// their job's thinktime (cpuio's idle share, exec's polling interval).
+    fn pause_us(_: &EngineParams) -> Option<u64> {
+        None
+    }
     /// Build the engine on this thread over `arena` and `fds`, and run `f`
     /// with it. Returns `f`'s output and an optional note for the report
     /// (what the kernel accepted), or why the engine could not be set up,
@@ -201,6 +323,20 @@ macro_rules! engine_list {
                 Self::ALL.iter().copied().find(|k| k.names().contains(&s))
             }
 
+            /// See [`EngineDef::check`].
+            pub fn check(self, p: &EngineParams) -> Result<(), String> {
+                match self {
+                    $(EngineKind::$Kind => <$module::Def as EngineDef>::check(p),)*
+                }
+            }
+
+            /// See [`EngineDef::pause_us`].
+            pub fn pause_us(self, p: &EngineParams) -> Option<u64> {
+                match self {
+                    $(EngineKind::$Kind => <$module::Def as EngineDef>::pause_us(p),)*
+                }
+            }
+
             pub fn caps(self) -> Caps {
                 match self {
                     $(EngineKind::$Kind => <$module::Def as EngineDef>::CAPS,)*
@@ -242,6 +378,10 @@ engine_list! {
     falloc => Falloc,
     ftruncate => Ftruncate,
     null => Null,
+    cpuio => CpuIo,
+    page_fault => PageFault,
+    exec => Exec,
+    e4defrag => E4Defrag,
 }
 
 #[cfg(test)]

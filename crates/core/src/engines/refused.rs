@@ -268,13 +268,6 @@ pub static REFUSED: &[Refused] = &[
     },
     Refused {
         key: "ioengine",
-        names: &["cpuio"],
-        needs: "nothing but CPU: it burns cycles and does no I/O, and dioscope measures I/O; \
-                load the CPU with stress-ng beside the run",
-        options: &["cpuload", "cpuchunks", "cpumode", "exit_on_io_done"],
-    },
-    Refused {
-        key: "ioengine",
         names: &[
             "filecreate",
             "filestat",
@@ -290,17 +283,49 @@ pub static REFUSED: &[Refused] = &[
     },
     Refused {
         key: "ioengine",
-        names: &["exec"],
-        needs: "running a program instead of I/O; use exec_prerun/exec_postrun, or run the \
-                program beside dioscope",
-        options: &["program", "arguments", "grace_time", "std_redirect"],
+        names: &["libhipfile"],
+        needs: "AMD GPUs with ROCm's hipFile (GPU-direct storage)",
+        options: &["gpu_dev_ids", "rocm_io"],
     },
     Refused {
         key: "ioengine",
-        names: &["e4defrag"],
-        needs: "ext4's EXT4_IOC_MOVE_EXT (defragmenting by moving extents from a donor file), \
-                not reads and writes",
-        options: &["donorname", "inplace"],
+        names: &["cpp_null"],
+        needs: "fio's C++ example engine, built from fio's own sources; use ioengine=null, \
+                which measures the same thing (no I/O, the tool's cost per I/O)",
+        options: &[],
+    },
+    Refused {
+        key: "ioengine",
+        names: &["fusion-aw-sync"],
+        needs: "a Fusion-io ioMemory card and its atomic-write library (libnvm-primitives)",
+        options: &[],
+    },
+    Refused {
+        key: "ioengine",
+        names: &["sgunmap"],
+        needs: "a SCSI generic device that takes UNMAP commands through SG_IO; use rw=trim \
+                with ioengine=io_uring or libaio on the block device (a discard)",
+        options: &[],
+    },
+    Refused {
+        key: "ioengine",
+        names: &["sheepdog"],
+        needs: "a Sheepdog storage cluster (the engine left fio with Sheepdog itself)",
+        options: &["target"],
+    },
+    Refused {
+        key: "ioengine",
+        names: &["binject", "bsg"],
+        needs: "the Linux block-injection (binject) or bsg pass-through driver; use \
+                ioengine=io_uring or libaio on the block device",
+        options: &[],
+    },
+    Refused {
+        key: "ioengine",
+        names: &["syslet-rw", "guasi", "aio-ring"],
+        needs: "an asynchronous interface that never reached mainline Linux (syslets, GUASI, \
+                aio rings; fio dropped these engines); use ioengine=io_uring",
+        options: &[],
     },
     Refused {
         key: "ioengine",
@@ -325,6 +350,29 @@ pub static REFUSED: &[Refused] = &[
         ],
     },
 ];
+
+/// Features of fio's NVMe engines that take several options of their own:
+/// a job that sets one of them without selecting the engine is refused by
+/// the feature's name (`pi`), not by the first of its options.
+pub struct Feature {
+    pub name: &'static str,
+    pub needs: &'static str,
+    pub options: &'static [&'static str],
+}
+
+pub static FEATURES: &[Feature] = &[Feature {
+    name: "pi",
+    needs: "NVMe end-to-end protection information (metadata per I/O, guard/application/\
+            reference tags) on a namespace formatted with it, sent by fio's io_uring_cmd \
+            or xnvme engines; dioscope's engines transfer data only",
+    options: &[
+        "md_per_io_size",
+        "pi_act",
+        "pi_chk",
+        "apptag",
+        "apptag_mask",
+    ],
+}];
 
 /// The refused engine or zone mode `key=value` selects, if any
 /// (`ioengine=external:/path/x.so` is fio's external engine).
@@ -358,6 +406,12 @@ pub fn is_selector(key: &str) -> bool {
 /// The error for `opt=` set in a job whose engine dioscope has: name the
 /// engines it belongs to.
 pub fn option_message(opt: &str) -> Option<String> {
+    if let Some(f) = FEATURES.iter().find(|f| f.options.contains(&opt)) {
+        return Some(format!(
+            "not supported by dioscope: {} ({opt}= asks for it; needs {}); remove it",
+            f.name, f.needs
+        ));
+    }
     let owners: Vec<&Refused> = owners(opt).collect();
     let first = owners.first()?;
     let names: Vec<&str> = owners

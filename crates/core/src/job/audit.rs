@@ -140,6 +140,7 @@ fn samples(o: &OptDef) -> Vec<String> {
             v.extend(["1", "2", "3", "7", "4k", "8k", "1m", "10s"].map(String::from))
         }
         Kind::Str => {}
+        Kind::OptStr => v.push(String::new()),
     }
     let mut unique: Vec<String> = Vec::new();
     for x in v {

@@ -267,6 +267,12 @@ fn parse_ini(
             }
             continue;
         }
+        // fio evaluates a value that used one of its keywords as an
+        // expression: `size=8*1024*$pagesize` is 32 MiB, while the same
+        // text with a number in place of the keyword reads as 8.
+        let keyword = ["$pagesize", "$ncpus", "$mb_memory"]
+            .iter()
+            .any(|k| t.contains(k));
         let t = substitute(t, &env_lookup);
         // Trailing comments after a value: fio allows ';' comments at line end.
         let t = match t
@@ -280,6 +286,12 @@ fn parse_ini(
         let (key, value) = match t.split_once('=') {
             Some((k, v)) => (k.trim().to_string(), Some(v.trim().to_string())),
             None => (t.trim().to_string(), None),
+        };
+        let value = match value {
+            Some(v) if keyword && !v.starts_with('(') && v.contains(['*', '/', '+', '%', '^']) => {
+                Some(format!("({v})"))
+            }
+            v => v,
         };
         let opt = RawOpt {
             key,
@@ -332,7 +344,7 @@ pub fn parse_job_text(text: &str) -> Result<Plan, ParseError> {
 fn check_kind(def: &OptDef, raw: &RawOpt) -> Result<String, ParseError> {
     match (&raw.value, def.kind) {
         (Some(v), _) => Ok(v.clone()),
-        (None, Kind::Flag) => Ok(String::new()),
+        (None, Kind::Flag | Kind::OptStr) => Ok(String::new()),
         (None, _) => Err(ParseError::MissingValue {
             name: raw.key.clone(),
             origin: raw.origin.clone(),
@@ -424,6 +436,16 @@ fn build_job(
     if raw.file_boundary {
         j.stonewall = true;
     }
+    if j.time_based && j.runtime_us == 0 {
+        // fio warns and runs the job by its size.
+        j.time_based = false;
+        global.warnings.push(format!(
+            "job '{}': time_based needs a runtime, and none is given: the job runs by its size \
+             (as fio does); add runtime= (for example runtime=30s) to run by time",
+            j.name
+        ));
+    }
+    super::options::engines::adjust(&mut j);
     validate(&j)?;
     Ok(j)
 }
@@ -443,6 +465,12 @@ fn refusal(opts: &[RawOpt]) -> Result<(), ParseError> {
                     r.message(v.trim()),
                     o.origin
                 )));
+            }
+            if key == "ioengine" && EngineKind::parse(v.trim()).is_none() {
+                // An engine neither dioscope nor fio has: its error comes
+                // before any about the options that engine would take.
+                let mut scratch = super::spec::GlobalSettings::default();
+                apply(o, &mut JobSpec::default(), &mut scratch)?;
             }
         }
     }
@@ -470,11 +498,7 @@ pub fn validate(j: &JobSpec) -> Result<(), ParseError> {
         return invalid("time_based needs a runtime, for example runtime=10s".into());
     }
     if j.verify.is_some() {
-        let iv = if j.verify_interval > 0 {
-            j.verify_interval
-        } else {
-            j.bs[0].min().min(j.bs[1].min())
-        };
+        let iv = j.verify_interval_used();
         if iv < 512 {
             return invalid(format!("verify needs intervals of at least 512 bytes to hold its header; use verify_interval=512 or a larger bs (now {iv})"));
         }
@@ -503,6 +527,8 @@ pub fn validate(j: &JobSpec) -> Result<(), ParseError> {
         }
     }
     engine_can(j)?;
+    super::options::engines::validate(j)
+        .map_err(|m| ParseError::Invalid(format!("job '{}': {m}", j.name)))?;
     if let Err(m) = super::options::buffers::validate(j) {
         return invalid(m);
     }
@@ -523,17 +549,15 @@ fn engine_can(j: &JobSpec) -> Result<(), ParseError> {
         ("nowait", j.nowait, |c| c.nowait),
         ("sqthread_poll", j.sqthread_poll, |c| c.sqpoll),
     ];
-    if j.verify.is_some() && !j.ioengine.caps().moves_data {
+    // An engine with no target (null) verifies nothing, as in fio, where
+    // it "pretends" it did; the runner notes it. Space operations on a
+    // real file (falloc, ftruncate) would leave the data unchecked.
+    if j.verify.is_some() && !j.ioengine.caps().moves_data && j.ioengine.caps().real_io {
         return Err(ParseError::Invalid(format!(
             "job '{}': verify needs an engine that moves data, and ioengine={} does not \
-             (its I/Os {}); drop verify or change ioengine=",
+             (its I/Os are space operations); drop verify or change ioengine=",
             j.name,
             j.ioengine.as_str(),
-            if j.ioengine.caps().real_io {
-                "are space operations"
-            } else {
-                "touch no device"
-            }
         )));
     }
     for (opt, on, has) in wanted {
@@ -657,12 +681,11 @@ fn option_word<S: AsRef<str>>(opt: &str, args: &[S], i: &mut usize) -> RawOpt {
 /// `--trials`, which the command line sets for every job), a new job
 /// (`--name`), the current job, or the defaults before any job.
 fn place_option(raw: RawOpt, plan: &mut Plan, cli: &mut CommandLine) -> Result<(), ParseError> {
-    // Options of engines dioscope refuses belong to the job: `refusal`
-    // names the engine once the job is complete.
-    if lookup(&raw.key).is_none()
-        && (crate::engines::refused::is_refused_option(&raw.key)
-            || crate::engines::refused::is_selector(&raw.key))
-    {
+    // Options dioscope does not know (those of engines it refuses among
+    // them) belong to the job: `refusal` names a refused engine once the
+    // job is complete, wherever its options came on the command line, and
+    // an unknown option is reported when the job is built.
+    if lookup(&raw.key).is_none() {
         match cli.jobs.last_mut() {
             Some(j) => j.opts.push(raw),
             None => cli.defaults.push(raw),

@@ -301,6 +301,8 @@ pub struct JobSpec {
     pub exitall_on_error: bool,
     pub fixedbufs: bool,
     pub registerfiles: bool,
+    /// The options of engines that take their own (cpuio, exec, e4defrag).
+    pub engine_params: crate::engines::EngineParams,
     pub sqthread_poll: bool,
     pub hipri: bool,
     pub nowait: bool,
@@ -325,6 +327,10 @@ pub struct JobSpec {
     pub log_unix_epoch: bool,
     pub log_alternate_epoch: bool,
     pub log_alternate_epoch_clock_id: i32,
+    /// `log_window_value=both`: windowed logs carry the mean and the maximum.
+    pub log_window_both: bool,
+    /// `log_issue_time`: per-I/O logs end with the issue time in ns.
+    pub log_issue_time: bool,
     /// Verification: algorithm name (`None` = off).
     pub verify: Option<String>,
     pub do_verify: bool,
@@ -513,6 +519,7 @@ impl Default for JobSpec {
             exitall_on_error: false,
             fixedbufs: true,
             registerfiles: true,
+            engine_params: crate::engines::EngineParams::default(),
             sqthread_poll: false,
             hipri: false,
             nowait: false,
@@ -533,6 +540,8 @@ impl Default for JobSpec {
             log_unix_epoch: false,
             log_alternate_epoch: false,
             log_alternate_epoch_clock_id: 0,
+            log_window_both: false,
+            log_issue_time: false,
             verify: None,
             do_verify: true,
             verify_fatal: false,
@@ -611,6 +620,18 @@ impl Default for JobSpec {
 }
 
 impl JobSpec {
+    /// The verify interval used: `verify_interval` (default: the smallest
+    /// block size), but never more than the smallest block, as in fio,
+    /// where a block shorter than the interval is one interval of its own
+    /// (`bs=512` with `verify_interval=1m` checks each 512-byte block).
+    pub fn verify_interval_used(&self) -> u64 {
+        let min_bs = self.bs[0].min().min(self.bs[1].min());
+        if self.verify_interval > 0 {
+            self.verify_interval.min(min_bs)
+        } else {
+            min_bs
+        }
+    }
     /// Largest block size over both directions.
     pub fn max_bs(&self) -> u64 {
         self.bs[0].max().max(self.bs[1].max())
@@ -629,6 +650,9 @@ impl JobSpec {
 /// Settings for the whole invocation rather than a job.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct GlobalSettings {
+    /// What fio only warns about, and dioscope too (the run prints them;
+    /// `--warnings-fatal` makes them errors).
+    pub warnings: Vec<String>,
     /// `--eta-newline=TIME`: a new progress line every this many seconds.
     pub eta_newline_s: Option<u64>,
     /// `--output-format` as given (empty: the default). The command

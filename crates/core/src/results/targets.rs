@@ -11,6 +11,9 @@ use std::path::PathBuf;
 pub enum TargetKind {
     File,
     BlockDevice,
+    /// `/dev/null` or `/dev/zero`, which fio's job files read and write
+    /// (the data goes nowhere or comes from nowhere; `size=` is its size).
+    NullDevice,
 }
 
 /// What a target is, without the open file: kept in the result.

@@ -391,11 +391,7 @@ pub(super) struct HookOut {
 /// The verify parameters of a job, if it verifies.
 pub fn verify_spec(j: &JobSpec, generation: u64) -> Option<VerifySpec> {
     let algo = Algo::parse(j.verify.as_deref()?)?;
-    let interval = if j.verify_interval > 0 {
-        j.verify_interval
-    } else {
-        j.bs[0].min().min(j.bs[1].min())
-    };
+    let interval = j.verify_interval_used();
     let mut s = VerifySpec::new(algo, interval as u32, j.randseed, generation);
     s.pattern = j.verify_pattern.clone().map(Arc::new);
     s.header_at = j.verify_offset as u32;

@@ -69,6 +69,10 @@ pub struct LogPlan {
     pub offset: bool,
     /// `log_prio`: the prio column is the I/O's priority value in hex.
     pub prio: bool,
+    /// `log_window_value=both`: a window's line has the mean, then the maximum.
+    pub both: bool,
+    /// `log_issue_time`: a last column with the I/O's issue time in ns.
+    pub issue_time: bool,
     /// Several workers append to one file (`per_job_logs=0`).
     pub shared: bool,
     /// `write_hist_log`.
@@ -126,6 +130,8 @@ pub fn plan_for(j: &JobSpec, index: usize, trial: u32) -> Option<LogPlan> {
         max_value: j.log_max_value,
         offset: j.log_offset,
         prio: j.log_prio,
+        both: j.log_window_both,
+        issue_time: j.log_issue_time,
         shared: !j.per_job_logs,
         hist,
         // fio: either option counts times from the epoch of the clock
@@ -473,6 +479,8 @@ struct Writer {
     max_value: bool,
     offset: bool,
     prio: bool,
+    both: bool,
+    issue_time: bool,
     shared: bool,
     /// Added to every time: the epoch's ms at the job's start, or 0.
     epoch_ms: u64,
@@ -499,6 +507,8 @@ impl Writer {
             max_value: plan.max_value,
             offset: plan.offset,
             prio: plan.prio,
+            both: plan.both,
+            issue_time: plan.issue_time,
             shared: plan.shared,
             epoch_ms,
             last_t: 0,
@@ -554,9 +564,9 @@ impl Writer {
     /// high-priority I/O; with `log_prio`, the ioprio value, 0, in hex.
     fn prio_col(&self) -> &'static str {
         if self.prio {
-            ", 0x0000\n"
+            ", 0x0000"
         } else {
-            ", 0\n"
+            ", 0"
         }
     }
 
@@ -586,6 +596,14 @@ impl Writer {
                     let _ = write!(self.line, ", {}", r.offset);
                 }
                 self.line.push_str(prio);
+                if self.issue_time {
+                    // Issued when its completion latency began: the
+                    // completion time less clat, in ns on the time column's base.
+                    let issued =
+                        r.t_ns.saturating_sub(r.clat_ns as u64) + self.epoch_ms * 1_000_000;
+                    let _ = write!(self.line, ", {issued}");
+                }
+                self.line.push('\n');
             }
             f.write_all(self.line.as_bytes())?;
             if self.shared {
@@ -611,7 +629,7 @@ impl Writer {
                     continue;
                 }
                 let mean = |sum: u64| sum as f64 / w.n as f64;
-                let v = match (*kind, self.max_value) {
+                let value = |max: bool| match (*kind, max) {
                     ("bw", _) => w.bytes as f64 / 1024.0 / secs,
                     ("iops", _) => w.n as f64 / secs,
                     ("slat", true) => w.slat_max as f64,
@@ -623,14 +641,22 @@ impl Writer {
                 };
                 let _ = write!(
                     self.line,
-                    "{}, {}, {d}, 0",
+                    "{}, {}",
                     end / 1_000_000 + self.epoch_ms,
-                    v.round() as u64
+                    value(self.max_value && !self.both).round() as u64
                 );
+                if self.both {
+                    let _ = write!(self.line, ", {}", value(true).round() as u64);
+                }
+                let _ = write!(self.line, ", {d}, 0");
                 if self.offset {
                     self.line.push_str(", 0");
                 }
                 self.line.push_str(prio);
+                if self.issue_time {
+                    self.line.push_str(", 0");
+                }
+                self.line.push('\n');
             }
             f.write_all(self.line.as_bytes())?;
             if self.shared {
@@ -880,5 +906,44 @@ mod tests {
             &recs,
         );
         assert_eq!(out[0].lines().next(), Some("500, 2000, 0, 0, 0"));
+    }
+
+    #[test]
+    fn window_value_both_and_issue_time_columns() {
+        let d = tempfile::tempdir().unwrap();
+        let p = |k: &str| d.path().join(k).display().to_string();
+        // Latencies 4100 then 8100 ns (slat 100): mean 6100, max 8100.
+        let mut recs: Vec<Rec> = (0..1000).map(|i| rec(i / 2, false)).collect();
+        for r in recs.iter_mut().skip(1).step_by(2) {
+            r.clat_ns = 8000;
+        }
+        let out = run(
+            LogPlan {
+                files: vec![("lat", p("bl")), ("iops", p("bi"))],
+                avg_ms: 250,
+                both: true,
+                offset: true,
+                ..Default::default()
+            },
+            &recs,
+        );
+        // time, mean, max, direction, bs, offset, prio.
+        assert_eq!(out[0].lines().next(), Some("250, 6100, 8100, 0, 0, 0, 0"));
+        // One rate per window: both columns hold it.
+        assert_eq!(out[1].lines().next(), Some("250, 2000, 2000, 0, 0, 0, 0"));
+        // log_issue_time: the completion time less clat, in ns, last.
+        let out = run(
+            LogPlan {
+                files: vec![("clat", p("it"))],
+                offset: true,
+                issue_time: true,
+                ..Default::default()
+            },
+            &[rec(7, true)],
+        );
+        assert_eq!(
+            out[0],
+            format!("7, 4000, 1, 4096, 8192, 0, {}\n", 7_000_000 - 4000)
+        );
     }
 }

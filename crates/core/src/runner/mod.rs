@@ -643,7 +643,7 @@ fn worker_plan(
     };
     let regions: Vec<(u64, u64)> = if files.is_empty() {
         // null engine: a virtual region of `size` (default 1 GiB).
-        vec![(0, j.size.map(|s| s.resolve(1 << 30)).unwrap_or(1 << 30))]
+        vec![(0, virtual_size(j))]
     } else {
         files.iter().map(|f| f.region).collect()
     };
@@ -776,6 +776,9 @@ fn run_worker<H: BlockHook>(
     prog: &Progress,
     hook: &mut H,
 ) -> WorkerResult {
+    // Counted from before the gate, so a cpuio job with exit_on_io_done
+    // sees the I/O workers that start with it.
+    let _io_job = crate::engines::IoJobGuard::new(j.ioengine);
     // A worker that cannot start stops its trial before anyone's first I/O:
     // `stop` is raised before the gate, so every worker sees it after.
     let fail = |e: EngineSetupError| {
@@ -840,7 +843,19 @@ fn engine_opts(j: &JobSpec, depth: u32) -> EngineOpts {
         sqpoll: j.sqthread_poll,
         fixed_bufs: j.fixedbufs,
         registered_files: j.registerfiles,
+        job: crate::engines::JobContext {
+            name: j.name.clone(),
+            runtime_us: j.runtime_us,
+            directory: j.directory.clone(),
+            virtual_size: virtual_size(j),
+            params: j.engine_params.clone(),
+        },
     }
+}
+
+/// The bytes a diskless engine's offsets span: `size`, by default 1 GiB.
+fn virtual_size(j: &JobSpec) -> u64 {
+    j.size.map(|s| s.resolve(1 << 30)).unwrap_or(1 << 30)
 }
 
 /// What a worker does once its engine is built: wait for the common start,
@@ -1018,12 +1033,13 @@ impl TrialHooks for Chain<'_> {
 
 /// Stage two: run every group and trial.
 pub fn execute(
-    resolved: Vec<ResolvedJob>,
+    mut resolved: Vec<ResolvedJob>,
     table: &TargetTable,
     opts: &RunOptions,
     hooks: &mut dyn TrialHooks,
 ) -> RunResult {
     let start_ms = dioscope_sys::clock::wall_ms();
+    let notes = without_fake_verify(&mut resolved);
     let ngroups = resolved
         .iter()
         .map(|j| j.group)
@@ -1045,7 +1061,7 @@ pub fn execute(
         opts,
         hooks,
         groups: Vec::new(),
-        notes: Vec::new(),
+        notes,
         interrupted: false,
         auto_trials: Vec::new(),
         setup_error: None,
@@ -1072,6 +1088,27 @@ pub fn execute(
         setup_error: ex.setup_error,
         completed_groups,
     }
+}
+
+/// fio's null engine "pretends it verified everything": its I/Os move no
+/// data, so there is nothing to check. Such a job runs without verify,
+/// and the result says so instead of reporting blocks as checked.
+fn without_fake_verify(resolved: &mut [ResolvedJob]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for r in resolved.iter_mut() {
+        let j = &mut r.spec;
+        if let Some(v) = j.verify.as_ref().filter(|_| !j.ioengine.caps().real_io) {
+            notes.push(format!(
+                "job '{}': verify={v} checked nothing: ioengine={} moves no data (fio \
+                 pretends such I/O verified; dioscope reports no verify result for it)",
+                j.name,
+                j.ioengine.as_str()
+            ));
+            j.verify = None;
+            j.do_verify = false;
+        }
+    }
+    notes
 }
 
 /// What stage two accumulates while it runs the groups.

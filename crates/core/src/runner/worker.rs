@@ -316,6 +316,9 @@ pub fn run_with_hook<E: Engine, H: BlockHook>(
     let mut w = Worker::new(eng, hook, p, start_ns, stop, prog);
     loop {
         w.check_stop();
+        if E::CAN_END && w.eng.ended() {
+            w.issuing = false;
+        }
         w.stage_batch();
         if w.inflight == 0 {
             if !w.issuing {
@@ -1087,7 +1090,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             let m = &self.slots.meta[c.slot as usize];
             let st = &mut self.res.dirs[m.write as usize];
             st.ios += 1;
-            st.bytes += c.res as u64;
+            st.bytes += if E::MOVES_BYTES { c.res as u64 } else { 0 };
             if self.lat_all {
                 st.slat.record(m.commit_ns - m.stage_ns);
                 st.clat.record(self.now - m.commit_ns);

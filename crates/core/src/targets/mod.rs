@@ -417,6 +417,10 @@ fn check_one(
         }
     };
     let ft = opened.meta.file_type();
+    if is_null_device(&opened.meta) {
+        // Writes vanish and reads come from nowhere: no data to guard.
+        return Ok(Some(opened));
+    }
     if !ft.is_block_device() && !ft.is_file() {
         return Err(TargetError::Refused(format!(
             "{} is neither a regular file nor a block device ({}); point filename= at a file or a block device",
@@ -498,6 +502,42 @@ fn open_one(n: &TargetNeed, checked: Option<crate::safety::Opened>) -> Result<Ta
         e
     };
     let ft = opened.meta.file_type();
+    if is_null_device(&opened.meta) {
+        if n.min_size == 0 {
+            return Err(TargetError::Refused(format!(
+                "{} has no size of its own; add size=, for example size=1g",
+                p()
+            )));
+        }
+        let file = match opened.reopen(n.write, direct_flag) {
+            Ok(f) => f,
+            Err(e) if n.direct && e.raw_os_error() == Some(libc::EINVAL) => {
+                return Err(TargetError::Refused(format!(
+                    "{}: the kernel refuses O_DIRECT on this character device (EINVAL; fio \
+                     fails the same way); use direct=0",
+                    p()
+                )))
+            }
+            Err(e) => return Err(io_err(&n.path, mode, e)),
+        };
+        return Ok(Target {
+            file,
+            checked: Some(opened),
+            identity: None,
+            info: TargetInfo {
+                path: n.path.clone(),
+                kind: TargetKind::NullDevice,
+                size: n.min_size,
+                offset_align: 512,
+                mem_align: 512,
+                align_source: "a character device (no alignment of its own)".into(),
+                direct: n.direct,
+                writable: n.write,
+                created: false,
+                prior_size: n.min_size,
+            },
+        });
+    }
     if ft.is_block_device() {
         let file = opened
             .reopen(n.write, direct_flag)
@@ -580,6 +620,14 @@ fn open_one(n: &TargetNeed, checked: Option<crate::safety::Opened>) -> Result<Ta
             prior_size: if created { 0 } else { have },
         },
     })
+}
+
+/// `/dev/null` (1:3) or `/dev/zero` (1:5), known by device number, not
+/// by name: another character device (a tty, /dev/mem) stays refused.
+fn is_null_device(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let rdev = crate::safety::DevNum::from_dev_t(meta.rdev());
+    meta.file_type().is_char_device() && rdev.major == 1 && matches!(rdev.minor, 3 | 5)
 }
 
 fn kind_name(ft: &std::fs::FileType) -> &'static str {

@@ -177,11 +177,7 @@ pub fn validate(j: &JobSpec) -> Result<(), String> {
         && j.verify.is_some()
         && !(j.verify.as_deref() == Some("pattern") && j.verify_pattern.is_some())
     {
-        let iv = if j.verify_interval > 0 {
-            j.verify_interval
-        } else {
-            j.bs[0].min().min(j.bs[1].min())
-        };
+        let iv = j.verify_interval_used();
         let h = crate::verify::HEADER_LEN as u64;
         if j.verify_offset < h || j.verify_offset + h > iv {
             return Err(format!(

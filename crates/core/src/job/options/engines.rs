@@ -4,6 +4,173 @@
 
 use super::*;
 use crate::engines::refused::{self, REFUSED};
+use crate::engines::CpuMode;
+
+/// The options of engines that take their own, with fio's semantics
+/// (each engine lists its own in `EngineDef::OPTIONS`).
+pub(super) static ENGINES: &[OptDef] = &[
+    OptDef {
+        name: "cpuload",
+        aliases: &[],
+        kind: Kind::Int,
+        example: "50",
+        help: "cpuio: percent of one CPU each job burns (1-100; mandatory with cpuio; \
+               numjobs=N loads N CPUs)",
+        apply: job!(|j, v| {
+            let n = u32v(v)?;
+            if n == 0 {
+                return Err("cpuio burns cpuload percent of a CPU: give 1 to 100".into());
+            }
+            // fio caps it at 100.
+            j.engine_params.cpuload = n.min(100);
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "cpuchunks",
+        aliases: &[],
+        kind: Kind::Int,
+        example: "50000",
+        help: "cpuio: length of one busy cycle in microseconds (fio's default 50000); \
+               each is followed by the idle time that makes the load cpuload",
+        apply: job!(|j, v| {
+            j.engine_params.cpuchunks_us = pos_u32(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "cpumode",
+        aliases: &[],
+        kind: Kind::Choice(&["noop", "qsort"]),
+        example: "qsort",
+        help: "cpuio: burn cycles in a clock-reading loop (noop) or by sorting arrays (qsort, \
+               more power drawn)",
+        apply: job!(|j, v| {
+            j.engine_params.cpumode = match v.trim() {
+                "noop" => CpuMode::Noop,
+                "qsort" => CpuMode::Qsort,
+                o => return Err(format!("'{o}' is not a CPU mode: choose noop or qsort")),
+            };
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "exit_on_io_done",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "cpuio: end the job once the jobs that do I/O beside it are done",
+        apply: job!(|j, v| {
+            j.engine_params.exit_on_io_done = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "program",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "/usr/bin/vmstat",
+        help: "exec: the program to run for the job's runtime (mandatory with exec)",
+        apply: job!(|j, v| {
+            j.engine_params.program = opt_str(v);
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "arguments",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "-w 1",
+        help: "exec: the program's arguments, split at spaces; %r is the job's runtime in \
+               seconds, %n its name",
+        apply: job!(|j, v| {
+            j.engine_params.arguments = opt_str(v);
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "grace_time",
+        aliases: &[],
+        kind: Kind::Int,
+        example: "1",
+        help: "exec: seconds between SIGTERM and SIGKILL when the runtime is over (default 1)",
+        apply: job!(|j, v| {
+            j.engine_params.grace_time_s = u32v(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "std_redirect",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "0",
+        help: "exec: write the program's stdout and stderr to JOBNAME.stdout and \
+               JOBNAME.stderr (default 1); 0 leaves them on dioscope's",
+        apply: job!(|j, v| {
+            j.engine_params.std_redirect = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "donorname",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "file.def",
+        help: "e4defrag: the donor file whose blocks EXT4_IOC_MOVE_EXT swaps in (in \
+               directory= when relative; created; mandatory with e4defrag)",
+        apply: job!(|j, v| {
+            j.engine_params.donorname = opt_str(v);
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "inplace",
+        aliases: &[],
+        kind: Kind::Choice(&["0", "1"]),
+        example: "1",
+        help: "e4defrag: 0 allocates the donor's blocks once at start, 1 allocates them for \
+               each I/O and frees them after it",
+        apply: job!(|j, v| {
+            j.engine_params.inplace = match v.trim() {
+                "0" => false,
+                "1" => true,
+                o => return Err(format!("'{o}' is not an inplace mode: choose 0 or 1")),
+            };
+            Ok(())
+        }),
+    },
+];
+
+/// A job's engine-specific options, as its engine needs them (cpuio's
+/// cpuload, exec's program, e4defrag's donor).
+pub fn validate(j: &JobSpec) -> Result<(), String> {
+    j.ioengine.check(&j.engine_params)?;
+    let p = &j.engine_params;
+    if j.ioengine.caps().work_only && j.runtime_us == 0 && !p.exit_on_io_done {
+        return Err(format!(
+            "ioengine={} does no I/O and never ends on its own: give runtime= (for example \
+             runtime=30s){}",
+            j.ioengine.as_str(),
+            if j.ioengine.options().contains(&"exit_on_io_done") {
+                ", or exit_on_io_done=1 beside jobs that do I/O"
+            } else {
+                ""
+            }
+        ));
+    }
+    Ok(())
+}
+
+/// What an engine sets in its job, as fio's engines do at init: the pause
+/// after each I/O (`thinktime`) of cpuio and exec.
+pub fn adjust(j: &mut JobSpec) {
+    if let Some(us) = j.ioengine.pause_us(&j.engine_params) {
+        j.thinktime_us = us;
+        j.thinktime_spin_us = 0;
+        j.thinktime_blocks = 1;
+        j.thinktime_blocks_type = super::pacing::ThinkBlocks::Complete;
+    }
+}
 
 /// fio's `--enghelp[=ENGINE[,OPTION]]`: without an engine, every engine
 /// dioscope has and those it refuses; with one, its help and its options;

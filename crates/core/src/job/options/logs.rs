@@ -27,7 +27,7 @@ pub(super) static LOGS: &[OptDef] = &[
     OptDef {
         name: "write_bw_log",
         aliases: &[],
-        kind: Kind::Str,
+        kind: Kind::OptStr,
         example: "mylog",
         help: "Write a bandwidth log PREFIX_bw.N.log",
         apply: job!(|j, v| {
@@ -38,7 +38,7 @@ pub(super) static LOGS: &[OptDef] = &[
     OptDef {
         name: "write_iops_log",
         aliases: &[],
-        kind: Kind::Str,
+        kind: Kind::OptStr,
         example: "mylog",
         help: "Write an IOPS log PREFIX_iops.N.log",
         apply: job!(|j, v| {
@@ -49,7 +49,7 @@ pub(super) static LOGS: &[OptDef] = &[
     OptDef {
         name: "write_lat_log",
         aliases: &[],
-        kind: Kind::Str,
+        kind: Kind::OptStr,
         example: "mylog",
         help: "Write latency logs PREFIX_{slat,clat,lat}.N.log",
         apply: job!(|j, v| {
@@ -80,6 +80,38 @@ pub(super) static LOGS: &[OptDef] = &[
         }),
     },
     OptDef {
+        name: "log_window_value",
+        aliases: &[],
+        kind: Kind::Choice(&["avg", "max", "both"]),
+        example: "both",
+        help: "With log_avg_msec: log each window's mean (avg, mean, 0), maximum (max, 1) or both \
+               (both, 2: the mean, then the maximum, as two value columns); bandwidth and IOPS \
+               have one rate per window, so both columns hold it",
+        apply: job!(|j, v| {
+            let (max, both) = match v.trim() {
+                "avg" | "mean" | "0" => (false, false),
+                "max" | "1" => (true, false),
+                "both" | "2" => (false, true),
+                o => return Err(format!("'{o}' is not avg, max or both")),
+            };
+            j.log_max_value = max;
+            j.log_window_both = both;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "log_issue_time",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Per-I/O logs end each line with the I/O's issue time in ns (on the time column's \
+               base); windowed lines (log_avg_msec) write 0 there, as they do for the offset",
+        apply: job!(|j, v| {
+            j.log_issue_time = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
         name: "log_offset",
         aliases: &[],
         kind: Kind::Flag,
@@ -104,7 +136,7 @@ pub(super) static LOGS: &[OptDef] = &[
     OptDef {
         name: "write_hist_log",
         aliases: &[],
-        kind: Kind::Str,
+        kind: Kind::OptStr,
         example: "mylog",
         help: "Write completion-latency histograms PREFIX_clat_hist.N.log every log_hist_msec (fio's bins; fiologparser_hist.py reads them)",
         apply: job!(|j, v| {

@@ -10,8 +10,6 @@ use super::spec::{
 };
 use super::units::*;
 
-pub mod engines;
-
 /// What kind of value an option takes; decides how a bare flag is treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -21,6 +19,10 @@ pub enum Kind {
     Size,
     Time,
     Str,
+    /// Text that may also appear bare, meaning a default (fio's
+    /// `write_bw_log` alone logs under the job's name). On the command line
+    /// it still takes the next word, as fio's does.
+    OptStr,
     Choice(&'static [&'static str]),
 }
 
@@ -82,7 +84,7 @@ fn fixed_bs(s: &str) -> Result<BlockSizes, UnitError> {
 }
 
 fn range_bs(s: &str) -> Result<BlockSizes, UnitError> {
-    let (lo, hi) = parse_range(s)?;
+    let (lo, hi) = parse_range(s).or_else(|e| fio_loose_range(s).ok_or(e))?;
     if lo == 0 {
         return Err("a block size of 0".into());
     }
@@ -93,11 +95,34 @@ fn range_bs(s: &str) -> Result<BlockSizes, UnitError> {
     })
 }
 
+/// fio reads a range as the size at the start of each side of the first
+/// `-` or `:`, ignoring what follows a size: its own t/jobs/t0024.fio
+/// gives `bsrange=512/25:1k:25:2k:25:4k/25` (a bssplit list), which fio
+/// runs as 512-1k. Only a value with such a tail (a `/`) is read this way,
+/// so a plain typo still fails.
+fn fio_loose_range(s: &str) -> Option<(u64, u64)> {
+    if !s.contains('/') {
+        return None;
+    }
+    let (a, b) = s.split_once(['-', ':'])?;
+    let lead = |x: &str| {
+        let x = x.trim();
+        let n = x
+            .find(|c: char| !c.is_ascii_alphanumeric())
+            .unwrap_or(x.len());
+        parse_size(&x[..n]).ok()
+    };
+    let (lo, hi) = (lead(a)?, lead(b)?);
+    Some((lo.min(hi), lo.max(hi)))
+}
+
 fn split_bs(s: &str) -> Result<BlockSizes, UnitError> {
     let mut v = Vec::new();
     let mut unassigned = Vec::new();
     for part in s.split(':').filter(|p| !p.trim().is_empty()) {
         let (sz, pct) = match part.split_once('/') {
+            // `1k/`: no share given, as a bare `1k` (fio's t0023 form).
+            Some((a, b)) if b.trim().is_empty() => (parse_size(a)?, None),
             Some((a, b)) => (parse_size(a)?, Some(pct(b)?)),
             None => (parse_size(part)?, None),
         };
@@ -165,6 +190,7 @@ macro_rules! job {
 }
 
 // Section files (after `job!`: they use it).
+pub mod engines;
 mod logs;
 mod output;
 pub mod pacing;
@@ -183,6 +209,7 @@ static SECTIONS: &[&[OptDef]] = &[
     logs::LOGS,
     timing::TIMING,
     output::OUTPUT,
+    engines::ENGINES,
 ];
 
 pub mod buffers;
@@ -1156,8 +1183,6 @@ pub static FIO_UNIMPLEMENTED: &[(&str, &str)] = &[
     ("wait_for", "waiting for a named job is not implemented; stonewall (or new_group) orders jobs"),
     ("create_serialize", "laying out files is always serialised, before any job starts"),
     ("fill_device", "writing until the device or file system is full is not implemented; give size="),
-    ("log_issue_time", "logging each I/O's issue time is not implemented"),
-    ("log_window_value", "logging more than one value per window is not implemented (log_max_value picks the maximum)"),
     ("iodepth_mode", "stepping the queue depth within a job is not implemented; dioscope sweep --vary iodepth=… runs one job per depth"),
     ("sprandom", "SanDisk-style random preconditioning is not implemented"),
     ("spr_op", "SanDisk-style random preconditioning is not implemented (sprandom)"),
@@ -1269,6 +1294,23 @@ pub fn markdown_table() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fio_forms_of_bssplit_and_bsrange_from_its_own_jobs() {
+        // `1k/`: no share, like a bare size (t0023's bssplit).
+        assert_eq!(
+            split_bs("512/25:1k/:2k/:4k/").unwrap(),
+            BlockSizes::Split(vec![(512, 25), (1024, 25), (2048, 25), (4096, 25)])
+        );
+        // A bssplit list in bsrange (t0024): fio runs it as 512-1k.
+        assert_eq!(
+            range_bs("512/25:1k:25:2k:25:4k/25").unwrap(),
+            BlockSizes::Range(512, 1024)
+        );
+        // Without such a tail, a bad range is still an error.
+        assert!(range_bs("512x-1k").is_err());
+        assert!(range_bs("4k-64k").is_ok());
+    }
 
     #[test]
     fn names_are_unique() {

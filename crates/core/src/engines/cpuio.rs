@@ -1,0 +1,213 @@
+//! cpuio: fio's engine that moves no data and burns CPU. Each "I/O" is a
+//! busy cycle of `cpuchunks` µs; the job's thinktime after it (set from
+//! `cpuload`, as fio's engine does at init) idles for the rest, so one
+//! worker uses `cpuload` percent of one CPU. Completions count as I/Os with
+//! no bytes, as fio reports them.
+
+use super::{
+    Caps, Completion, CpuMode, Engine, EngineDef, EngineOpts, EngineParams, IoDesc, SlotArena,
+    WithEngine,
+};
+use dioscope_sys::clock::now_ns;
+use std::io;
+use std::os::fd::RawFd;
+
+pub struct Def;
+
+impl EngineDef for Def {
+    const NAMES: &'static [&'static str] = &["cpuio"];
+    const HELP: &'static str = "no I/O: each I/O is a busy cycle of cpuchunks µs (a clock loop, or \
+         sorting with cpumode=qsort) followed by the idle time that makes the job use cpuload \
+         percent of one CPU; counted as I/Os with no bytes; give runtime= (or exit_on_io_done=1 \
+         beside I/O jobs)";
+    const OPTIONS: &'static [&'static str] = &["cpuload", "cpuchunks", "cpumode", "exit_on_io_done"];
+    const CAPS: Caps = Caps {
+        sync: true,
+        real_io: false,
+        moves_data: false,
+        work_only: true,
+        ..Caps::BASE
+    };
+
+    fn check(p: &EngineParams) -> Result<(), String> {
+        if p.cpuload == 0 {
+            return Err("ioengine=cpuio needs cpuload= (the percent of one CPU to burn), for \
+                        example cpuload=50"
+                .into());
+        }
+        Ok(())
+    }
+
+    fn pause_us(p: &EngineParams) -> Option<u64> {
+        let load = p.cpuload.clamp(1, 100) as u64;
+        let idle = p.cpuchunks_us as u64 * (100 - load) / load;
+        Some(idle)
+    }
+
+    fn with<W: WithEngine>(
+        arena: SlotArena,
+        _: &[RawFd],
+        opts: &EngineOpts,
+        f: W,
+    ) -> Result<(W::Out, Option<String>), super::EngineSetupError> {
+        let p = &opts.job.params;
+        let mut e = CpuBurn::new(arena, p);
+        let out = f.run(&mut e);
+        Ok((out, None))
+    }
+}
+
+/// One worker's CPU burner.
+pub struct CpuBurn {
+    arena: SlotArena,
+    chunk_ns: u64,
+    mode: CpuMode,
+    exit_on_io_done: bool,
+    staged: Option<IoDesc>,
+    done: Option<Completion>,
+    /// qsort's array and the generator that refills it.
+    keys: Vec<u32>,
+    rng: u64,
+}
+
+impl CpuBurn {
+    pub fn new(arena: SlotArena, p: &EngineParams) -> CpuBurn {
+        CpuBurn {
+            arena,
+            chunk_ns: p.cpuchunks_us as u64 * 1000,
+            mode: p.cpumode,
+            exit_on_io_done: p.exit_on_io_done,
+            staged: None,
+            done: None,
+            keys: match p.cpumode {
+                CpuMode::Qsort => vec![0; 4096],
+                CpuMode::Noop => Vec::new(),
+            },
+            rng: 0x2545_f491_4f6c_dd1d,
+        }
+    }
+
+    /// Use `chunk_ns` of this thread's CPU time. Counted in CPU time, not
+    /// wall time, so a busy machine stretches the cycle rather than
+    /// shrinking the load (the thread's clock is a system call: read every
+    /// 100 µs of spinning).
+    fn burn(&mut self) {
+        let cpu0 = dioscope_sys::proc::usage_thread();
+        loop {
+            let slice_end = now_ns() + 100_000;
+            self.spin_until(slice_end);
+            let used = dioscope_sys::proc::usage_thread().since(&cpu0).cpu_us() * 1000;
+            if used >= self.chunk_ns {
+                return;
+            }
+        }
+    }
+
+    fn spin_until(&mut self, end: u64) {
+        match self.mode {
+            CpuMode::Noop => {
+                while now_ns() < end {
+                    std::hint::spin_loop();
+                }
+            }
+            CpuMode::Qsort => {
+                while now_ns() < end {
+                    for k in &mut self.keys {
+                        // xorshift: fresh keys each round, so each sort works.
+                        self.rng ^= self.rng << 13;
+                        self.rng ^= self.rng >> 7;
+                        self.rng ^= self.rng << 17;
+                        *k = self.rng as u32;
+                    }
+                    self.keys.sort_unstable();
+                    std::hint::black_box(&self.keys);
+                }
+            }
+        }
+    }
+}
+
+impl Engine for CpuBurn {
+    const MOVES_BYTES: bool = false;
+    const CAN_END: bool = true;
+
+    fn ended(&self) -> bool {
+        self.exit_on_io_done && super::io_jobs_running() == 0
+    }
+
+    fn stage(&mut self, d: IoDesc) {
+        debug_assert!(self.staged.is_none(), "one cycle at a time");
+        self.staged = Some(d);
+    }
+
+    fn commit(&mut self, _min: u32) -> io::Result<u32> {
+        let Some(d) = self.staged.take() else {
+            return Ok(0);
+        };
+        self.burn();
+        self.done = Some(Completion {
+            slot: d.slot,
+            res: d.len as i32,
+        });
+        Ok(1)
+    }
+
+    fn reap(&mut self, out: &mut [Completion]) -> usize {
+        match self.done.take() {
+            Some(c) if !out.is_empty() => {
+                out[0] = c;
+                1
+            }
+            other => {
+                self.done = other;
+                0
+            }
+        }
+    }
+
+    fn arena(&mut self) -> &mut SlotArena {
+        &mut self.arena
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cycle_burns_its_chunk_and_the_pause_makes_the_load() {
+        let p = EngineParams {
+            cpuload: 25,
+            cpuchunks_us: 20_000,
+            cpumode: CpuMode::Qsort,
+            ..EngineParams::default()
+        };
+        assert_eq!(Def::pause_us(&p), Some(60_000));
+        let full = EngineParams {
+            cpuload: 100,
+            ..p.clone()
+        };
+        assert_eq!(Def::pause_us(&full), Some(0));
+        assert!(Def::check(&EngineParams::default()).is_err());
+        let mut e = CpuBurn::new(SlotArena::new(1, 4096).unwrap(), &p);
+        let cpu0 = dioscope_sys::proc::usage_thread();
+        let t0 = now_ns();
+        e.stage(IoDesc {
+            slot: 0,
+            write: false,
+            file: 0,
+            offset: 0,
+            len: 4096,
+            prio: 0,
+        });
+        assert_eq!(e.commit(1).unwrap(), 1);
+        let wall = now_ns() - t0;
+        let cpu = dioscope_sys::proc::usage_thread().since(&cpu0).cpu_us();
+        assert!(wall >= 20_000_000, "{wall} ns");
+        // The cycle is 20 ms of CPU time, however busy the machine.
+        assert!((20_000..30_000).contains(&cpu), "{cpu} µs of CPU in a 20 ms cycle");
+        let mut out = [Completion::default(); 1];
+        assert_eq!(e.reap(&mut out), 1);
+        assert_eq!(out[0].res, 4096);
+    }
+}
