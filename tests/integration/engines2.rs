@@ -211,17 +211,6 @@ fn page_fault_copies_through_anonymous_memory() {
     assert!(minf >= 2048, "{minf} minor faults for 2048 new pages");
     // No file was made.
     assert!(entries(d.path()).is_empty(), "{:?}", entries(d.path()));
-    let o = run_in(
-        d.path(),
-        &[
-            "--name=pf",
-            "--ioengine=page_fault",
-            "--size=1m",
-            "--verify=crc32c",
-            "--rw=write",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
 
 fn first_physical(path: &Path) -> String {

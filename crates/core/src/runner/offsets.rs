@@ -255,6 +255,8 @@ pub struct OffsetCfg {
     pub open_files: u32,
     /// `zonemode=strided`: (zonerange, zonesize, zoneskip).
     pub zones: Option<(u64, u64, u64)>,
+    /// `random_sequence_stride` (with `RandomDist::Sequence`).
+    pub seq_stride: bool,
 }
 
 impl OffsetCfg {
@@ -275,6 +277,7 @@ impl OffsetCfg {
             file_every: 1,
             open_files: 0,
             zones: None,
+            seq_stride: false,
         }
     }
 }
@@ -352,6 +355,8 @@ pub struct OffsetGen {
     /// I/Os left in the current `rw=randread:N` run, and the last offset.
     run_left: u64,
     last: u64,
+    /// I/Os drawn from a `sequence` distribution so far.
+    seq_n: u64,
     pub rng: Rng,
 }
 
@@ -477,6 +482,7 @@ impl OffsetGen {
             open_done: 0,
             run_left: 0,
             last: 0,
+            seq_n: 0,
             rng: Rng::new(seed),
             cfg,
         }
@@ -721,6 +727,17 @@ impl OffsetGen {
                 let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
                 let c = n as f64 * center.unwrap_or(0.5) + z * n as f64 * pct / 100.0;
                 (c.max(0.0) as u64).min(n - 1)
+            }
+            RandomDist::Sequence(list) => {
+                let len = list.len() as u64;
+                let i = self.seq_n;
+                self.seq_n += 1;
+                let round = if self.cfg.seq_stride {
+                    i / len * len
+                } else {
+                    0
+                };
+                (round + list[(i % len) as usize]) % n
             }
             RandomDist::Zoned(_) => {
                 let zones = &self.zoned[write as usize];

@@ -81,6 +81,12 @@ pub fn batch_bucket(n: usize) -> usize {
     }
 }
 
+/// A write's negative result that means "the file system is full".
+#[inline]
+fn is_full(res: i32) -> bool {
+    res == -libc::ENOSPC || res == -libc::EDQUOT
+}
+
 #[cfg(test)]
 mod clock_tests {
     #[test]
@@ -158,6 +164,9 @@ pub struct WorkerPlan {
     /// fsync every file at the end (`end_fsync`).
     pub end_fsync: bool,
     pub continue_on_error: bool,
+    /// `fill_device`: a write that finds the file system full (ENOSPC,
+    /// EDQUOT) ends the job; it is not an error.
+    pub until_full: bool,
     pub fds: Vec<i32>,
     pub tick_ns: u64,
     /// fio's logs this worker writes (runner/logs.rs); `None`: no cost.
@@ -1066,9 +1075,13 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
     fn complete(&mut self, c: Completion) {
         let m = &self.slots.meta[c.slot as usize];
         if c.res < 0 {
-            record_error(&mut self.res, m, c.res);
-            if !self.p.continue_on_error {
+            if self.p.until_full && m.write && is_full(c.res) {
                 self.issuing = false;
+            } else {
+                record_error(&mut self.res, m, c.res);
+                if !self.p.continue_on_error {
+                    self.issuing = false;
+                }
             }
         } else {
             if H::ACTIVE {
@@ -1138,7 +1151,10 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
     fn short_io(&mut self, slot: u32, res: i32) {
         let m = &self.slots.meta[slot as usize];
         self.res.dirs[m.write as usize].short_ios += 1;
-        if res == 0 {
+        if res == 0 && m.write && self.p.until_full {
+            // fill_device: the file system is full, which is the end.
+            self.issuing = false;
+        } else if res == 0 {
             // Nothing read or written: the target shrank or is full. An
             // error, counted even when the job goes on.
             let errno = if m.write { -libc::ENOSPC } else { -libc::EIO };
@@ -1418,6 +1434,7 @@ mod overlap_tests {
             pace: super::super::pacing::PacePlan::default(),
             end_fsync: false,
             continue_on_error: false,
+            until_full: false,
             fds: Vec::new(),
             tick_ns: 1_000_000_000,
             log: None,
