@@ -467,7 +467,12 @@ struct Worker<'a, E: Engine, H: BlockHook> {
     lat_all: bool,
     /// Whether the batch needs its commit time (slat or clat measured).
     stamp_commit: bool,
+    /// No replay, trims, pacing, overlap serialization or iolog: staging
+    /// skips their checks (decided once here, not per I/O).
+    plain_stage: bool,
     clock: ClockThrottle,
+    /// The clock of the two readings per batch.
+    clk: dioscope_sys::clock::Clock,
     /// serialize_overlap: an I/O (write, len, file, offset) waiting for
     /// an overlapping one to complete.
     deferred: Option<(bool, u64, u32, u64)>,
@@ -551,7 +556,13 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
                 }
             }
         });
+        let plain_stage = p.replay.is_none()
+            && !p.serialize_overlap
+            && p.trim == TrimMode::None
+            && !pace.active
+            && iolog.is_none();
         Worker {
+            plain_stage,
             lat_all: lat == LatStats::ALL,
             stamp_commit: lat.slat || lat.clat,
             clock: ClockThrottle {
@@ -559,6 +570,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
                 every: 1,
                 left: 1,
             },
+            clk: dioscope_sys::clock::Clock::get(),
             eng,
             hook,
             stop,
@@ -618,6 +630,10 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
     fn stage_batch(&mut self) {
         let t_stage = self.now;
         self.slots.staged.clear();
+        if self.plain_stage {
+            self.stage_plain(t_stage);
+            return;
+        }
         let mut trims = 0;
         if self.p.replay.is_some() {
             self.stage_replay(t_stage);
@@ -674,6 +690,30 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             if self.deferred.is_some() {
                 break;
             }
+        }
+    }
+
+    /// [`stage_batch`](Self::stage_batch) for the plain job: the room in
+    /// the queue is known before the loop, and nothing in it can defer,
+    /// trim or pace an I/O.
+    #[inline(always)]
+    fn stage_plain(&mut self, t_stage: u64) {
+        if !self.issuing {
+            return;
+        }
+        let room = (self.depth - self.inflight).min(self.batch);
+        for _ in 0..room {
+            let write = match self.p.read_pct {
+                100 => false,
+                0 => true,
+                pct => self.p.offsets.rng.below(100) >= pct as u64,
+            };
+            let len = self.p.bs[write as usize].pick(&mut self.p.offsets.rng);
+            if !self.within_size(len) {
+                break;
+            }
+            let (file, offset) = self.p.offsets.next_dir(len, write);
+            self.put(t_stage, write, len, file, offset);
         }
     }
 
@@ -848,6 +888,12 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             let kind = if write { OpKind::Write } else { OpKind::Read };
             w.io(t_stage, file, kind, offset, len);
         }
+        self.put(t_stage, write, len, file, offset);
+    }
+
+    /// Give the I/O a free slot and hand it to the engine.
+    #[inline(always)]
+    fn put(&mut self, t_stage: u64, write: bool, len: u64, file: u32, offset: u64) {
         let slot = self
             .slots
             .free
@@ -965,7 +1011,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             0
         };
         if self.stamp_commit {
-            let t_commit = now_ns();
+            let t_commit = self.clk.now();
             for &s in &self.slots.staged {
                 self.slots.meta[s as usize].commit_ns = t_commit;
             }
@@ -977,7 +1023,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
         if self.clock.on {
             self.read_clock_reduced();
         } else {
-            self.now = now_ns();
+            self.now = self.clk.now();
         }
         Ok(())
     }
