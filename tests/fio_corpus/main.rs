@@ -622,9 +622,11 @@ fn run_entry(entry: &Entry, root: &Path, with_fio: bool) -> Outcome {
         None
     };
     let device = loopdev.as_ref().map(|l| l.dev.as_str());
-    if let Some(name) = &entry.scratch {
+    if let Some(names) = &entry.scratch {
         let data: Vec<u8> = (0..SIZE_CAP).map(|i| (i * 31 % 251) as u8).collect();
-        std::fs::write(dir.path().join(name), data).unwrap();
+        for name in names.split(',') {
+            std::fs::write(dir.path().join(name), &data).unwrap();
+        }
     }
     let mut last = None;
     for (i, f) in files.iter().enumerate() {

@@ -23,3 +23,4 @@ mod safety2;
 mod signals;
 mod verify;
 mod workload;
+mod workload2;

@@ -54,6 +54,14 @@ const EXEMPT: &[(&str, &str)] = &[
         "changes nothing measured: bandwidth samples cost no clock read per I/O",
     ),
     (
+        "sync",
+        "its accepted values, none and 0, are how dioscope opens files (sync, 1 and dsync are refused)",
+    ),
+    (
+        "wait_for",
+        "read when the plan is built (options/workload.rs: resolve_wait_for), where it becomes the waiter's stonewall",
+    ),
+    (
         "kb_base",
         "read while the job's sizes are parsed (parse.rs: with_kb_base), so it lands in their values",
     ),

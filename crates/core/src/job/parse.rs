@@ -393,18 +393,59 @@ pub fn apply(
         reason,
         example: def.example.to_string(),
     };
-    match &def.apply {
-        Apply::Job(f) => {
-            f(job, &value).map_err(bad)?;
-            if def.name != "name" {
-                // "job options" in the JSON: last one wins, as in fio.
-                job.given.retain(|(k, _)| k != def.name);
-                job.given.push((def.name.to_string(), value.clone()));
+    let value = match (&def.apply, abbreviation(def, &value)) {
+        // A value as given comes first; only one that fails is read as an
+        // abbreviation, so no value that works today changes meaning.
+        (Apply::Job(f), Some(long)) => match f(job, &value) {
+            Ok(()) => value,
+            Err(e) => {
+                f(job, &long).map_err(|_| bad(e))?;
+                long
             }
+        },
+        (Apply::Global(f), Some(long)) => match f(global, &value) {
+            Ok(()) => value,
+            Err(e) => {
+                f(global, &long).map_err(|_| bad(e))?;
+                long
+            }
+        },
+        (Apply::Job(f), None) => {
+            f(job, &value).map_err(bad)?;
+            value
         }
-        Apply::Global(f) => f(global, &value).map_err(bad)?,
+        (Apply::Global(f), None) => {
+            f(global, &value).map_err(bad)?;
+            value
+        }
+    };
+    if matches!(def.apply, Apply::Job(_)) && def.name != "name" {
+        // "job options" in the JSON: last one wins, as in fio.
+        job.given.retain(|(k, _)| k != def.name);
+        job.given.push((def.name.to_string(), value));
     }
     Ok(())
+}
+
+/// `value` with its leading word (before any `:` or `,`) spelled out, when
+/// that word is not one of the option's choices but begins one: the first
+/// in the option's list, which keeps fio's order (`rw=r` → `read`,
+/// `rw=w` → `write`, `rw=rand` → `randread`, `verify=crc` → `crc32c`).
+/// None for options without a fixed list of values.
+pub fn abbreviation(def: &OptDef, value: &str) -> Option<String> {
+    let Kind::Choice(choices) = def.kind else {
+        return None;
+    };
+    let v = value.trim();
+    let end = v.find([':', ',']).unwrap_or(v.len());
+    let (head, rest) = v.split_at(end);
+    if head.is_empty() || choices.contains(&head) {
+        return None;
+    }
+    choices
+        .iter()
+        .find(|c| c.starts_with(head))
+        .map(|c| format!("{c}{rest}"))
 }
 
 /// Build a [`JobSpec`] from a raw job: fio defaults, then each option in order.
@@ -756,6 +797,7 @@ fn build_jobs(
         for rj in &raw_jobs {
             plan.jobs.push(build_job(rj, &mut plan.global, false)?);
         }
+        super::options::workload::resolve_wait_for(&mut plan.jobs).map_err(ParseError::Invalid)?;
         // fio's JSON "global options": what [global] (and the command line
         // before the first job) set for the first job, last value winning.
         let first = &raw_jobs[0];
@@ -798,6 +840,30 @@ mod tests {
         assert_eq!(w.bs[1], BlockSizes::Fixed(65536));
         assert_eq!(w.iodepth, 1);
         assert_eq!(w.rw, RwMode::Write);
+    }
+
+    #[test]
+    fn a_choice_may_be_abbreviated_to_the_first_value_it_begins() {
+        let ab = |name: &str, v: &str| abbreviation(lookup(name).unwrap(), v);
+        assert_eq!(ab("rw", "r").as_deref(), Some("read"));
+        assert_eq!(ab("rw", "w").as_deref(), Some("write"));
+        assert_eq!(ab("rw", "randr:4").as_deref(), Some("randread:4"));
+        assert_eq!(ab("rw", "t").as_deref(), Some("trim"));
+        assert_eq!(ab("rw", "rw"), None, "a whole value is itself");
+        assert_eq!(ab("rw", "x"), None);
+        assert_eq!(ab("verify", "crc").as_deref(), Some("crc32c"));
+        assert_eq!(ab("ioengine", "lib").as_deref(), Some("libaio"));
+        assert_eq!(ab("bs", "4"), None, "only options with a list of values");
+        let plan = parse_job_text("[a]\nrw=w\nioengine=io_u\nverify=md\n").unwrap();
+        let j = &plan.jobs[0];
+        assert_eq!(
+            (j.rw, j.ioengine, j.verify.as_deref()),
+            (RwMode::Write, EngineKind::IoUring, Some("md5"))
+        );
+        // The value as given wins where it works: verify=0 is off, not crc…
+        let plan = parse_job_text("[a]\nverify=0\n").unwrap();
+        assert_eq!(plan.jobs[0].verify, None);
+        assert!(parse_job_text("[a]\nrw=zz\n").is_err());
     }
 
     #[test]

@@ -149,6 +149,10 @@ pub enum RandomDist {
     /// `zoned` / `zoned_abs`: per direction (read, write), the share of the
     /// I/Os each consecutive zone of the region gets.
     Zoned([Vec<AccessZone>; 2]),
+    /// `sequence:3,1,0,2` (fio 3.42): these block indices in this order,
+    /// over and over (`random_sequence_stride`: each round moves on by the
+    /// list's length).
+    Sequence(Vec<u64>),
 }
 
 /// One zone of a `zoned` (size as a percentage of the region) or
@@ -283,8 +287,9 @@ pub struct JobSpec {
     pub thinktime_blocks: u64,
     pub thinktime_blocks_type: ThinkBlocks,
     pub thinktime_iotime_us: u64,
-    /// `flow` weight (0: not in a flow), `flow_id`, `flow_sleep`.
-    pub flow: u32,
+    /// `flow` weight (0: not in a flow; negative: the other side of a
+    /// balanced flow, fio's older form), `flow_id`, `flow_sleep`.
+    pub flow: i32,
     pub flow_id: u32,
     pub flow_sleep_us: u64,
     /// `steadystate` criterion; detection is on when `ss_dur_us` > 0.
@@ -392,6 +397,19 @@ pub struct JobSpec {
     pub file_service_every: u32,
     pub allow_file_create: bool,
     pub fallocate: Fallocate,
+    /// fio's `overwrite`: None (not given: dioscope lays out data, as
+    /// `overwrite=1`), `Some(false)`: a job that only writes gets its file
+    /// sized and space reserved, not filled with data first.
+    pub overwrite: Option<bool>,
+    /// fio's `wait_for`: the name of an earlier job this one starts after.
+    pub wait_for: Option<String>,
+    /// `random_sequence_stride`: `random_distribution=sequence` moves on by
+    /// the sequence's length after each round instead of repeating it.
+    pub random_sequence_stride: bool,
+    /// fio's `fill_device` / `fill_fs`: write until the file system is
+    /// full (ENOSPC ends the job, not as an error); on a block device, the
+    /// whole device.
+    pub fill_device: bool,
     pub unlink_each_loop: bool,
     /// `rw=read:8k` (bytes skipped after each sequential I/O, negative
     /// backwards) or `rw=randread:8` (I/Os per random offset).
@@ -589,6 +607,10 @@ impl Default for JobSpec {
             file_service_every: 1,
             allow_file_create: true,
             fallocate: Fallocate::Native,
+            overwrite: None,
+            wait_for: None,
+            random_sequence_stride: false,
+            fill_device: false,
             unlink_each_loop: false,
             rw_offset_mod: 0,
             rw_sequencer_identical: false,

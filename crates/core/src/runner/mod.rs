@@ -411,9 +411,14 @@ pub fn prepare(plan: &Plan) -> Result<(Vec<ResolvedJob>, TargetTable), SetupErro
                     },
                     min_size: match &replay {
                         Some(l) => l.extent(fi as u32),
+                        // fill_device: the job's own writes size the file.
+                        None if j.fill_device => 1,
                         None => min_size(j, n, c, prior),
                     },
-                    no_layout: j.create_on_open,
+                    no_layout: j.create_on_open || j.fill_device,
+                    // fio writes data at layout for a job that reads, or
+                    // writes with overwrite=1.
+                    fill: j.overwrite != Some(false) || j.rw.reads() || j.verify.is_some(),
                     allow_mounted_write: j.allow_mounted_write,
                     may_create: j.allow_file_create,
                     fallocate: j.fallocate,
@@ -551,18 +556,25 @@ fn resolve(
                     }
                     // create_on_open: the file was not laid out; the job's
                     // writes give it the size its region needs.
-                    let size = if j.create_on_open && t.kind == TargetKind::File {
+                    let size = if j.fill_device && t.kind == TargetKind::File {
+                        // What the file has plus what the file system has
+                        // free: the writes stop at ENOSPC before its end.
+                        let unit = j.bs[1].max().max(1);
+                        (t.size + crate::targets::free_bytes(&p)) / unit * unit
+                    } else if j.create_on_open && t.kind == TargetKind::File {
                         t.size.max(min_size(j, n, c, t.prior_size))
                     } else {
                         t.size
                     };
                     let off = offset_of(j, t.prior_size) + j.offset_increment * c as u64;
                     let len = match j.size {
-                        Some(s) => s.resolve(size) / n,
-                        None => size.saturating_sub(off),
+                        Some(s) if !j.fill_device => s.resolve(size) / n,
+                        _ => size.saturating_sub(off),
                     };
                     let len = match j.filesize {
-                        Some((_, hi)) if j.size.is_none() => hi.min(size).saturating_sub(off),
+                        Some((_, hi)) if j.size.is_none() && !j.fill_device => {
+                            hi.min(size).saturating_sub(off)
+                        }
                         _ => len,
                     };
                     if off + len > size || len == 0 {
@@ -683,6 +695,7 @@ fn worker_plan(
         pace: pacing::PacePlan::for_job(j, [j.bs[0].min(), j.bs[1].min()], depth, seed),
         end_fsync: j.end_fsync && j.rw.writes(),
         continue_on_error: j.continue_on_error,
+        until_full: j.fill_device,
         fds: files
             .iter()
             .map(|f| table.targets[f.target_idx].fd())
@@ -743,6 +756,7 @@ fn offset_cfg(j: &JobSpec, unit: u64) -> offsets::OffsetCfg {
         randommap: (!j.norandommap && j.blockalign == [0; 2])
             || j.random_generator == RandomGenerator::Lfsr,
         dist: j.random_distribution.clone(),
+        seq_stride: j.random_sequence_stride,
         center: j.random_center,
         seq_add: if random { 0 } else { j.rw_offset_mod },
         rand_run: if random {

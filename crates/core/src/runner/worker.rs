@@ -81,6 +81,12 @@ pub fn batch_bucket(n: usize) -> usize {
     }
 }
 
+/// A write's negative result that means "the file system is full".
+#[inline]
+fn is_full(res: i32) -> bool {
+    res == -libc::ENOSPC || res == -libc::EDQUOT
+}
+
 #[cfg(test)]
 mod clock_tests {
     #[test]
@@ -158,6 +164,9 @@ pub struct WorkerPlan {
     /// fsync every file at the end (`end_fsync`).
     pub end_fsync: bool,
     pub continue_on_error: bool,
+    /// `fill_device`: a write that finds the file system full (ENOSPC,
+    /// EDQUOT) ends the job; it is not an error.
+    pub until_full: bool,
     pub fds: Vec<i32>,
     pub tick_ns: u64,
     /// fio's logs this worker writes (runner/logs.rs); `None`: no cost.
@@ -456,7 +465,12 @@ struct Worker<'a, E: Engine, H: BlockHook> {
     lat_all: bool,
     /// Whether the batch needs its commit time (slat or clat measured).
     stamp_commit: bool,
+    /// No replay, trims, pacing, overlap serialization or iolog: staging
+    /// skips their checks (decided once here, not per I/O).
+    plain_stage: bool,
     clock: ClockThrottle,
+    /// The clock of the two readings per batch.
+    clk: dioscope_sys::clock::Clock,
     /// serialize_overlap: an I/O (write, len, file, offset) waiting for
     /// an overlapping one to complete.
     deferred: Option<(bool, u64, u32, u64)>,
@@ -540,7 +554,13 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
                 }
             }
         });
+        let plain_stage = p.replay.is_none()
+            && !p.serialize_overlap
+            && p.trim == TrimMode::None
+            && !pace.active
+            && iolog.is_none();
         Worker {
+            plain_stage,
             lat_all: lat == LatStats::ALL,
             stamp_commit: lat.slat || lat.clat,
             clock: ClockThrottle {
@@ -548,6 +568,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
                 every: 1,
                 left: 1,
             },
+            clk: dioscope_sys::clock::Clock::get(),
             eng,
             hook,
             stop,
@@ -607,6 +628,10 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
     fn stage_batch(&mut self) {
         let t_stage = self.now;
         self.slots.staged.clear();
+        if self.plain_stage {
+            self.stage_plain(t_stage);
+            return;
+        }
         let mut trims = 0;
         if self.p.replay.is_some() {
             self.stage_replay(t_stage);
@@ -663,6 +688,30 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             if self.deferred.is_some() {
                 break;
             }
+        }
+    }
+
+    /// [`stage_batch`](Self::stage_batch) for the plain job: the room in
+    /// the queue is known before the loop, and nothing in it can defer,
+    /// trim or pace an I/O.
+    #[inline(always)]
+    fn stage_plain(&mut self, t_stage: u64) {
+        if !self.issuing {
+            return;
+        }
+        let room = (self.depth - self.inflight).min(self.batch);
+        for _ in 0..room {
+            let write = match self.p.read_pct {
+                100 => false,
+                0 => true,
+                pct => self.p.offsets.rng.below(100) >= pct as u64,
+            };
+            let len = self.p.bs[write as usize].pick(&mut self.p.offsets.rng);
+            if !self.within_size(len) {
+                break;
+            }
+            let (file, offset) = self.p.offsets.next_dir(len, write);
+            self.put(t_stage, write, len, file, offset);
         }
     }
 
@@ -837,6 +886,12 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             let kind = if write { OpKind::Write } else { OpKind::Read };
             w.io(t_stage, file, kind, offset, len);
         }
+        self.put(t_stage, write, len, file, offset);
+    }
+
+    /// Give the I/O a free slot and hand it to the engine.
+    #[inline(always)]
+    fn put(&mut self, t_stage: u64, write: bool, len: u64, file: u32, offset: u64) {
         let slot = self
             .slots
             .free
@@ -954,7 +1009,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             0
         };
         if self.stamp_commit {
-            let t_commit = now_ns();
+            let t_commit = self.clk.now();
             for &s in &self.slots.staged {
                 self.slots.meta[s as usize].commit_ns = t_commit;
             }
@@ -966,7 +1021,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
         if self.clock.on {
             self.read_clock_reduced();
         } else {
-            self.now = now_ns();
+            self.now = self.clk.now();
         }
         Ok(())
     }
@@ -1020,9 +1075,13 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
     fn complete(&mut self, c: Completion) {
         let m = &self.slots.meta[c.slot as usize];
         if c.res < 0 {
-            record_error(&mut self.res, m, c.res);
-            if !self.p.continue_on_error {
+            if self.p.until_full && m.write && is_full(c.res) {
                 self.issuing = false;
+            } else {
+                record_error(&mut self.res, m, c.res);
+                if !self.p.continue_on_error {
+                    self.issuing = false;
+                }
             }
         } else {
             if H::ACTIVE {
@@ -1092,7 +1151,10 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
     fn short_io(&mut self, slot: u32, res: i32) {
         let m = &self.slots.meta[slot as usize];
         self.res.dirs[m.write as usize].short_ios += 1;
-        if res == 0 {
+        if res == 0 && m.write && self.p.until_full {
+            // fill_device: the file system is full, which is the end.
+            self.issuing = false;
+        } else if res == 0 {
             // Nothing read or written: the target shrank or is full. An
             // error, counted even when the job goes on.
             let errno = if m.write { -libc::ENOSPC } else { -libc::EIO };
@@ -1372,6 +1434,7 @@ mod overlap_tests {
             pace: super::super::pacing::PacePlan::default(),
             end_fsync: false,
             continue_on_error: false,
+            until_full: false,
             fds: Vec::new(),
             tick_ns: 1_000_000_000,
             log: None,

@@ -200,6 +200,9 @@ pub struct TargetNeed {
     pub may_create: bool,
     /// `fallocate=`: how layout reserves the space before writing it.
     pub fallocate: Fallocate,
+    /// Layout writes data (false: `overwrite=0` on a job that only writes:
+    /// the file is sized and its space reserved, as fio does).
+    pub fill: bool,
     /// A generated name with directories (`filename_format=a/b/$jobnum`):
     /// create the missing directories, as fio does.
     pub make_dirs: bool,
@@ -269,10 +272,23 @@ impl TargetTable {
                     m.write |= n.write;
                     m.min_size = m.min_size.max(n.min_size);
                     m.no_layout &= n.no_layout;
+                    m.fill |= n.fill;
                     m.may_create &= n.may_create;
                 }
                 None => merged.push(n.clone()),
             }
+        }
+        // One file used with and without O_DIRECT (fio's falloc.fio: buffered
+        // jobs, then a direct one on the same file) is laid out once, to the
+        // larger size, by whichever entry comes first.
+        for i in 0..merged.len() {
+            let most = merged
+                .iter()
+                .filter(|m| m.path == merged[i].path)
+                .map(|m| m.min_size)
+                .max()
+                .unwrap_or(0);
+            merged[i].min_size = most;
         }
         // Every target is opened and judged before any is created or laid
         // out: a refusal for the last job leaves the first job's file as it was.
@@ -282,6 +298,20 @@ impl TargetTable {
         }
         let mut table = TargetTable::default();
         for (n, opened) in merged.iter().zip(checked) {
+            // A missing file an earlier entry of this run just created is
+            // opened as it is now, not created a second time.
+            let opened = match opened {
+                None if table.targets.iter().any(|t| t.info.path == n.path) => {
+                    match check_one(n, destroy_data_on) {
+                        Ok(o) => o,
+                        Err(e) => {
+                            table.discard();
+                            return Err(e);
+                        }
+                    }
+                }
+                o => o,
+            };
             let t = match open_one(n, opened) {
                 Ok(t) => t,
                 Err(e) => {
@@ -575,7 +605,17 @@ fn open_one(n: &TargetNeed, checked: Option<crate::safety::Opened>) -> Result<Ta
         let w = opened
             .reopen(true, 0)
             .map_err(|e| undo(io_err(&n.path, "create", e)))?;
-        layout(&n.path, &opened, &w, have, n.min_size, created, n.fallocate).map_err(|mut e| {
+        layout(
+            &n.path,
+            &opened,
+            &w,
+            have,
+            n.min_size,
+            created,
+            n.fallocate,
+            n.fill,
+        )
+        .map_err(|mut e| {
             if let TargetError::NoSpace { free, .. } = &mut e {
                 // Free once the partial layout is gone: what the user has.
                 *free = free_bytes(&n.path);
@@ -653,6 +693,7 @@ fn kind_name(ft: &std::fs::FileType) -> &'static str {
 /// are never rewritten (an unaligned tail is extended with a buffered write
 /// first), and on failure or a stop signal a created file is removed and an
 /// extended one is cut back to its old size.
+#[allow(clippy::too_many_arguments)] // each is one fact of the layout; a struct would only rename them
 fn layout(
     path: &Path,
     opened: &crate::safety::Opened,
@@ -661,6 +702,7 @@ fn layout(
     need: u64,
     create: bool,
     how: Fallocate,
+    fill: bool,
 ) -> Result<(), TargetError> {
     // Everything goes through descriptors proven to be the opened inode.
     let (f, direct) = match opened.reopen(true, libc::O_DIRECT) {
@@ -706,6 +748,11 @@ fn layout(
         }
         // Not supported (e.g. some filesystems): write it out instead.
         Err(_) => {}
+    }
+    if !fill {
+        // overwrite=0: the size is the file's, the data is the job's writes.
+        dioscope_sys::fs::ftruncate(fd, need).map_err(|e| cleanup(io_err(path, "truncate", e)))?;
+        return Ok(());
     }
     const CHUNK: usize = 1 << 20;
     let mut arena = dioscope_sys::queue::SlotArena::new(1, CHUNK)
@@ -806,6 +853,7 @@ mod tests {
                 write: false,
                 min_size: 3 << 20,
                 no_layout: false,
+                fill: true,
                 allow_mounted_write: false,
                 may_create: true,
                 fallocate: Fallocate::Native,
@@ -817,6 +865,7 @@ mod tests {
                 write: true,
                 min_size: 1 << 20,
                 no_layout: false,
+                fill: true,
                 allow_mounted_write: false,
                 may_create: true,
                 fallocate: Fallocate::Native,
@@ -846,6 +895,7 @@ mod tests {
                 write: false,
                 min_size: 0,
                 no_layout: false,
+                fill: true,
                 allow_mounted_write: false,
                 may_create: true,
                 fallocate: Fallocate::Native,
@@ -869,6 +919,7 @@ mod tests {
                 write: false,
                 min_size: 0,
                 no_layout: false,
+                fill: true,
                 allow_mounted_write: false,
                 may_create: true,
                 fallocate: Fallocate::Native,

@@ -365,7 +365,7 @@ static CORE: &[OptDef] = &[
         aliases: &["readwrite"],
         kind: Kind::Choice(RwMode::NAMES),
         example: "randread",
-        help: "I/O pattern: read, write, randread, randwrite, rw, randrw, trim, randtrim, trimwrite, randtrimwrite; ':N' after a sequential one skips N bytes after each I/O (negative: backwards), after a random one does N I/Os per random offset",
+        help: "I/O pattern: read, write, randread, randwrite, rw, randrw, trim, randtrim, trimwrite, randtrimwrite; ':N' after a sequential one skips N bytes after each I/O (negative: backwards), after a random one does N I/Os per random offset. Like every option with a list of values, a value may be abbreviated to the first one it begins (rw=r is read, rw=w write; fio 3.33 itself wants the whole word)",
         apply: job!(|j, v| {
             let (mode, modifier) = match v.trim().split_once(':') {
                 Some((m, n)) => (m.trim(), Some(n.trim())),
@@ -646,7 +646,7 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         example: "zipf:1.2",
-        help: "random, zipf:THETA[:CENTER], pareto:H[:CENTER], normal|gauss:DEV[:CENTER], zoned:IO%/SIZE%:…, zoned_abs:IO%/BYTES:… ('R,W' zone lists per direction)",
+        help: "random, zipf:THETA[:CENTER], pareto:H[:CENTER], normal|gauss:DEV[:CENTER], zoned:IO%/SIZE%:…, zoned_abs:IO%/BYTES:… ('R,W' zone lists per direction), sequence:I,J,… (these block indices in order, repeated; see random_sequence_stride)",
         apply: job!(|j, v| {
             let v = v.trim();
             // zoned_abs is also written with '=' (fio's HOWTO does).
@@ -685,6 +685,7 @@ static CORE: &[OptDef] = &[
                 "zoned" | "zoned_abs" => {
                     RandomDist::Zoned(workload::zoned(rest, kind == "zoned_abs")?)
                 }
+                "sequence" => RandomDist::Sequence(workload::sequence(rest)?),
                 other => return Err(format!("'{other}' is not a distribution")),
             };
             j.random_center = center;
@@ -1171,8 +1172,6 @@ pub static FIO_UNIMPLEMENTED: &[(&str, &str)] = &[
     ("gid", "dioscope does not switch groups"),
     ("allrandrepeat", "seeding every random generator alike is not implemented"),
     ("fadvise_hint", "dioscope gives no posix_fadvise hints"),
-    ("sync", "O_SYNC/O_DSYNC opens are not implemented; use fsync= or fdatasync="),
-    ("overwrite", "laying files out before writing is not optional"),
     ("gtod_cpu", "dioscope always uses CLOCK_MONOTONIC; no CPU keeps the time"),
     ("ioengine_opts", "engine options are options of their own"),
     ("uncached", "uncached buffered I/O is not implemented"),
@@ -1180,14 +1179,11 @@ pub static FIO_UNIMPLEMENTED: &[(&str, &str)] = &[
     ("userspace_reap", "reaping libaio completions in user space is not implemented"),
     ("bwavgtime", "the bandwidth sample window is fixed"),
     ("iopsavgtime", "the IOPS sample window is fixed"),
-    ("wait_for", "waiting for a named job is not implemented; stonewall (or new_group) orders jobs"),
     ("create_serialize", "laying out files is always serialised, before any job starts"),
-    ("fill_device", "writing until the device or file system is full is not implemented; give size="),
     ("iodepth_mode", "stepping the queue depth within a job is not implemented; dioscope sweep --vary iodepth=… runs one job per depth"),
     ("sprandom", "SanDisk-style random preconditioning is not implemented"),
     ("spr_op", "SanDisk-style random preconditioning is not implemented (sprandom)"),
     ("spr_num_regions", "SanDisk-style random preconditioning is not implemented (sprandom)"),
-    ("random_sequence_stride", "the sequence distribution is not implemented"),
     ("ignore_error", "ignoring chosen errnos is not implemented; continue_on_error=all goes on after any error"),
     ("error_dump", "dumping each I/O error is not implemented; the first error is reported with its offset"),
 ];

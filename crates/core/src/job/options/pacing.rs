@@ -347,14 +347,16 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         example: "8",
-        help: "Weight of this job in its flow_id: concurrent jobs of a flow issue I/Os in proportion to their weights (a shared counter, new in each trial)",
+        help: "Weight of this job in its flow_id: concurrent jobs of a flow issue I/Os in proportion to their weights (a shared counter, new in each trial); a flow with negative and positive weights is balanced instead, as fio's older form: each I/O adds the job's weight to the counter, which is kept near 0 (flow=-8 and flow=1: the second job does 8 I/Os per I/O of the first)",
         apply: job!(|j, v| {
-            if v.trim().starts_with('-') {
-                return Err(
-                    "a flow weight is a positive number (old fio's negative flows are gone: give each job its share, e.g. flow=1 and flow=8)".into(),
-                );
-            }
-            j.flow = u32v(v)?;
+            let t = v.trim();
+            let (neg, digits) = match t.strip_prefix('-') {
+                Some(rest) => (true, rest),
+                None => (false, t),
+            };
+            let n = i32::try_from(u32v(digits)?)
+                .map_err(|_| format!("'{t}' is too large for a flow weight"))?;
+            j.flow = if neg { -n } else { n };
             Ok(())
         }),
     },
@@ -647,7 +649,10 @@ mod tests {
             9_000_000
         );
         assert_eq!(set("flow_sleep", "1000").unwrap().flow_sleep_us, 1000);
-        assert!(set("flow", "-8").is_err());
+        assert_eq!(set("flow", "-8").unwrap().flow, -8);
+        assert_eq!(set("flow", "3").unwrap().flow, 3);
+        assert!(set("flow", "-x").is_err());
+        assert!(set("flow", "4294967295").is_err());
     }
 
     #[test]

@@ -69,21 +69,56 @@ pub(super) fn normal_dev(p: f64) -> Result<f64, UnitError> {
 pub(super) fn zoned(spec: &str, abs: bool) -> Result<[Vec<AccessZone>; 2], UnitError> {
     let one = |list: &str| -> Result<Vec<AccessZone>, UnitError> {
         let mut v = Vec::new();
+        // fio: a zone whose size percentage is left out (`10/`, `10`) or 0
+        // shares what the others leave of the region, equally (whole percents).
+        let mut missing = Vec::new();
         for part in list.split(':').map(str::trim).filter(|p| !p.is_empty()) {
-            let (io, size) = part
-                .split_once('/')
-                .ok_or_else(|| format!("'{part}' is not IO_PERCENT/SIZE, for example 60/10"))?;
+            let (io, size) = match part.split_once('/') {
+                Some((io, size)) => (io, size.trim()),
+                None if !abs => (part, ""),
+                None => {
+                    return Err(format!(
+                        "'{part}' is not IO_PERCENT/SIZE, for example 60/10g"
+                    ))
+                }
+            };
             let io_pct = pct(io)?;
             let size = if abs {
                 ZoneSize::Bytes(parse_size(size)?)
             } else {
-                let p = parse_float(size.trim_end_matches('%'))?;
+                let p = if size.is_empty() {
+                    0.0
+                } else {
+                    parse_float(size.trim_end_matches('%'))?
+                };
                 if !(0.0..=100.0).contains(&p) {
                     return Err(format!("zone size '{size}' is not a percentage"));
+                }
+                if p == 0.0 {
+                    missing.push(v.len());
                 }
                 ZoneSize::Pct(p)
             };
             v.push(AccessZone { io_pct, size });
+        }
+        if !missing.is_empty() {
+            let given: f64 = v
+                .iter()
+                .map(|z| match z.size {
+                    ZoneSize::Pct(p) => p,
+                    ZoneSize::Bytes(_) => 0.0,
+                })
+                .sum();
+            let share = ((100.0 - given).max(0.0) / missing.len() as f64).floor();
+            if share <= 0.0 {
+                return Err(format!(
+                    "the zones with a size leave nothing of the region for the {} without one",
+                    missing.len()
+                ));
+            }
+            for i in missing {
+                v[i].size = ZoneSize::Pct(share);
+            }
         }
         if v.is_empty() || v.len() > 256 {
             return Err("give 1 to 256 zones, for example zoned:60/10:40/90".into());
@@ -122,6 +157,23 @@ pub(super) fn zoned(spec: &str, abs: bool) -> Result<[Vec<AccessZone>; 2], UnitE
     Ok([r, w])
 }
 
+/// `sequence:3,1,0,2`: block indices (in units of the smallest block size).
+pub(super) fn sequence(spec: &str) -> Result<Vec<u64>, UnitError> {
+    let v = spec
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            p.parse::<u64>()
+                .map_err(|_| format!("'{p}' is not a block index (0, 1, 2, …)"))
+        })
+        .collect::<Result<Vec<u64>, _>>()?;
+    if v.is_empty() || v.len() > 65536 {
+        return Err("give 1 to 65536 block indices, for example sequence:3,1,0,2".into());
+    }
+    Ok(v)
+}
+
 fn opt_bytes(v: &str) -> Result<Option<String>, UnitError> {
     Ok(opt_str(v))
 }
@@ -147,6 +199,47 @@ pub fn validate(j: &JobSpec) -> Result<(), String> {
              in a job of its own",
             j.rw.as_str()
         ));
+    }
+    Ok(())
+}
+
+/// fio's `wait_for`, across the jobs of a plan: the waitee must be one
+/// job defined before the waiter (fio's rule). Groups run one after the
+/// other, so a waitee of an earlier group needs nothing; a waiter in the
+/// waitee's group starts a new group (as `stonewall` does), which runs
+/// once every clone of the waitee is done.
+pub fn resolve_wait_for(jobs: &mut [JobSpec]) -> Result<(), String> {
+    let mut group = vec![0u32; jobs.len()];
+    for i in 0..jobs.len() {
+        let mut g = match i {
+            0 => 0,
+            _ if jobs[i].stonewall || jobs[i].new_group => group[i - 1] + 1,
+            _ => group[i - 1],
+        };
+        if let Some(w) = jobs[i].wait_for.clone() {
+            let named: Vec<usize> = (0..i).filter(|&k| jobs[k].name == w).collect();
+            let k = match named[..] {
+                [k] => k,
+                [] => {
+                    return Err(format!(
+                        "job '{}': wait_for={w} names no job before it; the job waited for                          must come first in the job file",
+                        jobs[i].name
+                    ))
+                }
+                _ => {
+                    return Err(format!(
+                        "job '{}': wait_for={w} names {} jobs; give the job waited for a                          name of its own",
+                        jobs[i].name,
+                        named.len()
+                    ))
+                }
+            };
+            if group[k] == g {
+                jobs[i].stonewall = true;
+                g += 1;
+            }
+        }
+        group[i] = g;
     }
     Ok(())
 }
@@ -202,6 +295,65 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         help: "May dioscope create missing files (default 1); 0: a missing file is an error",
         apply: job!(|j, v| {
             j.allow_file_create = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "random_sequence_stride",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "With random_distribution=sequence: 1 moves each round of the sequence on by its length (3,1,0,2 then 7,5,4,6, …); 0 (default) repeats it",
+        apply: job!(|j, v| {
+            j.random_sequence_stride = parse_int(v)? != 0;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "fill_device",
+        aliases: &["fill_fs"],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Write until the file system is full: on a file, the region is the file plus the free space and ENOSPC (or EDQUOT) ends the job without an error; on a block device, the whole device (size= is ignored)",
+        apply: job!(|j, v| {
+            j.fill_device = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "sync",
+        aliases: &[],
+        kind: Kind::Choice(&["none", "0", "sync", "1", "dsync"]),
+        example: "none",
+        help: "O_SYNC/O_DSYNC opens: none (0, fio's default) is how dioscope opens files; sync (1) and dsync are refused (use fsync=1 or fdatasync=1 for a flush after each write)",
+        apply: job!(|_j, v| match v.trim() {
+            "none" | "0" | "" => Ok(()),
+            o @ ("sync" | "1" | "dsync") => Err(format!(
+                "not supported by dioscope: sync={o} (opening files with O_SYNC/O_DSYNC is not \
+                 implemented); use fsync=1 (or fdatasync=1) for a flush after each write"
+            )),
+            o => Err(format!("'{o}' is not none, 0, sync, 1 or dsync")),
+        }),
+    },
+    OptDef {
+        name: "wait_for",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "writers",
+        help: "Start this job once every clone of the named earlier job is done (a job of an earlier group already is; one of the same group makes this job start a new group, as stonewall)",
+        apply: job!(|j, v| {
+            j.wait_for = opt_str(v);
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "overwrite",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "1 (dioscope's default): a file is filled with data before the job writes over it; 0 (fio's default): a job that only writes gets its new file sized and its space reserved (fallocate=), not filled, so its writes are first writes",
+        apply: job!(|j, v| {
+            j.overwrite = Some(parse_bool(v)?);
             Ok(())
         }),
     },
@@ -614,8 +766,31 @@ mod tests {
             panic!()
         };
         assert_eq!((r.len(), w.len()), (2, 1));
+        // fio: a zone without a size shares what the others leave.
+        set(&mut j, "random_distribution", "zoned:60/10:30/20:10/").unwrap();
+        let RandomDist::Zoned([r, _]) = &j.random_distribution else {
+            panic!()
+        };
+        assert_eq!(r[2].size, ZoneSize::Pct(70.0));
+        set(&mut j, "random_distribution", "zoned:50/10:25:25").unwrap();
+        let RandomDist::Zoned([r, _]) = &j.random_distribution else {
+            panic!()
+        };
+        assert_eq!(
+            (r[1].size, r[2].size),
+            (ZoneSize::Pct(45.0), ZoneSize::Pct(45.0))
+        );
+        set(&mut j, "random_distribution", "sequence:3,1,0,2").unwrap();
+        assert_eq!(
+            j.random_distribution,
+            RandomDist::Sequence(vec![3, 1, 0, 2])
+        );
         for bad in [
+            "sequence:",
+            "sequence:1,x",
             "zoned:60/10:30/20",
+            "zoned:60/100:40/",
+            "zoned_abs:60/1g:40/",
             "zoned:60/80:40/80",
             "zipf:1",
             "zipf:1.2:2",
@@ -624,6 +799,40 @@ mod tests {
         ] {
             assert!(set(&mut j, "random_distribution", bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn wait_for_orders_the_waiter_after_its_waitee() {
+        let job = |name: &str, wait: Option<&str>, new_group: bool| JobSpec {
+            name: name.into(),
+            wait_for: wait.map(String::from),
+            new_group,
+            ..Default::default()
+        };
+        // A waitee of the same group: the waiter starts a group of its own.
+        let mut v = vec![
+            job("a", None, false),
+            job("b", Some("a"), false),
+            job("c", None, false),
+        ];
+        resolve_wait_for(&mut v).unwrap();
+        assert!(v[1].stonewall && !v[2].stonewall);
+        // One of an earlier group: already done when the waiter starts.
+        let mut v = vec![job("a", None, false), job("b", Some("a"), true)];
+        resolve_wait_for(&mut v).unwrap();
+        assert!(!v[1].stonewall);
+        let mut v = vec![job("b", Some("a"), false), job("a", None, false)];
+        assert!(resolve_wait_for(&mut v)
+            .unwrap_err()
+            .contains("names no job before it"));
+        let mut v = vec![
+            job("a", None, false),
+            job("a", None, false),
+            job("b", Some("a"), false),
+        ];
+        assert!(resolve_wait_for(&mut v)
+            .unwrap_err()
+            .contains("names 2 jobs"));
     }
 
     #[test]
