@@ -1235,7 +1235,6 @@ pub static FIO_UNIMPLEMENTED: &[(&str, &str)] = &[
     ("userspace_reap", "reaping libaio completions in user space is not implemented"),
     ("bwavgtime", "the bandwidth sample window is fixed"),
     ("iopsavgtime", "the IOPS sample window is fixed"),
-    ("create_serialize", "laying out files is always serialised, before any job starts"),
     ("iodepth_mode", "stepping the queue depth within a job is not implemented; dioscope sweep --vary iodepth=… runs one job per depth"),
     ("sprandom", "SanDisk-style random preconditioning is not implemented"),
     ("spr_op", "SanDisk-style random preconditioning is not implemented (sprandom)"),
