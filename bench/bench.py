@@ -59,6 +59,14 @@ ENGINE_FILE_SIZE = 256 * MiB
 ENGINE_DEPTH = 8
 # Engines whose reads fail by design (fio's ftruncate acts on writes only).
 # falloc's reads are fallocate(KEEP_SIZE), which dioscope refuses on a read-only job.
+ENGINE_RW = {"ftruncate": "randwrite", "falloc": "randwrite"}
+# Metadata engines (engines/meta.rs): one operation per file, so one pass
+# over many small files in a directory beside the engine file, not a time
+# limit (a delete engine runs out of names); unlink=1 leaves the directory
+# empty for the next round.
+ENGINE_META = {"filecreate", "filestat", "filedelete", "dircreate", "dirstat",
+               "dirdelete", "filesetxattr", "filelistxattr"}
+ENGINE_META_FILES = 10000
 ENGINE_RW = {"ftruncate": "randwrite", "falloc": "randwrite", "e4defrag": "randwrite"}
 # Engines with a mandatory option of their own (fio's and dioscope's alike).
 # cpuio and exec do no I/O: their line is the cost of one cycle/poll; e4defrag
@@ -96,6 +104,12 @@ def job_options(cid, target, seconds):
     """The fio-style options shared by both tools for comparison `cid`."""
     timed = ["--time_based", f"--runtime={seconds}", "--output-format=json"]
     engine = engine_of(cid)
+    if engine in ENGINE_META:
+        d = os.path.join(os.path.dirname(target), f"dioscope-bench-meta.{os.getpid()}")
+        os.makedirs(d, exist_ok=True)
+        return [f"--name=e-{engine}", f"--directory={d}", f"--nrfiles={ENGINE_META_FILES}",
+                "--filesize=4k", "--bs=4k", "--openfiles=1", "--unlink=1", "--rw=read",
+                f"--ioengine={engine}", "--output-format=json"]
     if engine:
         # B1's job on a page-cached file: the device is out of the picture,
         # what differs between the tools is each one's engine path.
@@ -139,6 +153,8 @@ GOAL_TEXT = {
 
 def job_text(cid, **kw):
     e = engine_of(cid)
+    if e in ENGINE_META:
+        return f"overhead: ioengine={e}, one operation on each of {ENGINE_META_FILES} 4k files"
     if e:
         return (f"overhead: ioengine={e} page-cached {ENGINE_RW.get(e, 'randread')} 4k "
                 f"qd{ENGINE_DEPTH} "

@@ -52,7 +52,8 @@ while i < len(out):
         lines.append((l, out[i + 1])); i += 2
     else: i += 1
 if cur is not None: chains[cur] = lines
-WF = [("stage_batch", "offsets and staging"), ("within_size", "offsets and staging"), ("stage_one", "slot and SQE preparation"),
+WF = [("stage_batch", "offsets and staging"), ("stage_plain", "offsets and staging"), ("within_size", "offsets and staging"),
+      ("stage_one", "slot and SQE preparation"), ("stage_at", "slot and SQE preparation"), ("put", "slot and SQE preparation"),
       ("commit", "commit (stamps, wait decision)"), ("read_clock_reduced", "clock reads"),
       ("reap_and_account", "completion reaping and queue-depth stats"), ("record_some", "latency histograms"),
       ("complete", "per-I/O accounting (counters, slots)"), ("advance_timeline", "progress and timeline"), ("timeline_event", "progress and timeline"),

@@ -8,6 +8,7 @@ mod cli;
 mod diag;
 mod engines;
 mod engines2;
+mod engines_meta;
 mod experiments;
 mod faults;
 mod jobfile;

@@ -129,7 +129,30 @@ fn calib() -> &'static Calib {
 /// Nanoseconds on the monotonic time line.
 #[inline(always)]
 pub fn now_ns() -> u64 {
-    let c = calib();
+    read(calib())
+}
+
+/// A copy of the calibration for a loop that reads the clock per batch:
+/// [`Clock::now`] is [`now_ns`] without the once-cell check and the pointer
+/// chase of every reading (about 5 instructions of 13).
+#[derive(Debug, Clone, Copy)]
+pub struct Clock(Calib);
+
+impl Clock {
+    /// The process's clock (calibrating it on first use).
+    pub fn get() -> Clock {
+        Clock(*calib())
+    }
+
+    /// The same reading as [`now_ns`].
+    #[inline(always)]
+    pub fn now(&self) -> u64 {
+        read(&self.0)
+    }
+}
+
+#[inline(always)]
+fn read(c: &Calib) -> u64 {
     if c.source == Source::Tsc {
         let d = rdtsc().wrapping_sub(c.base_tsc);
         c.base_ns + ((d as u128 * c.mult as u128) >> 32) as u64
@@ -183,6 +206,17 @@ pub fn wall_ms() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_clock_copy_reads_the_same_time_line() {
+        let c = Clock::get();
+        for _ in 0..1000 {
+            let a = now_ns();
+            let b = c.now();
+            let d = now_ns();
+            assert!(a <= b && b <= d, "{a} {b} {d}");
+        }
+    }
 
     #[test]
     fn monotonic_and_fine_grained() {

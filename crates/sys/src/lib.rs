@@ -14,6 +14,7 @@ pub mod fiemap;
 pub mod fs;
 pub mod fsinfo;
 pub mod io;
+pub mod meta;
 pub mod mmap;
 pub mod posixaio;
 pub mod proc;

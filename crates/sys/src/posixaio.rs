@@ -4,9 +4,13 @@
 //! glibc implements POSIX aio in user space: a pool of threads doing
 //! `pread`/`pwrite`. It runs the requests of one descriptor *number* one
 //! after another in one thread, so a queue on one descriptor would reach the
-//! device one I/O at a time. Each slot therefore gets its own `dup` of each
-//! file's descriptor: `iodepth` requests run in parallel, as many as the
-//! pool has threads (raised once per process from glibc's default of 20).
+//! device one I/O at a time. A queue therefore spreads its slots over
+//! `per_file` `dup`s of each file's descriptor (slot `s` uses dup
+//! `s % per_file`): up to `per_file` requests per file run in parallel, as
+//! many as the pool has threads (raised once per process from glibc's
+//! default of 20). More descriptors are not free: a thread whose queue runs
+//! dry sleeps, and each request handed to a sleeping thread costs a
+//! wake-up, so the engine chooses `per_file` (see `engines/posixaio.rs`).
 
 use crate::queue::{Completion, IoDesc, SlotArena};
 use std::io;
@@ -55,7 +59,7 @@ fn init_pool() {
 /// One worker's POSIX aio queue over its slots.
 pub struct PosixAioQueue {
     arena: SlotArena,
-    /// `fds[file][slot]`: the slot's own descriptor for each file.
+    /// `fds[file][k]`: the descriptors of each file; slot `s` uses `k = s % per_file`.
     fds: Vec<Vec<OwnedFd>>,
     /// One control block per slot; boxed so they never move while in flight.
     cbs: Box<[libc::aiocb]>,
@@ -67,18 +71,22 @@ pub struct PosixAioQueue {
 }
 
 impl PosixAioQueue {
-    /// A queue with one slot per arena slot over `fds` (a `dup` of each per slot).
-    pub fn new(arena: SlotArena, fds: &[RawFd]) -> io::Result<PosixAioQueue> {
+    /// A queue with one slot per arena slot over `fds`, each file's slots
+    /// spread over `per_file` dups of its descriptor (at least 1, at most
+    /// one per slot).
+    pub fn new(arena: SlotArena, fds: &[RawFd], per_file: usize) -> io::Result<PosixAioQueue> {
         init_pool();
         let n = arena.nslots() as usize;
-        let mut per_file = Vec::with_capacity(fds.len());
+        let k = per_file.clamp(1, n.max(1));
+        let mut dups = Vec::with_capacity(fds.len());
         for &fd in fds {
-            let mut v = Vec::with_capacity(n);
-            for _ in 0..n {
+            let mut v = Vec::with_capacity(k);
+            for _ in 0..k {
                 v.push(crate::vio::dup(fd)?);
             }
-            per_file.push(v);
+            dups.push(v);
         }
+        let per_file = dups;
         // SAFETY: aiocb is plain data; all-zero is a valid initial value.
         let zero: libc::aiocb = unsafe { std::mem::zeroed() };
         Ok(PosixAioQueue {
@@ -99,7 +107,8 @@ impl PosixAioQueue {
     /// Fill the slot's control block; submitted by the next `commit`.
     pub fn stage(&mut self, d: IoDesc) {
         let buf = self.arena.io_ptr(d.slot, d.len);
-        let fd = self.fds[d.file as usize][d.slot as usize].as_raw_fd();
+        let dups = &self.fds[d.file as usize];
+        let fd = dups[d.slot as usize % dups.len()].as_raw_fd();
         let cb = &mut self.cbs[d.slot as usize];
         cb.aio_fildes = fd;
         cb.aio_buf = buf.cast();
@@ -227,7 +236,7 @@ mod tests {
         for s in 0..8u32 {
             arena.slot_mut(s).fill(s as u8 + 1);
         }
-        let mut q = PosixAioQueue::new(arena, &[f.as_raw_fd()]).unwrap();
+        let mut q = PosixAioQueue::new(arena, &[f.as_raw_fd()], 3).unwrap();
         for s in 0..8u32 {
             q.stage(IoDesc {
                 slot: s,

@@ -169,60 +169,38 @@ impl UringQueue<'_> {
     #[inline]
     pub fn stage(&mut self, d: IoDesc) {
         let ptr = self.arena.io_ptr(d.slot, d.len);
-        let entry: squeue::Entry = match (
-            self.features.registered_files,
-            self.features.fixed_bufs,
-            d.write,
-        ) {
-            (true, true, false) => opcode::ReadFixed::new(types::Fixed(d.file), ptr, d.len, 0)
-                .offset(d.offset)
-                .rw_flags(self.rw_flags)
-                .ioprio(d.prio)
-                .build(),
-            (true, true, true) => opcode::WriteFixed::new(types::Fixed(d.file), ptr, d.len, 0)
-                .offset(d.offset)
-                .rw_flags(self.rw_flags)
-                .ioprio(d.prio)
-                .build(),
-            (true, false, false) => opcode::Read::new(types::Fixed(d.file), ptr, d.len)
-                .offset(d.offset)
-                .rw_flags(self.rw_flags)
-                .ioprio(d.prio)
-                .build(),
-            (true, false, true) => opcode::Write::new(types::Fixed(d.file), ptr, d.len)
-                .offset(d.offset)
-                .rw_flags(self.rw_flags)
-                .ioprio(d.prio)
-                .build(),
-            (false, true, false) => {
-                opcode::ReadFixed::new(types::Fd(self.fds[d.file as usize]), ptr, d.len, 0)
-                    .offset(d.offset)
-                    .rw_flags(self.rw_flags)
-                    .ioprio(d.prio)
-                    .build()
-            }
-            (false, true, true) => {
-                opcode::WriteFixed::new(types::Fd(self.fds[d.file as usize]), ptr, d.len, 0)
-                    .offset(d.offset)
-                    .rw_flags(self.rw_flags)
-                    .ioprio(d.prio)
-                    .build()
-            }
-            (false, false, false) => {
-                opcode::Read::new(types::Fd(self.fds[d.file as usize]), ptr, d.len)
-                    .offset(d.offset)
-                    .rw_flags(self.rw_flags)
-                    .ioprio(d.prio)
-                    .build()
-            }
-            (false, false, true) => {
-                opcode::Write::new(types::Fd(self.fds[d.file as usize]), ptr, d.len)
-                    .offset(d.offset)
-                    .rw_flags(self.rw_flags)
-                    .ioprio(d.prio)
-                    .build()
-            }
+        // A registered file is its index plus the FIXED_FILE flag (what
+        // `types::Fixed` writes): choosing the number here leaves four
+        // builders instead of eight, and no branch on the file per I/O.
+        let (fd, file_flags) = if self.features.registered_files {
+            (d.file as RawFd, squeue::Flags::FIXED_FILE)
+        } else {
+            (self.fds[d.file as usize], squeue::Flags::empty())
         };
+        let fd = types::Fd(fd);
+        let entry: squeue::Entry = match (self.features.fixed_bufs, d.write) {
+            (true, false) => opcode::ReadFixed::new(fd, ptr, d.len, 0)
+                .offset(d.offset)
+                .rw_flags(self.rw_flags)
+                .ioprio(d.prio)
+                .build(),
+            (true, true) => opcode::WriteFixed::new(fd, ptr, d.len, 0)
+                .offset(d.offset)
+                .rw_flags(self.rw_flags)
+                .ioprio(d.prio)
+                .build(),
+            (false, false) => opcode::Read::new(fd, ptr, d.len)
+                .offset(d.offset)
+                .rw_flags(self.rw_flags)
+                .ioprio(d.prio)
+                .build(),
+            (false, true) => opcode::Write::new(fd, ptr, d.len)
+                .offset(d.offset)
+                .rw_flags(self.rw_flags)
+                .ioprio(d.prio)
+                .build(),
+        };
+        let entry = entry.flags(file_flags);
         let entry = entry.user_data(d.slot as u64);
         // SAFETY: the buffer belongs to the arena, which outlives the ring,
         // and the runner stages a slot only when it is idle.
@@ -433,6 +411,54 @@ mod tests {
             "commit(1) returned after {waited:?} with nothing new to reap"
         );
         assert!(waited >= Duration::from_millis(250), "{waited:?}");
+    }
+
+    #[test]
+    fn registered_files_and_fixed_buffers_read_into_the_slot() {
+        // Every combination of registered file and fixed buffer: the SQE
+        // must name the right file (index + FIXED_FILE, or the descriptor)
+        // and buffer.
+        let zero = std::fs::File::open("/dev/zero").unwrap();
+        let (a, mut b) = UnixStream::pair().unwrap();
+        b.write_all(&[7u8; 16]).unwrap();
+        // File 1 is /dev/zero: a wrong index (0, the socket) reads 7s.
+        let fds = [a.as_raw_fd(), zero.as_raw_fd()];
+        for (register_files, fixed_bufs) in
+            [(false, false), (true, false), (false, true), (true, true)]
+        {
+            let mut arena = SlotArena::new(1, 4096).unwrap();
+            arena.slot_mut(0)[..16].fill(0xAA);
+            let opts = UringOpts {
+                entries: 2,
+                register_files,
+                fixed_bufs,
+                ..Default::default()
+            };
+            let r = with_queue(&opts, &fds, &mut arena, |q| {
+                let mut out = [Completion::default(); 1];
+                q.stage(IoDesc {
+                    slot: 0,
+                    write: false,
+                    file: 1,
+                    offset: 0,
+                    len: 16,
+                    prio: 0,
+                });
+                q.commit(1).unwrap();
+                (q.reap(&mut out), out[0], q.features())
+            });
+            let (n, c, f) = match r {
+                Ok(x) => x,
+                Err(e) if std::env::var_os("CI").is_none() => {
+                    eprintln!("skipped: no io_uring here ({e})");
+                    return;
+                }
+                Err(e) => panic!("io_uring setup failed in CI: {e}"),
+            };
+            let case = format!("register_files={register_files} fixed_bufs={fixed_bufs} ({f:?})");
+            assert_eq!((n, c.slot, c.res), (1, 0, 16), "{case}");
+            assert_eq!(&arena.slot_mut(0)[..16], &[0u8; 16], "{case}");
+        }
     }
 
     #[test]

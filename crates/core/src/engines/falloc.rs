@@ -3,7 +3,8 @@
 //! (a trim punches a hole, as every engine's trims do). No data moves: it
 //! measures the file system's allocator, for fragmentation workloads.
 
-use super::{Caps, Completion, Engine, EngineDef, EngineOpts, IoDesc, SlotArena, WithEngine};
+use super::one_call::{OneAtATime, OneCall};
+use super::{Caps, EngineDef, EngineOpts, IoDesc, SlotArena, WithEngine};
 use std::io;
 use std::os::fd::RawFd;
 
@@ -56,71 +57,37 @@ pub enum Op {
     Truncate,
 }
 
-/// A synchronous engine whose I/Os are space operations, not transfers.
+/// The call of an engine whose I/Os are space operations, not transfers.
 pub struct SpaceOps {
-    arena: SlotArena,
     fds: Vec<RawFd>,
     op: Op,
-    staged: Option<IoDesc>,
-    done: Option<Completion>,
 }
 
 impl SpaceOps {
-    pub fn new(arena: SlotArena, fds: &[RawFd], op: Op) -> SpaceOps {
-        SpaceOps {
+    /// The synchronous engine making `op` on `fds`.
+    pub fn new(arena: SlotArena, fds: &[RawFd], op: Op) -> OneAtATime<SpaceOps> {
+        OneAtATime::new(
             arena,
-            fds: fds.to_vec(),
-            op,
-            staged: None,
-            done: None,
-        }
+            SpaceOps {
+                fds: fds.to_vec(),
+                op,
+            },
+        )
     }
 }
 
-impl Engine for SpaceOps {
-    #[inline]
-    fn stage(&mut self, d: IoDesc) {
-        debug_assert!(self.staged.is_none(), "one operation at a time");
-        self.staged = Some(d);
-    }
-
-    fn commit(&mut self, _min: u32) -> io::Result<u32> {
-        let Some(d) = self.staged.take() else {
-            return Ok(0);
-        };
+impl OneCall for SpaceOps {
+    fn call(&mut self, _: &mut SlotArena, d: &IoDesc) -> io::Result<usize> {
         let fd = self.fds[d.file as usize];
         let len = d.len as u64;
-        let r = match (self.op, d.write) {
+        match (self.op, d.write) {
             (Op::Falloc, true) => dioscope_sys::fs::fallocate(fd, d.offset, len),
             (Op::Falloc, false) => dioscope_sys::fs::fallocate_keep_size(fd, d.offset, len),
             (Op::Truncate, true) => dioscope_sys::fs::ftruncate(fd, d.offset),
             // fio's ftruncate engine acts on writes only.
             (Op::Truncate, false) => Err(io::Error::from_raw_os_error(libc::EINVAL)),
-        };
-        let res = match r {
-            // fio accounts the block size for each operation.
-            Ok(()) => d.len as i32,
-            Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
-        };
-        self.done = Some(Completion { slot: d.slot, res });
-        Ok(1)
-    }
-
-    #[inline]
-    fn reap(&mut self, out: &mut [Completion]) -> usize {
-        match self.done.take() {
-            Some(c) if !out.is_empty() => {
-                out[0] = c;
-                1
-            }
-            other => {
-                self.done = other;
-                0
-            }
-        }
-    }
-
-    fn arena(&mut self) -> &mut SlotArena {
-        &mut self.arena
+        }?;
+        // fio accounts the block size for each operation.
+        Ok(d.len as usize)
     }
 }

@@ -8,11 +8,14 @@
 //! branches on an engine's name or kind: it asks for its [`Caps`].
 
 mod blocking;
+pub mod meta;
+mod one_call;
 pub mod refused;
 
 pub use dioscope_sys::queue::{Completion, IoDesc, SlotArena};
 use std::io;
 use std::os::fd::RawFd;
+use std::path::PathBuf;
 
 /// Why an engine could not be set up on a worker: the kernel's errno and a
 /// message naming the call that failed and a fix. The runner reports it as a
@@ -83,6 +86,10 @@ pub struct Caps {
     pub page_cache: bool,
     /// A priority per I/O (`IoDesc::prio`: cmdprio_percentage, cmdprio_bssplit).
     pub per_io_prio: bool,
+    /// Its I/Os act on the job's file names, not on open descriptors (the
+    /// metadata engines, meta.rs): the runner opens nothing, gives each
+    /// file a region of one block and hands the engine the paths.
+    pub by_name: bool,
     /// Its "I/Os" are cycles of other work (cpuio burns CPU, exec watches a
     /// program): it never ends on its own, so it needs a runtime, and it is
     /// not an I/O job for `exit_on_io_done`.
@@ -105,6 +112,7 @@ impl Caps {
         moves_data: true,
         page_cache: false,
         per_io_prio: false,
+        by_name: false,
         work_only: false,
         fakes_verify: false,
     };
@@ -219,6 +227,8 @@ pub struct EngineOpts {
     pub sqpoll: bool,
     pub fixed_bufs: bool,
     pub registered_files: bool,
+    /// The metadata engines' options (stat_type, xattrs, unlink).
+    pub meta: meta::MetaOpts,
     /// What engines that are not just reads and writes need of the job.
     pub job: JobContext,
 }
@@ -276,6 +286,17 @@ pub trait EngineDef {
         opts: &EngineOpts,
         f: W,
     ) -> Result<(W::Out, Option<String>), EngineSetupError>;
+    /// As [`EngineDef::with`], with the job's file paths: an engine whose
+    /// [`Caps::by_name`] is set gets no descriptors, only these.
+    fn with_names<W: WithEngine>(
+        arena: SlotArena,
+        fds: &[RawFd],
+        _names: &[PathBuf],
+        opts: &EngineOpts,
+        f: W,
+    ) -> Result<(W::Out, Option<String>), EngineSetupError> {
+        Self::with(arena, fds, opts, f)
+    }
 }
 
 macro_rules! engine_list {
@@ -347,16 +368,19 @@ macro_rules! engine_list {
                 }
             }
 
-            /// Build this engine and run `f` with it (see [`EngineDef::with`]).
+            /// Build this engine and run `f` with it (see
+            /// [`EngineDef::with_names`]): `fds` are the open targets,
+            /// `names` their paths.
             pub fn with<W: WithEngine>(
                 self,
                 arena: SlotArena,
                 fds: &[RawFd],
+                names: &[PathBuf],
                 opts: &EngineOpts,
                 f: W,
             ) -> Result<(W::Out, Option<String>), EngineSetupError> {
                 match self {
-                    $(EngineKind::$Kind => <$module::Def as EngineDef>::with(arena, fds, opts, f),)*
+                    $(EngineKind::$Kind => <$module::Def as EngineDef>::with_names(arena, fds, names, opts, f),)*
                 }
             }
         }
@@ -381,6 +405,14 @@ engine_list! {
     mmap => Mmap,
     falloc => Falloc,
     ftruncate => Ftruncate,
+    filecreate => FileCreate,
+    filestat => FileStat,
+    filedelete => FileDelete,
+    dircreate => DirCreate,
+    dirstat => DirStat,
+    dirdelete => DirDelete,
+    filesetxattr => FileSetXattr,
+    filelistxattr => FileListXattr,
     null => Null,
     cpuio => CpuIo,
     page_fault => PageFault,

@@ -268,21 +268,6 @@ pub static REFUSED: &[Refused] = &[
     },
     Refused {
         key: "ioengine",
-        names: &[
-            "filecreate",
-            "filestat",
-            "filedelete",
-            "dircreate",
-            "dirstat",
-            "dirdelete",
-            "filexattr",
-        ],
-        needs: "file-system metadata operations (create, stat, unlink, mkdir, xattrs) timed \
-                per file; dioscope times reads and writes",
-        options: &["stat_type"],
-    },
-    Refused {
-        key: "ioengine",
         names: &["libhipfile"],
         needs: "AMD GPUs with ROCm's hipFile (GPU-direct storage)",
         options: &["gpu_dev_ids", "rocm_io"],

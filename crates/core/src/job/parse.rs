@@ -573,7 +573,8 @@ pub fn validate(j: &JobSpec) -> Result<(), ParseError> {
     if let Err(m) = super::options::buffers::validate(j) {
         return invalid(m);
     }
-    if j.create_on_open && j.read_pct() > 0 {
+    // A metadata engine makes or opens its names itself (engines/meta.rs).
+    if j.create_on_open && j.read_pct() > 0 && !j.ioengine.caps().by_name {
         return invalid(format!(
             "create_on_open creates the file empty, with nothing to read; use it with rw=write or rw=randwrite, not rw={}",
             j.rw.as_str()
@@ -599,6 +600,14 @@ fn engine_can(j: &JobSpec) -> Result<(), ParseError> {
              (its I/Os move no data to check); drop verify or change ioengine=",
             j.name,
             j.ioengine.as_str(),
+        )));
+    }
+    if j.ioengine.caps().by_name && j.rw.trims() {
+        return Err(ParseError::Invalid(format!(
+            "job '{}': ioengine={} does one metadata operation per file and cannot trim; \
+             use rw=read (or write, where the latency is reported) or another engine",
+            j.name,
+            j.ioengine.as_str()
         )));
     }
     for (opt, on, has) in wanted {

@@ -463,6 +463,11 @@ pub struct JobSpec {
     pub given: Vec<(String, String)>,
     /// `description=`: fio's free text about the job (JSON `desc`, terse).
     pub description: Option<String>,
+    /// The metadata engines' options (engines/meta.rs): how filestat and
+    /// dirstat look a name up, and the attributes filesetxattr sets.
+    pub stat_type: crate::engines::meta::StatKind,
+    pub xattr_count: u32,
+    pub xattr_size: u32,
 }
 
 /// fio's default clat percentile list.
@@ -651,6 +656,9 @@ impl Default for JobSpec {
             replay_skip: Vec::new(),
             given: Vec::new(),
             description: None,
+            stat_type: Default::default(),
+            xattr_count: 1,
+            xattr_size: 64,
         }
     }
 }

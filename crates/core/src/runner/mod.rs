@@ -654,7 +654,16 @@ fn worker_plan(
     } else {
         unit
     };
-    let regions: Vec<(u64, u64)> = if files.is_empty() {
+    // An engine that works on names (engines/meta.rs) gets each of its
+    // files as a region of one block: one operation per file per pass.
+    let names = if c.by_name {
+        job_paths(j, clone, false)
+    } else {
+        Vec::new()
+    };
+    let regions: Vec<(u64, u64)> = if c.by_name {
+        names.iter().map(|_| (0, j.max_bs())).collect()
+    } else if files.is_empty() {
         // null engine: a virtual region of `size`, else `filesize` (as
         // fio sizes its null files), else 1 GiB.
         vec![(0, virtual_size(j))]
@@ -732,6 +741,7 @@ fn worker_plan(
             .filter(|_| !files.is_empty())
             .map(|_| Arc::new(replay_log(j).unwrap_or_default())),
         replay_timed: !j.replay_no_stall,
+        names,
         // The first trial's I/Os; clone N > 0 writes NAME.N.
         write_iolog: j.write_iolog.as_ref().filter(|_| trial == 0).map(|p| {
             let p = if clone == 0 {
@@ -787,7 +797,7 @@ fn offset_cfg(j: &JobSpec, unit: u64) -> offsets::OffsetCfg {
 /// Build the job's engine on this thread and run the worker.
 fn run_worker<H: BlockHook>(
     j: &JobSpec,
-    plan: WorkerPlan,
+    mut plan: WorkerPlan,
     barrier: &Gate,
     stop: &AtomicBool,
     prog: &Progress,
@@ -826,6 +836,7 @@ fn run_worker<H: BlockHook>(
     };
     let opts = engine_opts(j, plan.depth);
     let fds = plan.fds.clone();
+    let names = std::mem::take(&mut plan.names);
     let startdelay_us = plan.pace.start_delay_us;
     let run = RunOnEngine {
         plan,
@@ -835,7 +846,7 @@ fn run_worker<H: BlockHook>(
         prog,
         hook,
     };
-    match j.ioengine.with(arena, &fds, &opts, run) {
+    match j.ioengine.with(arena, &fds, &names, &opts, run) {
         Ok((mut r, note)) => {
             if note.is_some() {
                 r.setup_note = note;
@@ -860,6 +871,17 @@ fn engine_opts(j: &JobSpec, depth: u32) -> EngineOpts {
         sqpoll: j.sqthread_poll,
         fixed_bufs: j.fixedbufs,
         registered_files: j.registerfiles,
+        meta: crate::engines::meta::MetaOpts {
+            stat_type: j.stat_type,
+            xattr_count: j.xattr_count,
+            xattr_size: j.xattr_size,
+            unlink: j.unlink,
+            layout_size: match (j.filesize, j.size) {
+                (Some((_, hi)), _) => hi,
+                (None, Some(crate::job::units::SizeOrPct::Bytes(b))) => b / j.nrfiles.max(1) as u64,
+                _ => j.max_bs(),
+            },
+        },
         job: crate::engines::JobContext {
             name: j.name.clone(),
             runtime_us: j.runtime_us,

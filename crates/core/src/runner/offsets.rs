@@ -318,10 +318,26 @@ struct ZoneCut {
     abs: bool,
 }
 
+/// The generator [`OffsetGen::next_dir`] runs, chosen once per job: the
+/// general one serves file services, zones, `rw` modifiers and mixed
+/// random/sequential offsets, and its checks cost ~90 instructions an I/O;
+/// the plain job (one file, none of those) is most jobs and every
+/// benchmark, and takes a short path behind one predictable branch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Plain {
+    No,
+    Sequential,
+    /// Uniform, each block once per pass.
+    RandomMap,
+    /// Uniform with repeats (`norandommap`).
+    Random,
+}
+
 /// Offset generator of one worker. Everything is allocated here; `next`
 /// allocates nothing.
 #[derive(Debug, Clone)]
 pub struct OffsetGen {
+    plain: Plain,
     regions: Vec<Region>,
     cfg: OffsetCfg,
     zipf: Option<Zipf>,
@@ -430,7 +446,30 @@ impl OffsetGen {
             k => k.min(n),
         }
         .max(1);
+        let one_window = regions.len() == 1 && cfg.zones.is_none();
+        let plain = if !one_window {
+            Plain::No
+        } else if !cfg.random {
+            if cfg.seq_add == 0 {
+                Plain::Sequential
+            } else {
+                Plain::No
+            }
+        } else if cfg.dist == RandomDist::Uniform
+            && cfg.rand_run == 1
+            && cfg.pct_random == [100; 2]
+            && cfg.blockalign.iter().all(|&b| b == 0 || b == cfg.unit)
+        {
+            if cfg.randommap {
+                Plain::RandomMap
+            } else {
+                Plain::Random
+            }
+        } else {
+            Plain::No
+        };
         OffsetGen {
+            plain,
             regions,
             zipf,
             file_zipf,
@@ -461,8 +500,37 @@ impl OffsetGen {
     }
 
     /// Next (file index, offset) for an I/O of `len` bytes in direction `write`.
-    #[inline]
+    #[inline(always)]
     pub fn next_dir(&mut self, len: u64, write: bool) -> (u32, u64) {
+        // The plain paths give the same offsets as the general one (test
+        // `plain_paths_match_the_general_one`); they skip what cannot apply
+        // to one file without zones: the file service, the pass tracking
+        // (`served`), the window offset (0) and the run state.
+        let unit = self.cfg.unit;
+        let seed = self.seed;
+        let Some(r) = self.regions.first_mut() else {
+            return self.next_general(len, write);
+        };
+        let rel = match self.plain {
+            Plain::No => return self.next_general(len, write),
+            Plain::Sequential => {
+                if r.pos + len > r.win_len {
+                    r.pos = 0;
+                    r.pass += 1;
+                }
+                let o = r.pos;
+                r.pos = o + len;
+                return (0, r.start + o);
+            }
+            Plain::RandomMap => map_draw(r, seed, 0),
+            Plain::Random => self.rng.below(r.nblocks),
+        };
+        (0, r.start + fit(r, rel * unit, len, unit))
+    }
+
+    /// [`next_dir`](Self::next_dir) for every job.
+    #[inline(never)]
+    fn next_general(&mut self, len: u64, write: bool) -> (u32, u64) {
         let fi = self.pick_file();
         let rel = self.offset_in(fi, len, write);
         let r = &mut self.regions[fi];
@@ -628,19 +696,7 @@ impl OffsetGen {
         let n = r.nblocks;
         let center = self.cfg.center;
         let block = match &self.cfg.dist {
-            RandomDist::Uniform if self.cfg.randommap => {
-                if r.drawn >= n {
-                    r.drawn = 0;
-                    r.pass += 1;
-                    r.perm = Permutation::new(
-                        n,
-                        self.seed ^ mix(r.pass.wrapping_mul(0x1000_0001) + fi as u64),
-                    );
-                }
-                let b = r.perm.apply(r.drawn);
-                r.drawn += 1;
-                b
-            }
+            RandomDist::Uniform if self.cfg.randommap => map_draw(r, self.seed, fi),
             RandomDist::Uniform => self.rng.below(n),
             // Skewed: draw a popularity rank, then scatter ranks over the
             // region with the permutation so hot blocks are not adjacent,
@@ -712,13 +768,33 @@ impl OffsetGen {
             0 => unit,
             b => b,
         };
-        let o = block * unit / ba * ba;
-        if o + len > r.win_len {
-            // A large block near the end: pull it back inside, aligned.
-            r.win_len.saturating_sub(len) / ba * ba
-        } else {
-            o
-        }
+        fit(r, block * unit / ba * ba, len, ba)
+    }
+}
+
+/// The next block of file `fi`'s random map: each block once per pass, a
+/// new permutation for the next pass.
+#[inline(always)]
+fn map_draw(r: &mut Region, seed: u64, fi: usize) -> u64 {
+    let n = r.nblocks;
+    if r.drawn >= n {
+        r.drawn = 0;
+        r.pass += 1;
+        r.perm = Permutation::new(n, seed ^ mix(r.pass.wrapping_mul(0x1000_0001) + fi as u64));
+    }
+    let b = r.perm.apply(r.drawn);
+    r.drawn += 1;
+    b
+}
+
+/// Offset `o` (aligned to `ba`), or, for a large block near the window's
+/// end, the last aligned offset where `len` bytes still fit.
+#[inline(always)]
+fn fit(r: &Region, o: u64, len: u64, ba: u64) -> u64 {
+    if o + len > r.win_len {
+        r.win_len.saturating_sub(len) / ba * ba
+    } else {
+        o
     }
 }
 
@@ -747,6 +823,61 @@ mod tests {
                 assert!(!seen[x as usize], "n={n}: {x} twice");
                 seen[x as usize] = true;
             }
+        }
+    }
+
+    #[test]
+    fn plain_paths_match_the_general_one() {
+        // Region not at 0, not a multiple of the largest block: the clamp
+        // at the end is exercised; 3 passes of the random map.
+        let regions = [(12 * 4096, 301 * 4096 + 512)];
+        let cases = [
+            (false, false, Plain::Sequential),
+            (true, true, Plain::RandomMap),
+            (true, false, Plain::Random),
+        ];
+        for (random, randommap, want) in cases {
+            let cfg = OffsetCfg::simple(512, random, randommap, RandomDist::Uniform);
+            let mut fast = OffsetGen::with(&regions, cfg, 99);
+            assert_eq!(fast.plain, want);
+            let mut general = fast.clone();
+            general.plain = Plain::No;
+            let mut pick = Rng::new(5);
+            for i in 0..3000 {
+                let len = [512, 4096, 65536][pick.below(3) as usize];
+                let write = pick.below(2) == 1;
+                assert_eq!(
+                    fast.next_dir(len, write),
+                    general.next_dir(len, write),
+                    "{want:?}: I/O {i}"
+                );
+            }
+        }
+        // Anything beyond one plain window takes the general path.
+        let mut two = OffsetCfg::simple(512, true, true, RandomDist::Uniform);
+        assert_eq!(
+            OffsetGen::with(&[(0, 1 << 20), (0, 1 << 20)], two.clone(), 1).plain,
+            Plain::No
+        );
+        let others: [fn(&mut OffsetCfg); 6] = [
+            |c| c.zones = Some((4096, 4096, 0)),
+            |c| c.rand_run = 2,
+            |c| c.pct_random = [50, 100],
+            |c| c.blockalign = [0, 8192],
+            |c| c.dist = RandomDist::Zipf(1.2),
+            |c| {
+                c.random = false;
+                c.seq_add = 4096
+            },
+        ];
+        for (i, f) in others.iter().enumerate() {
+            two = OffsetCfg::simple(512, true, true, RandomDist::Uniform);
+            f(&mut two);
+            assert_eq!(
+                OffsetGen::with(&[(0, 1 << 20)], two.clone(), 1).plain,
+                Plain::No,
+                "case {i}"
+            );
         }
     }
 

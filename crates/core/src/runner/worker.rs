@@ -193,6 +193,8 @@ pub struct WorkerPlan {
     pub replay: Option<std::sync::Arc<IoLog>>,
     /// Issue each replayed I/O at its recorded time (not `replay_no_stall`).
     pub replay_timed: bool,
+    /// The files' paths, for an engine that works on names (`Caps::by_name`).
+    pub names: Vec<std::path::PathBuf>,
     /// `write_iolog`: where to record the issued I/Os, and the files' names.
     pub write_iolog: Option<(std::path::PathBuf, Vec<std::path::PathBuf>)>,
 }
@@ -477,7 +479,12 @@ struct Worker<'a, E: Engine, H: BlockHook> {
     lat_all: bool,
     /// Whether the batch needs its commit time (slat or clat measured).
     stamp_commit: bool,
+    /// No replay, trims, pacing, overlap serialization or iolog: staging
+    /// skips their checks (decided once here, not per I/O).
+    plain_stage: bool,
     clock: ClockThrottle,
+    /// The clock of the two readings per batch.
+    clk: dioscope_sys::clock::Clock,
     /// serialize_overlap: an I/O (write, len, file, offset) waiting for
     /// an overlapping one to complete.
     deferred: Option<(bool, u64, u32, u64)>,
@@ -561,7 +568,13 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
                 }
             }
         });
+        let plain_stage = p.replay.is_none()
+            && !p.serialize_overlap
+            && p.trim == TrimMode::None
+            && !pace.active
+            && iolog.is_none();
         Worker {
+            plain_stage,
             lat_all: lat == LatStats::ALL,
             stamp_commit: lat.slat || lat.clat,
             clock: ClockThrottle {
@@ -569,6 +582,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
                 every: 1,
                 left: 1,
             },
+            clk: dioscope_sys::clock::Clock::get(),
             eng,
             hook,
             stop,
@@ -628,6 +642,10 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
     fn stage_batch(&mut self) {
         let t_stage = self.now;
         self.slots.staged.clear();
+        if self.plain_stage {
+            self.stage_plain(t_stage);
+            return;
+        }
         let mut trims = 0;
         if self.p.replay.is_some() {
             self.stage_replay(t_stage);
@@ -684,6 +702,30 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             if self.deferred.is_some() {
                 break;
             }
+        }
+    }
+
+    /// [`stage_batch`](Self::stage_batch) for the plain job: the room in
+    /// the queue is known before the loop, and nothing in it can defer,
+    /// trim or pace an I/O.
+    #[inline(always)]
+    fn stage_plain(&mut self, t_stage: u64) {
+        if !self.issuing {
+            return;
+        }
+        let room = (self.depth - self.inflight).min(self.batch);
+        for _ in 0..room {
+            let write = match self.p.read_pct {
+                100 => false,
+                0 => true,
+                pct => self.p.offsets.rng.below(100) >= pct as u64,
+            };
+            let len = self.p.bs[write as usize].pick(&mut self.p.offsets.rng);
+            if !self.within_size(len) {
+                break;
+            }
+            let (file, offset) = self.p.offsets.next_dir(len, write);
+            self.put(t_stage, write, len, file, offset);
         }
     }
 
@@ -859,6 +901,12 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             let kind = if write { OpKind::Write } else { OpKind::Read };
             w.io(t_stage, file, kind, offset, len);
         }
+        self.put(t_stage, write, len, file, offset);
+    }
+
+    /// Give the I/O a free slot and hand it to the engine.
+    #[inline(always)]
+    fn put(&mut self, t_stage: u64, write: bool, len: u64, file: u32, offset: u64) {
         let slot = self
             .slots
             .free
@@ -976,7 +1024,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             0
         };
         if self.stamp_commit {
-            let t_commit = now_ns();
+            let t_commit = self.clk.now();
             for &s in &self.slots.staged {
                 self.slots.meta[s as usize].commit_ns = t_commit;
             }
@@ -988,7 +1036,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
         if self.clock.on {
             self.read_clock_reduced();
         } else {
-            self.now = now_ns();
+            self.now = self.clk.now();
         }
         Ok(())
     }
@@ -1420,6 +1468,7 @@ mod overlap_tests {
             serialize_overlap: serialize,
             replay: None,
             replay_timed: false,
+            names: Vec::new(),
             write_iolog: None,
         };
         let mut eng = Lazy {

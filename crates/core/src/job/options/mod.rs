@@ -365,11 +365,18 @@ static CORE: &[OptDef] = &[
         aliases: &["readwrite"],
         kind: Kind::Choice(RwMode::NAMES),
         example: "randread",
-        help: "I/O pattern: read, write, randread, randwrite, rw, randrw, trim, randtrim, trimwrite, randtrimwrite; ':N' after a sequential one skips N bytes after each I/O (negative: backwards), after a random one does N I/Os per random offset. Like every option with a list of values, a value may be abbreviated to the first one it begins (rw=r is read, rw=w write; fio 3.33 itself wants the whole word)",
+        help: "I/O pattern: read, write, randread, randwrite, rw, randrw, trim, randtrim, trimwrite, randtrimwrite; ':N' after a sequential one skips N bytes after each I/O (negative: backwards), after a random one does N I/Os per random offset. Like every option with a list of values, a value may be abbreviated to the first one it begins (rw=r is read, rw=w write; fio 3.33 itself wants the whole word). filecreate, filestat, filedelete, dircreate, dirstat, dirdelete (fio 3.42's forms for its metadata engines) mean read: the engine does the operation",
         apply: job!(|j, v| {
             let (mode, modifier) = match v.trim().split_once(':') {
                 Some((m, n)) => (m.trim(), Some(n.trim())),
                 None => (v.trim(), None),
+            };
+            // fio 3.42's patterns of its file-operation engines: the engine
+            // does the operation; fio 3.33 reports it as reads, and so do we.
+            let mode = match mode {
+                "filecreate" | "filestat" | "filedelete" | "dircreate" | "dirstat"
+                | "dirdelete" => "read",
+                m => m,
             };
             j.rw = RwMode::parse(mode).ok_or_else(|| format!("'{mode}' is not an I/O pattern"))?;
             j.rw_offset_mod = match modifier {
@@ -847,6 +854,55 @@ static CORE: &[OptDef] = &[
         }),
     },
     OptDef {
+        name: "stat_type",
+        aliases: &[],
+        kind: Kind::Choice(&["stat", "lstat", "statx"]),
+        example: "statx",
+        help: "filestat, dirstat: the call that looks each name up: stat(2) (default), lstat(2) or statx(2)",
+        apply: job!(|j, v| {
+            use crate::engines::meta::StatKind;
+            j.stat_type = match v.trim() {
+                "stat" => StatKind::Stat,
+                "lstat" => StatKind::Lstat,
+                "statx" => StatKind::Statx,
+                o => return Err(format!("'{o}' is not stat, lstat or statx")),
+            };
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "xattr_count",
+        aliases: &[],
+        kind: Kind::Int,
+        example: "2",
+        help: "filesetxattr: extended attributes set on each file (user.dioscope.0 …; default 1)",
+        apply: job!(|j, v| {
+            j.xattr_count = u32::try_from(parse_int(v)?)
+                .ok()
+                .filter(|&n| n >= 1)
+                .ok_or_else(|| format!("'{}' is not a count from 1 up", v.trim()))?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "xattr_size",
+        aliases: &[],
+        kind: Kind::Size,
+        example: "128",
+        help: "filesetxattr: bytes of each attribute's value (default 64; at most 64k, the kernel's limit)",
+        apply: job!(|j, v| {
+            let n = parse_size(v)?;
+            if n > 65536 {
+                return Err(format!(
+                    "'{}' is larger than 64k, the largest extended attribute Linux takes",
+                    v.trim()
+                ));
+            }
+            j.xattr_size = n as u32;
+            Ok(())
+        }),
+    },
+    OptDef {
         name: "create_on_open",
         aliases: &[],
         kind: Kind::Flag,
@@ -1184,7 +1240,6 @@ pub static FIO_UNIMPLEMENTED: &[(&str, &str)] = &[
     ("userspace_reap", "reaping libaio completions in user space is not implemented"),
     ("bwavgtime", "the bandwidth sample window is fixed"),
     ("iopsavgtime", "the IOPS sample window is fixed"),
-    ("create_serialize", "laying out files is always serialised, before any job starts"),
     ("iodepth_mode", "stepping the queue depth within a job is not implemented; dioscope sweep --vary iodepth=… runs one job per depth"),
     ("sprandom", "SanDisk-style random preconditioning is not implemented"),
     ("spr_op", "SanDisk-style random preconditioning is not implemented (sprandom)"),

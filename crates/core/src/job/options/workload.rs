@@ -321,6 +321,17 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         }),
     },
     OptDef {
+        name: "create_serialize",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "Accepted for fio's job files: dioscope lays out every file one after the other before any job starts, outside the measurement, so 0 and 1 measure the same",
+        apply: job!(|_j, v| {
+            parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
         name: "sync",
         aliases: &[],
         kind: Kind::Choice(&["none", "0", "sync", "1", "dsync"]),

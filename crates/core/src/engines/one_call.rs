@@ -1,0 +1,71 @@
+//! The shell of a synchronous engine that makes one call per I/O inside
+//! `commit` (`Caps::sync`: the runner keeps one I/O in flight): staging,
+//! the one completion and the slot buffers. The call is the engine's
+//! ([`OneCall`]): a space operation (falloc, ftruncate), a metadata
+//! operation (meta.rs).
+
+use super::{Completion, Engine, IoDesc, SlotArena};
+use std::io;
+
+/// What one I/O does.
+pub trait OneCall {
+    /// Do `d` (its slot's buffer is in `arena`): the bytes it accounts.
+    fn call(&mut self, arena: &mut SlotArena, d: &IoDesc) -> io::Result<usize>;
+}
+
+/// A synchronous engine over `C`.
+pub struct OneAtATime<C> {
+    arena: SlotArena,
+    call: C,
+    staged: Option<IoDesc>,
+    done: Option<Completion>,
+}
+
+impl<C: OneCall> OneAtATime<C> {
+    pub fn new(arena: SlotArena, call: C) -> OneAtATime<C> {
+        OneAtATime {
+            arena,
+            call,
+            staged: None,
+            done: None,
+        }
+    }
+}
+
+impl<C: OneCall> Engine for OneAtATime<C> {
+    #[inline]
+    fn stage(&mut self, d: IoDesc) {
+        debug_assert!(self.staged.is_none(), "one operation at a time");
+        self.staged = Some(d);
+    }
+
+    fn commit(&mut self, _min: u32) -> io::Result<u32> {
+        let Some(d) = self.staged.take() else {
+            return Ok(0);
+        };
+        let res = match self.call.call(&mut self.arena, &d) {
+            Ok(n) => n as i32,
+            Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
+        };
+        self.done = Some(Completion { slot: d.slot, res });
+        Ok(1)
+    }
+
+    #[inline]
+    fn reap(&mut self, out: &mut [Completion]) -> usize {
+        match self.done.take() {
+            Some(c) if !out.is_empty() => {
+                out[0] = c;
+                1
+            }
+            other => {
+                self.done = other;
+                0
+            }
+        }
+    }
+
+    fn arena(&mut self) -> &mut SlotArena {
+        &mut self.arena
+    }
+}
