@@ -4,10 +4,8 @@
 //! worker uses `cpuload` percent of one CPU. Completions count as I/Os with
 //! no bytes, as fio reports them.
 
-use super::{
-    Caps, Completion, CpuMode, Engine, EngineDef, EngineOpts, EngineParams, IoDesc, SlotArena,
-    WithEngine,
-};
+use super::one_call::{OneAtATime, OneCall};
+use super::{Caps, CpuMode, EngineDef, EngineOpts, EngineParams, IoDesc, SlotArena, WithEngine};
 use dioscope_sys::clock::now_ns;
 use std::io;
 use std::os::fd::RawFd;
@@ -51,7 +49,7 @@ impl EngineDef for Def {
         f: W,
     ) -> Result<(W::Out, Option<String>), super::EngineSetupError> {
         let p = &opts.job.params;
-        let mut e = CpuBurn::new(arena, p);
+        let mut e = OneAtATime::new(arena, CpuBurn::new(p));
         let out = f.run(&mut e);
         Ok((out, None))
     }
@@ -59,26 +57,20 @@ impl EngineDef for Def {
 
 /// One worker's CPU burner.
 pub struct CpuBurn {
-    arena: SlotArena,
     chunk_ns: u64,
     mode: CpuMode,
     exit_on_io_done: bool,
-    staged: Option<IoDesc>,
-    done: Option<Completion>,
     /// qsort's array and the generator that refills it.
     keys: Vec<u32>,
     rng: u64,
 }
 
 impl CpuBurn {
-    pub fn new(arena: SlotArena, p: &EngineParams) -> CpuBurn {
+    pub fn new(p: &EngineParams) -> CpuBurn {
         CpuBurn {
-            arena,
             chunk_ns: p.cpuchunks_us as u64 * 1000,
             mode: p.cpumode,
             exit_on_io_done: p.exit_on_io_done,
-            staged: None,
-            done: None,
             keys: match p.cpumode {
                 CpuMode::Qsort => vec![0; 4096],
                 CpuMode::Noop => Vec::new(),
@@ -127,7 +119,7 @@ impl CpuBurn {
     }
 }
 
-impl Engine for CpuBurn {
+impl OneCall for CpuBurn {
     const MOVES_BYTES: bool = false;
     const CAN_END: bool = true;
 
@@ -135,44 +127,16 @@ impl Engine for CpuBurn {
         self.exit_on_io_done && super::io_jobs_running() == 0
     }
 
-    fn stage(&mut self, d: IoDesc) {
-        debug_assert!(self.staged.is_none(), "one cycle at a time");
-        self.staged = Some(d);
-    }
-
-    fn commit(&mut self, _min: u32) -> io::Result<u32> {
-        let Some(d) = self.staged.take() else {
-            return Ok(0);
-        };
+    fn call(&mut self, _: &mut SlotArena, d: &IoDesc) -> io::Result<usize> {
         self.burn();
-        self.done = Some(Completion {
-            slot: d.slot,
-            res: d.len as i32,
-        });
-        Ok(1)
-    }
-
-    fn reap(&mut self, out: &mut [Completion]) -> usize {
-        match self.done.take() {
-            Some(c) if !out.is_empty() => {
-                out[0] = c;
-                1
-            }
-            other => {
-                self.done = other;
-                0
-            }
-        }
-    }
-
-    fn arena(&mut self) -> &mut SlotArena {
-        &mut self.arena
+        Ok(d.len as usize)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engines::{Completion, Engine};
 
     #[test]
     fn a_cycle_burns_its_chunk_and_the_pause_makes_the_load() {
@@ -189,7 +153,7 @@ mod tests {
         };
         assert_eq!(Def::pause_us(&full), Some(0));
         assert!(Def::check(&EngineParams::default()).is_err());
-        let mut e = CpuBurn::new(SlotArena::new(1, 4096).unwrap(), &p);
+        let mut e = OneAtATime::new(SlotArena::new(1, 4096).unwrap(), CpuBurn::new(&p));
         let cpu0 = dioscope_sys::proc::usage_thread();
         let t0 = now_ns();
         e.stage(IoDesc {

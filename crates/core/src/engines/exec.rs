@@ -5,7 +5,8 @@
 //! then SIGKILL after `grace_time` seconds. A program that cannot start, or
 //! that exits with a failure status before the end, is the job's error.
 
-use super::{Caps, Completion, Engine, EngineDef, EngineOpts, EngineParams, IoDesc, SlotArena, WithEngine};
+use super::one_call::{OneAtATime, OneCall};
+use super::{Caps, EngineDef, EngineOpts, EngineParams, IoDesc, SlotArena, WithEngine};
 use dioscope_sys::clock::now_ns;
 use std::io;
 use std::os::fd::RawFd;
@@ -47,9 +48,9 @@ impl EngineDef for Def {
         opts: &EngineOpts,
         f: W,
     ) -> Result<(W::Out, Option<String>), super::EngineSetupError> {
-        let mut e = Exec::new(arena, opts);
+        let mut e = OneAtATime::new(arena, Exec::new(opts));
         let out = f.run(&mut e);
-        let note = e.finish();
+        let note = e.inner_mut().finish();
         Ok((out, Some(note)))
     }
 }
@@ -67,7 +68,6 @@ pub fn expand_arguments(args: &str, runtime_us: u64, name: &str) -> Vec<String> 
 
 /// One worker's program.
 pub struct Exec {
-    arena: SlotArena,
     program: String,
     args: Vec<String>,
     /// JOBNAME.stdout / JOBNAME.stderr, or the program shares ours.
@@ -79,16 +79,13 @@ pub struct Exec {
     exited: Option<ExitStatus>,
     /// Why it could not start.
     spawn_error: Option<String>,
-    staged: Option<IoDesc>,
-    done: Option<Completion>,
 }
 
 impl Exec {
-    pub fn new(arena: SlotArena, opts: &EngineOpts) -> Exec {
+    pub fn new(opts: &EngineOpts) -> Exec {
         let p = &opts.job.params;
         let name = &opts.job.name;
         Exec {
-            arena,
             program: p.program.clone().unwrap_or_default(),
             args: p
                 .arguments
@@ -103,8 +100,6 @@ impl Exec {
             started_ns: 0,
             exited: None,
             spawn_error: None,
-            staged: None,
-            done: None,
         }
     }
 
@@ -225,41 +220,14 @@ impl Drop for Exec {
     }
 }
 
-impl Engine for Exec {
+impl OneCall for Exec {
     const MOVES_BYTES: bool = false;
 
-    fn stage(&mut self, d: IoDesc) {
-        debug_assert!(self.staged.is_none(), "one check at a time");
-        self.staged = Some(d);
-    }
-
-    fn commit(&mut self, _min: u32) -> io::Result<u32> {
-        let Some(d) = self.staged.take() else {
-            return Ok(0);
-        };
-        let res = match self.poll() {
-            0 => d.len as i32,
-            e => -e,
-        };
-        self.done = Some(Completion { slot: d.slot, res });
-        Ok(1)
-    }
-
-    fn reap(&mut self, out: &mut [Completion]) -> usize {
-        match self.done.take() {
-            Some(c) if !out.is_empty() => {
-                out[0] = c;
-                1
-            }
-            other => {
-                self.done = other;
-                0
-            }
+    fn call(&mut self, _: &mut SlotArena, d: &IoDesc) -> io::Result<usize> {
+        match self.poll() {
+            0 => Ok(d.len as usize),
+            e => Err(io::Error::from_raw_os_error(e)),
         }
-    }
-
-    fn arena(&mut self) -> &mut SlotArena {
-        &mut self.arena
     }
 }
 

@@ -2,15 +2,26 @@
 //! `commit` (`Caps::sync`: the runner keeps one I/O in flight): staging,
 //! the one completion and the slot buffers. The call is the engine's
 //! ([`OneCall`]): a space operation (falloc, ftruncate), a metadata
-//! operation (meta.rs).
+//! operation (meta.rs), a busy cycle (cpuio), a check on a program (exec),
+//! a copy through anonymous memory (page_fault).
 
 use super::{Completion, Engine, IoDesc, SlotArena};
 use std::io;
 
 /// What one I/O does.
 pub trait OneCall {
+    /// As [`Engine::MOVES_BYTES`].
+    const MOVES_BYTES: bool = true;
+    /// As [`Engine::CAN_END`].
+    const CAN_END: bool = false;
+
     /// Do `d` (its slot's buffer is in `arena`): the bytes it accounts.
     fn call(&mut self, arena: &mut SlotArena, d: &IoDesc) -> io::Result<usize>;
+
+    /// As [`Engine::ended`].
+    fn ended(&self) -> bool {
+        false
+    }
 }
 
 /// A synchronous engine over `C`.
@@ -30,9 +41,21 @@ impl<C: OneCall> OneAtATime<C> {
             done: None,
         }
     }
+
+    /// The call's own state (exec reports how its program ended).
+    pub fn inner_mut(&mut self) -> &mut C {
+        &mut self.call
+    }
 }
 
 impl<C: OneCall> Engine for OneAtATime<C> {
+    const MOVES_BYTES: bool = C::MOVES_BYTES;
+    const CAN_END: bool = C::CAN_END;
+
+    fn ended(&self) -> bool {
+        self.call.ended()
+    }
+
     #[inline]
     fn stage(&mut self, d: IoDesc) {
         debug_assert!(self.staged.is_none(), "one operation at a time");

@@ -5,7 +5,8 @@
 //! faults of each page's first touch (a read of a page never written faults
 //! in the shared zero page, a write allocates one).
 
-use super::{Caps, Completion, Engine, EngineDef, EngineOpts, IoDesc, SlotArena, WithEngine};
+use super::one_call::{OneAtATime, OneCall};
+use super::{Caps, EngineDef, EngineOpts, IoDesc, SlotArena, WithEngine};
 use dioscope_sys::mmap::FileMap;
 use std::io;
 use std::os::fd::RawFd;
@@ -37,78 +38,38 @@ impl EngineDef for Def {
                 "lower size= (page_fault maps the job's size per worker)",
             )
         })?;
-        let mut e = Faulting::new(arena, map);
+        let mut e = OneAtATime::new(arena, Faulting { map });
         Ok((f.run(&mut e), None))
     }
 }
 
 /// One worker's mapping.
 pub struct Faulting {
-    arena: SlotArena,
     map: FileMap,
-    staged: Option<IoDesc>,
-    done: Option<Completion>,
 }
 
-impl Faulting {
-    pub fn new(arena: SlotArena, map: FileMap) -> Faulting {
-        Faulting {
-            arena,
-            map,
-            staged: None,
-            done: None,
-        }
-    }
-}
-
-impl Engine for Faulting {
-    fn stage(&mut self, d: IoDesc) {
-        debug_assert!(self.staged.is_none(), "one copy at a time");
-        self.staged = Some(d);
-    }
-
-    fn commit(&mut self, _min: u32) -> io::Result<u32> {
-        let Some(d) = self.staged.take() else {
-            return Ok(0);
-        };
-        let buf = &mut self.arena.slot_mut(d.slot)[..d.len as usize];
+impl OneCall for Faulting {
+    fn call(&mut self, arena: &mut SlotArena, d: &IoDesc) -> io::Result<usize> {
+        let buf = &mut arena.slot_mut(d.slot)[..d.len as usize];
         let r = if d.write {
             self.map.copy_in(d.offset, buf)
         } else {
             self.map.copy_out(d.offset, buf)
         };
-        let res = match r {
-            Ok(()) => d.len as i32,
+        match r {
+            Ok(()) => Ok(d.len as usize),
             // Past the mapping: fio's engine answers EINVAL.
-            Err(_) => -libc::EINVAL,
-        };
-        self.done = Some(Completion { slot: d.slot, res });
-        Ok(1)
-    }
-
-    fn reap(&mut self, out: &mut [Completion]) -> usize {
-        match self.done.take() {
-            Some(c) if !out.is_empty() => {
-                out[0] = c;
-                1
-            }
-            other => {
-                self.done = other;
-                0
-            }
+            Err(_) => Err(io::Error::from_raw_os_error(libc::EINVAL)),
         }
-    }
-
-    fn arena(&mut self) -> &mut SlotArena {
-        &mut self.arena
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engines::{Completion, Engine};
 
-    fn io(e: &mut Faulting, slot: u32, write: bool, offset: u64, len: u32) -> i32 {
+    fn io(e: &mut OneAtATime<Faulting>, slot: u32, write: bool, offset: u64, len: u32) -> i32 {
         e.stage(IoDesc {
             slot,
             write,
@@ -126,7 +87,7 @@ mod tests {
     #[test]
     fn reads_return_what_was_written_and_zeros_elsewhere() {
         let map = FileMap::anonymous(1 << 20).unwrap();
-        let mut e = Faulting::new(SlotArena::new(2, 8192).unwrap(), map);
+        let mut e = OneAtATime::new(SlotArena::new(2, 8192).unwrap(), Faulting { map });
         e.arena().slot_mut(0).fill(0xa5);
         assert_eq!(io(&mut e, 0, true, 12288, 8192), 8192);
         assert_eq!(io(&mut e, 1, false, 12288, 8192), 8192);
