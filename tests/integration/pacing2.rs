@@ -50,10 +50,13 @@ fn a_bare_log_option_logs_under_the_job_name() {
 #[test]
 fn log_window_value_both_and_log_issue_time_in_the_files() {
     let d = tempfile::tempdir().unwrap();
+    // 64m on the null engine ends in a few ms, less than one 20 ms window
+    // (a sliver of a last window is not written): [w] runs for 150 ms.
     let o = run_file(
         d.path(),
         "[global]\nioengine=null\nrw=read\nsize=64m\n\
          [w]\nwrite_lat_log=w\nlog_avg_msec=20\nlog_window_value=both\nlog_offset=1\n\
+         time_based=1\nruntime=150ms\n\
          [i]\nwrite_lat_log=i\nlog_offset=1\nlog_issue_time=1\n",
     );
     ok_json(&o);

@@ -858,21 +858,25 @@ mod tests {
         assert!((1_200..1_500).contains(&ignored), "{ignored}");
     }
 
-    #[test]
-    fn flow_shares_follow_the_weights() {
-        let share = FlowShare::new(1 + 8);
-        let mk = |w| PacePlan {
+    /// A pacer in `share`'s flow with `weight`.
+    fn flow_pacer(share: &Arc<FlowShare>, weight: i64) -> Pacer {
+        let p = PacePlan {
             flow: Some(FlowPlan {
                 share: share.clone(),
-                weight: w,
+                weight,
                 sleep_ns: 0,
             }),
             ..plan()
         };
-        let (mut a, mut b) = (Pacer::new(&mk(1), 0), Pacer::new(&mk(8), 0));
+        Pacer::new(&p, 0)
+    }
+
+    /// `rounds` turns in which each pacer asks for one I/O: the I/Os each
+    /// was admitted.
+    fn admit_side_by_side(a: &mut Pacer, b: &mut Pacer, rounds: u64) -> [u64; 2] {
         let mut n = [0u64; 2];
-        for i in 0..90_000u64 {
-            for (k, pc) in [&mut a, &mut b].into_iter().enumerate() {
+        for i in 0..rounds {
+            for (k, pc) in [&mut *a, &mut *b].into_iter().enumerate() {
                 if pc.admit(false, i, 0, true).is_some() {
                     n[k] += 1;
                 } else {
@@ -880,6 +884,14 @@ mod tests {
                 }
             }
         }
+        n
+    }
+
+    #[test]
+    fn flow_shares_follow_the_weights() {
+        let share = FlowShare::new(1 + 8);
+        let (mut a, mut b) = (flow_pacer(&share, 1), flow_pacer(&share, 8));
+        let mut n = admit_side_by_side(&mut a, &mut b, 90_000);
         let ratio = n[1] as f64 / n[0] as f64;
         assert!((ratio - 8.0).abs() < 0.1, "{n:?}");
         // When one member ends, the other is no longer held back.
@@ -897,25 +909,8 @@ mod tests {
     fn a_flow_with_both_signs_is_balanced() {
         // fio's t0011: flow=-8 against flow=1 is 1 I/O against 8.
         let share = FlowShare::balanced([1, 1]);
-        let mk = |w| PacePlan {
-            flow: Some(FlowPlan {
-                share: share.clone(),
-                weight: w,
-                sleep_ns: 0,
-            }),
-            ..plan()
-        };
-        let (mut a, mut b) = (Pacer::new(&mk(-8), 0), Pacer::new(&mk(1), 0));
-        let mut n = [0u64; 2];
-        for i in 0..90_000u64 {
-            for (k, pc) in [&mut a, &mut b].into_iter().enumerate() {
-                if pc.admit(false, i, 0, true).is_some() {
-                    n[k] += 1;
-                } else {
-                    pc.woke(i, i);
-                }
-            }
-        }
+        let (mut a, mut b) = (flow_pacer(&share, -8), flow_pacer(&share, 1));
+        let mut n = admit_side_by_side(&mut a, &mut b, 90_000);
         let ratio = n[1] as f64 / n[0] as f64;
         assert!((ratio - 8.0).abs() < 0.1, "{n:?}");
         // Once the negative side is done, the positive side runs free.
