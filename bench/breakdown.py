@@ -9,8 +9,9 @@ Each sample in the dioscope binary is mapped to its chain of inlined functions
 (`addr2line -i`) and charged to the innermost frame that names a step of the worker
 loop (clock reads, histograms, offsets, SQE preparation, reaping, ...): with
 everything inlined into one function, a plain per-symbol report cannot split it.
-Samples outside the worker loop count as start-up. Standard library only, plus perf,
-readelf and addr2line.
+Samples outside the worker loop count as start-up. Samples on the instruction after a `syscall` are the kernel's exit
+charged to user (timer interrupts held while it ran with interrupts off).
+Standard library only, plus perf, readelf, objdump and addr2line.
 """
 import subprocess, sys, re, collections, os
 if len(sys.argv) != 5:
@@ -36,7 +37,7 @@ for l in samples.split("\n"):
             if s <= ip < s + ln:
                 cnt[ip - s + off + delta] += 1; break
     elif "libc" in l:
-        other["libc: syscall wrapper" if re.search(r"\ssyscall\b", l) else "libc: other"] += 1
+        other["syscall: io_uring_enter's return, charged to user" if re.search(r"\ssyscall\b", l) else "libc: other"] += 1
     elif "vdso" in l: other["startup and set-up (once per run)"] += 1
     else: other["other objects"] += 1
 addrs = sorted(cnt)
@@ -68,15 +69,22 @@ def categorize(chain):
         if f == "cqueue.rs" or "UringQueue::reap" in fn or ("null.rs" in loc and "reap" in fn): return "completion reaping and queue-depth stats"
         if f == "submit.rs" or "UringQueue::commit" in fn or ("null.rs" in loc and "commit" in fn): return "io_uring_enter call (user side)"
         if f == "worker.rs":
+            if "LatRun" in fn: return "latency histograms"
             for k, c in WF:
                 if re.search(r"::%s(<|$|\b)" % k, fn): return c
             return "loop bookkeeping"
         if any(k in fn for k in ("calibrate", "ClockInfo", "diag::", "safety::", "render", "serde", "job::", "Snapshot", "profile", "targets::", "results::", "commands::", "stats::", "std::fs", "main")):
             return "startup and set-up (once per run)"
     return "startup and set-up (once per run)" if chain and "worker" not in " ".join(fn for fn, _ in chain) else "loop bookkeeping"
+# The instruction after a `syscall` (2 bytes: 0f 05) is where the kernel's
+# exit path lands the timer interrupts that came due while it ran with
+# interrupts off: time the kernel spent, charged to user.
+dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", binpath], capture_output=True, text=True).stdout
+after_sc = {int(m.group(1), 16) + 2 for m in re.finditer(r"^\s*([0-9a-f]+):\s+syscall\s*$", dis, re.M)}
 cats = collections.Counter(other)
-for a, n in cnt.items(): cats[categorize(chains.get(a, []))] += n
+for a, n in cnt.items():
+    cats["syscall: io_uring_enter's return, charged to user" if a in after_sc else categorize(chains.get(a, []))] += n
 tot = sum(cats.values())
 print(f"{os.path.basename(data)}: {tot} samples × {period/1000:.0f} µs = {tot*period/1e6:.1f} ms of user time; {ios} I/Os -> {tot*period/ios:.1f} ns/IO")
 for c, n in cats.most_common():
-    print(f"  {c:44s} {n*period/ios:7.1f} ns/IO  {100*n/tot:5.1f}%")
+    print(f"  {c:52s} {n*period/ios:7.1f} ns/IO  {100*n/tot:5.1f}%")

@@ -10,7 +10,74 @@
 use crate::queue::{Completion, IoDesc, SlotArena};
 use io_uring::{opcode, squeue, types, IoUring};
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, RawFd};
+
+// The kernel's ABI (include/uapi/linux/io_uring.h), for the ring's own
+// `io_uring_enter` below.
+const IORING_ENTER_GETEVENTS: u32 = 1;
+const IORING_ENTER_REGISTERED_RING: u32 = 16;
+const IORING_REGISTER_RING_FDS: libc::c_long = 20;
+
+#[repr(C)]
+struct RsrcUpdate {
+    offset: u32,
+    resv: u32,
+    data: u64,
+}
+
+/// Register the ring's descriptor with the calling thread's io_uring
+/// context: `io_uring_enter` then names the ring by this index and skips
+/// the descriptor lookup. The index, or `None` when the kernel refuses.
+fn register_ring_fd(ring_fd: RawFd) -> Option<u32> {
+    let mut up = RsrcUpdate {
+        offset: u32::MAX,
+        resv: 0,
+        data: ring_fd as u64,
+    };
+    // SAFETY: `up` is one valid io_uring_rsrc_update the kernel reads and
+    // writes (its offset) during the call.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_io_uring_register,
+            ring_fd as libc::c_long,
+            IORING_REGISTER_RING_FDS,
+            &mut up as *mut RsrcUpdate,
+            1 as libc::c_long,
+        )
+    };
+    (r == 1).then_some(up.offset)
+}
+
+/// `io_uring_enter(fd, to_submit, min_complete, flags, NULL, 0)` as one
+/// `syscall` instruction, inlined into the worker's commit: no call
+/// through libc's variadic `syscall()` (its PLT entry, argument shuffle
+/// and errno), whose lines are cold again after every wake-up. Returns the
+/// kernel's result: a count, or -errno.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn enter_raw(fd: u32, to_submit: u32, min_complete: u32, flags: u32) -> i64 {
+    let ret: i64;
+    // SAFETY: io_uring_enter with no argument structure (NULL, 0) reads
+    // only the ring's shared memory, which the caller has published
+    // (`sq.sync()`); the asm is not `nomem`, so the compiler keeps memory
+    // accesses on their side of it. `syscall` clobbers rcx and r11.
+    unsafe {
+        std::arch::asm!(
+            "syscall",
+            inlateout("rax") libc::SYS_io_uring_enter => ret,
+            in("rdi") fd as u64,
+            in("rsi") to_submit as u64,
+            in("rdx") min_complete as u64,
+            in("r10") flags as u64,
+            in("r8") 0u64,
+            in("r9") 0u64,
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack),
+        );
+    }
+    ret
+}
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct UringOpts {
@@ -109,6 +176,10 @@ pub struct UringQueue<'r> {
     /// I/Os pushed to the submission queue and not yet reaped: what the
     /// kernel may still be reading into or writing from the arena.
     outstanding: u32,
+    /// `io_uring_enter`'s fd argument and flags for a waiting commit made
+    /// directly (the registered index, or the descriptor); `None`: through
+    /// the crate (SQPOLL, which needs its wake-up protocol; not x86-64).
+    enter: Option<(u32, u32)>,
 }
 
 /// Build a ring for `fds` and `arena`, then run `f` with the queue. The ring
@@ -134,10 +205,15 @@ pub fn with_queue<R>(
             features.fixed_bufs = true;
         }
     }
-    let (mut sub, sq, cq) = ring.split();
-    if sub.register_ring_fd().is_ok() {
-        features.registered_ring = true;
-    }
+    let ring_fd = ring.as_raw_fd();
+    let registered = register_ring_fd(ring_fd);
+    features.registered_ring = registered.is_some();
+    let enter = match registered {
+        Some(i) => (i, IORING_ENTER_GETEVENTS | IORING_ENTER_REGISTERED_RING),
+        None => (ring_fd as u32, IORING_ENTER_GETEVENTS),
+    };
+    let enter = (cfg!(target_arch = "x86_64") && !opts.sqpoll).then_some(enter);
+    let (sub, sq, cq) = ring.split();
     let mut flags = 0;
     if opts.nowait {
         flags |= crate::io::RWF_NOWAIT;
@@ -152,6 +228,7 @@ pub fn with_queue<R>(
         rw_flags: flags,
         staged: 0,
         outstanding: 0,
+        enter,
     };
     let r = f(&mut q);
     q.drain();
@@ -224,6 +301,26 @@ impl UringQueue<'_> {
     pub fn commit(&mut self, min: u32) -> io::Result<u32> {
         self.sq.sync();
         let staged = self.staged;
+        #[cfg(target_arch = "x86_64")]
+        if let (Some((fd, flags)), true) = (self.enter, min > 0) {
+            // What `submit_and_wait(min)` sends without SQPOLL: everything
+            // staged (the tail was just published), GETEVENTS for the wait.
+            loop {
+                let r = enter_raw(fd, self.sq.len() as u32, min, flags);
+                if r >= 0 || r == -libc::EBUSY as i64 || r == -libc::EAGAIN as i64 {
+                    // EBUSY/EAGAIN: CQ overflow pressure; reap first.
+                    break;
+                }
+                if r != -libc::EINTR as i64 {
+                    return Err(io::Error::from_raw_os_error(-r as i32));
+                }
+                // Interrupted: count again what the kernel has not taken.
+                self.sq.sync();
+            }
+            self.sq.sync();
+            self.staged = self.sq.len() as u32;
+            return Ok(staged.saturating_sub(self.staged));
+        }
         loop {
             let r = if min > 0 || self.features.defer_taskrun {
                 self.sub.submit_and_wait(min as usize)
