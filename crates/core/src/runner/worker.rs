@@ -1139,15 +1139,12 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             q.submit_batches[batch_bucket(self.slots.staged.len())] += 1;
             q.complete_batches[batch_bucket(n)] += 1;
         }
-        // Moved out for the loop (three words, no allocation): iterating
-        // the slice needs no bounds check per completion.
-        let comps = std::mem::take(&mut self.slots.comps);
         // One completion (QD 1) has no run to share: record it directly.
         let runs = n > 1;
-        for &c in &comps[..n] {
+        for i in 0..n {
+            let c = self.slots.comps[i];
             self.complete(c, runs);
         }
-        self.slots.comps = comps;
         if runs {
             self.run.flush(&mut self.res.dirs, self.now);
         }
