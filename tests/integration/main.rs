@@ -13,6 +13,7 @@ mod experiments;
 mod faults;
 mod jobfile;
 mod json;
+mod leftovers;
 mod options;
 mod pacing;
 mod pacing2;
