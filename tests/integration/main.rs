@@ -14,6 +14,7 @@ mod faults;
 mod groups;
 mod jobfile;
 mod json;
+mod leftovers;
 mod options;
 mod pacing;
 mod pacing2;

@@ -71,14 +71,22 @@ fn a_negative_flow_weight_balances_against_a_positive_one() {
     let o = job_file(
         d.path(),
         "[global]\nioengine=null\nbs=4k\nsize=100g\nruntime=2\ntime_based\nflow_id=1\n\
-         [flow1]\nflow=-8\nrate_iops=1000\n[flow2]\nflow=1\n",
+         [flow1]\nflow=-8\nrate_iops=1000\n[flow2]\nflow=1\nruntime=1\n",
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v = json(&o);
     let (a, b) = (ios(&v["jobs"][0], "read"), ios(&v["jobs"][1], "read"));
     assert!((1800..=2100).contains(&a), "the rate holds flow1: {a}");
-    let ratio = b as f64 / a as f64;
-    assert!((7.0..=9.0).contains(&ratio), "{a} vs {b}: {ratio}");
+    // flow2 stops after 1 s while flow1 (rate-limited) runs on, so flow2's
+    // count is 8 × flow1's first ~1000 I/Os, give or take the watermark
+    // (1024), however far apart the two jobs end. (The other way round, a
+    // side left alone runs free, as in fio: on the null engine a skew of
+    // 0.2 ms at the end is 2000 I/Os, which made the ratio of whole counts
+    // fail in CI.)
+    assert!(
+        (7000..=9300).contains(&b),
+        "flow2 against flow1's first second: {b}"
+    );
 }
 
 #[test]
