@@ -1758,6 +1758,7 @@ mod lat_run_tests {
             go_on: [[0; 3]; 2],
             ignore: [[0; 3]; 2],
             until_full: false,
+            eof_reads: false,
             fds: Vec::new(),
             tick_ns: 1_000_000_000,
             log: None,
