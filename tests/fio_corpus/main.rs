@@ -81,6 +81,9 @@ struct Entry {
     after: Option<String>,
     env: Vec<(String, String)>,
     newer: Option<String>,
+    /// fio's own file uses a value no fio accepts (`rw=r`): fio rejects it
+    /// naming this text; dioscope accepts it, so it stays local.
+    fio_bug: Option<String>,
     /// A file the harness creates first (the device under test of fio's suite).
     scratch: Option<String>,
     /// fio's own suite expects this file to fail (SUCCESS_NONZERO): it
@@ -132,6 +135,7 @@ fn parse_manifest(text: &str) -> Result<Vec<Entry>, String> {
             after: None,
             env: Vec::new(),
             newer: None,
+            fio_bug: None,
             scratch: None,
             fails: None,
         };
@@ -142,6 +146,7 @@ fn parse_manifest(text: &str) -> Result<Vec<Entry>, String> {
             match k {
                 "after" => e.after = Some(val.to_string()),
                 "newer" => e.newer = Some(val.to_string()),
+                "fio-bug" => e.fio_bug = Some(val.to_string()),
                 "scratch" => e.scratch = Some(val.to_string()),
                 "fails" => e.fails = Some(val.to_string()),
                 "env" => {
@@ -578,7 +583,7 @@ fn fio_check(entry: &Entry, file: &Path, dir: &Path) -> Option<String> {
         (Class::FioRejects(opt), false) if !text.contains(opt.as_str()) => {
             Some(format!("fio rejects it, but not for {opt}: {first}"))
         }
-        (Class::Local, false) => match &entry.newer {
+        (Class::Local, false) => match entry.newer.as_ref().or(entry.fio_bug.as_ref()) {
             Some(t) if text.contains(t.as_str()) => None,
             _ => Some(format!("fio rejects a local fixture: {first}")),
         },
@@ -939,10 +944,11 @@ fn the_rewrite_points_at_scratch_and_shortens() {
 fn the_manifest_reads() {
     let e = parse_manifest(
         "# c\nexamples/a.fio local newer=rw=r env=A=1,B=2\nt_jobs/b.fio local after=x.fio scratch=d.dat fails=verify\n\
-         examples/c.fio hardware zonemode=zbd env=X=1\nexamples/d.fio remote-engine rbd\n",
+         examples/c.fio hardware zonemode=zbd env=X=1\nexamples/d.fio remote-engine rbd fio-bug=rw=r\n",
     )
     .unwrap();
     assert_eq!(e[0].newer.as_deref(), Some("rw=r"));
+    assert_eq!(e[3].fio_bug.as_deref(), Some("rw=r"));
     assert_eq!(e[0].env.len(), 2);
     assert_eq!(e[1].after.as_deref(), Some("x.fio"));
     assert_eq!(e[1].scratch.as_deref(), Some("d.dat"));

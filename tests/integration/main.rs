@@ -14,6 +14,7 @@ mod faults;
 mod fio342;
 mod jobfile;
 mod json;
+mod leftovers;
 mod options;
 mod pacing;
 mod pacing2;

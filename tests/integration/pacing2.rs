@@ -454,7 +454,7 @@ fn ignore_error_lists_errnos_per_type_as_fio_parses_them() {
             "--name=x",
             "--ioengine=null",
             "--size=1m",
-            "--ignore_error=:EBOGUS",
+            "--ignore_error=,EBOGUS",
         ],
     );
     assert_eq!(o.status.code(), Some(2));
@@ -470,7 +470,7 @@ fn ignore_error_lists_errnos_per_type_as_fio_parses_them() {
         return;
     }
     // ENOSPC listed for writes, by name, with continue_on_error=write: the
-    // job writes what fits, goes on, and the run succeeds.
+    // job writes what fits, goes on, and the run succeeds (fio 3.33: exit 0).
     let (code, j, err) =
         enospc_job(&["--continue_on_error=write", "--ignore_error=EIO:EIO,ENOSPC"]);
     assert_eq!(code, Some(0), "{err}");
@@ -479,16 +479,19 @@ fn ignore_error_lists_errnos_per_type_as_fio_parses_them() {
     assert_eq!(j["dioscope"]["io_errors"], 0);
     let written = j["jobs"][0]["write"]["io_bytes"].as_u64().unwrap();
     assert!(written > 0 && written < 64 << 20, "{written}");
-    // By number too.
-    let (code, _, err) = enospc_job(&["--continue_on_error=all", "--ignore_error=:28"]);
+    // By number too, and a list alone turns continue_on_error on for its
+    // type (fio 3.33: exit 0).
+    let (code, _, err) = enospc_job(&["--ignore_error=,28"]);
     assert_eq!(code, Some(0), "{err}");
-    // Listed for reads only (fio reads `,ENOSPC` so): writes still fail.
-    let (code, j, _) = enospc_job(&["--continue_on_error=write", "--ignore_error=,ENOSPC"]);
-    assert_eq!(code, Some(1));
-    assert_eq!(j["dioscope"]["first_error"]["errno"], 28);
-    // Without continue_on_error for writes, the list is not consulted.
-    let (code, _, _) = enospc_job(&["--continue_on_error=read", "--ignore_error=:ENOSPC"]);
-    assert_eq!(code, Some(1));
+    // Listed for reads only (fio reads `ENOSPC`, `ENOSPC,` and `ENOSPC:28`
+    // so): writes still fail (fio 3.33: exit 1, error 28).
+    for list in ["ENOSPC", "ENOSPC,", "ENOSPC:28"] {
+        let (code, j, _) =
+            enospc_job(&["--continue_on_error=all", &format!("--ignore_error={list}")]);
+        assert_eq!(code, Some(1), "{list}");
+        assert_eq!(j["dioscope"]["first_error"]["errno"], 28, "{list}");
+        assert_eq!(j["dioscope"]["stopped_by_error"], true, "{list}");
+    }
 }
 
 #[test]

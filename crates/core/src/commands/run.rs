@@ -425,7 +425,13 @@ pub fn report_errors(result: &RunResult) {
             .iter()
             .find(|j| j.resolved.spec.name == job)
             .map(|j| &j.resolved.spec);
-        let went_on = spec.is_some_and(|s| s.continue_on_error);
+        let goes_on = spec.is_some_and(|s| s.continue_on_error);
+        let stopped = result
+            .jobs
+            .iter()
+            .filter(|j| j.resolved.spec.name == job)
+            .any(|j| j.trials.iter().any(|t| t.fatal_errno != 0));
+        let went_on = goes_on && !stopped;
         eprintln!(
             "dioscope: error: job '{job}': {} of {} bytes at offset {} of {} failed: {}; {} I/O error(s) in all; {}",
             if e.write { "write" } else { "read" },
@@ -436,8 +442,13 @@ pub fn report_errors(result: &RunResult) {
             result.io_errors(),
             if went_on {
                 "the job went on (continue_on_error)"
+            } else if goes_on {
+                "the job stopped there and the result is partial: continue_on_error goes on only \
+                 after fio's non-fatal errors (EIO, EILSEQ), or after the errnos ignore_error= \
+                 lists instead"
             } else {
-                "the run stopped there and the result is partial (continue_on_error=all counts errors and goes on)"
+                "the run stopped there and the result is partial (with continue_on_error=all a job \
+                 goes on after EIO, as in fio; ignore_error=,ENOSPC:EDQUOT lists other errnos)"
             }
         );
         eprintln!(

@@ -131,11 +131,18 @@ impl Defrag {
         let fd = self.fds[d.file as usize];
         let (moved, r) = dioscope_sys::fs::move_ext(fd, donor, start, start, blocks);
         self.moved_blocks += moved;
-        if self.inplace {
+        // As fio: a move that ext4 refuses (EBUSY while another writer has
+        // the range's pages, EINVAL beyond the file's end) is the I/O's
+        // error, not retried, and one that moved only part of the range is
+        // a short write.
+        let freed = if self.inplace {
             // Free what was not swapped in (the donor now holds the old blocks).
-            let _ = dioscope_sys::fs::ftruncate(donor, 0);
-        }
+            dioscope_sys::fs::ftruncate(donor, 0)
+        } else {
+            Ok(())
+        };
         r.map_err(errno)?;
+        freed.map_err(errno)?;
         let bytes = (moved * self.bsz).min(d.len as u64) as u32;
         if bytes == 0 {
             // Nothing moved: beyond the file's end.

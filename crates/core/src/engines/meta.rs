@@ -3,11 +3,16 @@
 //! no data moves; each I/O is one metadata operation on one of the job's
 //! names, timed as the I/O's latency.
 //!
-//! As in fio, a job's files are its names (`filename=`, or `nrfiles` names
-//! from `filename_format` in `directory=`), the operation's latency is
-//! reported in the direction of the job's `rw` (reads by default), and
-//! each I/O accounts one block. Each name gets one I/O per pass (fio gives
-//! these engines files of one block), so `total_ios` counts operations.
+//! As in fio (3.33), a job's files are its names (`filename=`, or `nrfiles`
+//! names from `filename_format` in `directory=`), each of the size fio
+//! gives it (`filesize`, else `size / nrfiles`, else one block; whole
+//! blocks), and the I/Os go over those bytes as for any engine, in the
+//! direction of the job's `rw` (reads by default). The operation is fio's
+//! "open" of the file: the first I/O of each file in each pass does it and
+//! is timed; the file's other blocks complete at once, counted in
+//! `io_bytes` and `total_ios` but with no latency (fio's fake I/Os). So
+//! `total_ios` is size / bs, and the latency samples (`clat_ns.N`) are the
+//! operations, one per file per pass.
 //!
 //! Before the run (not timed) the names an operation needs are made, as
 //! fio lays them out: files of `filesize` for filestat, filedelete and the
@@ -50,6 +55,9 @@ pub struct MetaOpts {
     /// Bytes of each file laid out before the run (`filesize`, else
     /// `size / nrfiles`, else one block).
     pub layout_size: u64,
+    /// Bytes of each file's pass (`layout_size` in whole blocks, at
+    /// least one): its first I/O in a pass does the operation.
+    pub per_file: u64,
 }
 
 /// The operation one I/O does.
@@ -143,6 +151,9 @@ pub fn with<W: WithEngine>(
             xattr_names,
             xattr_value: vec![0x5a; m.xattr_size as usize],
             list_buf: vec![0; if op == Op::ListXattr { 65536 } else { 0 }],
+            per_file: m.per_file.max(1),
+            done: vec![0; set.len()],
+            timed: true,
         },
     );
     let out = f.run(&mut e);
@@ -331,11 +342,33 @@ struct MetaOps {
     xattr_names: Vec<CString>,
     xattr_value: Vec<u8>,
     list_buf: Vec<u8>,
+    /// Bytes of one file's pass, and per file the bytes done in this pass.
+    per_file: u64,
+    done: Vec<u64>,
+    /// The last I/O did the operation (not one of the file's other blocks).
+    timed: bool,
 }
 
 impl OneCall for MetaOps {
+    const FAKES_SOME: bool = true;
+
+    fn last_timed(&self) -> bool {
+        self.timed
+    }
+
     fn call(&mut self, _: &mut SlotArena, d: &IoDesc) -> io::Result<usize> {
-        let p = &self.names[d.file as usize];
+        let f = d.file as usize;
+        let first = self.done[f] == 0;
+        self.done[f] += d.len as u64;
+        if self.done[f] >= self.per_file {
+            // The file's pass is done: the next I/O on it opens it again.
+            self.done[f] = 0;
+        }
+        self.timed = first;
+        if !first {
+            return Ok(d.len as usize);
+        }
+        let p = &self.names[f];
         match self.op {
             Op::FileCreate => sys::create_close(p),
             Op::FileStat | Op::DirStat => sys::stat(p, self.stat),
@@ -349,7 +382,6 @@ impl OneCall for MetaOps {
                 .try_for_each(|n| sys::setxattr(p, n, &self.xattr_value)),
             Op::ListXattr => sys::listxattr(p, &mut self.list_buf).map(|_| ()),
         }?;
-        // fio accounts one block for each operation.
         Ok(d.len as usize)
     }
 }

@@ -49,6 +49,15 @@ pub trait Engine {
     fn ended(&self) -> bool {
         false
     }
+    /// Whether some completions are not timed (the metadata engines: as in
+    /// fio, only the I/O that does a file's operation has a latency; the
+    /// rest of the file's blocks complete at once, counted, untimed).
+    const FAKES_SOME: bool = false;
+    /// With [`Engine::FAKES_SOME`]: whether the last completion reaped was
+    /// timed (asked only of synchronous engines, one I/O at a time).
+    fn last_timed(&self) -> bool {
+        true
+    }
     /// Queue one I/O for the next `commit` (the slot must be idle).
     fn stage(&mut self, d: IoDesc);
     /// Hand the staged I/Os to the kernel and wait until at least `min`

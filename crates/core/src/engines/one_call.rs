@@ -14,6 +14,8 @@ pub trait OneCall {
     const MOVES_BYTES: bool = true;
     /// As [`Engine::CAN_END`].
     const CAN_END: bool = false;
+    /// As [`Engine::FAKES_SOME`].
+    const FAKES_SOME: bool = false;
 
     /// Do `d` (its slot's buffer is in `arena`): the bytes it accounts.
     fn call(&mut self, arena: &mut SlotArena, d: &IoDesc) -> io::Result<usize>;
@@ -21,6 +23,11 @@ pub trait OneCall {
     /// As [`Engine::ended`].
     fn ended(&self) -> bool {
         false
+    }
+
+    /// As [`Engine::last_timed`].
+    fn last_timed(&self) -> bool {
+        true
     }
 }
 
@@ -51,9 +58,14 @@ impl<C: OneCall> OneAtATime<C> {
 impl<C: OneCall> Engine for OneAtATime<C> {
     const MOVES_BYTES: bool = C::MOVES_BYTES;
     const CAN_END: bool = C::CAN_END;
+    const FAKES_SOME: bool = C::FAKES_SOME;
 
     fn ended(&self) -> bool {
         self.call.ended()
+    }
+
+    fn last_timed(&self) -> bool {
+        self.call.last_timed()
     }
 
     #[inline]

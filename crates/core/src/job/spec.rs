@@ -343,7 +343,7 @@ pub struct JobSpec {
     pub gtod_cpus: Vec<usize>,
     /// `io_submit_mode=offload`: a pool of submitter threads (runner/offload.rs).
     pub submit_offload: bool,
-    /// `ignore_error=READ:WRITE:VERIFY`: per type, the errnos a job with
+    /// `ignore_error=READ,WRITE,VERIFY`: per type, the errnos a job with
     /// `continue_on_error` for that type ignores (`None`: not given).
     pub ignore_error: [Option<Vec<i32>>; 3],
     /// The types `continue_on_error` covers: read, write, verify.

@@ -223,7 +223,22 @@ fn job(r: &RunResult, s: &JobSummary) -> Job {
             .find(|g| g.id == s.group)
             // A startdelay range: its low end (each clone draws its own).
             .map(|g| g.start_ms + spec.startdelay_us.0 / 1000),
-        error: s.first_error.as_ref().map(|(e, _)| e.errno).unwrap_or(0),
+        // As fio: the first error's errno, also when the job went on after
+        // it, or ignored it.
+        error: s
+            .first_error
+            .as_ref()
+            .map_or(s.first_ignored, |(e, _)| e.errno),
+        // fio writes these two only for a job with continue_on_error; its
+        // count has the errors ignore_error lists too.
+        total_err: spec
+            .continue_on_error
+            .then(|| s.dirs[0].errors + s.dirs[1].errors + s.trim.errors + s.ignored_errors),
+        first_error: spec.continue_on_error.then(|| {
+            s.first_error
+                .as_ref()
+                .map_or(s.first_ignored, |(e, _)| e.errno)
+        }),
         eta: 0,
         elapsed: ((s.wall_ns as f64) / 1e9).round() as u64,
         job_options: opts,

@@ -88,6 +88,13 @@ pub struct TrialJob {
     pub thread_cpu: Usage,
     pub ticks: Vec<Tick>,
     pub first_error: Option<(IoErrorInfo, String)>,
+    /// The errno that ended a worker (0: none; errors a job went on after,
+    /// continue_on_error, are not).
+    pub fatal_errno: i32,
+    /// Errors `ignore_error` lists, which the job went on after, and the
+    /// first one's errno (0: none).
+    pub ignored_errors: u64,
+    pub first_ignored: i32,
     pub interrupted: bool,
     /// Busiest worker's CPU share of its wall time (1.0 = a full CPU).
     pub max_worker_cpu: f64,
@@ -114,6 +121,13 @@ impl TrialJob {
         merge_ticks(&mut self.ticks, &o.ticks);
         if self.first_error.is_none() {
             self.first_error = o.first_error.clone();
+        }
+        if self.fatal_errno == 0 {
+            self.fatal_errno = o.fatal_errno;
+        }
+        self.ignored_errors += o.ignored_errors;
+        if self.first_ignored == 0 {
+            self.first_ignored = o.first_ignored;
         }
     }
 }

@@ -86,6 +86,12 @@ pub struct Job {
     pub latency_ns: OrderedMap<f64>,
     pub latency_us: OrderedMap<f64>,
     pub latency_ms: OrderedMap<f64>,
+    /// Errors counted, and the first one's errno: fio writes both only
+    /// for a job with `continue_on_error`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_err: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_error: Option<i32>,
     #[serde(default)]
     pub latency_depth: u32,
     #[serde(default)]

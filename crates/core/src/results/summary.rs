@@ -90,6 +90,10 @@ pub struct JobSummary {
     pub ticks: Vec<Vec<Tick>>,
     pub queue: QueueStats,
     pub first_error: Option<(IoErrorInfo, String)>,
+    /// Errors `ignore_error` lists, which the job went on after, and the
+    /// first one's errno (0: none).
+    pub ignored_errors: u64,
+    pub first_ignored: i32,
     pub max_worker_cpu: f64,
 }
 
@@ -214,6 +218,10 @@ fn merge_trial<'a>(s: &mut JobSummary, trials: impl Iterator<Item = &'a TrialJob
         out.interrupted |= tj.interrupted;
         if s.first_error.is_none() {
             s.first_error = tj.first_error.clone();
+        }
+        s.ignored_errors += tj.ignored_errors;
+        if s.first_ignored == 0 {
+            s.first_ignored = tj.first_ignored;
         }
         merge_ticks(&mut out.ticks, &tj.ticks);
     }

@@ -144,6 +144,8 @@ pub struct RunOptions {
 pub struct FileUse {
     pub path: PathBuf,
     pub target_idx: usize,
+    /// Offset and length; length 0 until the job's group starts for a file
+    /// a fill_device job of an earlier group writes (`size_at_start`).
     pub region: (u64, u64),
 }
 
@@ -282,14 +284,15 @@ impl RunResult {
         sums
     }
 
-    /// An I/O error ended the run early (a job without `continue_on_error`
-    /// failed): the result is partial.
+    /// An I/O error ended the run early (one a job does not go on after:
+    /// any, without `continue_on_error`; else all but fio's non-fatal ones):
+    /// the result is partial.
     pub fn stopped_by_error(&self) -> bool {
         self.setup_error.is_some()
-            || self.jobs.iter().any(|j| {
-                !j.resolved.spec.continue_on_error
-                    && j.trials.iter().any(|t| t.first_error.is_some())
-            })
+            || self
+                .jobs
+                .iter()
+                .any(|j| j.trials.iter().any(|t| t.fatal_errno != 0))
     }
 
     /// True when no trial ran at all (a setup error in the first group):
@@ -529,6 +532,23 @@ fn resolve(
     table: &TargetTable,
     groups: &[u32],
 ) -> Result<Vec<ResolvedJob>, SetupError> {
+    // The files fill_device jobs write, and their groups: a later job on
+    // one of them, with no size of its own, takes what the file holds when
+    // its group starts (`Executor::size_at_start`), as fio sizes a job's
+    // files when it starts (create_serialize=0; fio's default fails it).
+    let filled: Vec<(PathBuf, u32)> = plan
+        .jobs
+        .iter()
+        .enumerate()
+        .filter(|(_, j)| j.fill_device && caps(j.ioengine).real_io)
+        .flat_map(|(i, j)| {
+            (0..j.numjobs).flat_map(move |c| {
+                job_paths(j, c, plan.is_default_job)
+                    .into_iter()
+                    .map(move |p| (p, groups[i]))
+            })
+        })
+        .collect();
     let mut out = Vec::new();
     for (i, j) in plan.jobs.iter().enumerate() {
         let mut clones = Vec::new();
@@ -554,6 +574,19 @@ fn resolve(
                             path: p,
                             target_idx: ti,
                             region: (0, t.size),
+                        });
+                        continue;
+                    }
+                    if t.kind == TargetKind::File
+                        && !j.fill_device
+                        && j.size.is_none()
+                        && j.filesize.is_none()
+                        && filled.iter().any(|(fp, g)| *fp == p && *g < groups[i])
+                    {
+                        files.push(FileUse {
+                            path: p,
+                            target_idx: ti,
+                            region: (offset_of(j, 0) + j.offset_increment * c as u64, 0),
                         });
                         continue;
                     }
@@ -667,7 +700,7 @@ fn worker_plan(
         Vec::new()
     };
     let regions: Vec<(u64, u64)> = if c.by_name {
-        names.iter().map(|_| (0, j.max_bs())).collect()
+        names.iter().map(|_| (0, meta_file_bytes(j))).collect()
     } else if files.is_empty() {
         // null engine: a virtual region of `size`, else `filesize` (as
         // fio sizes its null files), else 1 GiB.
@@ -718,7 +751,7 @@ fn worker_plan(
         fdatasync_every: j.fdatasync,
         pace: pacing::PacePlan::for_job(j, [j.bs[0].min(), j.bs[1].min()], depth, seed),
         end_fsync: j.end_fsync && j.rw.writes(),
-        continue_on_error: j.continue_on_error,
+        go_on: go_on_sets(j),
         ignore: ignore_sets(j),
         until_full: j.fill_device,
         fds: files
@@ -889,11 +922,8 @@ fn engine_opts(j: &JobSpec, depth: u32) -> EngineOpts {
             xattr_count: j.xattr_count,
             xattr_size: j.xattr_size,
             unlink: j.unlink,
-            layout_size: match (j.filesize, j.size) {
-                (Some((_, hi)), _) => hi,
-                (None, Some(crate::job::units::SizeOrPct::Bytes(b))) => b / j.nrfiles.max(1) as u64,
-                _ => j.max_bs(),
-            },
+            layout_size: meta_layout_size(j),
+            per_file: meta_file_bytes(j),
         },
         job: crate::engines::JobContext {
             name: j.name.clone(),
@@ -903,6 +933,23 @@ fn engine_opts(j: &JobSpec, depth: u32) -> EngineOpts {
             params: j.engine_params.clone(),
         },
     }
+}
+
+/// The bytes of each file of a metadata engine (engines/meta.rs), as fio
+/// sizes them: `filesize`, else `size / nrfiles`, else one block.
+fn meta_layout_size(j: &JobSpec) -> u64 {
+    match (j.filesize, j.size) {
+        (Some((_, hi)), _) => hi,
+        (None, Some(crate::job::units::SizeOrPct::Bytes(b))) => b / j.nrfiles.max(1) as u64,
+        _ => j.max_bs(),
+    }
+}
+
+/// A metadata engine's file in whole blocks, at least one: the bytes its
+/// I/Os go over in a pass (fio's fake I/Os after the operation).
+fn meta_file_bytes(j: &JobSpec) -> u64 {
+    let bs = j.max_bs().max(1);
+    (meta_layout_size(j) / bs).max(1) * bs
 }
 
 /// The bytes a diskless engine's offsets span: `size`, else `filesize`
@@ -963,6 +1010,7 @@ fn panicked_worker() -> WorkerResult {
         setup_note: Some(
             "a worker thread panicked; this is a dioscope bug, please report it".into(),
         ),
+        fatal_errno: libc::EIO,
         ..Default::default()
     }
 }
@@ -1175,6 +1223,26 @@ fn ignore_sets(j: &JobSpec) -> [[u64; 3]; 2] {
     sets
 }
 
+/// fio's non-fatal errors as the worker tests them: per direction the
+/// errnos' bits a job that goes on after errors of that type counts and
+/// goes on after. fio's default list is EIO for reads and writes and
+/// EILSEQ (a verify type); an `ignore_error` list of the type replaces it
+/// (those errnos are then ignored, see `ignore_sets`), so every other
+/// errno, EBUSY or EINVAL say, ends the job even with continue_on_error=all.
+fn go_on_sets(j: &JobSpec) -> [[u64; 3]; 2] {
+    let mut sets = [[0u64; 3]; 2];
+    let bit = |set: &mut [u64; 3], e: i32| set[e as usize / 64] |= 1 << (e as usize % 64);
+    for (d, set) in sets.iter_mut().enumerate() {
+        if j.continue_on[d] && j.ignore_error[d].is_none() {
+            bit(set, libc::EIO);
+        }
+        if j.continue_on[2] && j.ignore_error[2].is_none() {
+            bit(set, libc::EILSEQ);
+        }
+    }
+    sets
+}
+
 /// The submitters of an offloaded worker (runner/offload.rs), each its
 /// share of the worker's `whole` plan.
 fn offload_pool(
@@ -1269,6 +1337,10 @@ impl Execution<'_> {
         let idx: Vec<usize> = (0..self.jobs.len())
             .filter(|&i| self.jobs[i].resolved.group == g)
             .collect();
+        if let Err(e) = self.size_at_start(g, &idx) {
+            self.setup_error = Some(e);
+            return false;
+        }
         let trials = idx
             .iter()
             .map(|&i| self.jobs[i].resolved.spec.trials)
@@ -1391,6 +1463,44 @@ impl Execution<'_> {
         ));
         self.auto_trials.push(o);
         true
+    }
+
+    /// The regions left open at prepare (a file an earlier group's
+    /// fill_device job writes, `resolve`): what the file holds now, in
+    /// whole blocks, from the job's offset.
+    fn size_at_start(&mut self, g: u32, idx: &[usize]) -> Result<(), WorkerSetupError> {
+        for &i in idx {
+            let spec = self.jobs[i].resolved.spec.clone();
+            let bs = spec.max_bs().max(1);
+            let name = spec.name.clone();
+            for (c, files) in self.jobs[i].resolved.clones.iter_mut().enumerate() {
+                for f in files.iter_mut().filter(|f| f.region.1 == 0) {
+                    let fd = self.table.targets[f.target_idx].fd();
+                    let size = dioscope_sys::mmap::fd_size(fd).unwrap_or(0);
+                    // A percentage offset is of the size now.
+                    f.region.0 = offset_of(&spec, size) + spec.offset_increment * c as u64;
+                    let len = size.saturating_sub(f.region.0) / bs * bs;
+                    if len == 0 {
+                        return Err(WorkerSetupError {
+                            group: g,
+                            trial: 0,
+                            job: name.clone(),
+                            clone: c as u32,
+                            errno: libc::EINVAL,
+                            msg: format!(
+                                "{} holds {size} bytes when job '{name}' starts (the fill_device \
+                                 job before it wrote that much), less than offset {} plus one \
+                                 block of {bs}; give the job size=",
+                                f.path.display(),
+                                f.region.0
+                            ),
+                        });
+                    }
+                    f.region.1 = len;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// One trial of the jobs `idx` of group `g`. Returns the group's
@@ -1521,7 +1631,7 @@ impl Execution<'_> {
         for (pos, tj) in per_job.into_iter().enumerate() {
             let job = &mut self.jobs[idx[pos]];
             self.interrupted |= tj.interrupted;
-            stop_now |= tj.first_error.is_some() && !job.resolved.spec.continue_on_error;
+            stop_now |= tj.fatal_errno != 0;
             job.trials.push(tj);
         }
         (env, stop_now)
@@ -1699,6 +1809,13 @@ impl TrialJob {
         self.workers += 1;
         self.queue.add(&r.queue);
         merge_ticks(&mut self.ticks, &r.ticks);
+        if self.fatal_errno == 0 {
+            self.fatal_errno = r.fatal_errno;
+        }
+        self.ignored_errors += r.ignored_errors;
+        if self.first_ignored == 0 {
+            self.first_ignored = r.first_ignored;
+        }
         if self.first_error.is_none() {
             if let Some(e) = r.first_error {
                 let path = job

@@ -215,6 +215,12 @@ fn absorb(r: &mut WorkerResult, s: WorkerResult) {
     }
     r.queue.add(&s.queue);
     r.ignored_errors += s.ignored_errors;
+    if r.fatal_errno == 0 {
+        r.fatal_errno = s.fatal_errno;
+    }
+    if r.first_ignored == 0 {
+        r.first_ignored = s.first_ignored;
+    }
 }
 
 #[cfg(test)]

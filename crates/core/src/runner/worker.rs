@@ -48,8 +48,25 @@ pub struct WorkerResult {
     pub latency_depth: Option<u32>,
     /// I/O errors `ignore_error` listed: counted here, not as errors.
     pub ignored_errors: u64,
+    /// The errno of the error that ended the worker (0: none did; the
+    /// errors it went on after, continue_on_error, do not).
+    pub fatal_errno: i32,
+    /// The first ignored error's errno (0: none), fio's `error` for a job
+    /// whose only errors were ignored.
+    pub first_ignored: i32,
     /// What `iodepth_mode=stepped` measured per step (runner/stepped.rs).
     pub steps: Option<super::stepped::StepReport>,
+}
+
+impl WorkerResult {
+    #[cold]
+    #[inline(never)]
+    fn ignored(&mut self, errno: i32) {
+        self.ignored_errors += 1;
+        if self.first_ignored == 0 {
+            self.first_ignored = errno;
+        }
+    }
 }
 
 /// Bucket of fio's iodepth_level map: 1, 2, 4, 8, 16, 32, >=64, each
@@ -167,7 +184,12 @@ pub struct WorkerPlan {
     pub pace: PacePlan,
     /// fsync every file at the end (`end_fsync`).
     pub end_fsync: bool,
-    pub continue_on_error: bool,
+    /// fio's non-fatal errors: per direction (read, write), the errnos
+    /// (bits of 192) a job going on after errors (`continue_on_error`)
+    /// counts and goes on after (EIO and EILSEQ unless `ignore_error` lists
+    /// that type); any other errno ends the job, with or without
+    /// `continue_on_error`, as in fio.
+    pub go_on: [[u64; 3]; 2],
     /// `ignore_error`: per direction (read, write), the errnos (bits of
     /// 192) that are ignored rather than errors.
     pub ignore: [[u64; 3]; 2],
@@ -808,14 +830,17 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             .get(file as usize)
             .copied()
             .unwrap_or(false);
-        if fd < 0 {
-            // null engine: nothing to trim, nothing counted.
-            return;
-        }
         if let Some(w) = &mut self.iolog {
             w.io(self.now, file, OpKind::Trim, offset, len);
         }
-        match do_trim(fd, is_dev, offset, len) {
+        let done = if fd < 0 {
+            // No target (the null engine): the trim completes at once and
+            // is counted, as fio's null engine counts it.
+            Ok(0)
+        } else {
+            do_trim(fd, is_dev, offset, len)
+        };
+        match done {
             Ok(dt) => {
                 let st = &mut self.res.trim;
                 st.ios += 1;
@@ -834,7 +859,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
                     self.measured_bytes += len;
                 }
             }
-            Err(errno) if ignores(&self.p.ignore[1], errno) => self.res.ignored_errors += 1,
+            Err(errno) if ignores(&self.p.ignore[1], errno) => self.res.ignored(errno),
             Err(errno) => {
                 self.res.trim.errors += 1;
                 if self.res.first_error.is_none() {
@@ -846,9 +871,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
                         errno,
                     });
                 }
-                if !self.p.continue_on_error {
-                    self.issuing = false;
-                }
+                self.after_error(true, errno);
             }
         }
         self.now = now_ns();
@@ -1030,6 +1053,9 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
                 };
                 let m = slot.map_or(&none, |s| &self.slots.meta[s as usize]);
                 record_error(&mut self.res, m, -errno);
+                if self.res.fatal_errno == 0 {
+                    self.res.fatal_errno = errno;
+                }
                 self.res.setup_note = Some(match self.res.setup_note.take() {
                     Some(a) => format!("{a}; {msg}"),
                     None => msg,
@@ -1097,6 +1123,9 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             errno: e.raw_os_error().unwrap_or(libc::EIO),
         });
         self.res.dirs[0].errors += 1;
+        if self.res.fatal_errno == 0 {
+            self.res.fatal_errno = e.raw_os_error().unwrap_or(libc::EIO);
+        }
     }
 
     /// Take the ready completions and account each one.
@@ -1120,15 +1149,14 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
     fn complete(&mut self, c: Completion) {
         let m = &self.slots.meta[c.slot as usize];
         if c.res < 0 && ignores(&self.p.ignore[m.write as usize], c.res) {
-            self.res.ignored_errors += 1;
+            self.res.ignored(-c.res);
         } else if c.res < 0 {
             if self.p.until_full && m.write && is_full(c.res) {
                 self.issuing = false;
             } else {
+                let write = m.write;
                 record_error(&mut self.res, m, c.res);
-                if !self.p.continue_on_error {
-                    self.issuing = false;
-                }
+                self.after_error(write, -c.res);
             }
         } else {
             if H::ACTIVE {
@@ -1147,15 +1175,17 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             }
             // Counted during the ramp too (its intervals are in the time
             // series); start_measuring forgets them.
+            let timed = !E::FAKES_SOME || self.eng.last_timed();
             let m = &self.slots.meta[c.slot as usize];
             let st = &mut self.res.dirs[m.write as usize];
             st.ios += 1;
             st.bytes += if E::MOVES_BYTES { c.res as u64 } else { 0 };
-            if self.lat_all {
+            // Untimed: a block of a metadata engine's file after its operation.
+            if timed && self.lat_all {
                 st.slat.record(m.commit_ns - m.stage_ns);
                 st.clat.record(self.now - m.commit_ns);
                 st.lat.record(self.now - m.stage_ns);
-            } else {
+            } else if timed {
                 record_some(st, self.p.lat, m, self.now);
             }
             if self.pace.per_completion {
@@ -1193,6 +1223,20 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
         self.slots.free.push(c.slot);
     }
 
+    /// After an error that was counted: go on if it is one of fio's
+    /// non-fatal errors for a job that goes on after errors, else end the
+    /// job with it as its error.
+    #[cold]
+    #[inline(never)]
+    fn after_error(&mut self, write: bool, errno: i32) {
+        if !ignores(&self.p.go_on[write as usize], errno) {
+            self.issuing = false;
+            if self.res.fatal_errno == 0 {
+                self.res.fatal_errno = errno;
+            }
+        }
+    }
+
     #[cold]
     #[inline(never)]
     fn short_io(&mut self, slot: u32, res: i32) {
@@ -1206,13 +1250,12 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             // error, counted even when the job goes on.
             let errno = if m.write { -libc::ENOSPC } else { -libc::EIO };
             if ignores(&self.p.ignore[m.write as usize], errno) {
-                self.res.ignored_errors += 1;
+                self.res.ignored(-errno);
                 return;
             }
+            let write = m.write;
             record_error(&mut self.res, m, errno);
-            if !self.p.continue_on_error {
-                self.issuing = false;
-            }
+            self.after_error(write, -errno);
         }
     }
 
@@ -1444,7 +1487,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             res.cpu_busy = res.thread_cpu.cpu_us() as f64 * 1000.0 / res.runtime_ns as f64;
         }
         res.latency_depth = self.pace.depth_found();
-        if res.first_error.is_some() && !self.p.continue_on_error {
+        if res.fatal_errno != 0 {
             self.prog.failed.store(true, Ordering::Relaxed);
         }
         self.prog.done.store(true, Ordering::Relaxed);
@@ -1524,7 +1567,7 @@ mod overlap_tests {
             fdatasync_every: 0,
             pace: super::super::pacing::PacePlan::default(),
             end_fsync: false,
-            continue_on_error: false,
+            go_on: [[0; 3]; 2],
             ignore: [[0; 3]; 2],
             until_full: false,
             fds: Vec::new(),

@@ -929,7 +929,7 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         example: "all",
-        help: "Keep going after I/O errors (none, all, io, read, write)",
+        help: "Keep going after fio's non-fatal I/O errors, EIO and EILSEQ (or the errnos ignore_error lists), of the types none, all, io, read, write, verify; any other errno still ends the job, as in fio",
         apply: job!(|j, v| {
             // Which types ignore_error's lists apply to (fio's bits).
             j.continue_on = match v.trim() {

@@ -471,21 +471,23 @@ fn errno_value(s: &str) -> Result<i32, UnitError> {
         .ok_or_else(|| format!("'{s}' is not an errno name (ENOSPC, EIO, …) or number"))
 }
 
-/// `READ:WRITE:VERIFY`, each a `,` list of errnos; an empty part leaves
+/// `READ,WRITE,VERIFY`, each a `:` list of errnos; an empty part leaves
 /// that type as it is.
 pub fn parse_ignore_error(v: &str) -> Result<[Option<Vec<i32>>; 3], UnitError> {
-    let parts: Vec<&str> = v.split(':').collect();
+    let parts: Vec<&str> = v.split(',').collect();
     if parts.len() > 3 {
-        return Err(format!("'{v}': at most READ:WRITE:VERIFY lists"));
+        return Err(format!("'{v}': at most READ,WRITE,VERIFY lists"));
     }
-    // As fio parses it: `:` between types, `,` between errnos, empty
-    // entries skipped, so `,ENOSPC` (fio's enospc-pressure.fio) is a READ
-    // list, and fio 3.33 indeed still fails that job's writes on ENOSPC.
+    // As fio's code parses it (its HOWTO's prose says the reverse, its
+    // example `EAGAIN,ENOSPC:122` and fio 3.33 agree): `,` between types,
+    // `:` between the errnos of one type, a type's list ending at its
+    // first empty entry. So `,ENOSPC` (enospc-pressure.fio) is a WRITE
+    // list, and `:28` lists nothing.
     let mut out = [None, None, None];
     for (t, p) in parts.iter().enumerate() {
         let errs: Vec<i32> = p
-            .split(',')
-            .filter(|e| !e.trim().is_empty())
+            .split(':')
+            .take_while(|e| !e.trim().is_empty())
             .map(errno_value)
             .collect::<Result<_, _>>()?;
         if !errs.is_empty() {
@@ -494,7 +496,7 @@ pub fn parse_ignore_error(v: &str) -> Result<[Option<Vec<i32>>; 3], UnitError> {
     }
     if out.iter().all(Option::is_none) {
         return Err(format!(
-            "'{v}' lists no errno; for example ignore_error=,ENOSPC"
+            "'{v}' lists no errno; for example ignore_error=,ENOSPC:EDQUOT (reads, then writes)"
         ));
     }
     Ok(out)
@@ -862,14 +864,20 @@ pub static PACING: &[OptDef] = &[
         name: "ignore_error",
         aliases: &[],
         kind: Kind::Str,
-        example: "EIO:ENOSPC,EDQUOT",
-        help: "READ:WRITE:VERIFY lists of errnos (names or numbers, `,` between them) that a job \
-               going on after errors of that type (continue_on_error) ignores: such an I/O is \
-               counted apart (the run's notes), is not the job's error and does not fail the \
-               run; any other errno of that type still stops it. Verify mismatches are always \
+        example: "EAGAIN,ENOSPC:EDQUOT",
+        help: "READ,WRITE,VERIFY lists of errnos (names or numbers, `:` between them) that a job \
+               goes on after (a list turns continue_on_error on for its type, as in fio): such \
+               an I/O is counted apart (the run's notes), is not the job's error and does not \
+               fail the run; any other errno of that type stops it (the list replaces fio's \
+               non-fatal EIO/EILSEQ). Verify mismatches are always \
                counted and stop only with verify_fatal, so the VERIFY list changes nothing",
         apply: job!(|j, v| {
             j.ignore_error = parse_ignore_error(v)?;
+            // As in fio, a list turns continue_on_error on for its type.
+            for (t, l) in j.ignore_error.iter().enumerate() {
+                j.continue_on[t] |= l.is_some();
+            }
+            j.continue_on_error = j.continue_on.iter().any(|&b| b);
             Ok(())
         }),
     },
