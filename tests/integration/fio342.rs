@@ -238,3 +238,68 @@ fn sprandom_refuses_what_fio_refuses() {
         physical
     );
 }
+
+#[test]
+fn status_interval_prints_interim_reports_then_the_final_one() {
+    let d = tempfile::tempdir().unwrap();
+    let job = [
+        "--name=s",
+        "--ioengine=null",
+        "--rw=randread",
+        "--size=1g",
+        "--time_based=1",
+        "--runtime=1500ms",
+        "--status-interval=500ms",
+    ];
+    let mut a = job.to_vec();
+    a.push("--output-format=json");
+    let o = run_in(d.path(), &a);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let docs: Vec<serde_json::Value> = serde_json::Deserializer::from_str(&out)
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .unwrap_or_else(|e| panic!("not a stream of JSON objects ({e}): {out}"));
+    let (last, interim) = docs.split_last().unwrap();
+    assert!(
+        last["jobs"][0]["read"]["total_ios"].as_u64().unwrap() > 0,
+        "{last}"
+    );
+    assert!(
+        interim.len() >= 2,
+        "{} interim reports: {out}",
+        interim.len()
+    );
+    let mut prev = (0, 0);
+    for s in interim {
+        let s = &s["status"];
+        assert_eq!(s["jobs"][0], "s", "{s}");
+        let (t, ios) = (
+            s["elapsed_ms"].as_u64().unwrap(),
+            s["total_ios"].as_u64().unwrap(),
+        );
+        assert!(t > prev.0 && ios >= prev.1, "{s} after {prev:?}");
+        prev = (t, ios);
+    }
+    // Cumulative: the last interim count is at most the final one.
+    assert!(prev.1 <= last["jobs"][0]["read"]["total_ios"].as_u64().unwrap());
+    // The normal format: one line per interval, then the report.
+    let o = run_in(d.path(), &job);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines = out.lines().filter(|l| l.starts_with("status at ")).count();
+    assert!(lines >= 2, "{out}");
+    let report = out.find("s: (g=0)").expect("the final report");
+    assert!(out.rfind("status at ").unwrap() < report, "{out}");
+    // A bad interval is refused naming it.
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=s",
+            "--ioengine=null",
+            "--size=1m",
+            "--status-interval=x",
+        ],
+    );
+    refused(&o, &["--status-interval=x"]);
+}

@@ -713,6 +713,8 @@ pub struct GlobalSettings {
     pub warnings: Vec<String>,
     /// `--eta-newline=TIME`: a new progress line every this many seconds.
     pub eta_newline_s: Option<u64>,
+    /// `--status-interval=TIME`: an interim status every this many ms.
+    pub status_interval_ms: Option<u64>,
     /// `--output-format` as given (empty: the default). The command
     /// resolves it in its table of renderers (`render::RUN_FORMATS`), which
     /// is the one list of formats.
