@@ -32,7 +32,7 @@
 use dioscope_core::results::RunDoc;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -384,32 +384,13 @@ fn have_tool(name: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// Run to completion, or kill after `limit` (`None`: timed out).
-fn output_within(mut c: Command, limit: Duration) -> Option<Output> {
-    let child = c
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(out) => Some(out.expect("wait for child")),
-        Err(_) => {
-            // SIGINT first (dioscope cleans up its files), then SIGKILL.
-            let _ = Command::new("kill")
-                .args(["-INT", &pid.to_string()])
-                .status();
-            if rx.recv_timeout(Duration::from_secs(5)).is_err() {
-                let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-                let _ = rx.recv_timeout(Duration::from_secs(5));
-            }
-            None
-        }
-    }
+#[path = "../support/child.rs"]
+mod child;
+
+/// Run to completion, or stop after `limit` (`None`: timed out): SIGINT
+/// first, so dioscope removes its files, then SIGKILL.
+fn output_within(c: Command, limit: Duration) -> Option<Output> {
+    child::run_within(c, limit, true)
 }
 
 /// A loop device over a sparse image; detached on drop, even on panic.

@@ -7,31 +7,19 @@
 //! budget per browser start. Missing Chromium skips locally and fails in CI.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 /// Whole-test budget; each browser start has its own limit below.
 const BUDGET: Duration = Duration::from_secs(240);
 
-fn run(mut c: Command, limit: Duration) -> Output {
-    let child = c
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{c:?}: {e}"));
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(o) => o.expect("wait"),
-        Err(_) => {
-            // The browser's own process group: its helpers go too.
-            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-            panic!("{c:?} did not finish within {limit:?}");
-        }
-    }
+#[path = "../support/child.rs"]
+mod child;
+
+fn run(c: Command, limit: Duration) -> Output {
+    let what = format!("{c:?}");
+    child::run_within(c, limit, false)
+        .unwrap_or_else(|| panic!("{what} did not finish within {limit:?}"))
 }
 
 fn chromium() -> Option<&'static str> {

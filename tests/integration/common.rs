@@ -17,27 +17,15 @@ pub fn run_in(dir: &Path, args: &[&str]) -> Output {
     output_within(c, std::time::Duration::from_secs(120))
 }
 
+#[path = "../support/child.rs"]
+mod child;
+
 /// Run a command to completion, but kill it and fail the test if it takes
 /// longer than `limit`: a hang must fail CI, not stall it.
-pub fn output_within(mut c: Command, limit: std::time::Duration) -> Output {
-    use std::process::Stdio;
-    let child = c
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(out) => out.expect("wait for child"),
-        Err(_) => {
-            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-            panic!("{c:?} did not finish within {limit:?} (killed): a hang");
-        }
-    }
+pub fn output_within(c: Command, limit: std::time::Duration) -> Output {
+    let what = format!("{c:?}");
+    child::run_within(c, limit, false)
+        .unwrap_or_else(|| panic!("{what} did not finish within {limit:?} (killed): a hang"))
 }
 
 pub fn stdout(o: &Output) -> String {

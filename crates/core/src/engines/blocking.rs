@@ -12,6 +12,33 @@ use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 
+/// The whole `EngineDef` of a blocking engine with no options and no set-up
+/// of its own (psync, pvsync): its names, help line and system call pair.
+macro_rules! plain_blocking_engine {
+    ($names:expr, $help:expr, $call:expr) => {
+        pub struct Def;
+
+        impl $crate::engines::EngineDef for Def {
+            const NAMES: &'static [&'static str] = $names;
+            const HELP: &'static str = $help;
+            const CAPS: $crate::engines::Caps = $crate::engines::Caps {
+                sync: true,
+                ..$crate::engines::Caps::BASE
+            };
+            fn with<W: $crate::engines::WithEngine>(
+                arena: $crate::engines::SlotArena,
+                fds: &[std::os::fd::RawFd],
+                _: &$crate::engines::EngineOpts,
+                f: W,
+            ) -> Result<(W::Out, Option<String>), $crate::engines::EngineSetupError> {
+                let mut e = $crate::engines::blocking::Blocking::new(arena, fds, $call);
+                Ok((f.run(&mut e), None))
+            }
+        }
+    };
+}
+pub(crate) use plain_blocking_engine;
+
 /// The system call pair an engine uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Call {

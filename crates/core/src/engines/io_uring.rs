@@ -1,6 +1,6 @@
 //! io_uring: see `dioscope_sys::uring` for the ring set-up and its fallbacks.
 
-use super::{Caps, EngineSetupError, Completion, Engine, EngineDef, EngineOpts, IoDesc, SlotArena, WithEngine};
+use super::{Caps, EngineSetupError, EngineDef, EngineOpts, SlotArena, WithEngine};
 use dioscope_sys::uring::{with_queue, UringOpts, UringQueue};
 use std::io;
 use std::os::fd::RawFd;
@@ -74,20 +74,4 @@ fn uring_fix(e: &io::Error) -> &'static str {
     }
 }
 
-impl Engine for UringQueue<'_> {
-    #[inline]
-    fn stage(&mut self, d: IoDesc) {
-        UringQueue::stage(self, d)
-    }
-    #[inline]
-    fn commit(&mut self, min: u32) -> io::Result<u32> {
-        UringQueue::commit(self, min)
-    }
-    #[inline]
-    fn reap(&mut self, out: &mut [Completion]) -> usize {
-        UringQueue::reap(self, out)
-    }
-    fn arena(&mut self) -> &mut SlotArena {
-        UringQueue::arena(self)
-    }
-}
+super::queue_engine!(UringQueue<'_>);

@@ -1,8 +1,7 @@
 //! libaio through raw `io_submit`/`io_getevents` (see `dioscope_sys::aio`).
 
-use super::{Caps, EngineSetupError, Completion, Engine, EngineDef, EngineOpts, IoDesc, SlotArena, WithEngine};
+use super::{Caps, EngineSetupError, EngineDef, EngineOpts, SlotArena, WithEngine};
 use dioscope_sys::aio::AioQueue;
-use std::io;
 use std::os::fd::RawFd;
 
 pub struct Def;
@@ -38,20 +37,4 @@ impl EngineDef for Def {
     }
 }
 
-impl Engine for AioQueue {
-    #[inline]
-    fn stage(&mut self, d: IoDesc) {
-        AioQueue::stage(self, d)
-    }
-    #[inline]
-    fn commit(&mut self, min: u32) -> io::Result<u32> {
-        AioQueue::commit(self, min)
-    }
-    #[inline]
-    fn reap(&mut self, out: &mut [Completion]) -> usize {
-        AioQueue::reap(self, out)
-    }
-    fn arena(&mut self) -> &mut SlotArena {
-        AioQueue::arena(self)
-    }
-}
+super::queue_engine!(AioQueue);

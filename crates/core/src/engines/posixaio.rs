@@ -12,9 +12,8 @@
 //! 8 descriptors ~80k IOPS at ~10 µs CPU per I/O, 2 descriptors ~150k IOPS
 //! at ~5.5 µs, 1 (fio's way: one descriptor) ~65k at ~6.5 µs.
 
-use super::{Caps, Completion, Engine, EngineDef, EngineOpts, EngineSetupError, IoDesc, SlotArena, WithEngine};
+use super::{Caps, EngineDef, EngineOpts, EngineSetupError, SlotArena, WithEngine};
 use dioscope_sys::posixaio::{PosixAioQueue, POOL_THREADS};
-use std::io;
 use std::os::fd::RawFd;
 
 pub struct Def;
@@ -59,20 +58,4 @@ impl EngineDef for Def {
     }
 }
 
-impl Engine for PosixAioQueue {
-    #[inline]
-    fn stage(&mut self, d: IoDesc) {
-        PosixAioQueue::stage(self, d)
-    }
-    #[inline]
-    fn commit(&mut self, min: u32) -> io::Result<u32> {
-        PosixAioQueue::commit(self, min)
-    }
-    #[inline]
-    fn reap(&mut self, out: &mut [Completion]) -> usize {
-        PosixAioQueue::reap(self, out)
-    }
-    fn arena(&mut self) -> &mut SlotArena {
-        PosixAioQueue::arena(self)
-    }
-}
+super::queue_engine!(PosixAioQueue);

@@ -1,24 +1,7 @@
 //! pvsync: preadv/pwritev with one buffer, one I/O at a time.
 
-use super::blocking::{Blocking, Call};
-use super::{Caps, EngineDef, EngineOpts, SlotArena, WithEngine};
-use std::os::fd::RawFd;
-
-pub struct Def;
-
-impl EngineDef for Def {
-    const NAMES: &'static [&'static str] = &["pvsync"];
-    const HELP: &'static str = "preadv(2)/pwritev(2), one I/O at a time (iodepth is 1)";
-    const CAPS: Caps = Caps {
-        sync: true,
-        ..Caps::BASE
-    };
-    fn with<W: WithEngine>(
-        arena: SlotArena,
-        fds: &[RawFd],
-        _: &EngineOpts,
-        f: W,
-    ) -> Result<(W::Out, Option<String>), super::EngineSetupError> {
-        Ok((f.run(&mut Blocking::new(arena, fds, Call::Preadv)), None))
-    }
-}
+super::blocking::plain_blocking_engine!(
+    &["pvsync"],
+    "preadv(2)/pwritev(2), one I/O at a time (iodepth is 1)",
+    super::blocking::Call::Preadv
+);

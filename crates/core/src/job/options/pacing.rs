@@ -940,6 +940,35 @@ mod tests {
     }
 
     #[test]
+    fn ignore_error_lists_are_per_type_as_fio_parses_them() {
+        // `,` between READ, WRITE, VERIFY; `:` between errnos; a type's list
+        // ends at its first empty entry (fio 3.33's behaviour, measured).
+        let l = |v: &str| parse_ignore_error(v).unwrap();
+        assert_eq!(
+            l("EAGAIN,ENOSPC:122"),
+            [
+                Some(vec![libc::EAGAIN]),
+                Some(vec![libc::ENOSPC, 122]),
+                None
+            ]
+        );
+        assert_eq!(l(",ENOSPC"), [None, Some(vec![libc::ENOSPC]), None]);
+        assert_eq!(
+            l("EIO:EINVAL"),
+            [Some(vec![libc::EIO, libc::EINVAL]), None, None]
+        );
+        assert_eq!(l("ENOSPC::EIO"), [Some(vec![libc::ENOSPC]), None, None]);
+        assert!(parse_ignore_error(":28").is_err(), "lists nothing");
+        assert!(parse_ignore_error("EIO,EIO,EIO,EIO").is_err());
+        // A list turns continue_on_error on for its type only.
+        let j = set("ignore_error", ",ENOSPC").unwrap();
+        assert_eq!(
+            (j.continue_on, j.continue_on_error),
+            ([false, true, false], true)
+        );
+    }
+
+    #[test]
     fn rates_per_direction() {
         assert_eq!(
             set("rate", "1m,500k").unwrap().rate,

@@ -384,7 +384,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &["fill_fs"],
         kind: Kind::Flag,
         example: "1",
-        help: "Write until the file system is full: on a file, the region is the file plus the free space and ENOSPC (or EDQUOT) ends the job without an error; on a block device, the whole device (size= is ignored)",
+        help: "Write until the file system is full: on a file, the region is the file plus the free space and ENOSPC (or EDQUOT) ends the job without an error, and a job of a later group on that file without size= of its own takes what the fill wrote (sized when it starts, as fio does with create_serialize=0); on a block device, the whole device (size= is ignored)",
         apply: job!(|j, v| {
             j.fill_device = parse_bool(v)?;
             Ok(())
