@@ -12,6 +12,7 @@ mod engines_meta;
 mod experiments;
 mod faults;
 mod fio342;
+mod groups;
 mod jobfile;
 mod json;
 mod leftovers;

@@ -114,20 +114,7 @@ fn create_on_open_lays_nothing_out() {
         written > 0 && open <= written,
         "file {open} bytes, wrote {written}"
     );
-    // Nothing to read in a file created empty: refused before any I/O.
-    let o = run_in(
-        d.path(),
-        &[
-            "--name=c",
-            "--filename=new.dat",
-            "--rw=randread",
-            "--size=1m",
-            "--create_on_open=1",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("create_on_open"), "{}", stderr(&o));
-    assert!(!d.path().join("new.dat").exists());
+    // Reads of a file created empty: groups::create_on_open_reads_*.
 }
 
 #[test]

@@ -372,12 +372,12 @@ fn run_cells(sweep: &mut Sweep, plans: &[Plan], trials: u32, out_path: &str) -> 
                     break;
                 }
                 let mut in_trials = 0.0;
-                for g in &done.result.groups {
+                for g in &done.result.phases {
                     let ramp = done
                         .result
                         .jobs
                         .iter()
-                        .filter(|j| j.resolved.group == g.id)
+                        .filter(|j| j.resolved.phase == g.phase)
                         .map(|j| j.resolved.spec.ramp_time_us)
                         .max()
                         .unwrap_or(0) as f64

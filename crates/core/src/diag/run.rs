@@ -191,7 +191,7 @@ fn from_value<T: serde::de::DeserializeOwned + Default>(v: Value) -> T {
 mod tests {
     use super::*;
     use crate::job::JobSpec;
-    use crate::runner::{GroupRun, JobRun, ResolvedJob, TrialEnv, TrialJob};
+    use crate::runner::{JobRun, PhaseRun, ResolvedJob, TrialEnv, TrialJob};
 
     /// A run of one job whose trials did `ios[i]` I/Os in one second each.
     fn fabricated(ios: &[u64]) -> RunResult {
@@ -216,15 +216,16 @@ mod tests {
             jobs: vec![JobRun {
                 resolved: ResolvedJob {
                     spec,
-                    group: 0,
+                    phase: 0,
+                    groupid: 0,
                     clones: vec![Vec::new()],
                 },
                 trials,
                 verify: None,
                 pace: Vec::new(),
             }],
-            groups: vec![GroupRun {
-                id: 0,
+            phases: vec![PhaseRun {
+                phase: 0,
                 trials: vec![TrialEnv::default(); ios.len()],
                 start_ms: 0,
             }],

@@ -126,7 +126,7 @@ impl RankReport {
         // see the progress counters).
         for w in &mut windows {
             let (mut ios, mut bytes) = (0, 0);
-            for j in r.jobs.iter().filter(|j| j.resolved.group == w.group) {
+            for j in r.jobs.iter().filter(|j| j.resolved.phase == w.group) {
                 if let Some(t) = j.trials.get(w.trial as usize) {
                     ios += t.dirs[0].ios + t.dirs[1].ios;
                     bytes += t.dirs[0].bytes + t.dirs[1].bytes;
@@ -149,7 +149,7 @@ impl RankReport {
                 .map(|j| j.trials.iter().map(wire_trial).collect())
                 .collect(),
             groups: r
-                .groups
+                .phases
                 .iter()
                 .map(|g| {
                     g.trials
@@ -329,7 +329,7 @@ pub fn merge(mine: &RunResult, reports: &[RankReport], agg: &[AggregateTrial]) -
                 add_trial(t, w);
             }
         }
-        for (g, envs) in out.groups.iter_mut().zip(&rep.groups) {
+        for (g, envs) in out.phases.iter_mut().zip(&rep.groups) {
             for (e, w) in g.trials.iter_mut().zip(envs) {
                 add_usage(&mut e.process, &w.process);
                 e.ios += w.ios;
@@ -338,12 +338,12 @@ pub fn merge(mine: &RunResult, reports: &[RankReport], agg: &[AggregateTrial]) -
     }
     // Each trial's time: first start → last end over the ranks.
     for a in agg {
-        for j in out.jobs.iter_mut().filter(|j| j.resolved.group == a.group) {
+        for j in out.jobs.iter_mut().filter(|j| j.resolved.phase == a.group) {
             if let Some(t) = j.trials.get_mut(a.trial as usize) {
                 t.runtime_ns = a.window_ns;
             }
         }
-        if let Some(g) = out.groups.iter_mut().find(|g| g.id == a.group) {
+        if let Some(g) = out.phases.iter_mut().find(|g| g.phase == a.group) {
             if let Some(e) = g.trials.get_mut(a.trial as usize) {
                 let e: &mut TrialEnv = e;
                 e.wall_ns = a.window_ns;

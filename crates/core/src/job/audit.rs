@@ -63,7 +63,7 @@ const EXEMPT: &[(&str, &str)] = &[
     ),
     (
         "wait_for",
-        "read when the plan is built (options/workload.rs: resolve_wait_for), where it becomes the waiter's stonewall",
+        "read when the plan is built (options/workload.rs: resolve_wait_for), where it starts the waiter's run phase (wait_phase)",
     ),
     (
         "kb_base",

@@ -573,13 +573,6 @@ pub fn validate(j: &JobSpec) -> Result<(), ParseError> {
     if let Err(m) = super::options::buffers::validate(j) {
         return invalid(m);
     }
-    // A metadata engine makes or opens its names itself (engines/meta.rs).
-    if j.create_on_open && j.read_pct() > 0 && !j.ioengine.caps().by_name {
-        return invalid(format!(
-            "create_on_open creates the file empty, with nothing to read; use it with rw=write or rw=randwrite, not rw={}",
-            j.rw.as_str()
-        ));
-    }
     Ok(())
 }
 

@@ -257,6 +257,10 @@ pub struct JobSpec {
     pub group_reporting: bool,
     pub stonewall: bool,
     pub new_group: bool,
+    /// `wait_for` resolved (options/workload.rs): the job waits for its
+    /// waitee, so it starts a new run phase, but (unlike `stonewall`) stays
+    /// in the reporting group of the job before it, as fio numbers groups.
+    pub wait_phase: bool,
     pub cpus_allowed: Option<Vec<usize>>,
     pub percentile_list: Vec<f64>,
     pub clat_percentiles: bool,
@@ -525,6 +529,7 @@ impl Default for JobSpec {
             group_reporting: false,
             stonewall: false,
             new_group: false,
+            wait_phase: false,
             cpus_allowed: None,
             percentile_list: DEFAULT_PERCENTILES.to_vec(),
             clat_percentiles: true,

@@ -334,9 +334,9 @@ impl Profiler {
             let (mut vol, mut invol, mut minflt, mut majflt) = (0u64, 0u64, 0u64, 0u64);
             for t in self.done.iter().filter(|t| t.group == g) {
                 let env = run
-                    .groups
+                    .phases
                     .iter()
-                    .find(|x| x.id == g)
+                    .find(|x| x.phase == g)
                     .and_then(|x| x.trials.get(t.trial as usize));
                 let m_us = env
                     .map(|e| e.process.user_us + e.process.sys_us)

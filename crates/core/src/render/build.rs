@@ -216,11 +216,13 @@ fn job(r: &RunResult, s: &JobSummary) -> Job {
     let batches = ["0", "4", "8", "16", "32", "64", ">=64"];
     Job {
         jobname: spec.name.clone(),
-        groupid: s.group,
+        groupid: s.groupid,
+        // The start of its run phase: jobs of several reporting groups
+        // that run at once (new_group without stonewall) share it.
         job_start: r
-            .groups
+            .phases
             .iter()
-            .find(|g| g.id == s.group)
+            .find(|g| g.phase == s.phase)
             // A startdelay range: its low end (each clone draws its own).
             .map(|g| g.start_ms + spec.startdelay_us.0 / 1000),
         // As fio: the first error's errno, also when the job went on after
@@ -372,7 +374,7 @@ fn dioscope_job(r: &RunResult, s: &JobSummary) -> DioscopeJob {
     let show = shows(spec, s);
     DioscopeJob {
         jobname: spec.name.clone(),
-        groupid: s.group,
+        groupid: s.groupid,
         ioengine: spec.ioengine.as_str().into(),
         iodepth: spec.iodepth,
         direct: spec.direct,

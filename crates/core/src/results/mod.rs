@@ -29,5 +29,5 @@ pub mod verify;
 pub use model::{RunDoc, SCHEMA};
 pub use ordered::OrderedMap;
 pub use series::{DirSeries, TrialSeries};
-pub use summary::{summarize, GroupInput, JobInput, JobSummary, TrialMetrics, TrialStats};
+pub use summary::{summarize, JobInput, JobSummary, PhaseInput, TrialMetrics, TrialStats};
 pub use units::{ctime, human_bytes, human_count, human_ns, human_rate};

@@ -52,15 +52,18 @@ pub struct TrialStats {
 #[derive(Debug, Clone, Copy)]
 pub struct JobInput<'a> {
     pub name: &'a str,
-    pub group: u32,
+    /// fio's reporting group (`group_reporting` merges within it).
+    pub groupid: u32,
+    /// The run phase it ran in (whose whole-process figures it shares).
+    pub phase: u32,
     pub group_reporting: bool,
     pub trials: &'a [TrialJob],
 }
 
-/// One group's whole-process and system-wide figures, per trial.
+/// One run phase's whole-process and system-wide figures, per trial.
 #[derive(Debug, Clone, Copy)]
-pub struct GroupInput<'a> {
-    pub id: u32,
+pub struct PhaseInput<'a> {
+    pub phase: u32,
     pub trials: &'a [TrialEnv],
 }
 
@@ -68,7 +71,10 @@ pub struct GroupInput<'a> {
 #[derive(Debug, Clone, Default)]
 pub struct JobSummary {
     pub name: String,
-    pub group: u32,
+    /// fio's `groupid`.
+    pub groupid: u32,
+    /// The run phase (runner/plan.rs) of its first job.
+    pub phase: u32,
     /// Indices of the merged jobs in the input (the first names the unit).
     pub jobs: Vec<usize>,
     /// The clone this entry is, when a job's clones are reported apart.
@@ -139,14 +145,14 @@ pub fn tick_iops(ticks: &[Tick]) -> Vec<f64> {
 }
 
 /// The units a run reports: each job alone, or with `group_reporting` the
-/// consecutive jobs of one group together (indices into `jobs`).
+/// consecutive jobs of one reporting group together (indices into `jobs`).
 fn units(jobs: &[JobInput]) -> Vec<Vec<usize>> {
     let mut units: Vec<Vec<usize>> = Vec::new();
     for (i, j) in jobs.iter().enumerate() {
         match units.last_mut() {
             Some(u)
                 if j.group_reporting
-                    && jobs[u[0]].group == j.group
+                    && jobs[u[0]].groupid == j.groupid
                     && jobs[u[0]].group_reporting =>
             {
                 u.push(i)
@@ -158,18 +164,20 @@ fn units(jobs: &[JobInput]) -> Vec<Vec<usize>> {
 }
 
 /// Merge trials (and, with group_reporting, the jobs of a group).
-pub fn summarize(jobs: &[JobInput], groups: &[GroupInput]) -> Vec<JobSummary> {
+pub fn summarize(jobs: &[JobInput], phases: &[PhaseInput]) -> Vec<JobSummary> {
     units(jobs)
         .into_iter()
         .filter(|u| u.iter().any(|&i| !jobs[i].trials.is_empty()))
-        .map(|u| summarize_unit(jobs, groups, u))
+        .map(|u| summarize_unit(jobs, phases, u))
         .collect()
 }
 
 /// One unit's trials, merged trial by trial, then the statistics over them.
-fn summarize_unit(jobs: &[JobInput], groups: &[GroupInput], unit: Vec<usize>) -> JobSummary {
+fn summarize_unit(jobs: &[JobInput], phases: &[PhaseInput], unit: Vec<usize>) -> JobSummary {
     let first = &jobs[unit[0]];
-    let genv = groups.iter().find(|g| g.id == first.group);
+    // A reporting group lies within one phase (stonewall opens both) but
+    // across a wait_for boundary: its whole-process figures are the first's.
+    let genv = phases.iter().find(|g| g.phase == first.phase);
     let ntrials = unit
         .iter()
         .map(|&i| jobs[i].trials.len())
@@ -177,7 +185,8 @@ fn summarize_unit(jobs: &[JobInput], groups: &[GroupInput], unit: Vec<usize>) ->
         .unwrap_or(0);
     let mut s = JobSummary {
         name: first.name.to_string(),
-        group: first.group,
+        groupid: first.groupid,
+        phase: first.phase,
         ..Default::default()
     };
     let mut sys_total = SysCpu::default();
@@ -337,19 +346,22 @@ mod tests {
         let jobs = [
             JobInput {
                 name: "a",
-                group: 0,
+                groupid: 0,
+                phase: 0,
                 group_reporting: true,
                 trials: &a,
             },
             JobInput {
                 name: "a",
-                group: 0,
+                groupid: 0,
+                phase: 0,
                 group_reporting: true,
                 trials: &b,
             },
             JobInput {
                 name: "c",
-                group: 1,
+                groupid: 1,
+                phase: 0,
                 group_reporting: false,
                 trials: &c,
             },

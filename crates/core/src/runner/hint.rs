@@ -31,6 +31,13 @@ pub fn io_error_hint(e: &crate::runner::IoErrorInfo, path: &str, r: &RunResult) 
     if start.is_some() && now.is_none() {
         return format!("{path} is gone: it was removed or its device detached during the run");
     }
+    if e.errno == libc::EIO && !e.write && now.is_some_and(|n| e.offset >= n) {
+        return format!(
+            "the read at offset {} is past the end of {path} ({} bytes now): nothing was written there yet (create_on_open starts the file empty); a synchronous engine fails such a read, as fio's do: use ioengine=libaio or io_uring (a read past the end then counts as 0 bytes), rw=write, or drop create_on_open",
+            e.offset,
+            now.unwrap_or(0)
+        );
+    }
     match e.errno {
         libc::ENOSPC | libc::EDQUOT => {
             let (free, place) = crate::targets::free_space(std::path::Path::new(path));

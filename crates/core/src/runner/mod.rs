@@ -2,11 +2,11 @@
 //!
 //! Stage one resolves every job against its targets (paths, sizes, regions,
 //! alignment) without doing any I/O; any error there exits before a byte is
-//! written. Stage two runs the groups in order (a `stonewall` or `new_group`
-//! starts a group); the jobs of a group run concurrently, each clone on its
-//! own thread with its own engine, slots and statistics. A group is repeated
-//! for its trials. Workers merge nothing while running: the runner merges
-//! their results when they end.
+//! written. Stage two runs the phases in order (a `stonewall` starts one;
+//! `new_group` only starts a reporting group: runner/plan.rs); the jobs of a
+//! phase run concurrently, each clone on its own thread with its own engine,
+//! slots and statistics. A phase is repeated for its trials. Workers merge
+//! nothing while running: the runner merges their results when they end.
 
 pub mod buffers;
 pub mod hint;
@@ -16,6 +16,7 @@ pub mod logs;
 mod offload;
 pub mod offsets;
 pub mod pacing;
+pub mod plan;
 pub mod preflight;
 pub mod sprandom;
 pub mod steadystate;
@@ -57,10 +58,11 @@ pub enum SetupError {
     Job { job: String, msg: String },
 }
 
-/// A worker of a group could not start (engine set-up, I/O buffers, thread
+/// A worker of a phase could not start (engine set-up, I/O buffers, thread
 /// spawn): no worker of that trial did any I/O.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerSetupError {
+    /// The reporting group (fio's groupid) of the job that failed.
     pub group: u32,
     /// 0-based trial of the group.
     pub trial: u32,
@@ -153,7 +155,11 @@ pub struct FileUse {
 #[derive(Debug, Clone)]
 pub struct ResolvedJob {
     pub spec: JobSpec,
-    pub group: u32,
+    /// The run phase: the jobs of a phase start together (runner/plan.rs).
+    pub phase: u32,
+    /// fio's reporting group (`groupid`): `group_reporting`, the JSON and
+    /// `exit_what=group` follow it.
+    pub groupid: u32,
     pub clones: Vec<Vec<FileUse>>,
 }
 
@@ -176,28 +182,30 @@ pub struct JobRun {
     pub verify: Option<VerifyReport>,
 }
 
+/// One run phase: the jobs that started together, per trial.
 #[derive(Debug, Clone, Default)]
-pub struct GroupRun {
-    pub id: u32,
+pub struct PhaseRun {
+    pub phase: u32,
     pub trials: Vec<TrialEnv>,
-    /// Wall-clock ms since the epoch when the group started (fio's job_start).
+    /// Wall-clock ms since the epoch when the phase started (fio's job_start).
     pub start_ms: u64,
 }
 
 #[derive(Debug, Clone)]
 pub struct RunResult {
     pub jobs: Vec<JobRun>,
-    pub groups: Vec<GroupRun>,
+    pub phases: Vec<PhaseRun>,
     pub targets: Vec<TargetInfo>,
     pub interrupted: bool,
     pub signal: i32,
     pub start_ms: u64,
     pub notes: Vec<String>,
-    /// How `trials=auto` ended, per group that used it.
+    /// How `trials=auto` ended, per phase that used it.
     pub auto_trials: Vec<crate::stats::significance::AutoOutcome>,
     /// A worker that could not start ended the run there.
     pub setup_error: Option<WorkerSetupError>,
-    /// The groups that ran all their trials (and read-back), in order.
+    /// The reporting groups whose phases ran all their trials (and
+    /// read-back), in order.
     pub completed_groups: Vec<u32>,
 }
 
@@ -231,7 +239,7 @@ impl RunResult {
     }
 
     /// The per-job summaries every renderer and the diagnosis read: trials
-    /// merged, and with `group_reporting` the jobs of a group.
+    /// merged, and with `group_reporting` the jobs of a reporting group.
     pub fn summarize(&self) -> Vec<crate::results::JobSummary> {
         // A job whose clones report apart is one input per clone (fio
         // writes one entry per clone); `of[k]` is (job index, clone).
@@ -260,21 +268,22 @@ impl RunResult {
                 let j = &self.jobs[i];
                 crate::results::JobInput {
                     name: &j.resolved.spec.name,
-                    group: j.resolved.group,
+                    groupid: j.resolved.groupid,
+                    phase: j.resolved.phase,
                     group_reporting: j.resolved.spec.group_reporting,
                     trials: if c.is_some() { pc } else { &j.trials },
                 }
             })
             .collect();
-        let groups: Vec<crate::results::GroupInput> = self
-            .groups
+        let phases: Vec<crate::results::PhaseInput> = self
+            .phases
             .iter()
-            .map(|g| crate::results::GroupInput {
-                id: g.id,
+            .map(|g| crate::results::PhaseInput {
+                phase: g.phase,
                 trials: &g.trials,
             })
             .collect();
-        let mut sums = crate::results::summarize(&jobs, &groups);
+        let mut sums = crate::results::summarize(&jobs, &phases);
         for s in &mut sums {
             s.clone_of = of[s.jobs[0]].1;
             for k in &mut s.jobs {
@@ -295,10 +304,10 @@ impl RunResult {
                 .any(|j| j.trials.iter().any(|t| t.fatal_errno != 0))
     }
 
-    /// True when no trial ran at all (a setup error in the first group):
+    /// True when no trial ran at all (a setup error in the first phase):
     /// nothing was measured and nothing written.
     pub fn nothing_ran(&self) -> bool {
-        self.groups.iter().all(|g| g.trials.is_empty())
+        self.phases.iter().all(|g| g.trials.is_empty())
     }
 }
 
@@ -389,13 +398,8 @@ pub fn prepare(plan: &Plan) -> Result<(Vec<ResolvedJob>, TargetTable), SetupErro
     preflight::check(plan)?;
     buffers::preflight(plan)?;
     let mut needs = Vec::new();
-    let mut group = 0u32;
-    let mut groups = Vec::new();
-    for (i, j) in plan.jobs.iter().enumerate() {
-        if i > 0 && (j.stonewall || j.new_group) {
-            group += 1;
-        }
-        groups.push(group);
+    let placed = plan::place(&plan.jobs);
+    for j in &plan.jobs {
         if !caps(j.ioengine).real_io {
             continue;
         }
@@ -437,7 +441,7 @@ pub fn prepare(plan: &Plan) -> Result<(Vec<ResolvedJob>, TargetTable), SetupErro
         }
     }
     let table = TargetTable::open_all(&needs, &plan.global.destroy_data_on)?;
-    match resolve(plan, &table, &groups) {
+    match resolve(plan, &table, &placed) {
         Ok(out) => Ok((out, table)),
         Err(e) => {
             // Bad input found after layout: nothing this run created may stay.
@@ -530,11 +534,11 @@ fn check_replay(
 fn resolve(
     plan: &Plan,
     table: &TargetTable,
-    groups: &[u32],
+    placed: &[plan::Placement],
 ) -> Result<Vec<ResolvedJob>, SetupError> {
-    // The files fill_device jobs write, and their groups: a later job on
-    // one of them, with no size of its own, takes what the file holds when
-    // its group starts (`Executor::size_at_start`), as fio sizes a job's
+    // The files fill_device jobs write, and their run phases: a later job
+    // on one of them, with no size of its own, takes what the file holds
+    // when its phase starts (`Executor::size_at_start`), as fio sizes a job's
     // files when it starts (create_serialize=0; fio's default fails it).
     let filled: Vec<(PathBuf, u32)> = plan
         .jobs
@@ -545,7 +549,7 @@ fn resolve(
             (0..j.numjobs).flat_map(move |c| {
                 job_paths(j, c, plan.is_default_job)
                     .into_iter()
-                    .map(move |p| (p, groups[i]))
+                    .map(move |p| (p, placed[i].phase))
             })
         })
         .collect();
@@ -581,7 +585,9 @@ fn resolve(
                         && !j.fill_device
                         && j.size.is_none()
                         && j.filesize.is_none()
-                        && filled.iter().any(|(fp, g)| *fp == p && *g < groups[i])
+                        && filled
+                            .iter()
+                            .any(|(fp, g)| *fp == p && *g < placed[i].phase)
                     {
                         files.push(FileUse {
                             path: p,
@@ -660,7 +666,8 @@ fn resolve(
         }
         out.push(ResolvedJob {
             spec: j.clone(),
-            group: groups[i],
+            phase: placed[i].phase,
+            groupid: placed[i].groupid,
             clones,
         });
     }
@@ -754,6 +761,7 @@ fn worker_plan(
         go_on: go_on_sets(j),
         ignore: ignore_sets(j),
         until_full: j.fill_device,
+        eof_reads: j.create_on_open && !c.sync,
         fds: files
             .iter()
             .map(|f| table.targets[f.target_idx].fd())
@@ -1154,14 +1162,17 @@ pub fn execute(
     for r in resolved.iter_mut() {
         r.spec.gtod_cpus.clone_from(&gtod);
     }
-    let ngroups = resolved
-        .iter()
-        .map(|j| j.group)
-        .max()
-        .map(|g| g + 1)
-        .unwrap_or(0);
+    // fio: `exitall` on any job makes the end of every job stop what that
+    // job's exit_what names (a run-wide switch, not the one job's).
+    if resolved.iter().any(|r| r.spec.exitall) {
+        for r in resolved.iter_mut() {
+            r.spec.exitall = true;
+        }
+    }
+    let nphases = resolved.iter().map(|j| j.phase + 1).max().unwrap_or(0);
     let mut ex = Execution {
         written: resolved.iter().map(|_| Vec::new()).collect(),
+        terminated: vec![false; resolved.len()],
         jobs: resolved
             .into_iter()
             .map(|r| JobRun {
@@ -1174,25 +1185,31 @@ pub fn execute(
         table,
         opts,
         hooks,
-        groups: Vec::new(),
+        phases: Vec::new(),
         notes,
         interrupted: false,
         auto_trials: Vec::new(),
         setup_error: None,
     };
-    let mut completed_groups = Vec::new();
-    for g in 0..ngroups {
-        if !ex.run_group(g) {
+    let mut completed_groups: Vec<u32> = Vec::new();
+    for g in 0..nphases {
+        if !ex.run_phase(g) {
             break;
         }
-        completed_groups.push(g);
+        let ran = ex.jobs.iter().zip(&ex.terminated);
+        for (j, _) in ran.filter(|(j, t)| j.resolved.phase == g && !**t) {
+            if !completed_groups.contains(&j.resolved.groupid) {
+                completed_groups.push(j.resolved.groupid);
+            }
+        }
     }
+    ex.report_unstarted();
     if ex.interrupted {
         ex.save_verify_states();
     }
     RunResult {
         jobs: ex.jobs,
-        groups: ex.groups,
+        phases: ex.phases,
         targets: table.targets.iter().map(|t| t.info.clone()).collect(),
         interrupted: ex.interrupted,
         signal: dioscope_sys::signal::last_signal(),
@@ -1288,13 +1305,16 @@ fn without_fake_verify(resolved: &mut [ResolvedJob]) -> Vec<String> {
     notes
 }
 
-/// What stage two accumulates while it runs the groups.
+/// What stage two accumulates while it runs the phases.
 struct Execution<'a> {
     jobs: Vec<JobRun>,
+    /// Per job: `exitall` stopped it before it started (fio's terminate of a
+    /// job not yet created): it never runs, and reports zeros as in fio.
+    terminated: Vec<bool>,
     table: &'a TargetTable,
     opts: &'a RunOptions,
     hooks: &'a mut dyn TrialHooks,
-    groups: Vec<GroupRun>,
+    phases: Vec<PhaseRun>,
     notes: Vec<String>,
     interrupted: bool,
     /// The intervals each write worker stamped in the last trial, per job and clone.
@@ -1332,12 +1352,16 @@ impl Snapshot {
 }
 
 impl Execution<'_> {
-    /// Run every trial of group `g`, then its read-back. False: stop the run.
-    fn run_group(&mut self, g: u32) -> bool {
+    /// Run every trial of phase `g`, then its read-back. False: stop the run.
+    fn run_phase(&mut self, g: u32) -> bool {
         let idx: Vec<usize> = (0..self.jobs.len())
-            .filter(|&i| self.jobs[i].resolved.group == g)
+            .filter(|&i| self.jobs[i].resolved.phase == g && !self.terminated[i])
             .collect();
-        if let Err(e) = self.size_at_start(g, &idx) {
+        if idx.is_empty() {
+            // Every job of it was stopped before it started (exit_what=group).
+            return true;
+        }
+        if let Err(e) = self.size_at_start(&idx) {
             self.setup_error = Some(e);
             return false;
         }
@@ -1346,8 +1370,8 @@ impl Execution<'_> {
             .map(|&i| self.jobs[i].resolved.spec.trials)
             .max()
             .unwrap_or(1);
-        let mut grun = GroupRun {
-            id: g,
+        let mut grun = PhaseRun {
+            phase: g,
             trials: Vec::new(),
             start_ms: dioscope_sys::clock::wall_ms(),
         };
@@ -1361,7 +1385,7 @@ impl Execution<'_> {
             let (env, stop_now) = self.run_trial(g, trial, trials, &idx);
             if self.setup_error.is_some() {
                 // That trial did no I/O: it is not a measurement.
-                self.groups.push(grun);
+                self.phases.push(grun);
                 return false;
             }
             grun.trials.push(env);
@@ -1374,24 +1398,42 @@ impl Execution<'_> {
             let local_stop = self.interrupted || dioscope_sys::signal::stop_count() > 0;
             if self.hooks.agree_stop(local_stop || stop_now) && !stop_now {
                 self.interrupted = true;
-                self.groups.push(grun);
+                self.phases.push(grun);
                 return false;
             }
             if stop_now {
-                self.groups.push(grun);
+                self.phases.push(grun);
                 return false;
             }
         }
         for &i in &idx {
             self.read_back(i, ran);
         }
-        self.groups.push(grun);
+        self.phases.push(grun);
         if dioscope_sys::signal::stop_count() > 0 {
             // Stopped during the read-back: the verify report is partial too.
             self.interrupted = true;
             return false;
         }
         true
+    }
+
+    /// Jobs `exitall` stopped before they started: one empty trial each, so
+    /// they are reported with zeros (fio lists such a job with no I/O).
+    fn report_unstarted(&mut self) {
+        for (j, _) in self
+            .jobs
+            .iter_mut()
+            .zip(&self.terminated)
+            .filter(|(j, t)| **t && j.trials.is_empty())
+        {
+            let mut t = TrialJob::default();
+            if j.resolved.reports_clones() {
+                // One zero entry per clone, as fio lists them.
+                t.clones = vec![TrialJob::default(); j.resolved.clones.len()];
+            }
+            j.trials.push(t);
+        }
     }
 
     /// After a trial of a `trials=auto` group: true when it may stop (the
@@ -1401,7 +1443,7 @@ impl Execution<'_> {
         a: &crate::stats::significance::AutoTrials,
         g: u32,
         idx: &[usize],
-        grun: &GroupRun,
+        grun: &PhaseRun,
         t_start: u64,
         t_trial: u64,
     ) -> bool {
@@ -1465,14 +1507,15 @@ impl Execution<'_> {
         true
     }
 
-    /// The regions left open at prepare (a file an earlier group's
+    /// The regions left open at prepare (a file an earlier phase's
     /// fill_device job writes, `resolve`): what the file holds now, in
     /// whole blocks, from the job's offset.
-    fn size_at_start(&mut self, g: u32, idx: &[usize]) -> Result<(), WorkerSetupError> {
+    fn size_at_start(&mut self, idx: &[usize]) -> Result<(), WorkerSetupError> {
         for &i in idx {
             let spec = self.jobs[i].resolved.spec.clone();
             let bs = spec.max_bs().max(1);
             let name = spec.name.clone();
+            let groupid = self.jobs[i].resolved.groupid;
             for (c, files) in self.jobs[i].resolved.clones.iter_mut().enumerate() {
                 for f in files.iter_mut().filter(|f| f.region.1 == 0) {
                     let fd = self.table.targets[f.target_idx].fd();
@@ -1482,7 +1525,7 @@ impl Execution<'_> {
                     let len = size.saturating_sub(f.region.0) / bs * bs;
                     if len == 0 {
                         return Err(WorkerSetupError {
-                            group: g,
+                            group: groupid,
                             trial: 0,
                             job: name.clone(),
                             clone: c as u32,
@@ -1510,7 +1553,7 @@ impl Execution<'_> {
         self.hooks.before_trial(g, trial, &gjobs, self.table);
         let mut sp = self.spawn(trial, idx);
         let spawn_failed = sp.failed.take().map(|(i, c, e)| WorkerSetupError {
-            group: g,
+            group: self.jobs[i].resolved.groupid,
             trial,
             job: self.jobs[i].resolved.spec.name.clone(),
             clone: c as u32,
@@ -1521,13 +1564,12 @@ impl Execution<'_> {
                  /proc/sys/kernel/threads-max is reached: raise it, or lower numjobs"
             ),
         });
-        let watched: Vec<(&JobSpec, usize)> = idx
+        let watched: Vec<watch::Watched> = idx
             .iter()
-            .map(|&i| {
-                (
-                    &self.jobs[i].resolved.spec,
-                    self.jobs[i].resolved.clones.len(),
-                )
+            .map(|&i| watch::Watched {
+                spec: &self.jobs[i].resolved.spec,
+                clones: self.jobs[i].resolved.clones.len(),
+                groupid: self.jobs[i].resolved.groupid,
             })
             .collect();
         let watch = watch::Watch::start(&watched, &sp.progs);
@@ -1597,10 +1639,10 @@ impl Execution<'_> {
         let after = Snapshot::take();
         let (mut per_job, setup_failed) = self.join(sp.handles, idx);
         let end_run = watch
-            .map(|w| self.keep_watch(w.finish(), idx))
+            .map(|w| self.keep_watch(w.finish(), g, idx))
             .unwrap_or(false);
         let setup_failed = setup_failed.map(|(i, c, e)| WorkerSetupError {
-            group: g,
+            group: self.jobs[i].resolved.groupid,
             trial,
             job: self.jobs[i].resolved.spec.name.clone(),
             clone: c as u32,
@@ -1638,8 +1680,17 @@ impl Execution<'_> {
     }
 
     /// Keep what the trial's watcher found (steady state per clone, why
-    /// jobs ended early). True: `exit_what=all` ends the run.
-    fn keep_watch(&mut self, out: watch::WatchOut, idx: &[usize]) -> bool {
+    /// jobs ended early, what `exitall` stopped beyond phase `g`). True:
+    /// `exit_what=all` ends the run.
+    fn keep_watch(&mut self, out: watch::WatchOut, g: u32, idx: &[usize]) -> bool {
+        // fio marks the jobs not yet started as terminated too: those of the
+        // finisher's reporting group (exit_what=group), or all (=all).
+        for (j, t) in self.jobs.iter().zip(self.terminated.iter_mut()) {
+            let r = &j.resolved;
+            if r.phase > g && (out.end_run || out.ended_groups.contains(&r.groupid)) {
+                *t = true;
+            }
+        }
         let mut w = 0;
         for &i in idx {
             let t = self.jobs[i].trials.len();

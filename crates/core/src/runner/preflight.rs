@@ -65,19 +65,16 @@ pub fn parse_cpu_set(s: &str) -> Vec<usize> {
     out
 }
 
-/// Check `plan` against this machine. Groups are numbered as the runner
-/// numbers them (`stonewall`/`new_group` start one).
+/// Check `plan` against this machine. The limits are per run phase (the
+/// jobs that run at once, runner/plan.rs).
 pub fn check(plan: &Plan) -> Result<(), SetupError> {
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").ok();
     let online_set = online.as_deref().map(parse_cpu_set);
-    let mut groups: Vec<Vec<&JobSpec>> = Vec::new();
-    for (i, j) in plan.jobs.iter().enumerate() {
-        if i == 0 || j.stonewall || j.new_group {
-            groups.push(Vec::new());
-        }
-        if let Some(g) = groups.last_mut() {
-            g.push(j);
-        }
+    let placed = super::plan::place(&plan.jobs);
+    let mut groups: Vec<Vec<&JobSpec>> =
+        vec![Vec::new(); super::plan::phase_count(&placed) as usize];
+    for (j, p) in plan.jobs.iter().zip(&placed) {
+        groups[p.phase as usize].push(j);
         check_job(j, online.as_deref(), online_set.as_deref())?;
     }
     let threads_max = read_u64("/proc/sys/kernel/threads-max");
@@ -107,7 +104,10 @@ pub fn check(plan: &Plan) -> Result<(), SetupError> {
         let Some(first) = jobs.first() else { continue };
         let workers: u64 = jobs.iter().map(|j| u64::from(j.numjobs)).sum();
         let (limit, why) = [
-            (Some(MAX_WORKERS_PER_GROUP), "dioscope's limit per group"),
+            (
+                Some(MAX_WORKERS_PER_GROUP),
+                "dioscope's limit per run phase",
+            ),
             (
                 threads_max.map(|t| t / 2),
                 "half of /proc/sys/kernel/threads-max",
@@ -120,12 +120,12 @@ pub fn check(plan: &Plan) -> Result<(), SetupError> {
         .into_iter()
         .filter_map(|(l, w)| l.map(|l| (l, w)))
         .min()
-        .unwrap_or((MAX_WORKERS_PER_GROUP, "dioscope's limit per group"));
+        .unwrap_or((MAX_WORKERS_PER_GROUP, "dioscope's limit per run phase"));
         if workers > limit {
             return Err(err(
                 first,
                 format!(
-                    "group {g} would start {workers} worker threads (numjobs summed over its \
+                    "run phase {g} (the jobs that run at once) would start {workers} worker threads (numjobs summed over its \
                      jobs); the limit here is {limit} ({why}); lower numjobs"
                 ),
             ));
@@ -137,7 +137,7 @@ pub fn check(plan: &Plan) -> Result<(), SetupError> {
             return Err(err(
                 first,
                 format!(
-                    "group {g} needs about {fds} open files ({workers} workers, {targets} \
+                    "run phase {g} (the jobs that run at once) needs about {fds} open files ({workers} workers, {targets} \
                      targets); the limit here is {n} (`ulimit -n`); raise it or lower numjobs"
                 ),
             ));
@@ -151,7 +151,7 @@ pub fn check(plan: &Plan) -> Result<(), SetupError> {
             return Err(err(
                 first,
                 format!(
-                    "group {g} asks the kernel for {aio_events} libaio events (iodepth × \
+                    "run phase {g} (the jobs that run at once) asks the kernel for {aio_events} libaio events (iodepth × \
                      numjobs); /proc/sys/fs/aio-max-nr leaves {free}; lower iodepth or numjobs, \
                      or raise fs.aio-max-nr"
                 ),
@@ -174,7 +174,7 @@ pub fn check(plan: &Plan) -> Result<(), SetupError> {
             return Err(err(
                 first,
                 format!(
-                    "group {g} needs {buffers} bytes of I/O buffers (iodepth × bs × numjobs), \
+                    "run phase {g} (the jobs that run at once) needs {buffers} bytes of I/O buffers (iodepth × bs × numjobs), \
                      more than the {m} bytes available (MemAvailable in /proc/meminfo); lower \
                      iodepth, bs or numjobs"
                 ),

@@ -1,6 +1,8 @@
 //! The trial's watcher: a thread beside the workers that ends jobs early —
-//! steady state reached (`ss`, runner/steadystate.rs), a job of an `exitall`
-//! group finished, a job with `exitall_on_error` failed.
+//! steady state reached (`ss`, runner/steadystate.rs), a job of a run with
+//! `exitall` finished, a job with `exitall_on_error` failed. What such a job
+//! stops is its `exit_what`, as fio: its reporting group (`group`), every
+//! running job (`stonewall`), or every job (`all`).
 //!
 //! It reads only what the workers publish for the progress line (their
 //! [`Progress`]: I/O and byte counts, measuring, done, failed) and raises a
@@ -28,8 +30,11 @@ pub struct WatchOut {
     /// Per worker, in spawn order: its steady-state judgement (when its
     /// job sets `ss_dur`; with `group_reporting` the group's, for each member).
     pub steady: Vec<Option<SteadyReport>>,
-    /// `exitall` with `exit_what=all` fired: no later trial or group runs.
+    /// `exitall` with `exit_what=all` fired: no later trial or phase runs.
     pub end_run: bool,
+    /// Reporting groups `exit_what=group` stopped: their jobs in later
+    /// phases (behind a `wait_for`) never start.
+    pub ended_groups: Vec<u32>,
     /// What ended jobs early, for the report.
     pub notes: Vec<String>,
 }
@@ -40,11 +45,23 @@ pub struct Watch {
     quit: Arc<AtomicBool>,
 }
 
+/// One job of the trial, as the runner hands it to the watcher.
+pub struct Watched<'a> {
+    pub spec: &'a JobSpec,
+    /// Its workers (one per clone), in spawn order.
+    pub clones: usize,
+    /// fio's reporting group.
+    pub groupid: u32,
+}
+
 /// The per-job facts the watcher needs.
 #[derive(Debug, Clone)]
 struct JobFacts {
     name: String,
-    exitall: Option<ExitWhat>,
+    groupid: u32,
+    /// The run has `exitall`: this job's end stops what `exit_what` names.
+    exitall: bool,
+    exit_what: ExitWhat,
     exit_on_error: bool,
 }
 
@@ -66,22 +83,26 @@ fn wants_watch(j: &JobSpec) -> bool {
 }
 
 impl Watch {
-    /// Start watching the workers of a trial: `jobs` in spawn order with
-    /// their clone counts, `progs` one per worker in the same order. None
-    /// when no job needs watching.
-    pub fn start(jobs: &[(&JobSpec, usize)], progs: &[Arc<Progress>]) -> Option<Watch> {
-        if !jobs.iter().any(|(j, _)| wants_watch(j)) {
+    /// Start watching the workers of a trial: `jobs` in spawn order,
+    /// `progs` one per worker in the same order. None when no job needs
+    /// watching.
+    pub fn start(jobs: &[Watched], progs: &[Arc<Progress>]) -> Option<Watch> {
+        if !jobs.iter().any(|w| wants_watch(w.spec)) {
             return None;
         }
         let mut facts = Vec::new();
         let mut job_of = Vec::new();
         let mut units: Vec<Unit> = Vec::new();
-        let mut group_unit: Option<usize> = None;
+        // (reporting group, its steady-state unit) under group_reporting.
+        let mut group_units: Vec<(u32, usize)> = Vec::new();
         let mut w = 0;
-        for (k, (j, clones)) in jobs.iter().enumerate() {
+        for (k, wj) in jobs.iter().enumerate() {
+            let (j, clones) = (wj.spec, &wj.clones);
             facts.push(JobFacts {
                 name: j.name.clone(),
-                exitall: j.exitall.then_some(j.exit_what),
+                groupid: wj.groupid,
+                exitall: j.exitall,
+                exit_what: j.exit_what,
                 exit_on_error: j.exitall_on_error,
             });
             let workers: Vec<usize> = (w..w + clones).collect();
@@ -101,10 +122,10 @@ impl Watch {
             };
             if j.group_reporting {
                 // fio: with group_reporting the group is judged as one.
-                match group_unit {
-                    Some(u) => units[u].workers.extend(workers),
+                match group_units.iter().find(|(g, _)| *g == wj.groupid) {
+                    Some(&(_, u)) => units[u].workers.extend(workers),
                     None => {
-                        group_unit = Some(units.len());
+                        group_units.push((wj.groupid, units.len()));
                         units.push(unit(workers));
                     }
                 }
@@ -124,7 +145,9 @@ impl Watch {
 
     /// Wait for the watcher (the workers are done) and take its findings.
     pub fn finish(self) -> WatchOut {
-        self.quit.store(true, Ordering::Relaxed);
+        // Release: the workers' `done` (the runner joined them) is seen
+        // by the watcher once it sees `quit`.
+        self.quit.store(true, Ordering::Release);
         self.handle.join().unwrap_or_default()
     }
 }
@@ -141,52 +164,32 @@ fn run(
         steady: (0..progs.len()).map(|_| None).collect(),
         ..Default::default()
     };
-    let mut stopped_all = false;
-    let halt_all = |progs: &[Arc<Progress>]| {
-        for p in progs {
-            p.halt.store(true, Ordering::Relaxed);
-        }
-    };
+    // Workers whose end was already acted on.
+    let mut seen = vec![false; progs.len()];
     loop {
+        // Read before `done`: once the runner says quit, every worker is
+        // done, so this last pass sees every end (ended_groups, end_run).
+        let quitting = quit.load(Ordering::Acquire);
         let now = now_ns();
         let done: Vec<bool> = progs
             .iter()
             .map(|p| p.done.load(Ordering::Relaxed))
             .collect();
-        if !stopped_all {
-            for (w, p) in progs.iter().enumerate() {
-                let f = &facts[job_of[w]];
-                let failed = f.exit_on_error && p.failed.load(Ordering::Relaxed);
-                let finished = done[w] && f.exitall.is_some() && !p.failed.load(Ordering::Relaxed);
-                if !(failed || finished) {
-                    continue;
-                }
-                stopped_all = true;
-                halt_all(&progs);
-                if failed {
-                    out.notes.push(format!(
-                        "job '{}' failed: exitall_on_error stopped every job",
-                        f.name
-                    ));
-                } else {
-                    out.end_run = f.exitall == Some(ExitWhat::All);
-                    out.notes.push(format!(
-                        "job '{}' finished: exitall stopped the other jobs of its group{}",
-                        f.name,
-                        if out.end_run {
-                            " (exit_what=all: no later trial or group runs)"
-                        } else {
-                            ""
-                        }
-                    ));
-                }
-                break;
+        for w in 0..progs.len() {
+            if !done[w] || seen[w] {
+                continue;
+            }
+            seen[w] = true;
+            let f = &facts[job_of[w]];
+            let failed = progs[w].failed.load(Ordering::Relaxed);
+            if f.exitall || (f.exit_on_error && failed) {
+                exit_what(f, failed, &facts, &job_of, &progs, &done, &mut out);
             }
         }
         for u in units.iter_mut().filter(|u| !u.over) {
             sample(u, &progs, &done, now);
         }
-        if quit.load(Ordering::Relaxed) || done.iter().all(|&d| d) {
+        if quitting || done.iter().all(|&d| d) {
             break;
         }
         std::thread::sleep(std::time::Duration::from_nanos(POLL_NS));
@@ -200,6 +203,57 @@ fn run(
         }
     }
     out
+}
+
+/// A job ended in a run with `exitall` (or failed with `exitall_on_error`):
+/// halt what its `exit_what` names, as fio's terminate does, and say so
+/// once when it stopped anything still running.
+fn exit_what(
+    f: &JobFacts,
+    failed: bool,
+    facts: &[JobFacts],
+    job_of: &[usize],
+    progs: &[Arc<Progress>],
+    done: &[bool],
+    out: &mut WatchOut,
+) {
+    let hits = |x: usize| match f.exit_what {
+        ExitWhat::Group => facts[job_of[x]].groupid == f.groupid,
+        ExitWhat::Stonewall | ExitWhat::All => true,
+    };
+    let mut stopped = 0;
+    for (x, p) in progs.iter().enumerate().filter(|&(x, _)| hits(x)) {
+        if !done[x] && !p.halt.swap(true, Ordering::Relaxed) {
+            stopped += 1;
+        }
+    }
+    let what = match f.exit_what {
+        ExitWhat::Group => {
+            if !out.ended_groups.contains(&f.groupid) {
+                out.ended_groups.push(f.groupid);
+            }
+            format!("the other jobs of reporting group {}", f.groupid)
+        }
+        ExitWhat::Stonewall => "every running job (exit_what=stonewall)".to_string(),
+        ExitWhat::All => {
+            let first = !out.end_run;
+            out.end_run = true;
+            if first && stopped == 0 {
+                out.notes.push(format!(
+                    "job '{}' ended: exit_what=all: no later phase or trial runs",
+                    f.name
+                ));
+            }
+            "every job (exit_what=all: no later phase or trial runs)".to_string()
+        }
+    };
+    if stopped > 0 {
+        out.notes.push(if failed && f.exit_on_error {
+            format!("job '{}' failed: exitall_on_error stopped {what}", f.name)
+        } else {
+            format!("job '{}' finished: exitall stopped {what}", f.name)
+        });
+    }
 }
 
 /// Take a unit's sample when one is due, and stop its workers when steady.

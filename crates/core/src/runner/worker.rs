@@ -196,6 +196,11 @@ pub struct WorkerPlan {
     /// `fill_device`: a write that finds the file system full (ENOSPC,
     /// EDQUOT) ends the job; it is not an error.
     pub until_full: bool,
+    /// `create_on_open` on an engine that completes asynchronously: a read
+    /// past what the job has written yet (end of file) returns 0 bytes and
+    /// counts as a read of nothing, not an error (fio's libaio and io_uring
+    /// do the same; its sync engines fail it, and so does this worker).
+    pub eof_reads: bool,
     pub fds: Vec<i32>,
     pub tick_ns: u64,
     /// fio's logs this worker writes (runner/logs.rs); `None`: no cost.
@@ -1245,6 +1250,8 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
         if res == 0 && m.write && self.p.until_full {
             // fill_device: the file system is full, which is the end.
             self.issuing = false;
+        } else if res == 0 && !m.write && self.p.eof_reads {
+            // Past the end of a file created empty: counted, nothing read.
         } else if res == 0 {
             // Nothing read or written: the target shrank or is full. An
             // error, counted even when the job goes on.
@@ -1570,6 +1577,7 @@ mod overlap_tests {
             go_on: [[0; 3]; 2],
             ignore: [[0; 3]; 2],
             until_full: false,
+            eof_reads: false,
             fds: Vec::new(),
             tick_ns: 1_000_000_000,
             log: None,

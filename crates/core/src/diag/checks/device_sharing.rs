@@ -23,7 +23,7 @@ fn ours(ctx: &RunCtx, rec: &TrialRecord) -> Option<OurBytes> {
         .result
         .jobs
         .iter()
-        .filter(|j| j.resolved.group == rec.group)
+        .filter(|j| j.resolved.phase == rec.group)
     {
         if !j.resolved.spec.direct {
             return None;

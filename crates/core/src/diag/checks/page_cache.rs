@@ -100,7 +100,7 @@ fn slowdown(ctx: &RunCtx, target: &str) -> Option<f64> {
             .iter()
             .map(|t| {
                 ctx.hooks
-                    .record(s.group, t.trial)
+                    .record(s.phase, t.trial)
                     .and_then(|rec| rec.page_cache.iter().find(|p| p.target == target))
                     .map(|p| p.pages)
                     .unwrap_or_default()

@@ -715,7 +715,7 @@ static CORE: &[OptDef] = &[
         aliases: &["wait_for_previous"],
         kind: Kind::Flag,
         example: "1",
-        help: "Wait for the jobs before this one to finish; starts a new group",
+        help: "Wait for the jobs before this one to finish; starts a new run phase and reporting group",
         apply: job!(|j, v| {
             j.stonewall = parse_bool(v)?;
             Ok(())
@@ -726,7 +726,7 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         example: "1",
-        help: "Start a new reporting group",
+        help: "Start a new reporting group (groupid); its jobs still run beside the ones before it unless stonewall is set",
         apply: job!(|j, v| {
             j.new_group = parse_bool(v)?;
             Ok(())

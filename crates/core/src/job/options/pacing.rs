@@ -29,13 +29,13 @@ pub enum ThinkBlocks {
 /// `exit_what`: what `exitall` stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ExitWhat {
-    /// The other jobs of the group.
+    /// The jobs of the finisher's reporting group (fio's groupid), also
+    /// those not started yet.
     #[default]
     Group,
-    /// fio: every running job, then the next group. dioscope runs one group
-    /// at a time, so this is the group's jobs, as `group`.
+    /// Every running job; the next stonewall phase still runs.
     Stonewall,
-    /// Every job: no later group or trial runs.
+    /// Every job: no later phase or trial runs.
     All,
 }
 
@@ -809,7 +809,7 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         example: "1",
-        help: "When one clone of this job finishes, stop the other jobs of its group (in each trial)",
+        help: "When any job finishes, stop what its exit_what names (as fio, set on one job it holds for every job of the run)",
         apply: job!(|j, v| {
             j.exitall = parse_bool(v)?;
             Ok(())
@@ -820,7 +820,7 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Choice(&["group", "stonewall", "all"]),
         example: "all",
-        help: "What exitall stops: group (the group's jobs), stonewall (the same here: dioscope runs one group at a time), all (also no later trial or group runs)",
+        help: "What exitall stops: group (the jobs of its reporting group, also those not started), stonewall (every running job; later stonewall phases still run), all (every job: no later phase or trial runs)",
         apply: job!(|j, v| {
             j.exit_what = match v.trim() {
                 "group" => ExitWhat::Group,
@@ -836,7 +836,7 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         example: "1",
-        help: "When this job fails, stop every other job at once (dioscope runs no later trial or group after an error anyway)",
+        help: "When this job fails, stop what its exit_what names (default: its reporting group)",
         apply: job!(|j, v| {
             j.exitall_on_error = parse_bool(v)?;
             Ok(())

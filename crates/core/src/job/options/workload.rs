@@ -274,16 +274,17 @@ fn sprandom_fits(j: &JobSpec) -> Result<(), String> {
 }
 
 /// fio's `wait_for`, across the jobs of a plan: the waitee must be one
-/// job defined before the waiter (fio's rule). Groups run one after the
-/// other, so a waitee of an earlier group needs nothing; a waiter in the
-/// waitee's group starts a new group (as `stonewall` does), which runs
-/// once every clone of the waitee is done.
+/// job defined before the waiter (fio's rule). Run phases (runner/plan.rs)
+/// run one after the other, so a waitee of an earlier phase needs nothing;
+/// a waiter in the waitee's phase starts a new phase (`wait_phase`), which
+/// runs once every clone of the waitee is done. Unlike `stonewall` it keeps
+/// the reporting group: fio's groupid does not change at `wait_for`.
 pub fn resolve_wait_for(jobs: &mut [JobSpec]) -> Result<(), String> {
     let mut group = vec![0u32; jobs.len()];
     for i in 0..jobs.len() {
         let mut g = match i {
             0 => 0,
-            _ if jobs[i].stonewall || jobs[i].new_group => group[i - 1] + 1,
+            _ if jobs[i].stonewall => group[i - 1] + 1,
             _ => group[i - 1],
         };
         if let Some(w) = jobs[i].wait_for.clone() {
@@ -305,7 +306,7 @@ pub fn resolve_wait_for(jobs: &mut [JobSpec]) -> Result<(), String> {
                 }
             };
             if group[k] == g {
-                jobs[i].stonewall = true;
+                jobs[i].wait_phase = true;
                 g += 1;
             }
         }
@@ -421,7 +422,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         example: "writers",
-        help: "Start this job once every clone of the named earlier job is done (a job of an earlier group already is; one of the same group makes this job start a new group, as stonewall)",
+        help: "Start this job once every clone of the named earlier job is done (a job of an earlier run phase already is; one running beside it makes this job start a new run phase, in the same reporting group as fio)",
         apply: job!(|j, v| {
             j.wait_for = opt_str(v);
             Ok(())
@@ -935,24 +936,30 @@ mod tests {
 
     #[test]
     fn wait_for_orders_the_waiter_after_its_waitee() {
-        let job = |name: &str, wait: Option<&str>, new_group: bool| JobSpec {
+        let job = |name: &str, wait: Option<&str>, stonewall: bool| JobSpec {
             name: name.into(),
             wait_for: wait.map(String::from),
-            new_group,
+            stonewall,
             ..Default::default()
         };
-        // A waitee of the same group: the waiter starts a group of its own.
+        // A waitee of the same phase: the waiter starts a phase of its own,
+        // not a reporting group (wait_phase, not stonewall).
         let mut v = vec![
             job("a", None, false),
             job("b", Some("a"), false),
             job("c", None, false),
         ];
         resolve_wait_for(&mut v).unwrap();
-        assert!(v[1].stonewall && !v[2].stonewall);
-        // One of an earlier group: already done when the waiter starts.
+        assert!(v[1].wait_phase && !v[1].stonewall && !v[2].wait_phase);
+        // One of an earlier phase: already done when the waiter starts.
         let mut v = vec![job("a", None, false), job("b", Some("a"), true)];
         resolve_wait_for(&mut v).unwrap();
-        assert!(!v[1].stonewall);
+        assert!(!v[1].wait_phase);
+        // new_group alone runs beside the jobs before it: still a wait.
+        let mut v = vec![job("a", None, false), job("b", Some("a"), false)];
+        v[1].new_group = true;
+        resolve_wait_for(&mut v).unwrap();
+        assert!(v[1].wait_phase);
         let mut v = vec![job("b", Some("a"), false), job("a", None, false)];
         assert!(resolve_wait_for(&mut v)
             .unwrap_err()
