@@ -36,8 +36,10 @@ use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// `local` fixtures of fio's examples/ that must pass (of 51).
-const FLOOR_EXAMPLES: usize = 44;
+/// `local` fixtures of fio's examples/ that must pass (of 51). Measured
+/// 49/51 (96 %) and 46/46 on main at 13:12 UTC, 2026-11-23; the floors
+/// leave one file of slack for a loaded machine.
+const FLOOR_EXAMPLES: usize = 48;
 /// `local` fixtures of fio's t/jobs/ that must pass (of 46).
 const FLOOR_T_JOBS: usize = 45;
 /// remote-engine and hardware fixtures refused with "not supported by

@@ -346,7 +346,6 @@ fn fio_flags_terse_and_refusals() {
     for (flag, needle) in [
         ("--client=host1", "DISTRIBUTED.md"),
         ("--trigger-file=/tmp/x", "trigger"),
-        ("--status-interval=1", "--eta=always"),
         ("--terse-version=5", "version 3"),
     ] {
         let mut a = job.to_vec();

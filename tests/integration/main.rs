@@ -11,6 +11,7 @@ mod engines2;
 mod engines_meta;
 mod experiments;
 mod faults;
+mod fio342;
 mod groups;
 mod jobfile;
 mod json;

@@ -28,6 +28,8 @@ pub struct Flags {
     pub max_jobs: Option<u32>,
     /// `--warnings-fatal`: the parser's warnings are errors.
     pub warnings_fatal: bool,
+    /// `--status-interval=TIME`: an interim report every this many ms.
+    pub status_interval_ms: Option<u64>,
 }
 
 /// Whether a flag takes a value.
@@ -189,13 +191,20 @@ pub static FLAGS: &[FlagDef] = &[
     FlagDef {
         name: "status-interval",
         arg: Arg::Required("TIME"),
-        help: "refused: periodic full reports are not implemented (--eta=always shows a live line)",
-        apply: |_, _| {
-            refuse(
-                "status-interval",
-                "periodic full reports are not implemented; --eta=always shows a live progress \
-                 line, write_bw_log=NAME with log_avg_msec=1000 records a time series",
-            )
+        help: "while jobs run, print an interim status every TIME (seconds by default; e.g. \
+               500ms) on stdout, in the output format (json: one object per interval): the I/Os, \
+               bytes, IOPS and bandwidth measured so far in the running trial, then the final report",
+        apply: |f, v| {
+            let us = crate::job::units::parse_time_us(v, 1_000_000).map_err(|e| {
+                format!("--status-interval={v}: {e}; for example --status-interval=1s")
+            })?;
+            if us < 10_000 {
+                return Err(format!(
+                    "--status-interval={v}: give 10ms or more, for example --status-interval=1s"
+                ));
+            }
+            f.status_interval_ms = Some(us / 1000);
+            Ok(())
         },
     },
     FlagDef {
@@ -501,7 +510,6 @@ mod tests {
             ("--trigger-file=/tmp/t", "trigger"),
             ("--client=host1", "mpirun"),
             ("--server", "DISTRIBUTED.md"),
-            ("--status-interval=5", "--eta=always"),
             ("--terse-version=2", "version 3"),
         ] {
             let e = split(&s(&[flag])).unwrap_err();

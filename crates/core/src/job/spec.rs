@@ -1,7 +1,7 @@
 //! The resolved description of one job, with fio's defaults.
 
 pub use super::options::buffers::{CmdPrio, CpuPolicy, MemKind, MemPolicy};
-use super::options::pacing::{ExitWhat, RateProcess, SteadyCriterion, ThinkBlocks};
+use super::options::pacing::{ExitWhat, RateProcess, SteadyCriterion, SteppedDepth, ThinkBlocks};
 use super::units::SizeOrPct;
 use crate::verify::pattern::Pattern;
 
@@ -305,6 +305,8 @@ pub struct JobSpec {
     pub latency_window_us: u64,
     pub latency_percentile: f64,
     pub latency_run: bool,
+    /// `iodepth_mode=stepped:…` (runner/stepped.rs); None: the depth is `iodepth`.
+    pub iodepth_mode: Option<SteppedDepth>,
     pub exitall: bool,
     pub exit_what: ExitWhat,
     pub exitall_on_error: bool,
@@ -438,6 +440,13 @@ pub struct JobSpec {
     /// smallest block size).
     pub blockalign: [u64; 2],
     pub random_generator: RandomGenerator,
+    /// `sprandom=1` (runner/sprandom.rs): SanDisk pseudo-random
+    /// preconditioning, with `spr_op` (over-provisioning ratio),
+    /// `spr_num_regions` and `spr_cs` (the device's write cache, bytes).
+    pub sprandom: bool,
+    pub spr_op: f64,
+    pub spr_num_regions: u32,
+    pub spr_cs: u64,
     /// Second `random_distribution` parameter (`zipf:1.2:0.25`): where in
     /// the region (0..1) the most likely offset lies.
     pub random_center: Option<f64>,
@@ -552,6 +561,7 @@ impl Default for JobSpec {
             latency_window_us: 0,
             latency_percentile: 100.0,
             latency_run: false,
+            iodepth_mode: None,
             exitall: false,
             exit_what: ExitWhat::Group,
             exitall_on_error: false,
@@ -642,6 +652,10 @@ impl Default for JobSpec {
             offset_align: 0,
             blockalign: [0; 2],
             random_generator: RandomGenerator::Tausworthe,
+            sprandom: false,
+            spr_op: 0.15,
+            spr_num_regions: 100,
+            spr_cs: 0,
             random_center: None,
             percentage_random: [100; 2],
             serialize_overlap: false,
@@ -704,6 +718,8 @@ pub struct GlobalSettings {
     pub warnings: Vec<String>,
     /// `--eta-newline=TIME`: a new progress line every this many seconds.
     pub eta_newline_s: Option<u64>,
+    /// `--status-interval=TIME`: an interim status every this many ms.
+    pub status_interval_ms: Option<u64>,
     /// `--output-format` as given (empty: the default). The command
     /// resolves it in its table of renderers (`render::RUN_FORMATS`), which
     /// is the one list of formats.

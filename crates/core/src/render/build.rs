@@ -273,8 +273,30 @@ fn job(r: &RunResult, s: &JobSummary) -> Job {
         latency_window: spec.latency_window_us,
         latency_window_us: Some(spec.latency_window_us),
         desc: spec.description.clone(),
-        other: steadystate(r, s, spec),
+        other: {
+            let mut o = steadystate(r, s, spec);
+            if let Some(v) = iodepth_steps(r, s, spec) {
+                o.insert("iodepth_steps", v);
+            }
+            o
+        },
     }
+}
+
+/// dioscope's `iodepth_steps` under the job (iodepth_mode=stepped): the
+/// steps of the job's last trial, its clones merged (or the one clone the
+/// entry is).
+fn iodepth_steps(r: &RunResult, s: &JobSummary, spec: &JobSpec) -> Option<serde_json::Value> {
+    let mode = spec.iodepth_mode.as_ref()?;
+    let clones: Vec<&crate::runner::stepped::StepReport> = s
+        .jobs
+        .iter()
+        .filter_map(|&i| r.jobs[i].pace.last())
+        .flat_map(|t| t.clones.iter().enumerate())
+        .filter(|(c, _)| s.clone_of.is_none_or(|x| x as usize == *c))
+        .filter_map(|(_, c)| c.steps.as_ref())
+        .collect();
+    Some(crate::runner::stepped::to_json(mode, &clones))
 }
 
 /// The depth `latency_target` settled on in the job's last trial (the

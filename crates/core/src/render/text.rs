@@ -101,6 +101,9 @@ fn job_block(out: &mut String, j: &Job, dj: Option<&DioscopeJob>) {
     if trims {
         dir_block(out, "trim", &j.trim, runtime_ms, 0);
     }
+    if let Some(v) = j.other.get("iodepth_steps") {
+        steps_block(out, v);
+    }
     if j.sync.total_ios > 0 {
         let _ = writeln!(
             out,
@@ -112,6 +115,45 @@ fn job_block(out: &mut String, j: &Job, dj: Option<&DioscopeJob>) {
     if let Some(d) = dj {
         trials_block(out, d);
         cpu_block(out, j, d);
+    }
+}
+
+/// iodepth_mode=stepped: one line per step and direction (fio's
+/// lat_step_report, with the depth and rate of each step).
+fn steps_block(out: &mut String, v: &serde_json::Value) {
+    let num = |x: &serde_json::Value, k: &str| x.get(k).and_then(|y| y.as_f64()).unwrap_or(0.0);
+    let peak = &v["peak_iops"];
+    let _ = writeln!(
+        out,
+        "  iodepth steps ({}; probe peak: read {} IOPS, write {} IOPS):",
+        v["mode"].as_str().unwrap_or("stepped"),
+        human_count(num(peak, "read")),
+        human_count(num(peak, "write"))
+    );
+    for st in v["steps"].as_array().into_iter().flatten() {
+        for name in ["read", "write"] {
+            let x = &st[name];
+            if num(x, "total_ios") == 0.0 {
+                continue;
+            }
+            let rate = num(&st["rate_iops"], name);
+            let _ = writeln!(
+                out,
+                "    step {:>2} load {:>3}% depth {:>3}{}: {name}: iops={}, bw={}/s, lat={} (in flight ≤ {})",
+                num(st, "step"),
+                num(st, "load_pct"),
+                num(st, "depth"),
+                if rate > 0.0 {
+                    format!(" rate {}", human_count(rate))
+                } else {
+                    String::new()
+                },
+                human_count(num(x, "iops")),
+                human_rate(num(x, "bw_bytes")),
+                human_ns(num(x, "lat_mean_ns")),
+                num(st, "max_inflight"),
+            );
+        }
     }
 }
 

@@ -18,7 +18,9 @@ pub mod offsets;
 pub mod pacing;
 pub mod plan;
 pub mod preflight;
+pub mod sprandom;
 pub mod steadystate;
+pub mod stepped;
 pub mod watch;
 pub mod worker;
 
@@ -639,6 +641,9 @@ fn resolve(
                         check_aligned(t, "offset", off)?;
                         check_aligned(t, "offset_increment", j.offset_increment)?;
                     }
+                    if j.sprandom {
+                        sprandom::check(j, len).map_err(|m| job_err(j, m))?;
+                    }
                     if len < j.max_bs() {
                         return Err(job_err(j, format!("the region of {} is {len} bytes, smaller than bs={}; raise size= or lower bs=", p.display(), j.max_bs())));
                     }
@@ -716,12 +721,20 @@ fn worker_plan(
         dioscope_sys::clock::now_ns()
     };
     let seed = seed ^ (clone as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (trial as u64) << 48;
-    let offsets = OffsetGen::with(&regions, offset_cfg(j, unit), seed);
-    let pass = offsets.pass_bytes();
+    let mut offsets = OffsetGen::with(&regions, offset_cfg(j, unit), seed);
+    let mut pass = offsets.pass_bytes();
+    let mut io_size = j.io_size;
+    if let (true, Some(&(start, len))) = (j.sprandom, regions.first()) {
+        // fio: sprandom's io_size is the modelled physical size.
+        let s = sprandom::Sprandom::for_job(j, start, len, seed);
+        pass = s.physical_bytes();
+        io_size = None;
+        offsets.set_sprandom(s);
+    }
     let io_limit = if j.time_based {
         0
     } else {
-        j.io_size.unwrap_or(pass).saturating_mul(j.loops as u64)
+        io_size.unwrap_or(pass).saturating_mul(j.loops as u64)
     };
     WorkerPlan {
         depth,
@@ -1787,6 +1800,10 @@ impl Execution<'_> {
                 failed.get_or_insert((i, clone, e));
             }
             self.keep_hook_out(i, clone, out);
+            if let Some(st) = r.steps.take() {
+                let t = self.jobs[i].trials.len();
+                pacing::TrialPace::clone_mut(&mut self.jobs[i].pace, t, clone).steps = Some(st);
+            }
             if let Some(d) = r.latency_depth {
                 let t = self.jobs[i].trials.len();
                 pacing::TrialPace::clone_mut(&mut self.jobs[i].pace, t, clone).latency_depth =

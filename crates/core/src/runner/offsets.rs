@@ -358,6 +358,8 @@ pub struct OffsetGen {
     /// I/Os drawn from a `sequence` distribution so far.
     seq_n: u64,
     pub rng: Rng,
+    /// `sprandom=1`: its generator gives every offset (runner/sprandom.rs).
+    spr: Option<Box<super::sprandom::Sprandom>>,
 }
 
 impl OffsetGen {
@@ -485,7 +487,15 @@ impl OffsetGen {
             seq_n: 0,
             rng: Rng::new(seed),
             cfg,
+            spr: None,
         }
+    }
+
+    /// Take every offset from `s` (`sprandom=1`), chosen once per job: the
+    /// plain paths are left for the general one, which asks it first.
+    pub fn set_sprandom(&mut self, s: super::sprandom::Sprandom) {
+        self.plain = Plain::No;
+        self.spr = Some(Box::new(s));
     }
 
     /// Bytes covered by one pass over every file.
@@ -531,6 +541,9 @@ impl OffsetGen {
     /// [`next_dir`](Self::next_dir) for every job.
     #[inline(never)]
     fn next_general(&mut self, len: u64, write: bool) -> (u32, u64) {
+        if let Some(s) = &mut self.spr {
+            return (0, s.next_offset());
+        }
         let fi = self.pick_file();
         let rel = self.offset_in(fi, len, write);
         let r = &mut self.regions[fi];

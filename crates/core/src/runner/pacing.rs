@@ -23,6 +23,7 @@
 
 use super::latency_target::{LatPlan, LatSearch, LatStep};
 use super::offsets::Rng;
+use super::stepped::{StepEvent, StepMeta, StepPlan, Stepper};
 use crate::job::JobSpec;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -44,6 +45,8 @@ pub struct PacePlan {
     pub think: Option<ThinkPlan>,
     pub flow: Option<FlowPlan>,
     pub lat: Option<LatPlan>,
+    /// `iodepth_mode=stepped` (runner/stepped.rs).
+    pub step: Option<StepPlan>,
     /// Which directions the job issues.
     pub issues: [bool; 2],
     /// `startdelay` for this worker (a range is drawn from its seed).
@@ -114,6 +117,9 @@ impl PacePlan {
             think,
             flow: None,
             lat,
+            step: j
+                .iodepth_mode
+                .map(|m| StepPlan::new(m, depth, [j.rw.reads(), j.rw.writes()])),
             issues: [j.rw.reads(), j.rw.writes()],
             start_delay_us: match j.startdelay_us {
                 (lo, hi) if hi > lo => lo + Rng::new(seed ^ 0x5354_4152).below(hi - lo + 1),
@@ -187,6 +193,8 @@ pub struct TrialPace {
 pub struct ClonePace {
     pub steady: Option<super::steadystate::SteadyReport>,
     pub latency_depth: Option<u32>,
+    /// iodepth_mode=stepped: the probe and the steps.
+    pub steps: Option<super::stepped::StepReport>,
 }
 
 impl TrialPace {
@@ -425,6 +433,12 @@ pub enum PaceEvent {
     Done,
     /// The job fails with this errno and message.
     Fail(i32, String),
+    /// iodepth_mode=stepped: a measured run starts (drop the ramp).
+    StepRun,
+    /// iodepth_mode=stepped: the probe ended (drop it).
+    StepDrop,
+    /// iodepth_mode=stepped: a step's run ended (keep it).
+    StepKeep(StepMeta),
 }
 
 /// Whether a run note is a pacing failure of this errno (what the worker's
@@ -452,6 +466,11 @@ pub struct Pacer {
     flow: Option<FlowGate>,
     floor: Option<Floor>,
     pub lat: Option<LatSearch>,
+    pub step: Option<Stepper>,
+    /// The smallest block per direction, and which directions the job
+    /// issues: the steps' rate caps are made from them.
+    min_bs: [u64; 2],
+    issues: [bool; 2],
     hold: Hold,
     /// The last step of the depth search, for the report.
     pub lat_target: Option<u64>,
@@ -492,10 +511,18 @@ impl Pacer {
             sleep_ns: f.sleep_ns,
         });
         let lat = p.lat.map(|l| LatSearch::new(l, start));
+        let step = p.step.clone().map(|s| Stepper::new(s, start));
         Pacer {
-            active: rate.is_some() || think.is_some() || flow.is_some() || lat.is_some(),
+            active: rate.is_some()
+                || think.is_some()
+                || flow.is_some()
+                || lat.is_some()
+                || step.is_some(),
             per_completion: lat.is_some() || think.as_ref().is_some_and(|t| !t.plan.on_issue),
-            checks: floor.is_some() || lat.is_some(),
+            checks: floor.is_some() || lat.is_some() || step.is_some(),
+            step,
+            min_bs: p.min_bs,
+            issues: p.issues,
             start,
             rate,
             think,
@@ -530,6 +557,11 @@ impl Pacer {
                 return None;
             }
         }
+        if let Some(s) = &self.step {
+            if inflight >= s.depth as usize {
+                return None;
+            }
+        }
         if let Some(t) = &self.think {
             // fio does not think during the ramp.
             if measuring
@@ -549,6 +581,9 @@ impl Pacer {
                 self.hold = Hold::Flow;
                 return None;
             }
+        }
+        if let Some(s) = &mut self.step {
+            s.admitted(inflight + 1);
         }
         Some(dir)
     }
@@ -609,6 +644,24 @@ impl Pacer {
     /// `done` is the worker's completed I/Os and bytes per direction.
     #[cold]
     pub fn tick(&mut self, now: u64, done: [[u64; 2]; 2], measuring: bool) -> PaceEvent {
+        if measuring {
+            let ev = match &mut self.step {
+                Some(s) => s.check(now, done[0]),
+                None => StepEvent::Nothing,
+            };
+            match ev {
+                StepEvent::Nothing => {}
+                StepEvent::RunStarts => return PaceEvent::StepRun,
+                StepEvent::ProbeEnds => {
+                    self.step_rate(now);
+                    return PaceEvent::StepDrop;
+                }
+                StepEvent::RunEnds(m) => {
+                    self.step_rate(now);
+                    return PaceEvent::StepKeep(m);
+                }
+            }
+        }
         if let Some(l) = &mut self.lat {
             match l.check(now) {
                 LatStep::Nothing => {}
@@ -728,6 +781,34 @@ impl Pacer {
         self.hold = Hold::None;
     }
 
+    /// A new step: its rate cap (or none) from now on, and the queue
+    /// drains before its depth applies.
+    #[cold]
+    fn step_rate(&mut self, now: u64) {
+        let Some(s) = &self.step else { return };
+        if s.done() {
+            return;
+        }
+        let iops = s.rate_iops;
+        self.rate = (iops[0] | iops[1] > 0).then(|| {
+            let bps = [0, 1].map(|d| iops[d].saturating_mul(self.min_bs[d].max(1)));
+            let t = now.saturating_sub(self.start) as f64;
+            Rate {
+                ns_per_byte: bps.map(|b| if b > 0 { 1e9 / b as f64 } else { 0.0 }),
+                mean_gap_ns: [0.0; 2],
+                due: [t; 2],
+                issues: self.issues,
+                rng: Rng::new(0),
+            }
+        });
+        self.hold = Hold::Depth;
+    }
+
+    /// What stepping measured besides its steps: the probe's peak IOPS.
+    pub fn step_peak(&self) -> Option<[u64; 2]> {
+        self.step.as_ref().map(|s| s.peak_iops)
+    }
+
     /// The depth the search settled on (for the report).
     pub fn depth_found(&self) -> Option<u32> {
         self.lat.as_ref().map(|l| l.depth)
@@ -735,6 +816,10 @@ impl Pacer {
 
     /// The measurement starts (end of ramp): thinking counts from here.
     pub fn measuring_starts(&mut self, now: u64) {
+        if let Some(s) = &mut self.step {
+            s.restart(now);
+            self.rate = None;
+        }
         if let Some(t) = &mut self.think {
             t.since = now;
             t.count = 0;

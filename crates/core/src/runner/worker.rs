@@ -54,6 +54,8 @@ pub struct WorkerResult {
     /// The first ignored error's errno (0: none), fio's `error` for a job
     /// whose only errors were ignored.
     pub first_ignored: i32,
+    /// What `iodepth_mode=stepped` measured per step (runner/stepped.rs).
+    pub steps: Option<super::stepped::StepReport>,
 }
 
 impl WorkerResult {
@@ -573,6 +575,8 @@ struct Worker<'a, E: Engine, H: BlockHook> {
     replay_due: u64,
     /// write_iolog's recorder.
     iolog: Option<IologWriter>,
+    /// iodepth_mode=stepped: the stats of the kept runs (runner/stepped.rs).
+    steps: Option<Box<super::stepped::StepKeep>>,
 }
 
 impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
@@ -696,6 +700,11 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             replay_idx: 0,
             replay_due: 0,
             iolog,
+            steps: p
+                .pace
+                .step
+                .as_ref()
+                .map(|s| Box::new(super::stepped::StepKeep::new(s.levels.len()))),
             p,
         }
     }
@@ -1076,6 +1085,27 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
                 }
             }
             PaceEvent::Done => self.issuing = false,
+            PaceEvent::StepRun => {
+                self.step_restore();
+                if let Some(k) = &mut self.steps {
+                    k.run_starts(self.now);
+                }
+            }
+            PaceEvent::StepDrop => {
+                // The probe's run: ended, and not part of the measurement.
+                if let Some(k) = &mut self.steps {
+                    k.in_run = false;
+                }
+                self.step_restore();
+            }
+            PaceEvent::StepKeep(m) => {
+                if let Some(k) = &mut self.steps {
+                    k.run_ends(&self.res.dirs, self.now, Some(m));
+                }
+                if m.last {
+                    self.issuing = false;
+                }
+            }
             PaceEvent::Fail(errno, msg) => {
                 // The I/O that was late, or none (a rate floor).
                 let none = SlotMeta {
@@ -1361,6 +1391,28 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             .store(self.measured_bytes, Ordering::Relaxed);
     }
 
+    /// iodepth_mode=stepped: forget what was counted since the last kept
+    /// run (a ramp, the probe); the open interval closes first, so the
+    /// time series keeps it.
+    #[cold]
+    #[inline(never)]
+    fn step_restore(&mut self) {
+        if self.steps.is_none() {
+            return;
+        }
+        let now = self.now;
+        if now > self.tl.tick_start {
+            self.close_interval(now);
+        }
+        if let Some(k) = &self.steps {
+            k.restore(&mut self.res.dirs);
+        }
+        for (i, d) in self.res.dirs.iter().enumerate() {
+            self.tl.tick_base[i] = [d.ios, d.bytes, d.lat.sum_ns()];
+            self.tl.tick_lat[i].copy_from(&d.lat);
+        }
+    }
+
     /// The ramp is over: forget what it measured.
     #[cold]
     #[inline(never)]
@@ -1384,6 +1436,9 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
         self.res.sync.reset();
         self.tl.next_publish = now;
         self.res.trim.reset();
+        if let Some(k) = &mut self.steps {
+            k.reset();
+        }
         self.pace.measuring_starts(now);
         self.prog.measuring.store(true, Ordering::Relaxed);
     }
@@ -1466,6 +1521,17 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
                 });
             }
         }
+        let mut stepped_ns = None;
+        if self.tl.measuring && self.steps.is_some() {
+            // A run the job's end cut short counts (its I/Os were measured),
+            // without a step of its own; a ramp or probe does not.
+            self.now = end_ns;
+            if let Some(k) = &mut self.steps {
+                k.run_ends(&self.res.dirs, end_ns, None);
+            }
+            self.step_restore();
+            stepped_ns = self.steps.as_ref().map(|k| k.measured_ns);
+        }
         if self.tl.measuring {
             // The last, partial interval, unless it is a sliver whose rate
             // would be noise.
@@ -1484,10 +1550,14 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
         }
         let mut res = self.res;
         res.runtime_ns = if self.tl.measuring {
-            end_ns.saturating_sub(self.tl.meas_start)
+            stepped_ns.unwrap_or(end_ns.saturating_sub(self.tl.meas_start))
         } else {
             0
         };
+        res.steps = self.steps.take().map(|k| super::stepped::StepReport {
+            peak_iops: self.pace.step_peak().unwrap_or_default(),
+            steps: k.samples,
+        });
         res.thread_cpu = usage_thread().since(&self.tl.cpu0);
         if res.runtime_ns > 0 {
             res.cpu_busy = res.thread_cpu.cpu_us() as f64 * 1000.0 / res.runtime_ns as f64;

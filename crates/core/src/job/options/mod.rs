@@ -1221,29 +1221,46 @@ static CORE: &[OptDef] = &[
 /// an option by adding it to a section and deleting its line here (the
 /// table test refuses a name in both).
 pub static FIO_UNIMPLEMENTED: &[(&str, &str)] = &[
-    ("cgroup", "dioscope does not create or join cgroups; run it under systemd-run or cgexec"),
-    ("pre_read", "reading files into the page cache first is not implemented"),
+    (
+        "cgroup",
+        "dioscope does not create or join cgroups; run it under systemd-run or cgexec",
+    ),
+    (
+        "pre_read",
+        "reading files into the page cache first is not implemented",
+    ),
     ("lockfile", "file locks between jobs are not implemented"),
-    ("opendir", "taking every file of a directory is not implemented; list the files in filename="),
+    (
+        "opendir",
+        "taking every file of a directory is not implemented; list the files in filename=",
+    ),
     ("trim_percentage", "trims after writes are not implemented"),
     ("trim_verify_zero", "trims after writes are not implemented"),
     ("trim_backlog", "trims after writes are not implemented"),
-    ("trim_backlog_batch", "trims after writes are not implemented"),
-    ("ioscheduler", "dioscope does not switch I/O schedulers; set /sys/block/DEV/queue/scheduler"),
+    (
+        "trim_backlog_batch",
+        "trims after writes are not implemented",
+    ),
+    (
+        "ioscheduler",
+        "dioscope does not switch I/O schedulers; set /sys/block/DEV/queue/scheduler",
+    ),
     ("uid", "dioscope does not switch users"),
     ("gid", "dioscope does not switch groups"),
-    ("allrandrepeat", "seeding every random generator alike is not implemented"),
+    (
+        "allrandrepeat",
+        "seeding every random generator alike is not implemented",
+    ),
     ("fadvise_hint", "dioscope gives no posix_fadvise hints"),
     ("ioengine_opts", "engine options are options of their own"),
     ("uncached", "uncached buffered I/O is not implemented"),
     ("atomic", "atomic writes (RWF_ATOMIC) are not implemented"),
-    ("userspace_reap", "reaping libaio completions in user space is not implemented"),
+    (
+        "userspace_reap",
+        "reaping libaio completions in user space is not implemented",
+    ),
     ("bwavgtime", "the bandwidth sample window is fixed"),
     ("iopsavgtime", "the IOPS sample window is fixed"),
-    ("iodepth_mode", "stepping the queue depth within a job is not implemented; dioscope sweep --vary iodepth=… runs one job per depth"),
-    ("sprandom", "SanDisk-style random preconditioning is not implemented"),
-    ("spr_op", "SanDisk-style random preconditioning is not implemented (sprandom)"),
-    ("spr_num_regions", "SanDisk-style random preconditioning is not implemented (sprandom)"),
 ];
 
 /// Why dioscope does not support the fio option `name`, if it is one of those.

@@ -118,6 +118,98 @@ impl SteadyCriterion {
     }
 }
 
+/// `iodepth_mode=stepped:LOW-HIGH/INC[,RAMP/RUN]` (runner/stepped.rs):
+/// the job steps its load through LOW%, LOW+INC%, … up to HIGH%, where
+/// HIGH% is the job's `iodepth` and 100% the peak IOPS a probe at full
+/// depth found. Each step ramps (not measured) then runs (measured).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SteppedDepth {
+    pub low: u32,
+    pub high: u32,
+    pub inc: u32,
+    /// Ramp and run of each step, microseconds (fio: seconds; 5 s and 30 s
+    /// when the form leaves them out).
+    pub ramp_us: u64,
+    pub run_us: u64,
+}
+
+impl SteppedDepth {
+    /// `none` (the default: None) or `stepped:LOW-HIGH/INC[,RAMP/RUN]`.
+    pub fn parse(v: &str) -> Result<Option<SteppedDepth>, UnitError> {
+        let v = v.trim();
+        let form = "give iodepth_mode=none or iodepth_mode=stepped:LOW-HIGH/INC[,RAMP/RUN] \
+                    (percentages, RAMP and RUN in seconds), e.g. stepped:10-130/5,5/30";
+        let (mode, rest) = match v.split_once(':') {
+            Some((m, r)) => (m.trim(), Some(r.trim())),
+            None => (v, None),
+        };
+        match (mode.to_ascii_lowercase().as_str(), rest) {
+            ("none", None) => Ok(None),
+            ("stepped", Some(r)) if !r.is_empty() => {
+                let bad = |why: &str| format!("'{v}': {why}; {form}");
+                let (range, times) = match r.split_once(',') {
+                    Some((a, b)) => (a.trim(), Some(b.trim())),
+                    None => (r, None),
+                };
+                let (lohi, inc) = range
+                    .split_once('/')
+                    .ok_or_else(|| bad("the range has no /INC"))?;
+                let (lo, hi) = lohi
+                    .split_once('-')
+                    .ok_or_else(|| bad("the range is not LOW-HIGH"))?;
+                let num = |s: &str, what: &str| -> Result<u32, UnitError> {
+                    s.trim().parse::<u32>().map_err(|_| {
+                        bad(&format!("{what} '{}' is not a whole percentage", s.trim()))
+                    })
+                };
+                let (low, high, inc) = (num(lo, "LOW")?, num(hi, "HIGH")?, num(inc, "INC")?);
+                if inc == 0 || high == 0 {
+                    return Err(bad("INC and HIGH must be at least 1"));
+                }
+                if low > high {
+                    return Err(bad("LOW is above HIGH"));
+                }
+                if high > 100_000 {
+                    return Err(bad("HIGH is above 100000 (%)"));
+                }
+                let (ramp_us, run_us) = match times {
+                    None => (5_000_000, 30_000_000),
+                    Some(t) => {
+                        let (a, b) = t
+                            .split_once('/')
+                            .ok_or_else(|| bad("the times are not RAMP/RUN"))?;
+                        let sec = |s: &str| {
+                            parse_time_us(s, 1_000_000).map_err(|e| bad(&format!("{e} (RAMP/RUN)")))
+                        };
+                        (sec(a)?, sec(b)?)
+                    }
+                };
+                if run_us == 0 {
+                    return Err(bad("RUN must be longer than 0"));
+                }
+                Ok(Some(SteppedDepth {
+                    low,
+                    high,
+                    inc,
+                    ramp_us,
+                    run_us,
+                }))
+            }
+            _ => Err(format!("'{v}' is not a depth mode; {form}")),
+        }
+    }
+
+    /// The load of each step in percent: LOW, LOW+INC, … up to HIGH (a LOW
+    /// of 0 starts at INC: no load measures nothing).
+    pub fn levels(&self) -> impl Iterator<Item = u32> {
+        let first = if self.low == 0 { self.inc } else { self.low };
+        let (high, inc) = (self.high, self.inc);
+        (0..)
+            .map(move |k: u32| first.saturating_add(k.saturating_mul(inc)))
+            .take_while(move |&p| p <= high)
+    }
+}
+
 /// fio's `read,write,trim` values: one value is every direction's, an
 /// empty part is no value (0), a missing trim part is 0.
 fn per_dir3(v: &str) -> Result<[u64; 3], UnitError> {
@@ -201,6 +293,21 @@ pub fn check(j: &JobSpec) -> Result<(), String> {
              pool would keep its own {o} state, which dioscope does not merge); drop {o} or use \
              io_submit_mode=inline"
         ));
+    }
+    if j.iodepth_mode.is_some() {
+        // The steps set the depth and the rate themselves.
+        let clash = [
+            ("latency_target", j.latency_target_ns > 0),
+            ("rate", j.rate[0] | j.rate[1] > 0),
+            ("rate_iops", j.rate_iops[0] | j.rate_iops[1] > 0),
+            ("io_submit_mode=offload", j.submit_offload),
+        ];
+        if let Some((o, _)) = clash.iter().find(|c| c.1) {
+            return Err(format!(
+                "iodepth_mode=stepped sets each step's depth and rate itself, and {o} would \
+                 fight it; drop {o} or iodepth_mode"
+            ));
+        }
     }
     if j.ss_dur_us > 0 && j.steadystate.slope && j.ss_dur_us < 2_000_000 {
         return Err(format!(
@@ -646,6 +753,17 @@ pub static PACING: &[OptDef] = &[
         help: "Find the deepest queue (up to iodepth) whose latency_percentile of I/Os complete within this (microseconds by default), then report that depth only; each trial searches afresh",
         apply: job!(|j, v| {
             j.latency_target_ns = parse_time_us(v, 1)?.saturating_mul(1000);
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "iodepth_mode",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "stepped:10-130/5,5/30",
+        help: "stepped:LOW-HIGH/INC[,RAMP/RUN]: probe the peak IOPS at iodepth, then step the load from LOW% to HIGH% (HIGH% = iodepth; under 100%, a rate of that share of the peak) by INC, each step RAMP seconds unmeasured then RUN measured (default 5/30); per-step results in iodepth_steps. none: off",
+        apply: job!(|j, v| {
+            j.iodepth_mode = SteppedDepth::parse(v)?;
             Ok(())
         }),
     },

@@ -190,6 +190,9 @@ pub fn validate(j: &JobSpec) -> Result<(), String> {
     if j.zonemode == ZoneMode::Strided && j.zonesize == 0 {
         return Err("zonemode=strided needs zonesize=, for example zonesize=64m".into());
     }
+    if j.sprandom {
+        sprandom_fits(j)?;
+    }
     if j.read_iolog.is_some() && j.read_iolog == j.write_iolog {
         return Err("read_iolog and write_iolog name the same file; record to another one".into());
     }
@@ -199,6 +202,73 @@ pub fn validate(j: &JobSpec) -> Result<(), String> {
              in a job of its own",
             j.rw.as_str()
         ));
+    }
+    Ok(())
+}
+
+/// What `sprandom=1` needs of the rest of the job (fio's rules, t/sprandom.py):
+/// random writes only, one file, one power-of-two block size, and no
+/// explicit random map or generator other than lfsr (sprandom brings its
+/// own order: every block once). The sizes are checked with the target
+/// (runner/sprandom.rs).
+fn sprandom_fits(j: &JobSpec) -> Result<(), String> {
+    let given = |name: &str| {
+        j.given
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    if j.rw != RwMode::RandWrite {
+        return Err(format!(
+            "sprandom=1 is a random-write preconditioning and needs rw=randwrite, not rw={}",
+            j.rw.as_str()
+        ));
+    }
+    if given("random_generator").is_some() && j.random_generator != RandomGenerator::Lfsr {
+        return Err(format!(
+            "sprandom=1 writes every block once in its own order, which random_generator={} \
+             cannot give; drop random_generator or use random_generator=lfsr",
+            given("random_generator").unwrap_or("")
+        ));
+    }
+    if given("norandommap").is_some() && !j.norandommap {
+        return Err(
+            "sprandom=1 chooses its offsets without fio's random map; drop norandommap=0 (or set \
+             norandommap=1)"
+                .into(),
+        );
+    }
+    let bs = match &j.bs[1] {
+        BlockSizes::Fixed(b) if b.is_power_of_two() => *b,
+        other => {
+            return Err(format!(
+            "sprandom=1 needs one power-of-two block size for its writes (bs=4k, 16k, …), not {}",
+            match other {
+                BlockSizes::Fixed(b) => format!("bs={b}"),
+                _ => "a range or split".into(),
+            }
+        ))
+        }
+    };
+    if j.blockalign[1] != 0 && j.blockalign[1] != bs {
+        return Err(format!(
+            "sprandom=1 writes whole blocks of bs={bs}; blockalign={} differs: drop it or set it to {bs}",
+            j.blockalign[1]
+        ));
+    }
+    if j.numjobs > 1 {
+        return Err(format!(
+            "sprandom=1 preconditions its file with one job (fio's rule): numjobs={} would write \
+             the pattern that many times over, interleaved; use numjobs=1",
+            j.numjobs
+        ));
+    }
+    if j.filenames.len() > 1 || j.nrfiles > 1 {
+        return Err(
+            "sprandom=1 preconditions one file or device per job; give one filename (or use \
+             one job per device)"
+                .into(),
+        );
     }
     Ok(())
 }
@@ -466,6 +536,57 @@ pub(super) static WORKLOAD: &[OptDef] = &[
                 "tausworthe64" => RandomGenerator::Tausworthe64,
                 o => return Err(format!("'{o}' is not tausworthe, lfsr or tausworthe64")),
             };
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "sprandom",
+        aliases: &[],
+        kind: Kind::Flag,
+        example: "1",
+        help: "SanDisk pseudo-random preconditioning (rw=randwrite): write the file region by region, every block once, rewriting a share of each region's blocks in the next as the SSD's steady state would have them invalid (spr_op, spr_num_regions, spr_cs); the job writes the modelled physical size, size × (1 + spr_op)",
+        apply: job!(|j, v| {
+            j.sprandom = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "spr_op",
+        aliases: &[],
+        kind: Kind::Str,
+        example: "0.2",
+        help: "sprandom: the device's over-provisioning ratio, between 0 and 1 (default 0.15)",
+        apply: job!(|j, v| {
+            let op = parse_float(v)?;
+            if !(op > 0.0 && op < 1.0) {
+                return Err(format!(
+                    "spr_op={} is not an over-provisioning ratio between 0 and 1 (e.g. 0.15 for 15 %)",
+                    v.trim()
+                ));
+            }
+            j.spr_op = op;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "spr_num_regions",
+        aliases: &[],
+        kind: Kind::Int,
+        example: "50",
+        help: "sprandom: regions the write pattern is made of (default 100)",
+        apply: job!(|j, v| {
+            j.spr_num_regions = pos_u32(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "spr_cs",
+        aliases: &[],
+        kind: Kind::Size,
+        example: "32k",
+        help: "sprandom: the device's write cache in bytes (default 0): with one, each region's rewrites of the previous region come at its end, after more than a cache's worth of other writes; a region must be larger",
+        apply: job!(|j, v| {
+            j.spr_cs = parse_size(v)?;
             Ok(())
         }),
     },
