@@ -227,7 +227,9 @@ fn profile_adds_up_on_zram_with_io_uring_and_libaio() {
                 "compare",
                 "io_uring.json",
                 "libaio.json",
-                "--expect-different=ioengine",
+                // Under load a finding (e.g. a noisy neighbour) can show in
+                // one run only; the test is about the profiles.
+                "--expect-different=ioengine,findings",
                 &format!("--output-format={format}"),
             ],
         );
