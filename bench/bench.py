@@ -449,7 +449,9 @@ def median_or_none(xs):
 
 
 def cv(xs):
-    if len(xs) < 2:
+    # No spread to speak of without two runs, nor relative to a mean of 0
+    # (fio's cpuio counts no I/Os).
+    if len(xs) < 2 or statistics.mean(xs) == 0:
         return None
     return statistics.stdev(xs) / statistics.mean(xs)
 
@@ -473,8 +475,13 @@ def summarize(cid, runs):
         return b / a if a and b is not None else None
 
     s["iops_ratio"] = ratio(f["iops_median"], d["iops_median"])
-    s["cpu_ratio"] = ratio(f["cpu_us_per_io_median"], d["cpu_us_per_io_median"])
-    s["user_ratio"] = ratio(f["user_ns_per_io_median"], d["user_ns_per_io_median"])
+    # A tool that reports 0 IOPS (fio's cpuio and exec count cycles, not
+    # I/Os per second) has no per-I/O cost to compare.
+    counted = bool(f["iops_median"]) and bool(d["iops_median"])
+    s["cpu_ratio"] = (ratio(f["cpu_us_per_io_median"], d["cpu_us_per_io_median"])
+                      if counted else None)
+    s["user_ratio"] = (ratio(f["user_ns_per_io_median"], d["user_ns_per_io_median"])
+                       if counted else None)
     complete = f["ok"] == f["runs"] and d["ok"] == d["runs"]
     s["complete"] = complete
     s["met"] = goal_met(cid, s["iops_ratio"], s["cpu_ratio"], f["iops_cv"], d["iops_cv"])
