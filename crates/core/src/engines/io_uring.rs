@@ -33,13 +33,14 @@ impl EngineDef for Def {
             sqpoll: o.sqpoll,
             iopoll: o.hipri,
             nowait: o.nowait,
+            poll_reaps: o.poll_reaps,
         };
         with_queue(&opts, fds, &mut arena, |q| {
             let feats = q.features();
             let out = f.run(q);
             let note = format!(
-                "io_uring: single_issuer={} defer_taskrun={} coop_taskrun={} fixed_bufs={} registered_files={} registered_ring={} sqpoll={} iopoll={}",
-                feats.single_issuer, feats.defer_taskrun, feats.coop_taskrun, feats.fixed_bufs, feats.registered_files, feats.registered_ring, feats.sqpoll, feats.iopoll
+                "io_uring: single_issuer={} defer_taskrun={} coop_taskrun={} fixed_bufs={} registered_files={} registered_ring={} sqpoll={} iopoll={} poll_reaps={}",
+                feats.single_issuer, feats.defer_taskrun, feats.coop_taskrun, feats.fixed_bufs, feats.registered_files, feats.registered_ring, feats.sqpoll, feats.iopoll, o.poll_reaps
             );
             (out, Some(note))
         })

@@ -236,6 +236,8 @@ pub struct EngineOpts {
     pub sqpoll: bool,
     pub fixed_bufs: bool,
     pub registered_files: bool,
+    /// `iodepth_batch_complete_min=0`: poll for completions before sleeping.
+    pub poll_reaps: bool,
     /// The metadata engines' options (stat_type, xattrs, unlink).
     pub meta: meta::MetaOpts,
     /// What engines that are not just reads and writes need of the job.

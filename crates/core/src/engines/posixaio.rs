@@ -7,10 +7,14 @@
 //! what iodepth asks for: one descriptor per slot. Through the page cache a
 //! request is mostly a copy, CPU work: threads beyond the CPUs the process
 //! may use only take turns, and every request handed to a thread that went
-//! to sleep costs a wake-up. There a file gets one descriptor per CPU (at
-//! most one per slot). Measured on 2 CPUs, page-cached randread 4k qd8:
-//! 8 descriptors ~80k IOPS at ~10 µs CPU per I/O, 2 descriptors ~150k IOPS
-//! at ~5.5 µs, 1 (fio's way: one descriptor) ~65k at ~6.5 µs.
+//! to sleep costs a wake-up. The worker that submits and waits needs a CPU
+//! too, so a file gets one descriptor per CPU *but one* (at least one, at
+//! most one per slot). Measured on 2 CPUs, page-cached randread 4k qd8, on
+//! two hosts: one with cheap wake-ups gave 8 descriptors ~80k IOPS, 2 ~150k,
+//! 1 ~65k; one where a wake-up costs ~100 µs (glibc aio at qd1: ~5k IOPS,
+//! both tools) gave 8 ~25–38k, 2 ~33–45k, 1 ~56–82k (fio, one descriptor,
+//! 82–95k). Descriptors beyond the CPUs left over gain only where wake-ups
+//! are cheap, and lose twice that where they are not.
 
 use super::{Caps, EngineDef, EngineOpts, EngineSetupError, SlotArena, WithEngine};
 use dioscope_sys::posixaio::{PosixAioQueue, POOL_THREADS};
@@ -24,8 +28,8 @@ impl EngineDef for Def {
          implements it with a pool of user threads doing pread/pwrite (up to 256 per process \
          here), one per descriptor, so the kernel sees blocking calls from threads, not a \
          queue; with direct=1 each slot gets its own dup(2) of the descriptor (iodepth \
-         requests at once), through the page cache one dup per CPU (more threads than CPUs \
-         only add wake-ups)";
+         requests at once), through the page cache one dup per CPU but one (the submitting \
+         worker needs a CPU; more threads only add wake-ups)";
     const CAPS: Caps = Caps::BASE;
     fn with<W: WithEngine>(
         arena: SlotArena,
@@ -38,7 +42,7 @@ impl EngineDef for Def {
             depth
         } else {
             let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-            depth.min(cpus)
+            depth.min(cpus.saturating_sub(1).max(1))
         };
         let mut q = PosixAioQueue::new(arena, fds, per_file).map_err(|e| {
             let what = format!("duplicating the target descriptors {per_file} times for aio");

@@ -237,6 +237,9 @@ pub struct JobSpec {
     pub iodepth: u32,
     pub iodepth_batch_submit: u32,
     pub iodepth_batch_complete_min: u32,
+    /// `iodepth_batch_complete_min=0` given: poll for completions before
+    /// sleeping (fio: "always check for completed events").
+    pub poll_reaps: bool,
     pub iodepth_batch_complete_max: u32,
     pub numjobs: u32,
     pub runtime_us: u64,
@@ -510,6 +513,7 @@ impl Default for JobSpec {
             // 0 = auto: iodepth/8 (at least 1). fio waits for 1; reaping a
             // few at a time halves the system calls at the same depth.
             iodepth_batch_complete_min: 0,
+            poll_reaps: false,
             iodepth_batch_complete_max: 0,
             numjobs: 1,
             runtime_us: 0,

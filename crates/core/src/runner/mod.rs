@@ -743,6 +743,9 @@ fn worker_plan(
             // Auto: wait for an eighth of the queue. On zram with io_uring
             // (bench/, docs/PERFORMANCE.md) 4 of 32 gave 1.3x the IOPS of
             // waiting for 1, at 0.8x the CPU per I/O; 8 of 32 gave no gain.
+            // Asked for 0 (fio: check before queuing more): when the queue
+            // is full, wait for one, after polling (engines that can).
+            0 if j.poll_reaps => 1,
             0 => (depth / 8).max(1),
             n => n.min(depth),
         },
@@ -925,6 +928,7 @@ fn engine_opts(j: &JobSpec, depth: u32) -> EngineOpts {
         sqpoll: j.sqthread_poll,
         fixed_bufs: j.fixedbufs,
         registered_files: j.registerfiles,
+        poll_reaps: j.poll_reaps,
         meta: crate::engines::meta::MetaOpts {
             stat_type: j.stat_type,
             xattr_count: j.xattr_count,

@@ -466,9 +466,12 @@ static CORE: &[OptDef] = &[
         aliases: &["iodepth_batch_complete"],
         kind: Kind::Int,
         example: "8",
-        help: "Completions to wait for at least per reap (default: iodepth/8, at least 1)",
+        help: "Completions to wait for at least per reap (default: iodepth/8, at least 1); 0: \
+               look for completions before sleeping, as fio's 0 does (io_uring: up to 256 \
+               non-blocking reaps, then wait for 1; more CPU, no wake-up per wait)",
         apply: job!(|j, v| {
             j.iodepth_batch_complete_min = u32v(v)?;
+            j.poll_reaps = j.iodepth_batch_complete_min == 0;
             Ok(())
         }),
     },
