@@ -131,6 +131,33 @@ fn json_rates_follow_fio_formulas_on_a_timed_run() {
 }
 
 #[test]
+fn a_direction_without_io_has_no_runtime_as_in_fio() {
+    // fio sets a direction's runtime only when it moved bytes: a read-only
+    // job reports write and trim runtimes of 0 (fio 3.33, checked by hand).
+    let d = tempfile::tempdir().unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=r",
+            "--ioengine=null",
+            "--rw=randread",
+            "--size=64m",
+            "--time_based",
+            "--runtime=1",
+            "--output-format=json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json(&o);
+    let job = &j["jobs"][0];
+    check_fio_formulas(&job["read"]);
+    for dir in ["write", "trim"] {
+        assert_eq!(job[dir]["total_ios"].as_u64(), Some(0), "{dir}");
+        assert_eq!(job[dir]["runtime"].as_u64(), Some(0), "{dir}: {}", job[dir]);
+    }
+}
+
+#[test]
 fn json_plus_converts_with_fio_jsonplus_clat2csv() {
     if !can_run(
         "fio_jsonplus_clat2csv (Debian package fio)",

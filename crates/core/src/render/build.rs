@@ -108,7 +108,9 @@ fn dir(r: &RunResult, s: &JobSummary, d: Option<usize>) -> Dir {
         bw_bytes: bw_bytes.round() as u64,
         bw: (bw_bytes / 1024.0).round() as u64,
         iops: crate::results::summary::per_second(st.ios, rt),
-        runtime: rt.round() as u64,
+        // fio counts a direction's runtime only when it moved bytes: a
+        // read-only job's write runtime is 0 (and so are cpuio's).
+        runtime: if st.bytes == 0 { 0 } else { rt.round() as u64 },
         total_ios: st.ios,
         short_ios: st.short_ios,
         drop_ios: 0,
