@@ -401,49 +401,45 @@ fn io_uring_polls_for_completions_when_complete_min_is_0_and_loses_no_io() {
     // depth 8, verified on read-back: every block written, read and checked
     // through the polling path; the default (sleeping) path says so too.
     let d = tempfile::tempdir().unwrap();
-    for (min, polls) in [("0", true), ("1", false)] {
-        let j = run_json(
-            d.path(),
-            &[
-                "--name=poll",
+    // One io_uring job over poll.dat, buffered, depth 8, with `min`.
+    let job = |name: &str, rw: &str, min: &str, extra: &[&str]| {
+        let mut args: Vec<String> = vec![
+            format!("--name={name}"),
+            format!("--rw={rw}"),
+            format!("--iodepth_batch_complete_min={min}"),
+        ];
+        args.extend(
+            [
                 "--filename=poll.dat",
                 "--size=4m",
                 "--bs=4k",
-                "--rw=randwrite",
                 "--direct=0",
                 "--ioengine=io_uring",
                 "--iodepth=8",
-                &format!("--iodepth_batch_complete_min={min}"),
-                "--verify=crc32c",
                 "--trials=1",
                 "--output-format=json",
                 "--eta=never",
-            ],
+            ]
+            .map(String::from),
         );
-        let job = &j["jobs"][0];
-        assert_eq!(job["error"].as_i64(), Some(0), "min={min}: {job}");
-        assert_eq!(job["write"]["total_ios"].as_u64(), Some(1024), "min={min}");
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run_json(d.path(), &args)
+    };
+    for (min, polls) in [("0", true), ("1", false)] {
+        let j = job("poll", "randwrite", min, &["--verify=crc32c"]);
+        let job_w = &j["jobs"][0];
+        assert_eq!(job_w["error"].as_i64(), Some(0), "min={min}: {job_w}");
+        assert_eq!(
+            job_w["write"]["total_ios"].as_u64(),
+            Some(1024),
+            "min={min}"
+        );
         let v = &j["dioscope"]["verify"]["poll"];
         assert_eq!(v["checked"].as_u64(), Some(1024), "min={min}: {v}");
         assert_eq!(v["bad"].as_u64(), Some(0), "min={min}: {v}");
         // And read back through the same engine and setting.
-        let r = run_json(
-            d.path(),
-            &[
-                "--name=pollread",
-                "--filename=poll.dat",
-                "--size=4m",
-                "--bs=4k",
-                "--rw=randread",
-                "--direct=0",
-                "--ioengine=io_uring",
-                "--iodepth=8",
-                &format!("--iodepth_batch_complete_min={min}"),
-                "--trials=1",
-                "--output-format=json",
-                "--eta=never",
-            ],
-        );
+        let r = job("pollread", "randread", min, &[]);
         let rj = &r["jobs"][0];
         assert_eq!(rj["error"].as_i64(), Some(0), "min={min}: {rj}");
         assert_eq!(rj["read"]["total_ios"].as_u64(), Some(1024), "min={min}");

@@ -107,16 +107,15 @@ fn check_fio_formulas(r: &serde_json::Value) {
     );
 }
 
-#[test]
-fn json_rates_follow_fio_formulas_on_a_timed_run() {
-    // Always a measurable runtime, so the formulas are always checked.
+/// A 1 s null-engine run of `rw` over 64 MiB: always a measurable runtime.
+fn timed_null_run(rw: &str) -> serde_json::Value {
     let d = tempfile::tempdir().unwrap();
     let o = run_in(
         d.path(),
         &[
             "--name=j",
             "--ioengine=null",
-            "--rw=randrw",
+            &format!("--rw={rw}"),
             "--size=64m",
             "--time_based",
             "--runtime=1",
@@ -124,7 +123,13 @@ fn json_rates_follow_fio_formulas_on_a_timed_run() {
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let j = json(&o);
+    json(&o)
+}
+
+#[test]
+fn json_rates_follow_fio_formulas_on_a_timed_run() {
+    // Always a measurable runtime, so the formulas are always checked.
+    let j = timed_null_run("randrw");
     for dir in ["read", "write"] {
         check_fio_formulas(&j["jobs"][0][dir]);
     }
@@ -134,21 +139,7 @@ fn json_rates_follow_fio_formulas_on_a_timed_run() {
 fn a_direction_without_io_has_no_runtime_as_in_fio() {
     // fio sets a direction's runtime only when it moved bytes: a read-only
     // job reports write and trim runtimes of 0 (fio 3.33, checked by hand).
-    let d = tempfile::tempdir().unwrap();
-    let o = run_in(
-        d.path(),
-        &[
-            "--name=r",
-            "--ioengine=null",
-            "--rw=randread",
-            "--size=64m",
-            "--time_based",
-            "--runtime=1",
-            "--output-format=json",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let j = json(&o);
+    let j = timed_null_run("randread");
     let job = &j["jobs"][0];
     check_fio_formulas(&job["read"]);
     for dir in ["write", "trim"] {

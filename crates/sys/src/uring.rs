@@ -444,64 +444,6 @@ mod tests {
     use std::time::{Duration, Instant};
 
     #[test]
-    fn a_polling_wait_returns_ready_completions_and_sleeps_for_late_ones() {
-        // Polling asked for (iodepth_batch_complete_min=0). A read from
-        // /dev/zero is found by the polls; a socket read written 300 ms later
-        // outlasts them, so the wait must fall back to sleeping for it, not
-        // return with nothing.
-        let zero = std::fs::File::open("/dev/zero").unwrap();
-        let (a, mut b) = UnixStream::pair().unwrap();
-        let fds = [zero.as_raw_fd(), a.as_raw_fd()];
-        let mut arena = SlotArena::new(2, 4096).unwrap();
-        let opts = UringOpts {
-            entries: 2,
-            poll_reaps: true,
-            ..Default::default()
-        };
-        let r = with_queue(&opts, &fds, &mut arena, |q| {
-            assert!(q.polls > 0 || std::env::var_os("DIOSCOPE_URING_SPIN").is_some());
-            let mut out = [Completion::default(); 2];
-            let desc = |slot, file| IoDesc {
-                slot,
-                write: false,
-                file,
-                offset: 0,
-                len: 16,
-                prio: 0,
-            };
-            q.stage(desc(0, 0));
-            q.commit(1).unwrap();
-            let first = q.reap(&mut out);
-            let first_slot = out[0].slot;
-            let writer = std::thread::spawn(move || {
-                std::thread::sleep(Duration::from_millis(300));
-                b.write_all(&[7u8; 16]).unwrap();
-                b
-            });
-            let t0 = Instant::now();
-            q.stage(desc(1, 1));
-            q.commit(1).unwrap();
-            let second = q.reap(&mut out);
-            let waited = t0.elapsed();
-            let _b = writer.join().unwrap();
-            (first, first_slot, second, out[0], waited)
-        });
-        let (first, first_slot, second, c, waited) = match r {
-            Ok(x) => x,
-            Err(e) if std::env::var_os("CI").is_none() => {
-                eprintln!("skipped: no io_uring here ({e})");
-                return;
-            }
-            Err(e) => panic!("io_uring setup failed in CI: {e}"),
-        };
-        assert_eq!((first, first_slot), (1, 0));
-        assert_eq!(second, 1, "returned after {waited:?} with nothing to reap");
-        assert_eq!((c.slot, c.res), (1, 16));
-        assert!(waited >= Duration::from_millis(250), "{waited:?}");
-        assert_eq!(&arena.slot_mut(1)[..16], &[7u8; 16]);
-    }
-
-    #[test]
     fn drain_waits_for_in_flight_io() {
         // A read from a socket nobody has written to yet stays in flight
         // until the writer below sends, 300 ms later.
@@ -548,21 +490,26 @@ mod tests {
         assert_eq!(&arena.slot_mut(0)[..16], &[7u8; 16]);
     }
 
-    #[test]
-    fn a_wait_after_a_reap_waits_for_new_completions() {
-        // The first read (from /dev/zero) completes at once; the second (a
-        // socket, written 300 ms later) is in flight. After reaping the
-        // first, `commit(1)` must wait for the second: the kernel has to
-        // see the entries taken, or it counts them as still ready.
+    /// What a wait after a reap saw: the first completion, then the second.
+    struct LateRead {
+        first: (usize, Completion),
+        second: (usize, Completion),
+        waited: Duration,
+        data: [u8; 16],
+        /// The queue's poll budget.
+        polls: u32,
+    }
+
+    /// A read from /dev/zero (done at once) is committed and reaped; then a
+    /// socket read, written 300 ms later, is committed with `commit(1)`.
+    /// `None`: no io_uring here (outside CI).
+    fn read_now_then_late(opts: &UringOpts) -> Option<LateRead> {
         let zero = std::fs::File::open("/dev/zero").unwrap();
         let (a, mut b) = UnixStream::pair().unwrap();
         let fds = [zero.as_raw_fd(), a.as_raw_fd()];
         let mut arena = SlotArena::new(2, 4096).unwrap();
-        let opts = UringOpts {
-            entries: 2,
-            ..Default::default()
-        };
-        let r = with_queue(&opts, &fds, &mut arena, |q| {
+        let r = with_queue(opts, &fds, &mut arena, |q| {
+            let polls = q.polls;
             let mut out = [Completion::default(); 2];
             let desc = |slot, file| IoDesc {
                 slot,
@@ -574,7 +521,7 @@ mod tests {
             };
             q.stage(desc(0, 0));
             q.commit(1).unwrap();
-            let first = q.reap(&mut out);
+            let first = (q.reap(&mut out), out[0]);
             let writer = std::thread::spawn(move || {
                 std::thread::sleep(Duration::from_millis(300));
                 b.write_all(&[7u8; 16]).unwrap();
@@ -583,25 +530,73 @@ mod tests {
             let t0 = Instant::now();
             q.stage(desc(1, 1));
             q.commit(1).unwrap();
-            let second = q.reap(&mut out);
+            let second = (q.reap(&mut out), out[0]);
             let waited = t0.elapsed();
             let _b = writer.join().unwrap();
-            (first, second, waited)
+            (first, second, waited, polls)
         });
-        let (first, second, waited) = match r {
+        let (first, second, waited, polls) = match r {
             Ok(x) => x,
             Err(e) if std::env::var_os("CI").is_none() => {
                 eprintln!("skipped: no io_uring here ({e})");
-                return;
+                return None;
             }
             Err(e) => panic!("io_uring setup failed in CI: {e}"),
         };
-        assert_eq!(first, 1);
+        let mut data = [0u8; 16];
+        data.copy_from_slice(&arena.slot_mut(1)[..16]);
+        Some(LateRead {
+            first,
+            second,
+            waited,
+            data,
+            polls,
+        })
+    }
+
+    #[test]
+    fn a_wait_after_a_reap_waits_for_new_completions() {
+        // After reaping the first, `commit(1)` must wait for the second: the
+        // kernel has to see the entries taken, or it counts them as still ready.
+        let opts = UringOpts {
+            entries: 2,
+            ..Default::default()
+        };
+        let Some(r) = read_now_then_late(&opts) else {
+            return;
+        };
+        assert_eq!(r.first.0, 1);
         assert_eq!(
-            second, 1,
-            "commit(1) returned after {waited:?} with nothing new to reap"
+            r.second.0, 1,
+            "commit(1) returned after {:?} with nothing new to reap",
+            r.waited
         );
-        assert!(waited >= Duration::from_millis(250), "{waited:?}");
+        assert!(r.waited >= Duration::from_millis(250), "{:?}", r.waited);
+    }
+
+    #[test]
+    fn a_polling_wait_returns_ready_completions_and_sleeps_for_late_ones() {
+        // Polling asked for (iodepth_batch_complete_min=0): the /dev/zero read
+        // is found by the polls; the socket read outlasts them, so the wait
+        // must fall back to sleeping for it, not return with nothing.
+        let opts = UringOpts {
+            entries: 2,
+            poll_reaps: true,
+            ..Default::default()
+        };
+        let Some(r) = read_now_then_late(&opts) else {
+            return;
+        };
+        assert!(r.polls > 0 || std::env::var_os("DIOSCOPE_URING_SPIN").is_some());
+        assert_eq!((r.first.0, r.first.1.slot), (1, 0));
+        assert_eq!(
+            r.second.0, 1,
+            "returned after {:?} with nothing to reap",
+            r.waited
+        );
+        assert_eq!((r.second.1.slot, r.second.1.res), (1, 16));
+        assert!(r.waited >= Duration::from_millis(250), "{:?}", r.waited);
+        assert_eq!(r.data, [7u8; 16]);
     }
 
     #[test]
