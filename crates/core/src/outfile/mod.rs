@@ -3,6 +3,8 @@
 //! half of one — and so the result never lands on anything but a regular
 //! file of its own.
 
+pub mod private;
+
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
