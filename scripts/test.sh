@@ -16,5 +16,9 @@ if [ "${1:-}" = "--quick" ]; then
     exec cargo test --release --workspace --lib --bins --test integration "$@"
 fi
 scripts/install-deps.sh
+# tests/mpi also launches a binary built *without* MPI under mpirun (it must
+# refuse a world of 2): built first, kept beside the test's own.
+cargo build --release --bin dioscope
+cp target/release/dioscope target/release/dioscope-nompi
 # The mpi feature (multi-rank runs, tests/mpi) needs OpenMPI, installed above.
 exec cargo test --release --workspace --features dioscope/mpi "$@"

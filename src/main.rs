@@ -8,7 +8,12 @@
 #![forbid(unsafe_code)]
 
 fn main() {
+    // Arguments are bytes (a file name need not be UTF-8): taken in
+    // losslessly (dioscope_core::osstr), never a panic.
     std::process::exit(dioscope_core::commands::main(
-        std::env::args().skip(1).collect(),
+        std::env::args_os()
+            .skip(1)
+            .map(|a| dioscope_core::osstr::escape(&a))
+            .collect(),
     ));
 }

@@ -281,3 +281,19 @@ pub fn umount_retrying(m: &Path) {
     }
     let _ = Command::new("umount").arg("-l").arg(m).status();
 }
+
+/// Run `script` as root in a private mount namespace whose /dev is a fresh
+/// tmpfs holding only null, zero and stdout: what a test does to /dev there
+/// cannot touch the machine's.
+pub fn in_private_dev(dir: &Path, script: &str) -> std::process::Output {
+    let mut c = std::process::Command::new("unshare");
+    c.args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg(format!(
+            "mount -t tmpfs dioscope-dev /dev && mknod -m 666 /dev/null c 1 3 && \
+             mknod -m 666 /dev/zero c 1 5 && ln -s /proc/self/fd/1 /dev/stdout && \
+             ln -s /proc/self/fd /dev/fd && {script}"
+        ))
+        .current_dir(dir)
+        .env("DIOSCOPE", bin());
+    output_within(c, std::time::Duration::from_secs(60))
+}

@@ -306,3 +306,55 @@ fn killing_one_rank_ends_the_run_and_names_it() {
     );
     assert!(t.elapsed() < Duration::from_secs(50));
 }
+
+/// The binary built without the `mpi` feature (scripts/test.sh builds it
+/// first and keeps it as `dioscope-nompi` beside the test's own).
+fn nompi_bin() -> Option<std::path::PathBuf> {
+    let p = Path::new(bin()).with_file_name("dioscope-nompi");
+    can_run(
+        "target/release/dioscope-nompi (scripts/test.sh builds it)",
+        p.exists(),
+    )
+    .then_some(p)
+}
+
+#[test]
+fn a_binary_without_mpi_refuses_mpirun_np_2_and_runs_np_1() {
+    // Issue 23, principle 8: under `mpirun -np 2`, a binary without MPI
+    // would run two independent copies that both write one result (one
+    // rank's numbers, exit 0). It must refuse, naming the build that fixes
+    // it; `-np 1` runs, with a note.
+    if !ready() {
+        return;
+    }
+    let Some(nompi) = nompi_bin() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let launch = |np: &str| {
+        let mut c = Command::new("mpirun");
+        c.args(["--allow-run-as-root", "--oversubscribe", "-np", np])
+            .arg(&nompi)
+            .args([
+                "--name=r",
+                "--ioengine=null",
+                "--size=1m",
+                "--output-format=json",
+                "--output=r.json",
+            ])
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .current_dir(d.path());
+        output_within(c, LIMIT)
+    };
+    let o = launch("2");
+    assert_ne!(o.status.code(), Some(0), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("--features mpi"), "{e}");
+    assert!(e.contains("OMPI_COMM_WORLD_SIZE=2"), "{e}");
+    assert!(!d.path().join("r.json").exists(), "a rank wrote a result");
+    let o = launch("1");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("world of one"), "{}", stderr(&o));
+    let r: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(r["jobs"][0]["jobname"], "r");
+}

@@ -596,3 +596,56 @@ fn quick_recipe_with_profile_has_the_profile() {
         );
     }
 }
+
+#[test]
+fn a_recipe_writing_to_standard_output_makes_no_folder_in_dev() {
+    // Issue 23: `--output=/dev/stdout` made a folder /dev/stdout.d/ for
+    // the per-cell results. The JSON goes to the stream, no folder is made
+    // beside it (a note says so), and nothing is created in /dev.
+    if !can_run() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = state_dir(dir.path());
+    let before = snapshot(&state);
+    let dev_before: BTreeSet<String> = std::fs::read_dir("/dev")
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let mut c = dioscope(&state);
+    c.args([
+        "recipe",
+        "run",
+        "blocksize",
+        "--quick",
+        "--output=/dev/stdout",
+    ])
+    .current_dir(dir.path());
+    let (o, pid) = within(c, BUDGET);
+    let leaked = Path::new("/dev/stdout.d");
+    let made = leaked.exists();
+    if made {
+        // Never leave it on the machine, even when the test fails.
+        let _ = std::fs::remove_dir_all(leaked);
+    }
+    assert_nothing_new(&before, &state, pid, "blocksize to stdout");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "exit {:?}\n{stderr}", o.status);
+    assert!(!made, "a folder /dev/stdout.d was made");
+    assert!(
+        stdout.contains("\"kind\": \"sweep\""),
+        "no JSON on stdout:\n{stdout}"
+    );
+    assert!(stderr.contains("is a stream"), "no note:\n{stderr}");
+    let dev_after: BTreeSet<String> = std::fs::read_dir("/dev")
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let new: Vec<_> = dev_after
+        .difference(&dev_before)
+        .filter(|n| !n.starts_with("loop") && !n.starts_with("zram"))
+        .collect();
+    assert!(new.is_empty(), "made in /dev: {new:?}");
+}

@@ -168,13 +168,34 @@ fn parse(args: &[String]) -> Result<Args, String> {
     })
 }
 
+/// What compare reads and, with `--run`, what the runs write: the files of
+/// both sides (a sweep's cell by its file), and the runs' targets and job
+/// files.
+fn side_paths(a: &Args) -> (Vec<std::path::PathBuf>, Vec<std::path::PathBuf>) {
+    let (mut targets, mut inputs) = (Vec::new(), Vec::new());
+    for f in a.a.iter().chain(&a.b) {
+        let file = match f.rsplit_once('@') {
+            Some((file, _)) if !std::path::Path::new(f).exists() => file,
+            _ => f,
+        };
+        inputs.push(std::path::PathBuf::from(file));
+        if a.run {
+            if let Ok(p) = side_plan(f, &a.pass) {
+                targets.extend(crate::runner::target_paths(&p));
+                inputs.extend(crate::runner::input_paths(&p));
+            }
+        }
+    }
+    (targets, inputs)
+}
+
 /// Read one result file (or `SWEEP.json@OPT=V` cell) into its documents.
 fn load(path: &str) -> Result<Vec<RunDoc>, String> {
     let (file, cell) = match path.rsplit_once('@') {
         Some((f, c)) if !std::path::Path::new(path).exists() => (f, Some(c)),
         _ => (path, None),
     };
-    let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read {file}: {e}"))?;
+    let text = crate::infile::read(file, "compare", crate::infile::MAX_INPUT_BYTES)?;
     let is_sweep = serde_json::from_str::<serde_json::Value>(&text)
         .ok()
         .is_some_and(|v| v.get("kind").and_then(|k| k.as_str()) == Some("sweep"));
@@ -210,8 +231,17 @@ fn main(args: &[String]) -> i32 {
         Ok(a) => a,
         Err(e) => return eprint_err(&e),
     };
+    // The files read, and with --run the runs' targets: never replaced by
+    // the comparison (checked before any work: exit 2).
+    let (targets, inputs) = side_paths(&a);
+    let rules = || {
+        crate::outfile::Rules::new("--output")
+            .targets(&targets)
+            .inputs(&inputs)
+            .streams()
+    };
     if let Some(o) = &a.output {
-        if let Err(e) = crate::outfile::check_output(o, &[]) {
+        if let Err(e) = crate::outfile::check(std::path::Path::new(o), &rules()) {
             return eprint_err(&e.to_string());
         }
     }
@@ -250,7 +280,7 @@ fn main(args: &[String]) -> i32 {
     let text = a.format.exporter.render(&c);
     match &a.output {
         Some(o) => {
-            let written = crate::outfile::check_output(o, &[])
+            let written = crate::outfile::check(std::path::Path::new(o), &rules())
                 .map_err(|e| std::io::Error::other(e.why))
                 .and_then(|out| crate::outfile::write_result(&out, text.as_bytes()));
             if let Err(e) = written {

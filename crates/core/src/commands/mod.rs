@@ -51,6 +51,23 @@ pub fn main(args: Vec<String>) -> i32 {
             stdout(&format!("dioscope {}\n", env!("CARGO_PKG_VERSION")));
             0
         }
+        _ if !help_only(&args) => {
+            if let Err(code) = launched_without_mpi() {
+                return code;
+            }
+            dispatch(&args)
+        }
+        _ => dispatch(&args),
+    }
+}
+
+/// Whether the invocation only asks for help (answered anywhere).
+fn help_only(args: &[String]) -> bool {
+    args.iter().any(|a| a == "--help" || a == "-h")
+}
+
+fn dispatch(args: &[String]) -> i32 {
+    match args.first().map(String::as_str) {
         Some(name) => match find(name) {
             Some(c) => (c.main)(&args[1..]),
             // fio's invocation: job files and options, no command name.
@@ -60,10 +77,81 @@ pub fn main(args: Vec<String>) -> i32 {
     }
 }
 
+/// The size of the world an MPI launcher (or srun) started this process
+/// in, and the variable that says so; `None` when none did.
+pub fn launched_world() -> Option<(u64, &'static str)> {
+    const VARS: &[&str] = &[
+        "OMPI_COMM_WORLD_SIZE",
+        "PMI_SIZE",
+        "PMIX_SIZE",
+        "MV2_COMM_WORLD_SIZE",
+        "MPI_LOCALNRANKS",
+        "SLURM_STEP_NUM_TASKS",
+    ];
+    for v in VARS {
+        if let Some(n) = std::env::var(v).ok().and_then(|s| s.trim().parse().ok()) {
+            return Some((n, v));
+        }
+    }
+    // PMIx alone (prterun) names the rank but not always the size.
+    std::env::var_os("PMIX_RANK").map(|_| (0, "PMIX_RANK"))
+}
+
+/// A binary built without the `mpi` feature, started as one of several
+/// ranks, would run that many independent copies that overwrite each
+/// other's result: refuse (exit 2) naming the build that fixes it. A world
+/// of one runs, with a note. `Ok` when not launched, or built with MPI.
+fn launched_without_mpi() -> Result<(), i32> {
+    if cfg!(feature = "mpi") {
+        return Ok(());
+    }
+    match launched_world() {
+        None => Ok(()),
+        Some((1, var)) => {
+            eprintln!(
+                "dioscope: note: started by a launcher in a world of one ({var}=1); this \
+                 binary has no MPI support, so it runs as a single process"
+            );
+            Ok(())
+        }
+        Some((n, var)) => {
+            let size = if n == 0 {
+                "several".to_string()
+            } else {
+                n.to_string()
+            };
+            Err(eprint_err(&format!(
+                "started as one of {size} ranks by an MPI launcher ({var}{}), but this binary \
+                 was built without MPI support: each rank would run alone and they would \
+                 overwrite each other's result. Build it with MPI (apt-get install \
+                 libopenmpi-dev openmpi-bin; cargo build --release --features mpi) and run \
+                 that binary under mpirun, or run dioscope without the launcher",
+                if n == 0 {
+                    String::new()
+                } else {
+                    format!("={n}")
+                }
+            )))
+        }
+    }
+}
+
 /// `dioscope: error: MSG` on stderr; the exit code of bad input.
 pub fn eprint_err(msg: &str) -> i32 {
-    eprintln!("dioscope: error: {msg}");
+    eprintln!("dioscope: error: {}", crate::osstr::shown(&clip_words(msg)));
     2
+}
+
+/// A message with each overlong word (a 1 MB bad value echoed back) cut to
+/// its start and its length, so the message stays readable.
+pub fn clip_words(msg: &str) -> String {
+    if msg.len() <= 2000 {
+        return msg.to_string();
+    }
+    msg.split(' ')
+        .map(crate::outfile::shown)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// `--help`: generated from the command table, the run formats and the

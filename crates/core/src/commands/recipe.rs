@@ -5,6 +5,7 @@ use super::{eprint_err, Command};
 use crate::experiment::compare::{compare, CompareSettings, Input};
 use crate::experiment::sweep::{CellStatus, Sweep};
 use crate::recipes::{self, Ctx, Outcome, Stop, RECIPES};
+use std::path::Path;
 
 pub const COMMAND: Command = Command {
     name: "recipe",
@@ -114,12 +115,24 @@ fn run(args: &[String]) -> i32 {
         .output
         .clone()
         .unwrap_or_else(|| format!("dioscope-recipe-{}.json", a.name));
-    if let Err(e) = crate::outfile::check_output(&out_path, &[]) {
-        return eprint_err(&e.to_string());
+    let inputs: Vec<std::path::PathBuf> = a.compare_with.iter().map(Into::into).collect();
+    crate::outfile::protect(&[], &inputs);
+    let rules = crate::outfile::Rules::new("--output").streams();
+    match crate::outfile::check(std::path::Path::new(&out_path), &rules) {
+        Err(e) => return eprint_err(&e.to_string()),
+        Ok(crate::outfile::Output::File(_)) => {
+            // The per-cell results go beside it, in OUT.d/: checked now too.
+            if let Err(e) = crate::outfile::check_dir(Path::new(&cells_dir(&out_path)), &rules) {
+                return eprint_err(&format!("{e} (the folder of per-cell results beside --output)"));
+            }
+        }
+        Ok(_) => eprintln!(
+            "dioscope: note: --output={out_path} is a stream: the per-cell results (OUT.d/) are \
+             not written; give a file to have them"
+        ),
     }
     let saved = match &a.compare_with {
-        Some(p) => match std::fs::read_to_string(p)
-            .map_err(|e| e.to_string())
+        Some(p) => match crate::infile::read(p, "--compare-with", crate::infile::MAX_INPUT_BYTES)
             .and_then(|t| Sweep::from_json(&t))
         {
             Ok(s) => Some(s),
@@ -186,30 +199,49 @@ fn write_results(
     path: &str,
 ) {
     let text = recipes::result_json(recipe, ctx, out, interrupted);
-    let w = crate::outfile::check_output(path, &[])
-        .map_err(|e| std::io::Error::other(e.why))
-        .and_then(|o| crate::outfile::write_result(&o, text.as_bytes()));
+    let rules = crate::outfile::Rules::new("--output").streams();
+    let out = crate::outfile::check(Path::new(path), &rules);
+    let w = out
+        .as_ref()
+        .map_err(|e| std::io::Error::other(e.why.clone()))
+        .and_then(|o| crate::outfile::write_result(o, text.as_bytes()));
     if let Err(e) = w {
         eprintln!("dioscope: warning: cannot write {path}: {e}");
     }
-    // Each cell's run as a plain result, for `dioscope report`.
-    let dir = format!("{}.d", path.trim_end_matches(".json"));
-    if std::fs::create_dir_all(&dir).is_ok() {
-        for c in ctx
-            .sweep
-            .cells
-            .iter()
-            .filter(|c| c.status == CellStatus::Done)
-        {
-            if let Some(doc) = c.runs.first() {
-                let p = format!("{dir}/{}.json", c.values[0]);
-                let _ = crate::outfile::write_atomic(
-                    std::path::Path::new(&p),
-                    doc.to_json(false).as_bytes(),
-                );
+    // Each cell's run as a plain result, for `dioscope report`; not beside
+    // a stream (`/dev/stdout.d/` is no place for files).
+    if !matches!(out, Ok(crate::outfile::Output::File(_))) {
+        return;
+    }
+    let dir = cells_dir(path);
+    let dir = match crate::outfile::create_dir(Path::new(&dir), &rules) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("dioscope: warning: the per-cell results are not written: {e}");
+            return;
+        }
+    };
+    for c in ctx
+        .sweep
+        .cells
+        .iter()
+        .filter(|c| c.status == CellStatus::Done)
+    {
+        if let Some(doc) = c.runs.first() {
+            let p = dir.join(format!("{}.json", c.values[0]));
+            let w = crate::outfile::check(&p, &crate::outfile::Rules::new("a cell's result"))
+                .map_err(|e| std::io::Error::other(e.why))
+                .and_then(|o| crate::outfile::write_result(&o, doc.to_json(false).as_bytes()));
+            if let Err(e) = w {
+                eprintln!("dioscope: warning: cannot write {}: {e}", p.display());
             }
         }
     }
+}
+
+/// The folder of per-cell results beside a recipe's `OUT.json`: `OUT.d`.
+fn cells_dir(out: &str) -> String {
+    format!("{}.d", out.trim_end_matches(".json"))
 }
 
 /// Each cell against the same cell of a saved run (another kernel, usually).

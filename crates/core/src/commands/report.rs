@@ -68,16 +68,8 @@ fn parse(args: &[String]) -> Result<Args, String> {
 
 /// Read one result file (`-`: standard input) into a report input.
 pub fn read_input(path: &str) -> Result<Input, String> {
-    let text = if path == "-" {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
-            .map_err(|e| format!("report: cannot read standard input: {e}"))?;
-        s
-    } else {
-        std::fs::read_to_string(path).map_err(|e| {
-            format!("report: cannot read {path}: {e} (give the path of a JSON result)")
-        })?
-    };
+    // Bounded: a regular file or a pipe, never a device that never ends.
+    let text = crate::infile::read(path, "report", crate::infile::MAX_INPUT_BYTES)?;
     // fio writes notes ("<host> …") before its JSON when it has something to
     // say; start at the first '{' as fio's own tools do.
     let json = text.find('{').map(|i| &text[i..]).unwrap_or(&text);
@@ -115,9 +107,32 @@ pub fn read_input(path: &str) -> Result<Input, String> {
     })
 }
 
-/// Write the report to `path`, atomically (never half a file).
-pub fn write_report(path: &str, html: &str) -> Result<(), String> {
-    crate::outfile::write_atomic(std::path::Path::new(path), html.as_bytes())
+/// Check where the report goes before any work (exit 2): a stream or a
+/// regular file of its own, never a target of `targets` or an input.
+pub fn check_report(
+    what: &str,
+    path: &str,
+    targets: &[std::path::PathBuf],
+    inputs: &[std::path::PathBuf],
+) -> Result<crate::outfile::Output, String> {
+    let rules = crate::outfile::Rules::new(what)
+        .targets(targets)
+        .inputs(inputs)
+        .streams();
+    crate::outfile::check(std::path::Path::new(path), &rules).map_err(|e| e.to_string())
+}
+
+/// Write the report to `path`, atomically (never half a file), checked
+/// again now.
+pub fn write_report(
+    what: &str,
+    path: &str,
+    html: &str,
+    targets: &[std::path::PathBuf],
+    inputs: &[std::path::PathBuf],
+) -> Result<(), String> {
+    let out = check_report(what, path, targets, inputs)?;
+    crate::outfile::write_result(&out, html.as_bytes())
         .map_err(|e| format!("cannot write the report to {path}: {e}"))
 }
 
@@ -126,6 +141,13 @@ fn main(args: &[String]) -> i32 {
         Ok(a) => a,
         Err(e) => return eprint_err(&e),
     };
+    let read: Vec<std::path::PathBuf> = a.inputs.iter().map(std::path::PathBuf::from).collect();
+    // Where the report goes, before reading anything (exit 2).
+    if let Some(out) = &a.output {
+        if let Err(e) = check_report("report -o", out, &[], &read) {
+            return eprint_err(&e);
+        }
+    }
     let mut inputs = Vec::new();
     for p in &a.inputs {
         match read_input(p) {
@@ -136,7 +158,7 @@ fn main(args: &[String]) -> i32 {
     let page = html::report(&inputs);
     match &a.output {
         Some(out) => {
-            if let Err(e) = write_report(out, &page) {
+            if let Err(e) = write_report("report -o", out, &page, &[], &read) {
                 eprintln!("dioscope: error: {e}");
                 return 1;
             }

@@ -9,6 +9,8 @@ use crate::job::{self, Plan};
 use crate::render::{self, Exporter, Format, RUN_FORMATS};
 use crate::results::RunDoc;
 use crate::runner::{self, RunOptions, RunResult};
+use crate::outfile::Rules;
+use std::path::Path;
 
 pub const COMMAND: Command = Command {
     name: "run",
@@ -55,23 +57,52 @@ fn main(args: &[String]) -> i32 {
         Ok(x) => x,
         Err(e) => return eprint_err(&e),
     };
-    let done = match execute(&plan) {
+    let mut done = match execute(&plan) {
         Ok(d) => d,
         Err(code) => return code,
     };
+    add_raw_names(&mut done.doc, &plan);
     let text = formats.render(&done.doc);
     if let Err(code) = write_output(&plan, &text) {
         return code;
     }
     if let Some(path) = &plan.global.report {
         let page = render::html::Html.render(&done.doc);
-        if let Err(e) = super::report::write_report(path, &page) {
-            eprintln!("dioscope: error: --report={path}: {e}");
+        let (targets, inputs) = (runner::target_paths(&plan), runner::input_paths(&plan));
+        if let Err(e) = super::report::write_report("--report", path, &page, &targets, &inputs) {
+            eprintln!("dioscope: error: {e}");
             return 1;
         }
     }
     report_errors(&done.result);
     exit_code(&done.result)
+}
+
+/// Names that are not UTF-8 (osstr) are shown as `\xHH` in every format;
+/// the JSON also carries their exact bytes: `dioscope.raw_names`, one
+/// `{"shown": …, "hex": …}` per job name, file name and directory.
+pub fn add_raw_names(doc: &mut RunDoc, plan: &Plan) {
+    let mut names: Vec<&str> = Vec::new();
+    for j in &plan.jobs {
+        let all = std::iter::once(j.name.as_str())
+            .chain(j.filenames.iter().map(String::as_str))
+            .chain(j.directory.as_deref());
+        for n in all {
+            if crate::osstr::has_raw(n) && !names.contains(&n) {
+                names.push(n);
+            }
+        }
+    }
+    if names.is_empty() {
+        return;
+    }
+    let v: Vec<serde_json::Value> = names
+        .iter()
+        .map(|n| serde_json::json!({"shown": crate::osstr::shown(n), "hex": crate::osstr::hex(n)}))
+        .collect();
+    if let Some(d) = doc.dioscope.as_mut() {
+        let _ = d.set_section("raw_names", serde_json::Value::Array(v));
+    }
 }
 
 /// The output formats of a run, in the order given, each once
@@ -82,7 +113,18 @@ pub struct Formats(pub Vec<&'static Format<RunDoc>>);
 impl Formats {
     /// Every format's output, one after the other.
     pub fn render(&self, doc: &RunDoc) -> String {
-        self.0.iter().map(|f| f.exporter.render(doc)).collect()
+        // Names of raw bytes (osstr) are shown as \xHH, valid in every format.
+        self.0
+            .iter()
+            .map(|f| {
+                let text = f.exporter.render(doc);
+                if f.name.starts_with("json") {
+                    crate::osstr::shown_json(&text)
+                } else {
+                    crate::osstr::shown(&text)
+                }
+            })
+            .collect()
     }
 
     pub fn names(&self) -> Vec<&'static str> {
@@ -130,15 +172,42 @@ pub fn validate(args: &[String]) -> Result<(Plan, Formats), String> {
     }
     // The result's destination, checked before anything is opened or run
     // (outfile::check_output: targets, device nodes, /dev, writability).
+    // Every file the run creates, checked before anything is opened or run
+    // (outfile::check: never a target or an input, a device node, FIFO,
+    // socket or directory, a symlink at the name, a new file in /dev).
+    let targets = runner::target_paths(&plan);
+    let inputs = runner::input_paths(&plan);
+    let rules = |what| Rules::new(what).targets(&targets).inputs(&inputs);
     if let Some(out) = &plan.global.output {
-        crate::outfile::check_output(out, &runner::target_paths(&plan))
+        crate::outfile::check(Path::new(out), &rules("--output").streams())
             .map_err(|e| e.to_string())?;
     }
     if let Some(rep) = &plan.global.report {
-        crate::outfile::check_output(rep, &runner::target_paths(&plan))
-            .map_err(|e| format!("--report: {e}"))?;
+        crate::outfile::check(Path::new(rep), &rules("--report"))
+            .map_err(|e| e.to_string())?;
     }
+    check_created(&plan)?;
     Ok((plan, formats))
+}
+
+/// Check every file the run's jobs create besides their targets (logs,
+/// iologs, verify states, a program's output: each option the table marks
+/// `Creates::Job`) against the targets and inputs, before the first I/O,
+/// and protect those for the checks made while the run opens files.
+pub fn check_created(plan: &Plan) -> Result<(), String> {
+    let targets = runner::target_paths(plan);
+    let inputs = runner::input_paths(plan);
+    for (opt, p) in runner::created_files(plan) {
+        let rules = Rules::new(opt).targets(&targets).inputs(&inputs);
+        crate::outfile::check(&p, &rules).map_err(|e| {
+            format!(
+                "{e} (the {opt} option names this file; change it, or the job's name it is \
+                 derived from)"
+            )
+        })?;
+    }
+    crate::outfile::protect(&targets, &inputs);
+    Ok(())
 }
 
 /// `--output-format=a,b` (each once, in order; empty: the default), then
@@ -168,6 +237,17 @@ fn formats(given: &str, flags: &super::flags::Flags) -> Result<Formats, String> 
 /// would write (its pattern, or a file it would have to lay out).
 fn readonly(plan: &Plan) -> Result<(), String> {
     for j in &plan.jobs {
+        // Engines whose every operation changes the target or its files,
+        // whatever the direction: falloc allocates on reads, filecreate and
+        // filedelete make and remove files, e4defrag moves extents.
+        let e = j.ioengine.as_str();
+        if matches!(e, "falloc" | "filecreate" | "filedelete" | "e4defrag") {
+            return Err(format!(
+                "--readonly: job '{}' uses ioengine={e}, which changes its target whatever \
+                 rw= says; drop --readonly or use an engine that reads",
+                j.name
+            ));
+        }
         // verify_only reads back what an earlier run wrote: no write.
         if j.rw.writes() && !j.verify_only {
             return Err(format!(
@@ -256,6 +336,7 @@ pub fn execute_keeping(plan: &Plan, keep: bool) -> Result<Finished, i32> {
 pub fn prepare(
     plan: &Plan,
 ) -> Result<(Vec<runner::ResolvedJob>, crate::targets::TargetTable), (String, i32)> {
+    check_created(plan).map_err(|e| (e, 2))?;
     runner::prepare(plan).map_err(|e| {
         // A stop signal during layout: nothing ran, so there is no result
         // to write; the exit status says which signal ended it.
@@ -337,7 +418,7 @@ pub fn run_prepared(
     }
     if let Some(d) = doc.dioscope.as_mut() {
         d.profile = profile;
-        d.command_line = std::env::args().collect();
+        d.command_line = std::env::args_os().map(|a| crate::osstr::escape(&a)).collect();
     }
     Ok(Finished {
         result,
@@ -486,7 +567,12 @@ pub fn write_output(plan: &Plan, text: &str) -> Result<(), i32> {
     match &plan.global.output {
         Some(path) => {
             // Checked again now: the run may have taken hours.
-            let written = crate::outfile::check_output(path, &runner::target_paths(plan))
+            let (targets, inputs) = (runner::target_paths(plan), runner::input_paths(plan));
+            let rules = Rules::new("--output")
+                .targets(&targets)
+                .inputs(&inputs)
+                .streams();
+            let written = crate::outfile::check(Path::new(path), &rules)
                 .map_err(|e| std::io::Error::other(e.why))
                 .and_then(|out| crate::outfile::write_result(&out, text.as_bytes()));
             if let Err(e) = written {

@@ -179,8 +179,26 @@ fn main(args: &[String]) -> i32 {
         Ok(p) => p,
         Err(e) => return eprint_err(&e.to_string()),
     };
-    if let Err(e) = crate::outfile::check_output(&out_path, &crate::runner::target_paths(&base)) {
-        return eprint_err(&e.to_string());
+    // The sweep's state file: never a target, a job file or (when it is not
+    // the state being resumed and updated) another input.
+    let targets = crate::runner::target_paths(&base);
+    let mut inputs = crate::runner::input_paths(&base);
+    if let Some(r) = a.resume.as_ref().filter(|r| **r != out_path) {
+        inputs.push(r.into());
+    }
+    crate::outfile::protect(&targets, &inputs);
+    let rules = crate::outfile::Rules::new("--output")
+        .targets(&targets)
+        .inputs(&inputs);
+    if let Err(e) = crate::outfile::check(std::path::Path::new(&out_path), &rules) {
+        return eprint_err(&format!(
+            "{e}{}",
+            if e.why.contains("stream") {
+                " (the sweep's JSON is also its --resume state, rewritten after each cell)"
+            } else {
+                ""
+            }
+        ));
     }
     // Every cell's options are checked before anything runs.
     let mut plans = Vec::new();
@@ -208,8 +226,7 @@ fn main(args: &[String]) -> i32 {
 fn setup(a: &Args) -> Result<Sweep, String> {
     let mut s = match &a.resume {
         Some(path) => {
-            let text =
-                std::fs::read_to_string(path).map_err(|e| format!("--resume={path}: {e}"))?;
+            let text = crate::infile::read(path, "--resume", crate::infile::MAX_INPUT_BYTES)?;
             let s = Sweep::from_json(&text).map_err(|e| format!("--resume={path}: {e}"))?;
             if !a.base.is_empty() && a.base != s.base_args {
                 return Err(format!(
@@ -274,9 +291,14 @@ fn setup(a: &Args) -> Result<Sweep, String> {
 /// Write the sweep's JSON (after every cell: an interruption loses at
 /// most the cell that was running).
 fn save(sweep: &Sweep, path: &str) {
-    let written = crate::outfile::check_output(path, &[])
-        .map_err(|e| std::io::Error::other(e.why))
-        .and_then(|out| crate::outfile::write_result(&out, sweep.to_json().as_bytes()));
+    // Checked again each time (against the targets and inputs protected
+    // at the start): the sweep may have run for hours.
+    let written = crate::outfile::check(
+        std::path::Path::new(path),
+        &crate::outfile::Rules::new("--output"),
+    )
+    .map_err(|e| std::io::Error::other(e.why))
+    .and_then(|out| crate::outfile::write_result(&out, sweep.to_json().as_bytes()));
     if let Err(e) = written {
         eprintln!("dioscope: warning: cannot write the sweep to {path}: {e}");
     }

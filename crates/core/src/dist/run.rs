@@ -228,7 +228,9 @@ pub fn main(mut d: Dist, args: &[String]) -> i32 {
     };
     let section = merge::section(&reports, agg, name);
     if let Some(ds) = doc.dioscope.as_mut() {
-        ds.command_line = std::env::args().collect();
+        ds.command_line = std::env::args_os()
+            .map(|a| crate::osstr::escape(&a))
+            .collect();
         if let Ok(v) = serde_json::to_value(&section) {
             let _ = ds.set_section(crate::results::ranks::KEY, v);
         }

@@ -50,13 +50,14 @@ impl EngineDef for Def {
         let setup = |what: &str, e: &io::Error, fix: &str| {
             super::EngineSetupError::new(&format!("{what} {}", path.display()), e, fix)
         };
-        let donor: OwnedFd = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| setup("opening the donor file", &e, "point donorname= at a writable place on the target's ext4 file system"))?
-            .into();
+        let donor: OwnedFd = crate::outfile::open(
+            &path,
+            crate::outfile::Mode::Keep,
+            &crate::outfile::Rules::new("donorname"),
+        )
+        .map_err(|e| io::Error::other(e.why))
+        .map_err(|e| setup("opening the donor file", &e, "point donorname= at a writable place on the target's ext4 file system"))?
+        .into();
         let st = dioscope_sys::fs::statx_fd(donor.as_raw_fd())
             .map_err(|e| setup("reading the donor file", &e, "check donorname="))?;
         if !st.is_regular() {

@@ -92,9 +92,10 @@ impl Exec {
                 .as_deref()
                 .map(|a| expand_arguments(a, opts.job.runtime_us, name))
                 .unwrap_or_default(),
-            redirect: p
-                .std_redirect
-                .then(|| (format!("{name}.stdout"), format!("{name}.stderr"))),
+            redirect: p.std_redirect.then(|| {
+                let (o, e) = crate::job::created::redirect_files(name);
+                (o.display().to_string(), e.display().to_string())
+            }),
             grace_ns: p.grace_time_s as u64 * 1_000_000_000,
             child: None,
             started_ns: 0,
@@ -114,7 +115,14 @@ impl Exec {
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.args).stdin(Stdio::null());
         if let Some((out, err)) = &self.redirect {
-            let open = |p: &str| std::fs::File::create(p);
+            let open = |p: &str| {
+                crate::outfile::open(
+                    std::path::Path::new(p),
+                    crate::outfile::Mode::Truncate,
+                    &crate::outfile::Rules::new("std_redirect"),
+                )
+                .map_err(|e| std::io::Error::other(e.to_string()))
+            };
             match (open(out), open(err)) {
                 (Ok(o), Ok(e)) => {
                     cmd.stdout(o).stderr(e);

@@ -245,6 +245,28 @@ impl Sweep {
                 s.schema
             ));
         }
+        // Each cell is one point of the grid: one value per axis, each one
+        // of that axis's values (a hand-edited or foreign state would
+        // otherwise run cells nobody asked for).
+        for (i, c) in s.cells.iter().enumerate() {
+            if c.values.len() != s.axes.len() {
+                return Err(format!(
+                    "cell {i} has {} values for {} axes; this is not a state dioscope wrote",
+                    c.values.len(),
+                    s.axes.len()
+                ));
+            }
+            for (v, a) in c.values.iter().zip(&s.axes) {
+                if !a.values.contains(v) {
+                    return Err(format!(
+                        "cell {i} has {}={v}, which is not one of the values the sweep varies \
+                         ({}); this is not a state dioscope wrote",
+                        a.option,
+                        a.values.join(", ")
+                    ));
+                }
+            }
+        }
         Ok(s)
     }
 

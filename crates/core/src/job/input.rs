@@ -51,12 +51,15 @@ pub fn read_job_file(path: &Path) -> Result<String, String> {
             m.len()
         ));
     }
-    let mut text = String::new();
+    let mut bytes = Vec::new();
     // The file may grow while we read: never more than the limit.
     f.take(MAX_JOB_FILE_BYTES + 1)
-        .read_to_string(&mut text)
+        .read_to_end(&mut bytes)
         .map_err(|e| e.to_string())?;
-    if text.len() as u64 > MAX_JOB_FILE_BYTES {
+    // Bytes that are not UTF-8 (a file name in another encoding) are kept
+    // exactly (osstr).
+    let text = crate::osstr::escape_bytes(&bytes);
+    if bytes.len() as u64 > MAX_JOB_FILE_BYTES {
         return Err(format!(
             "grew beyond {MAX_JOB_FILE_BYTES} bytes while being read"
         ));

@@ -1,5 +1,6 @@
 //! Jobs: the option table, fio's units, job files and command lines.
 
+pub mod created;
 pub mod input;
 pub mod options;
 pub mod parse;

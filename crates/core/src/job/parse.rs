@@ -41,7 +41,7 @@ pub enum ParseError {
         origin: Origin,
         reason: String,
     },
-    #[error("invalid value '{value}' for option '{name}' {origin}: {reason}; a valid example: {name}={example}")]
+    #[error("invalid value '{}' for option '{name}' {origin}: {reason}; a valid example: {name}={example}", crate::outfile::shown(value))]
     BadValue {
         name: String,
         value: String,
@@ -147,6 +147,9 @@ fn env_lookup(name: &str) -> Option<String> {
 thread_local! {
     /// Job files read by this thread's current parse (includes counted each time).
     static FILES_READ: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// Every job file and include this thread's current parse read: the
+    /// command's inputs, which no file dioscope creates may replace.
+    static INPUTS: std::cell::RefCell<Vec<PathBuf>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Read a job file, following `include` lines, into (key, value) lines per section.
@@ -200,6 +203,12 @@ fn read_lines(
         path: path.display().to_string(),
         message,
     })?;
+    INPUTS.with(|v| {
+        let mut v = v.borrow_mut();
+        if !v.contains(&canonical) {
+            v.push(canonical.clone());
+        }
+    });
     stack.push(canonical);
     for (i, line) in text.lines().enumerate() {
         let origin = Origin::File {
@@ -212,7 +221,8 @@ fn read_lines(
             .or_else(|| t.strip_prefix("include\t"))
         {
             let inc = substitute(inc.trim(), &env_lookup);
-            let p = Path::new(&inc);
+            let p = crate::osstr::path(&inc);
+            let p = p.as_path();
             let full: PathBuf = if p.is_absolute() {
                 p.into()
             } else {
@@ -655,8 +665,10 @@ pub fn default_job() -> JobSpec {
 pub fn parse_args<S: AsRef<str>>(args: &[S]) -> Result<Plan, ParseError> {
     let mut plan = Plan::default();
     let cli = read_command_line(args, &mut plan)?;
-    let raw_jobs = gather_jobs(&cli)?;
-    build_jobs(&mut plan, raw_jobs, cli.defaults)?;
+    INPUTS.with(|v| v.borrow_mut().clear());
+    let raw_jobs = gather_jobs(&cli);
+    plan.inputs = INPUTS.with(|v| std::mem::take(&mut *v.borrow_mut()));
+    build_jobs(&mut plan, raw_jobs?, cli.defaults)?;
     Ok(plan)
 }
 
@@ -767,7 +779,11 @@ fn place_option(raw: RawOpt, plan: &mut Plan, cli: &mut CommandLine) -> Result<(
 fn gather_jobs(cli: &CommandLine) -> Result<Vec<RawJob>, ParseError> {
     let mut raw_jobs = Vec::new();
     for (n, f) in cli.files.iter().enumerate() {
-        raw_jobs.extend(parse_job_file(Path::new(f), &cli.defaults, n > 0)?);
+        raw_jobs.extend(parse_job_file(
+            &crate::osstr::path(f),
+            &cli.defaults,
+            n > 0,
+        )?);
     }
     if !cli.files.is_empty() && raw_jobs.is_empty() {
         return Err(ParseError::Invalid(format!(

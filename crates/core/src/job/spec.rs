@@ -793,4 +793,7 @@ pub struct Plan {
     pub is_default_job: bool,
     /// The options `[global]` set, as given (fio's JSON "global options").
     pub global_options: Vec<(String, String)>,
+    /// The job files and includes read (resolved): inputs, which no file
+    /// dioscope creates may replace.
+    pub inputs: Vec<std::path::PathBuf>,
 }

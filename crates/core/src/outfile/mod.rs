@@ -7,28 +7,140 @@ pub mod private;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-/// Where the result goes, once [`check_output`] accepted it.
+/// Unlink `path` when it is (not follows to) the regular file `dev`/`ino`.
+/// The gap between this lstat and the unlink is a few instructions; a
+/// replacement by the user in between is the remaining window (Linux has no
+/// compare-and-unlink).
+pub fn remove_if_same(path: &Path, dev: u64, ino: u64) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_file() && m.dev() == dev && m.ino() == ino => {
+            std::fs::remove_file(path).is_ok()
+        }
+        _ => false,
+    }
+}
+
+/// Whether `path`, once resolved (symlinks, `..`, a relative path), would
+/// land on the filesystem of /dev (devtmpfs): such a path names a device,
+/// never a place to create a regular file. Separate mounts below /dev
+/// (/dev/shm) are ordinary filesystems.
+pub fn lands_in_dev(path: &Path) -> bool {
+    let parent = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(p) => p.to_path_buf(),
+        None => PathBuf::from("."),
+    };
+    match std::fs::canonicalize(&parent) {
+        Ok(dir) => is_dev_dir(&dir),
+        Err(_) => path.starts_with("/dev"),
+    }
+}
+
+/// Whether a directory is on the filesystem of /dev.
+pub fn is_dev_dir(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(dir), std::fs::metadata("/dev")) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev(),
+        _ => dir.starts_with("/dev"),
+    }
+}
+
+/// Where a created file goes, once [`check`] accepted it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Output {
     /// `-`, `/dev/stdout`, `/dev/fd/1`: written directly (a pipe or terminal
-    /// cannot be renamed over).
+    /// cannot be renamed over). Streams are for `--output` and `-o` only.
     Stdout,
     /// `/dev/stderr`, `/dev/fd/2`.
     Stderr,
-    /// A regular file, replaced atomically. The path is resolved: a symlink
-    /// to a result file keeps pointing at the new result.
+    /// `/dev/fd/N` (or `/proc/self/fd/N`) of an inherited pipe, socket or
+    /// terminal, as `>(…)` gives: written directly.
+    Fd(i32),
+    /// `/dev/null`: accepted as a discard; nothing is written.
+    Null,
+    /// A regular file (existing or to be made) in a checked directory, by
+    /// its resolved directory and its own name; never a symbolic link.
     File(PathBuf),
 }
 
-/// Why `--output` was refused (before any I/O; exit 2).
+/// What a file dioscope creates must never be, and who asks for it.
+///
+/// Every file and folder dioscope creates or truncates — results, reports,
+/// logs, iologs, verify states, a program's output, working folders,
+/// scratch files — is checked with these rules by [`check`] before the
+/// first I/O and opened by [`open`], [`write_result`] or [`create_dir`],
+/// which check again on the descriptor itself.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Rules<'a> {
+    /// Who asks, named in errors: `--output`, `write_bw_log`, `report -o`.
+    pub what: &'a str,
+    /// The run's targets: never replaced, truncated or appended to.
+    pub targets: &'a [PathBuf],
+    /// The command's inputs (job files, results being read, `--resume`'s
+    /// state): never replaced.
+    pub inputs: &'a [PathBuf],
+    /// Standard output and error, an inherited `/dev/fd/N` pipe or terminal
+    /// are accepted (`--output`, `-o`); elsewhere they are refused.
+    pub streams: bool,
+}
+
+impl<'a> Rules<'a> {
+    /// The rules for `what`, with no target and no input.
+    pub fn new(what: &'a str) -> Rules<'a> {
+        Rules {
+            what,
+            ..Default::default()
+        }
+    }
+    pub fn targets(mut self, t: &'a [PathBuf]) -> Self {
+        self.targets = t;
+        self
+    }
+    pub fn inputs(mut self, i: &'a [PathBuf]) -> Self {
+        self.inputs = i;
+        self
+    }
+    pub fn streams(mut self) -> Self {
+        self.streams = true;
+        self
+    }
+}
+
+/// Why a created file was refused (before any I/O; exit 2).
 #[derive(Debug, thiserror::Error)]
-#[error("--output={given}: {why}")]
+#[error("{}: {why}", label(what, given))]
 pub struct OutputError {
+    pub what: String,
     pub given: String,
     pub why: String,
+}
+
+/// `--output=FILE` for a flag or option, `report -o FILE` for anything
+/// named in words.
+fn label(what: &str, given: &str) -> String {
+    if what.contains(' ') {
+        format!("{what} {}", shown(given))
+    } else {
+        format!("{what}={}", shown(given))
+    }
+}
+
+/// A value as echoed in a message: whole up to 200 characters, else its
+/// start and its length (a 1 MB value would bury the message).
+pub fn shown(v: &str) -> String {
+    const MAX: usize = 200;
+    if v.len() <= MAX {
+        return v.to_string();
+    }
+    let mut end = MAX;
+    while !v.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes in all)", &v[..end], v.len())
 }
 
 /// The descriptor number when `p` (already absolute or relative to the
@@ -70,66 +182,192 @@ fn kind(ft: &fs::FileType) -> Option<&'static str> {
     } else if ft.is_socket() {
         Some("a socket")
     } else if ft.is_char_device() {
-        Some("a character device (like /dev/null)")
+        Some("a character device")
     } else if ft.is_block_device() {
         Some("a block device")
+    } else if ft.is_symlink() {
+        Some("a symbolic link")
     } else {
         None
     }
 }
 
-/// Check `--output` before anything runs: it must be standard output or a
-/// regular file (existing or to be made) that is none of the run's
-/// `targets`, in a writable directory outside /dev.
-pub fn check_output(given: &str, targets: &[PathBuf]) -> Result<Output, OutputError> {
-    let err = |why: String| OutputError {
-        given: given.to_string(),
-        why,
-    };
-    if given == "-" {
-        return Ok(Output::Stdout);
+/// `/dev/null` by what it is (character device 1:3), not by its name.
+fn is_dev_null(m: &fs::Metadata) -> bool {
+    m.file_type().is_char_device() && m.rdev() == libc::makedev(1, 3)
+}
+
+/// Whether descriptor `n` of this process is a stream dioscope may write
+/// to as it is: a pipe, a socket or a terminal (pts: majors 136–143; the
+/// console and ttys: 4 and 5).
+fn stream_fd(n: i32) -> Result<(), String> {
+    let m = fs::metadata(format!("/proc/self/fd/{n}"))
+        .map_err(|_| format!("descriptor {n} is not open in dioscope"))?;
+    let ft = m.file_type();
+    let major = ((m.rdev() >> 8) & 0xfff) as u32;
+    if ft.is_fifo() || ft.is_socket() || (ft.is_char_device() && matches!(major, 4 | 5 | 136..=143))
+    {
+        return Ok(());
     }
-    if given.is_empty() {
-        return Err(err(
-            "an empty path; give a file name, or - for standard output".into(),
+    let what = kind(&ft).unwrap_or("a regular file");
+    Err(format!(
+        "descriptor {n} is {what}, not a pipe or terminal; give the file's own path instead"
+    ))
+}
+
+/// The (device, inode) of each existing path.
+fn identities(paths: &[PathBuf]) -> Vec<(u64, u64, &PathBuf)> {
+    paths
+        .iter()
+        .filter_map(|p| fs::metadata(p).ok().map(|m| (m.dev(), m.ino(), p)))
+        .collect()
+}
+
+/// `path` as a new file would resolve it: its canonical directory joined
+/// with its name (`None` when the directory does not exist).
+fn resolved_new(p: &Path) -> Option<PathBuf> {
+    let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
+    let dir = fs::canonicalize(parent.unwrap_or(Path::new("."))).ok()?;
+    Some(dir.join(p.file_name()?))
+}
+
+/// Whether the existing file `(dev, ino)` or the new path `new` is one of
+/// the run's targets or the command's inputs: the message, if so.
+fn forbidden(rules: &Rules, id: Option<(u64, u64)>, new: Option<&Path>) -> Option<String> {
+    let (mut targets, mut inputs) = {
+        let p = PROTECTED.lock().unwrap_or_else(|e| e.into_inner());
+        (p.0.clone(), p.1.clone())
+    };
+    targets.extend(rules.targets.iter().cloned());
+    inputs.extend(rules.inputs.iter().cloned());
+    let hit = |list: &[PathBuf]| -> Option<PathBuf> {
+        if let Some((dev, ino)) = id {
+            if let Some((_, _, p)) = identities(list)
+                .into_iter()
+                .find(|(d, i, _)| (*d, *i) == (dev, ino))
+            {
+                return Some(p.clone());
+            }
+        }
+        let new = new?;
+        list.iter()
+            .find(|t| resolved_new(t).as_deref() == Some(new))
+            .cloned()
+    };
+    if let Some(t) = hit(&targets) {
+        return Some(format!(
+            "is {}, a target of this run: writing it would replace the target's data; choose \
+             another file",
+            t.display()
         ));
     }
-    let (path, fd) = resolve(Path::new(given));
-    match fd {
-        Some(1) => return Ok(Output::Stdout),
-        Some(2) => return Ok(Output::Stderr),
-        Some(n) => {
-            return Err(err(format!(
-                "names descriptor {n} of dioscope itself; use - for standard output"
-            )))
-        }
-        None => {}
+    if let Some(i) = hit(&inputs) {
+        return Some(format!(
+            "is {}, an input of this command: writing it would replace what is being read; \
+             choose another file",
+            i.display()
+        ));
     }
-    let meta = match fs::metadata(&path) {
-        Ok(m) => Some(m),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            if fs::symlink_metadata(&path).is_ok() {
-                return Err(err(format!(
-                    "is a symlink to {}, which does not exist; point it at a real location",
-                    path.display()
-                )));
-            }
-            None
+    None
+}
+
+/// The run's targets and the command's inputs, for checks made deep in the
+/// run (a log opened by a worker) that were not handed them.
+static PROTECTED: std::sync::Mutex<(Vec<PathBuf>, Vec<PathBuf>)> =
+    std::sync::Mutex::new((Vec::new(), Vec::new()));
+
+/// Record the run's targets and the command's inputs: every later [`check`]
+/// and [`open`] refuses them even when its [`Rules`] do not list them.
+pub fn protect(targets: &[PathBuf], inputs: &[PathBuf]) {
+    let mut p = PROTECTED.lock().unwrap_or_else(|e| e.into_inner());
+    for t in targets {
+        if !p.0.contains(t) {
+            p.0.push(t.clone());
         }
+    }
+    for i in inputs {
+        if !p.1.contains(i) {
+            p.1.push(i.clone());
+        }
+    }
+}
+
+/// Check a file dioscope is to create (or replace), before anything runs:
+/// a regular file (existing or new) that is no target of the run and no
+/// input of the command, not a device node, FIFO, socket or directory, not
+/// a symbolic link (one planted at the name could point anywhere), not a
+/// new file inside /dev, in an existing writable directory. `/dev/null` is
+/// a discard; with [`Rules::streams`], `-`, `/dev/stdout`, `/dev/stderr` and
+/// an inherited `/dev/fd/N` pipe or terminal are streams.
+pub fn check(given: &Path, rules: &Rules) -> Result<Output, OutputError> {
+    // Text that stands for bytes that are not UTF-8 (osstr) names those.
+    let real = given
+        .to_str()
+        .filter(|s| crate::osstr::has_raw(s))
+        .map(crate::osstr::path);
+    let given = real.as_deref().unwrap_or(given);
+    let err = |why: String| OutputError {
+        what: rules.what.to_string(),
+        given: given.to_string_lossy().into_owned(),
+        why,
+    };
+    let stream_only = |s: &str| {
+        err(format!(
+            "{s} is a stream, and {} must be a file of its own; give a file's path",
+            rules.what
+        ))
+    };
+    if given.as_os_str() == "-" {
+        return if rules.streams {
+            Ok(Output::Stdout)
+        } else {
+            Err(stream_only("standard output"))
+        };
+    }
+    if given.as_os_str().is_empty() {
+        return Err(err("an empty path; give a file name".into()));
+    }
+    let (_, fd) = resolve(given);
+    if let Some(n) = fd {
+        if !rules.streams {
+            return Err(stream_only(&format!("descriptor {n}")));
+        }
+        return match n {
+            1 => Ok(Output::Stdout),
+            2 => Ok(Output::Stderr),
+            n => stream_fd(n).map(|()| Output::Fd(n)).map_err(err),
+        };
+    }
+    let lmeta = match fs::symlink_metadata(given) {
+        Ok(m) => Some(m),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(e) => return Err(err(format!("cannot look at it: {e}"))),
     };
-    if let Some(m) = &meta {
+    if let Some(m) = &lmeta {
+        if m.file_type().is_symlink() {
+            let to = fs::read_link(given)
+                .map(|t| t.display().to_string())
+                .unwrap_or_default();
+            return Err(err(format!(
+                "is a symbolic link (to {to}): dioscope never writes through a link at the name \
+                 of a file it creates, since one planted there could point anywhere; give the \
+                 real path, or remove the link"
+            )));
+        }
+        if is_dev_null(m) {
+            return Ok(Output::Null);
+        }
         if let Some(k) = kind(&m.file_type()) {
             return Err(err(format!(
-                "is {k}, not a result file; give a regular file's path, or - for standard output"
+                "is {k}, not a file dioscope may write; give a regular file's path"
             )));
         }
     }
-    let name = path
+    let name = given
         .file_name()
         .ok_or_else(|| err("has no file name; give a file's path".into()))?
         .to_owned();
-    let parent = path
+    let parent = given
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
@@ -142,31 +380,18 @@ pub fn check_output(given: &str, targets: &[PathBuf]) -> Result<Output, OutputEr
     if !dir.is_dir() {
         return Err(err(format!("{} is not a directory", parent.display())));
     }
-    if crate::targets::is_dev_dir(&dir) {
+    if is_dev_dir(&dir) {
         return Err(err(format!(
-            "resolves to {}, inside /dev: dioscope never creates regular files there (a typo \
-             through a symlink or ..?); choose a path outside /dev",
+            "resolves to {}, inside /dev: dioscope never creates regular files there (a typo, \
+             a name derived from a stream like /dev/stdout, or a symlink or .. leading there?); \
+             choose a path outside /dev",
             dir.join(&name).display()
         )));
     }
     let final_path = dir.join(&name);
-    for t in targets {
-        let same = match (&meta, fs::metadata(t)) {
-            (Some(m), Ok(tm)) => m.dev() == tm.dev() && m.ino() == tm.ino(),
-            _ => {
-                let tp = t.parent().filter(|p| !p.as_os_str().is_empty());
-                let tdir = fs::canonicalize(tp.unwrap_or(Path::new("."))).ok();
-                tdir.zip(t.file_name())
-                    .is_some_and(|(d, n)| d.join(n) == final_path)
-            }
-        };
-        if same {
-            return Err(err(format!(
-                "is {}, a target of this run: the report would replace its data; choose \
-                 another file",
-                t.display()
-            )));
-        }
+    let id = lmeta.as_ref().map(|m| (m.dev(), m.ino()));
+    if let Some(why) = forbidden(rules, id, Some(&final_path)) {
+        return Err(err(why));
     }
     probe_writable(&dir).map_err(|e| {
         err(format!(
@@ -177,6 +402,158 @@ pub fn check_output(given: &str, targets: &[PathBuf]) -> Result<Output, OutputEr
     Ok(Output::File(final_path))
 }
 
+/// [`check`] of `--output` (streams allowed) against the run's targets.
+pub fn check_output(given: &str, targets: &[PathBuf]) -> Result<Output, OutputError> {
+    check(
+        Path::new(given),
+        &Rules::new("--output").targets(targets).streams(),
+    )
+}
+
+/// How [`open`] treats an existing file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Emptied once it is proven a file of its own (logs, a program's output).
+    Truncate,
+    /// Written at its end (`write_iolog`, logs shared by several workers).
+    Append,
+    /// Kept as it is (e4defrag's donor file, resized by the engine).
+    Keep,
+}
+
+/// Open a file dioscope writes as it goes (logs, iologs, a program's
+/// output) at `given`: [`check`] first, then the name is opened in the
+/// checked directory's own descriptor without following a symbolic link
+/// (`O_NOFOLLOW`, `O_NONBLOCK`: a FIFO put there in the meantime is not
+/// waited on), and the descriptor itself is checked to be a regular file
+/// that is no target and no input before it is truncated or written.
+pub fn open(given: &Path, mode: Mode, rules: &Rules) -> Result<File, OutputError> {
+    let out = check(given, rules)?;
+    open_checked(&out, mode, rules).map_err(|e| OutputError {
+        what: rules.what.to_string(),
+        given: given.to_string_lossy().into_owned(),
+        why: e.to_string(),
+    })
+}
+
+/// [`open`] of what [`check`] returned.
+pub fn open_checked(out: &Output, mode: Mode, rules: &Rules) -> io::Result<File> {
+    let reopen = |p: &str| OpenOptions::new().write(true).append(true).open(p);
+    match out {
+        Output::Stdout => reopen("/proc/self/fd/1"),
+        Output::Stderr => reopen("/proc/self/fd/2"),
+        Output::Fd(n) => reopen(&format!("/proc/self/fd/{n}")),
+        Output::Null => OpenOptions::new().write(true).open("/dev/null"),
+        Output::File(p) => {
+            let (dir, name) = split(p);
+            let d = open_dir(dir)?;
+            let bad = |why: String| io::Error::other(why);
+            match dioscope_sys::fs::lstatat(d.as_raw_fd(), name) {
+                Ok((mode_bits, ..)) if mode_bits & libc::S_IFMT != libc::S_IFREG => {
+                    return Err(bad(format!(
+                        "{} is no longer a regular file; nothing was written",
+                        p.display()
+                    )))
+                }
+                _ => {}
+            }
+            let mut flags = libc::O_WRONLY
+                | libc::O_CREAT
+                | libc::O_NOFOLLOW
+                | libc::O_NOCTTY
+                | libc::O_NONBLOCK;
+            if mode == Mode::Append {
+                flags |= libc::O_APPEND;
+            }
+            let fd = dioscope_sys::fs::openat(d.as_raw_fd(), name, flags, 0o666)?;
+            let f = File::from(fd);
+            let m = f.metadata()?;
+            if !m.file_type().is_file() {
+                return Err(bad(format!(
+                    "{} is not a regular file; nothing was written",
+                    p.display()
+                )));
+            }
+            if let Some(why) = forbidden(rules, Some((m.dev(), m.ino())), None) {
+                return Err(bad(why));
+            }
+            if mode == Mode::Truncate {
+                f.set_len(0)?;
+            }
+            Ok(f)
+        }
+    }
+}
+
+/// What [`create_dir`] would do with `given`: `Ok(true)` when it is a
+/// folder of its own already (not a symbolic link, not in /dev), `Ok(false)`
+/// when it may be made. Checked before any work (exit 2).
+pub fn check_dir(given: &Path, rules: &Rules) -> Result<bool, OutputError> {
+    let err = |why: String| OutputError {
+        what: rules.what.to_string(),
+        given: given.to_string_lossy().into_owned(),
+        why,
+    };
+    match fs::symlink_metadata(given) {
+        Ok(m) if m.file_type().is_dir() => {
+            let dir = fs::canonicalize(given).map_err(|e| err(e.to_string()))?;
+            if is_dev_dir(&dir) {
+                return Err(err("is inside /dev; choose a folder outside /dev".into()));
+            }
+            Ok(true)
+        }
+        Ok(m) => Err(err(format!(
+            "is {}, not a folder; remove it or choose another name",
+            kind(&m.file_type()).unwrap_or("a regular file")
+        ))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => match check(given, rules)? {
+            Output::File(_) => Ok(false),
+            _ => Err(err(
+                "is a stream or a discard; a folder of files cannot be made there".into(),
+            )),
+        },
+        Err(e) => Err(err(format!("cannot look at it: {e}"))),
+    }
+}
+
+/// Make the folder `given` (or use it when it is a folder of its own
+/// already), for files dioscope writes beside a result (`OUT.d/`): checked
+/// by [`check_dir`], then made with `mkdirat` in its checked parent.
+pub fn create_dir(given: &Path, rules: &Rules) -> Result<PathBuf, OutputError> {
+    let err = |why: String| OutputError {
+        what: rules.what.to_string(),
+        given: given.to_string_lossy().into_owned(),
+        why,
+    };
+    if check_dir(given, rules)? {
+        return fs::canonicalize(given).map_err(|e| err(e.to_string()));
+    }
+    let Output::File(p) = check(given, rules)? else {
+        return Err(err("is a stream; a folder cannot be made there".into()));
+    };
+    let (dir, name) = split(&p);
+    let d = open_dir(dir).map_err(|e| err(e.to_string()))?;
+    dioscope_sys::fs::mkdirat(d.as_raw_fd(), name, 0o777).map_err(|e| err(e.to_string()))?;
+    Ok(p)
+}
+
+fn split(p: &Path) -> (&Path, &std::ffi::OsStr) {
+    let dir = p
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    (dir, p.file_name().unwrap_or(p.as_os_str()))
+}
+
+/// A directory's descriptor, for `openat`/`mkdirat` (`O_PATH`: no read
+/// permission needed).
+fn open_dir(dir: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_PATH)
+        .open(dir)
+}
+
 /// Prove the directory takes a new file now, before the run: an unnamed
 /// `O_TMPFILE` file (gone when closed), or where the filesystem lacks
 /// those, a named one removed at once by identity.
@@ -184,7 +561,7 @@ fn probe_writable(dir: &Path) -> io::Result<()> {
     let (f, named) = new_file_in(dir, ".dioscope-probe", 0o600)?;
     if let Some(p) = named {
         let m = f.metadata()?;
-        crate::targets::remove_if_same(&p, m.dev(), m.ino());
+        remove_if_same(&p, m.dev(), m.ino());
     }
     Ok(())
 }
@@ -234,6 +611,12 @@ pub fn write_result(out: &Output, data: &[u8]) -> io::Result<()> {
             o.flush()
         }
         Output::Stderr => io::stderr().lock().write_all(data),
+        Output::Fd(n) => OpenOptions::new()
+            .write(true)
+            .append(true)
+            .open(format!("/proc/self/fd/{n}"))?
+            .write_all(data),
+        Output::Null => Ok(()),
         Output::File(p) => write_atomic(p, data),
     }
 }
@@ -267,7 +650,7 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> io::Result<()> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "result".into());
     remove_stale_temps(dir, &name);
-    let old = fs::metadata(path).ok().filter(|m| m.is_file());
+    let old = fs::symlink_metadata(path).ok().filter(|m| m.is_file());
     let (f, fallback) = new_file_in(dir, &format!(".{name}.dioscope-new"), 0o666)?;
     let ino = f.metadata()?.ino();
     let tmp = dir.join(temp_name(&name, std::process::id(), ino));
@@ -284,7 +667,6 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> io::Result<()> {
         f.sync_all()?;
         match &fallback {
             None => {
-                use std::os::fd::AsRawFd;
                 dioscope_sys::fs::link_fd(f.as_raw_fd(), &tmp)?;
             }
             Some(p) => fs::rename(p, &tmp)?,
@@ -297,7 +679,7 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> io::Result<()> {
     })();
     if res.is_err() {
         for p in [Some(&tmp), fallback.as_ref()].into_iter().flatten() {
-            crate::targets::remove_if_same(p, f.metadata()?.dev(), ino);
+            remove_if_same(p, f.metadata()?.dev(), ino);
         }
     }
     res
@@ -327,7 +709,7 @@ fn remove_stale_temps(dir: &Path, name: &str) {
         }
         if let Ok(m) = fs::symlink_metadata(ent.path()) {
             if m.is_file() && m.ino() == ino {
-                crate::targets::remove_if_same(&ent.path(), m.dev(), ino);
+                remove_if_same(&ent.path(), m.dev(), ino);
             }
         }
     }
@@ -385,6 +767,73 @@ mod tests {
     }
 
     #[test]
+    fn open_refuses_links_fifos_targets_and_inputs_and_never_blocks() {
+        let d = tempfile::tempdir().unwrap();
+        let victim = d.path().join("victim");
+        fs::write(&victim, b"keep").unwrap();
+        let link = d.path().join("x_bw.1.log");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let r = Rules::new("write_bw_log");
+        let e = open(&link, Mode::Truncate, &r).unwrap_err();
+        assert!(e.why.contains("symbolic link"), "{e}");
+        assert_eq!(fs::read(&victim).unwrap(), b"keep");
+        // A FIFO nobody reads: refused at once, not waited on.
+        let fifo = d.path().join("fifo.log");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let e = open(&fifo, Mode::Append, &r).unwrap_err();
+        assert!(e.why.contains("FIFO"), "{e}");
+        // A target and an input, by identity.
+        let t = d.path().join("t.dat");
+        fs::write(&t, b"data").unwrap();
+        let targets = [t.clone()];
+        let e = open(
+            &t,
+            Mode::Truncate,
+            &Rules::new("write_iolog").targets(&targets),
+        )
+        .unwrap_err();
+        assert!(e.why.contains("target"), "{e}");
+        let e = open(
+            &t,
+            Mode::Append,
+            &Rules::new("write_iolog").inputs(&targets),
+        )
+        .unwrap_err();
+        assert!(e.why.contains("input"), "{e}");
+        assert_eq!(fs::read(&t).unwrap(), b"data");
+        // A plain log: created, then truncated on the next open.
+        let log = d.path().join("ok.log");
+        std::io::Write::write_all(&mut open(&log, Mode::Truncate, &r).unwrap(), b"12345").unwrap();
+        std::io::Write::write_all(&mut open(&log, Mode::Append, &r).unwrap(), b"6").unwrap();
+        assert_eq!(fs::read(&log).unwrap(), b"123456");
+        open(&log, Mode::Truncate, &r).unwrap();
+        assert_eq!(fs::read(&log).unwrap(), b"");
+        // Streams only where allowed.
+        assert!(check(Path::new("-"), &r).is_err());
+        assert!(check(Path::new("/dev/stdout"), &r).is_err());
+        assert_eq!(check(Path::new("/dev/null"), &r).unwrap(), Output::Null);
+    }
+
+    #[test]
+    fn create_dir_makes_a_folder_or_uses_one_but_never_a_link_or_dev() {
+        let d = tempfile::tempdir().unwrap();
+        let r = Rules::new("--output");
+        let p = d.path().join("out.d");
+        create_dir(&p, &r).unwrap();
+        assert!(p.is_dir());
+        create_dir(&p, &r).unwrap();
+        let l = d.path().join("link.d");
+        std::os::unix::fs::symlink(d.path(), &l).unwrap();
+        assert!(create_dir(&l, &r).is_err());
+        assert!(create_dir(Path::new("/dev/dioscope-never.d"), &r).is_err());
+        assert!(!Path::new("/dev/dioscope-never.d").exists());
+    }
+
+    #[test]
     fn output_checks() {
         let d = tempfile::tempdir().unwrap();
         let t = d.path().join("t.dat");
@@ -395,7 +844,8 @@ mod tests {
         let e = check_output(new_t.to_str().unwrap(), &[new_t.clone()]).unwrap_err();
         assert!(e.to_string().contains("target of this run"), "{e}");
         assert!(check_output(d.path().to_str().unwrap(), &[]).is_err());
-        assert!(check_output("/dev/null", &[]).is_err());
+        assert_eq!(check_output("/dev/null", &[]).unwrap(), Output::Null);
+        assert!(check_output("/dev/zero", &[]).is_err());
         assert!(check_output("/dev/dioscope-typo.json", &[]).is_err());
         let ok = d.path().join("r.json");
         assert_eq!(

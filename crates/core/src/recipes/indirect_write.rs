@@ -48,8 +48,14 @@ fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
         })?;
         let file = format!("{}/f", fs.mountpoints()[0]);
         // Step (1) of the seed: a 48 KiB file, its 12 direct blocks.
-        std::fs::write(&file, vec![0x5au8; 48 << 10])
-            .map_err(|e| Stop::Failed(format!("cannot write {file}: {e}")))?;
+        crate::outfile::open(
+            std::path::Path::new(&file),
+            crate::outfile::Mode::Truncate,
+            &crate::outfile::Rules::new("the recipe's file"),
+        )
+        .map_err(|e| std::io::Error::other(e.why))
+        .and_then(|mut f| std::io::Write::write_all(&mut f, &vec![0x5au8; 48 << 10]))
+        .map_err(|e| Stop::Failed(format!("cannot write {file}: {e}")))?;
         // create_on_open: no layout, so the file is not filled out to
         // 48 KiB + 4 MiB before the writes; each trial starts again from
         // the 48 KiB file (the hook cuts it back), so its first write

@@ -81,6 +81,7 @@ pub struct CheckDoc {
 /// Everything `doctor` found about one target.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DoctorDoc {
+    #[serde(with = "crate::osstr::serde_path")]
     pub target: PathBuf,
     pub environment: Environment,
     pub page_cache: Option<Residency>,

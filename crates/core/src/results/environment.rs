@@ -75,6 +75,7 @@ pub struct DeviceInfo {
 pub struct FsInfo {
     pub fs_type: String,
     pub block_size: Option<u64>,
+    #[serde(with = "crate::osstr::serde_path")]
     pub mount_point: PathBuf,
     pub source: String,
     pub mount_options: String,
@@ -95,6 +96,7 @@ pub enum TargetKind {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TargetEnv {
+    #[serde(with = "crate::osstr::serde_path")]
     pub path: PathBuf,
     pub kind: TargetKind,
     /// The file system a target file is on (`None` for block devices).
@@ -171,10 +173,12 @@ pub struct BlockDev {
     pub major: u32,
     pub minor: u32,
     /// The sysfs directory holding its `stat` file.
+    #[serde(with = "crate::osstr::serde_path")]
     pub sysfs: PathBuf,
     pub role: DevRole,
     pub is_partition: bool,
     /// For a loop device: its backing file.
+    #[serde(with = "crate::osstr::serde_opt_path")]
     pub backing_file: Option<PathBuf>,
 }
 

@@ -485,6 +485,25 @@ pub enum ReadError {
     },
     #[error("dioscope result schema {found} is newer than this dioscope reads ({SCHEMA}); upgrade dioscope")]
     Schema { found: u32 },
+    /// Well-formed JSON whose numbers cannot be a run's (no job, a
+    /// negative count or rate).
+    #[error("not a result a run could have written: {0}")]
+    Invalid(String),
+}
+
+/// The path of the first negative number under `v` (named `at`), if any.
+fn negative(v: &serde_json::Value, at: &str) -> Option<String> {
+    match v {
+        serde_json::Value::Number(n) => n.as_f64().filter(|x| *x < 0.0).map(|_| at.to_string()),
+        serde_json::Value::Object(m) => m
+            .iter()
+            .find_map(|(k, x)| negative(x, &format!("{at}.{k}"))),
+        serde_json::Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .find_map(|(i, x)| negative(x, &format!("{at}[{i}]"))),
+        _ => None,
+    }
 }
 
 impl RunDoc {
@@ -494,6 +513,23 @@ impl RunDoc {
         if let Some(d) = &doc.dioscope {
             if d.schema > SCHEMA {
                 return Err(ReadError::Schema { found: d.schema });
+            }
+        }
+        if doc.jobs.is_empty() {
+            return Err(ReadError::Invalid(
+                "\"jobs\" is empty; a run has at least one job".into(),
+            ));
+        }
+        // Every number of a job's directions is a count, a rate, a time or
+        // a percentage: a negative one (or NaN) is bad input, not a result.
+        let v: serde_json::Value = serde_json::from_str(text)?;
+        if let Some(jobs) = v.get("jobs").and_then(|j| j.as_array()) {
+            for (i, j) in jobs.iter().enumerate() {
+                for dir in ["read", "write", "trim", "sync"] {
+                    if let Some(bad) = j.get(dir).and_then(|d| negative(d, dir)) {
+                        return Err(ReadError::Invalid(format!("jobs[{i}].{bad} is negative")));
+                    }
+                }
             }
         }
         Ok(doc)

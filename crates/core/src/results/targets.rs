@@ -19,6 +19,7 @@ pub enum TargetKind {
 /// What a target is, without the open file: kept in the result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TargetInfo {
+    #[serde(with = "crate::osstr::serde_path")]
     pub path: PathBuf,
     pub kind: TargetKind,
     /// Bytes usable: the file's size after layout, or the device's size.

@@ -454,7 +454,7 @@ fn quiet_read(p: &mut WorkerPlan) {
 
 /// The state file fio names `local-JOB-N-verify.state`.
 fn state_path(j: &JobSpec, clone: usize) -> PathBuf {
-    PathBuf::from(format!("local-{}-{clone}-verify.state", j.name))
+    crate::job::created::state_file(j, clone)
 }
 
 /// The plan and block hook of one worker in one trial.
@@ -705,7 +705,11 @@ impl Execution<'_> {
                 let Some((written, _, _)) = w else { continue };
                 let path = state_path(spec, c);
                 let text = serde_json::to_string(written).unwrap_or_default();
-                match std::fs::write(&path, text) {
+                let written =
+                    crate::outfile::check(&path, &crate::outfile::Rules::new("verify_state_save"))
+                        .map_err(|e| std::io::Error::other(e.why))
+                        .and_then(|o| crate::outfile::write_result(&o, text.as_bytes()));
+                match written {
                     Ok(()) => self.notes.push(format!(
                         "job '{}' stopped before its verify read-back: the blocks it wrote are recorded in {} (check them later with verify_only=1 verify_state_load=1)",
                         spec.name,
@@ -985,13 +989,28 @@ pub(super) fn exec_hook(j: &JobSpec, what: &str) -> Result<(), EngineSetupError>
         _ => &j.exec_postrun,
     };
     let Some(cmd) = cmd else { return Ok(()) };
-    let out = format!("{}.{what}.txt", j.name);
+    let out = crate::job::created::exec_output(j, what);
     let fail = |msg: String| EngineSetupError {
         errno: libc::EIO,
         msg,
     };
-    let file = std::fs::File::create(&out)
-        .map_err(|e| fail(format!("exec_{what}: creating {out} failed: {e}")))?;
+    let opt = if what == "prerun" {
+        "exec_prerun"
+    } else {
+        "exec_postrun"
+    };
+    let file = crate::outfile::open(
+        &out,
+        crate::outfile::Mode::Truncate,
+        &crate::outfile::Rules::new(opt),
+    )
+    .map_err(|e| {
+        fail(format!(
+            "exec_{what}: creating {} failed: {}",
+            out.display(),
+            e.why
+        ))
+    })?;
     let err = file
         .try_clone()
         .map_err(|e| fail(format!("exec_{what}: {e}")))?;
@@ -1004,7 +1023,8 @@ pub(super) fn exec_hook(j: &JobSpec, what: &str) -> Result<(), EngineSetupError>
         .map_err(|e| fail(format!("exec_{what}: running /bin/sh failed: {e}")))?;
     if !status.success() {
         return Err(fail(format!(
-            "exec_{what} '{cmd}' failed ({status}); its output is in {out}"
+            "exec_{what} '{cmd}' failed ({status}); its output is in {}",
+            out.display()
         )));
     }
     Ok(())

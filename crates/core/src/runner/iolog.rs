@@ -294,10 +294,12 @@ impl IologWriter {
     /// Create `path` (appending, as fio does) with the header and each file's
     /// `add` and `open` lines.
     pub fn create(path: &Path, files: &[PathBuf], start_ns: u64) -> io::Result<IologWriter> {
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)?;
+        let file = crate::outfile::open(
+            path,
+            crate::outfile::Mode::Append,
+            &crate::outfile::Rules::new("write_iolog"),
+        )
+        .map_err(|e| io::Error::other(e.why))?;
         let mut w = IologWriter {
             file,
             buf: Vec::with_capacity(FLUSH_AT + 4096),

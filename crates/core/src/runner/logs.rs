@@ -96,18 +96,8 @@ pub struct HistPlan {
 /// `trial` (0-based); `None` when the job asks for none.
 pub fn plan_for(j: &JobSpec, index: usize, trial: u32) -> Option<LogPlan> {
     let mut files = Vec::new();
-    let name = |prefix: &str, kind: &str| {
-        let t = if trial > 0 {
-            format!(".t{}", trial + 1)
-        } else {
-            String::new()
-        };
-        if j.per_job_logs {
-            format!("{prefix}_{kind}.{index}{t}.log")
-        } else {
-            format!("{prefix}_{kind}{t}.log")
-        }
-    };
+    let name =
+        |prefix: &str, kind: &str| crate::job::created::log_file(j, prefix, kind, index, trial);
     if let Some(p) = &j.write_bw_log {
         files.push(("bw", name(p, "bw")));
     }
@@ -206,16 +196,20 @@ impl LogSink {
     /// [`dioscope_sys::clock::now_ns`]'s time line (records' times count
     /// from it). `Err` names the file and the reason.
     pub fn start(plan: &LogPlan, start_ns: u64) -> Result<LogSink, String> {
+        // Through the one checked way to create a file (outfile::open):
+        // never a target, a device, a FIFO or through a planted symlink.
         let open = |path: &str| {
-            std::fs::OpenOptions::new()
-                .create(true)
-                .write(true)
-                .append(plan.shared)
-                .truncate(!plan.shared)
-                .open(path)
-                .map_err(|e| {
-                    format!("cannot open the log {path}: {e} (check the directory and permissions)")
-                })
+            let mode = if plan.shared {
+                crate::outfile::Mode::Append
+            } else {
+                crate::outfile::Mode::Truncate
+            };
+            crate::outfile::open(
+                std::path::Path::new(path),
+                mode,
+                &crate::outfile::Rules::new("a log file"),
+            )
+            .map_err(|e| format!("cannot open the log {path}: {}", e.why))
         };
         let mut files = Vec::new();
         for (kind, path) in &plan.files {

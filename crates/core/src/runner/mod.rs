@@ -338,16 +338,65 @@ pub fn target_paths(plan: &Plan) -> Vec<PathBuf> {
     out
 }
 
+/// Every file the run may create besides its targets, with the option that
+/// makes it: the names of each option the table marks `Creates::Job`, so
+/// the run command checks them all before the first I/O.
+pub fn created_files(plan: &Plan) -> Vec<(&'static str, PathBuf)> {
+    use crate::job::created::{Creates, Shape};
+    let mut out: Vec<(&'static str, PathBuf)> = Vec::new();
+    let mut first_worker = 1;
+    for j in &plan.jobs {
+        let trials = match plan.global.trials.unwrap_or(j.trials) {
+            0 => plan.global.auto.max_trials,
+            n => n,
+        };
+        let shape = Shape {
+            first_worker,
+            trials,
+        };
+        for def in crate::job::options::all() {
+            if let Creates::Job(names) = def.creates {
+                for p in names(j, &shape) {
+                    if !out.iter().any(|(_, q)| *q == p) {
+                        out.push((def.name, p));
+                    }
+                }
+            }
+        }
+        first_worker += j.numjobs.max(1) as usize;
+    }
+    out
+}
+
+/// The files the run reads besides its targets: job files and includes,
+/// `read_iolog`'s logs and `verify_state_load`'s states. No file dioscope
+/// creates may replace one.
+pub fn input_paths(plan: &Plan) -> Vec<PathBuf> {
+    let mut out = plan.inputs.clone();
+    for j in &plan.jobs {
+        if let Some(l) = &j.read_iolog {
+            out.push(PathBuf::from(l));
+        }
+        if j.verify_state_load {
+            out.extend(
+                (0..j.numjobs.max(1) as usize).map(|c| crate::job::created::state_file(j, c)),
+            );
+        }
+    }
+    out
+}
+
 /// The paths one clone of a job uses.
 fn job_paths(j: &JobSpec, clone: u32, default_job: bool) -> Vec<PathBuf> {
     if j.read_iolog.is_some() {
         // A replay uses the log's files (prepare reports a bad log).
         return replay_log(j).map(|l| l.files).unwrap_or_default();
     }
-    let dir = j.directory.as_deref().map(PathBuf::from);
+    // Names are text that may stand for any bytes (osstr).
+    let dir = j.directory.as_deref().map(crate::osstr::path);
     let with_dir = |p: &str| match (&dir, Path::new(p).is_absolute()) {
-        (Some(d), false) => d.join(p),
-        _ => PathBuf::from(p),
+        (Some(d), false) => d.join(crate::osstr::path(p)),
+        _ => crate::osstr::path(p),
     };
     if !j.filenames.is_empty() {
         return j.filenames.iter().map(|f| with_dir(f)).collect();
@@ -801,13 +850,8 @@ fn worker_plan(
         names,
         // The first trial's I/Os; clone N > 0 writes NAME.N.
         write_iolog: j.write_iolog.as_ref().filter(|_| trial == 0).map(|p| {
-            let p = if clone == 0 {
-                p.clone()
-            } else {
-                format!("{p}.{clone}")
-            };
             (
-                PathBuf::from(p),
+                crate::job::created::iolog_file(p, clone),
                 files.iter().map(|f| f.path.clone()).collect(),
             )
         }),

@@ -346,43 +346,7 @@ impl CreatedFile {
     }
 }
 
-/// Unlink `path` when it is (not follows to) the regular file `dev`/`ino`.
-/// The gap between this lstat and the unlink is a few instructions; a
-/// replacement by the user in between is the remaining window (Linux has no
-/// compare-and-unlink).
-pub fn remove_if_same(path: &Path, dev: u64, ino: u64) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_file() && m.dev() == dev && m.ino() == ino => {
-            std::fs::remove_file(path).is_ok()
-        }
-        _ => false,
-    }
-}
-
-/// Whether `path`, once resolved (symlinks, `..`, a relative path), would
-/// land on the filesystem of /dev (devtmpfs): such a path names a device,
-/// never a place to create a regular file. Separate mounts below /dev
-/// (/dev/shm) are ordinary filesystems.
-pub fn lands_in_dev(path: &Path) -> bool {
-    let parent = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        Some(p) => p.to_path_buf(),
-        None => PathBuf::from("."),
-    };
-    match std::fs::canonicalize(&parent) {
-        Ok(dir) => is_dev_dir(&dir),
-        Err(_) => path.starts_with("/dev"),
-    }
-}
-
-/// Whether a directory is on the filesystem of /dev.
-pub fn is_dev_dir(dir: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (std::fs::metadata(dir), std::fs::metadata("/dev")) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev(),
-        _ => dir.starts_with("/dev"),
-    }
-}
+pub use crate::outfile::{is_dev_dir, lands_in_dev, remove_if_same};
 
 /// Block device queue values from sysfs by device number (no open needed).
 pub fn sysfs_block_attr(rdev: (u32, u32), attr: &str) -> Option<String> {

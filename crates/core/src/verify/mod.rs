@@ -554,7 +554,14 @@ impl Checker {
         fill_interval(&spec, &mut want, off);
         for (kind, data) in [("received", got), ("expected", &want[..])] {
             let name = dir.join(format!("{base}.{off}.{kind}"));
-            if let Err(e) = std::fs::write(&name, data) {
+            let written = crate::outfile::open(
+                &name,
+                crate::outfile::Mode::Truncate,
+                &crate::outfile::Rules::new("verify_dump"),
+            )
+            .map_err(|e| std::io::Error::other(e.why))
+            .and_then(|mut f| std::io::Write::write_all(&mut f, data));
+            if let Err(e) = written {
                 self.dump_error.get_or_insert(format!(
                     "verify_dump could not write {}: {e}",
                     name.display()

@@ -222,6 +222,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "zero_buffers",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Fill write buffers with zeros (default: random data)",
         apply: job!(|j, v| {
@@ -233,6 +234,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "scramble_buffers",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "0",
         help: "Change a few bytes of every 512 of each write, so writes do not deduplicate (default on, off with zero_buffers)",
         apply: job!(|j, v| {
@@ -244,6 +246,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "refill_buffers",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Refill the write buffer with new random data before every write",
         apply: job!(|j, v| {
@@ -255,6 +258,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "buffer_pattern",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "0xdeadbeef",
         help: "Fill write buffers with this pattern: 0x hex, decimal, \"text\", 'file', %o (the block's offset), concatenated",
         apply: job!(|j, v| {
@@ -269,6 +273,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "buffer_compress_percentage",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "50",
         help: "Make write buffers compress to about this percentage (random data, then zeros or buffer_pattern)",
         apply: job!(|j, v| {
@@ -280,6 +285,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "buffer_compress_chunk",
         aliases: &[],
         kind: Kind::Size,
+        creates: Creates::Nothing,
         example: "4k",
         help: "Size of each random-then-compressible region with buffer_compress_percentage (default 512; 0: the block)",
         apply: job!(|j, v| {
@@ -291,6 +297,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "dedupe_percentage",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "30",
         help: "Make this percentage of writes repeat an earlier write's contents (deduplicable)",
         apply: job!(|j, v| {
@@ -302,6 +309,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "dedupe_mode",
         aliases: &[],
         kind: Kind::Choice(&["repeat", "working_set"]),
+        creates: Creates::Nothing,
         example: "working_set",
         help: "How deduplicable writes are made: repeat the last unique write, or pick one of a working set (dedupe_working_set_percentage)",
         apply: job!(|j, v| {
@@ -317,6 +325,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "dedupe_working_set_percentage",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "40",
         help: "dedupe_mode=working_set: the working set, as a percentage of size= (default 5)",
         apply: job!(|j, v| {
@@ -332,6 +341,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "dedupe_global",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Deduplicable writes of every job with this option draw from one shared set of buffers",
         apply: job!(|j, v| {
@@ -343,6 +353,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "verify_pattern",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "0xff%o\"abcd\"-12",
         help: "Verify with this pattern (forms as buffer_pattern; %o: the block's offset); alone, implies verify=pattern",
         apply: job!(|j, v| {
@@ -357,6 +368,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "verify_backlog",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "16",
         help: "Check written blocks every this many writes while the job runs",
         apply: job!(|j, v| {
@@ -368,6 +380,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "verify_backlog_batch",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "8",
         help: "How many of the verify_backlog blocks to check (default: all)",
         apply: job!(|j, v| {
@@ -379,6 +392,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "verify_state_save",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Job(created::state_files),
         example: "0",
         help: "When a verifying write job is stopped early, save which blocks it wrote to local-JOB-N-verify.state (default on)",
         apply: job!(|j, v| {
@@ -390,6 +404,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "verify_state_load",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "With verify_only, check only the blocks a saved verify state says were written",
         apply: job!(|j, v| {
@@ -401,6 +416,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "experimental_verify",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Verify by replaying the job's own offsets as reads instead of keeping a map of written blocks",
         apply: job!(|j, v| {
@@ -412,6 +428,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "verify_dump",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Dynamic,
         example: "1",
         help: "Write each bad block as read and as expected to FILE.OFFSET.received / .expected",
         apply: job!(|j, v| {
@@ -423,6 +440,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "verify_async",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "2",
         help: "Read back and check with this many threads per job clone",
         apply: job!(|j, v| {
@@ -434,6 +452,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "verify_async_cpus",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "0-1",
         help: "CPUs of the verify_async read-back threads (as cpus_allowed)",
         apply: job!(|j, v| {
@@ -445,6 +464,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "verify_write_sequence",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "0",
         help: "Treat a block from an earlier trial as bad (stale generation) (default on)",
         apply: job!(|j, v| {
@@ -456,6 +476,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "verify_offset",
         aliases: &[],
         kind: Kind::Size,
+        creates: Creates::Nothing,
         example: "512",
         help: "Store the verify header at this offset of each block (swapped with the data there)",
         apply: job!(|j, v| {
@@ -467,6 +488,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "verify_header_seed",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "0",
         help: "Treat a block header written with another seed as bad (default on)",
         apply: job!(|j, v| {
@@ -478,6 +500,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "prioclass",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "2",
         help: "I/O priority class of the job's threads: 1 real-time, 2 best-effort, 3 idle",
         apply: job!(|j, v| {
@@ -493,6 +516,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "prio",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "4",
         help: "I/O priority level of the job's threads, 0 (highest) to 7",
         apply: job!(|j, v| {
@@ -508,6 +532,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "cmdprio_percentage",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "30",
         help: "Percentage of I/Os issued with their own priority (cmdprio_class/cmdprio); READ,WRITE",
         apply: job!(|j, v| {
@@ -519,6 +544,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "cmdprio_class",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "1",
         help: "Priority class of those I/Os (default 1, real-time); READ,WRITE",
         apply: job!(|j, v| {
@@ -531,6 +557,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "cmdprio",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "3",
         help: "Priority level of those I/Os (default 0); READ,WRITE",
         apply: job!(|j, v| {
@@ -542,6 +569,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "cmdprio_bssplit",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "4k/10:64k/50/1/0",
         help: "Per block size: the percentage of I/Os with their own priority (BS/PCT[/CLASS/LEVEL]:…); READ,WRITE",
         apply: job!(|j, v| {
@@ -553,6 +581,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "nice",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "5",
         help: "Nice value of the job's threads (-20..19)",
         apply: job!(|j, v| {
@@ -564,6 +593,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "cpus_allowed_policy",
         aliases: &[],
         kind: Kind::Choice(&["shared", "split"]),
+        creates: Creates::Nothing,
         example: "split",
         help: "shared: every thread may use every allowed CPU; split: one CPU per thread, round robin",
         apply: job!(|j, v| {
@@ -579,6 +609,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "cpumask",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "3",
         help: "CPUs the job may run on, as a bit mask (bit N: CPU N); see cpus_allowed",
         apply: job!(|j, v| {
@@ -594,6 +625,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "numa_cpu_nodes",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "0",
         help: "Run the job's threads on the CPUs of these NUMA nodes (list, ranges or all)",
         apply: job!(|j, v| {
@@ -605,6 +637,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "numa_mem_policy",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "bind:0",
         help: "Memory policy of the job's threads: default, local, prefer:N, bind:NODES, interleave:NODES",
         apply: job!(|j, v| {
@@ -646,6 +679,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "iomem",
         aliases: &["mem"],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "shm",
         help: "Memory of the I/O buffers: malloc, shm, shmhuge, mmap[:FILE], mmaphuge[:FILE], mmapshared",
         apply: job!(|j, v| {
@@ -657,6 +691,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "iomem_align",
         aliases: &["mem_align"],
         kind: Kind::Size,
+        creates: Creates::Nothing,
         example: "64k",
         help: "Alignment of the first I/O buffer (a power of two; the page size at least)",
         apply: job!(|j, v| {
@@ -672,6 +707,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "lockmem",
         aliases: &[],
         kind: Kind::Size,
+        creates: Creates::Nothing,
         example: "64m",
         help: "Pin this much memory per thread with mlock while the job runs (to simulate a smaller machine)",
         apply: job!(|j, v| {
@@ -683,6 +719,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "exec_prerun",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Job(created::prerun_output),
         example: "echo start",
         help: "Run this shell command in each of the job's threads before it starts, each trial (output: JOB.prerun.txt; failing stops the run)",
         apply: job!(|j, v| {
@@ -694,6 +731,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         name: "exec_postrun",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Job(created::postrun_output),
         example: "echo done",
         help: "Run this shell command in each of the job's threads after it ends (output: JOB.postrun.txt)",
         apply: job!(|j, v| {

@@ -13,6 +13,7 @@ pub(super) static ENGINES: &[OptDef] = &[
         name: "cpuload",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "50",
         help: "cpuio: percent of one CPU each job burns (1-100; mandatory with cpuio; \
                numjobs=N loads N CPUs)",
@@ -30,6 +31,7 @@ pub(super) static ENGINES: &[OptDef] = &[
         name: "cpuchunks",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "50000",
         help: "cpuio: length of one busy cycle in microseconds (fio's default 50000); \
                each is followed by the idle time that makes the load cpuload",
@@ -42,6 +44,7 @@ pub(super) static ENGINES: &[OptDef] = &[
         name: "cpumode",
         aliases: &[],
         kind: Kind::Choice(&["noop", "qsort"]),
+        creates: Creates::Nothing,
         example: "qsort",
         help: "cpuio: burn cycles in a clock-reading loop (noop) or by sorting arrays (qsort, \
                more power drawn)",
@@ -58,6 +61,7 @@ pub(super) static ENGINES: &[OptDef] = &[
         name: "exit_on_io_done",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "cpuio: end the job once the jobs that do I/O beside it are done",
         apply: job!(|j, v| {
@@ -69,6 +73,7 @@ pub(super) static ENGINES: &[OptDef] = &[
         name: "program",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "/usr/bin/vmstat",
         help: "exec: the program to run for the job's runtime (mandatory with exec)",
         apply: job!(|j, v| {
@@ -80,6 +85,7 @@ pub(super) static ENGINES: &[OptDef] = &[
         name: "arguments",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "-w 1",
         help: "exec: the program's arguments, split at spaces; %r is the job's runtime in \
                seconds, %n its name",
@@ -92,6 +98,7 @@ pub(super) static ENGINES: &[OptDef] = &[
         name: "grace_time",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "1",
         help: "exec: seconds between SIGTERM and SIGKILL when the runtime is over (default 1)",
         apply: job!(|j, v| {
@@ -103,6 +110,7 @@ pub(super) static ENGINES: &[OptDef] = &[
         name: "std_redirect",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Job(created::redirects),
         example: "0",
         help: "exec: write the program's stdout and stderr to JOBNAME.stdout and \
                JOBNAME.stderr (default 1); 0 leaves them on dioscope's",
@@ -115,6 +123,7 @@ pub(super) static ENGINES: &[OptDef] = &[
         name: "donorname",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Job(created::donor),
         example: "file.def",
         help: "e4defrag: the donor file whose blocks EXT4_IOC_MOVE_EXT swaps in (in \
                directory= when relative; created; mandatory with e4defrag)",
@@ -127,6 +136,7 @@ pub(super) static ENGINES: &[OptDef] = &[
         name: "inplace",
         aliases: &[],
         kind: Kind::Choice(&["0", "1"]),
+        creates: Creates::Nothing,
         example: "1",
         help: "e4defrag: 0 allocates the donor's blocks once at start, 1 allocates them for \
                each I/O and frees them after it",

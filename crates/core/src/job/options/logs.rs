@@ -28,6 +28,7 @@ pub(super) static LOGS: &[OptDef] = &[
         name: "write_bw_log",
         aliases: &[],
         kind: Kind::OptStr,
+        creates: Creates::Job(created::bw_logs),
         example: "mylog",
         help: "Write a bandwidth log PREFIX_bw.N.log",
         apply: job!(|j, v| {
@@ -39,6 +40,7 @@ pub(super) static LOGS: &[OptDef] = &[
         name: "write_iops_log",
         aliases: &[],
         kind: Kind::OptStr,
+        creates: Creates::Job(created::iops_logs),
         example: "mylog",
         help: "Write an IOPS log PREFIX_iops.N.log",
         apply: job!(|j, v| {
@@ -50,6 +52,7 @@ pub(super) static LOGS: &[OptDef] = &[
         name: "write_lat_log",
         aliases: &[],
         kind: Kind::OptStr,
+        creates: Creates::Job(created::lat_logs),
         example: "mylog",
         help: "Write latency logs PREFIX_{slat,clat,lat}.N.log",
         apply: job!(|j, v| {
@@ -61,6 +64,7 @@ pub(super) static LOGS: &[OptDef] = &[
         name: "log_avg_msec",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "1000",
         help: "Average log samples over this many ms",
         apply: job!(|j, v| {
@@ -72,6 +76,7 @@ pub(super) static LOGS: &[OptDef] = &[
         name: "log_max_value",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "With log_avg_msec: log each window's maximum instead of its mean",
         apply: job!(|j, v| {
@@ -83,6 +88,7 @@ pub(super) static LOGS: &[OptDef] = &[
         name: "log_window_value",
         aliases: &[],
         kind: Kind::Choice(&["avg", "max", "both"]),
+        creates: Creates::Nothing,
         example: "both",
         help: "With log_avg_msec: log each window's mean (avg, mean, 0), maximum (max, 1) or both \
                (both, 2: the mean, then the maximum, as two value columns); bandwidth and IOPS \
@@ -103,6 +109,7 @@ pub(super) static LOGS: &[OptDef] = &[
         name: "log_issue_time",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Per-I/O logs end each line with the I/O's issue time in ns (on the time column's \
                base); windowed lines (log_avg_msec) write 0 there, as they do for the offset",
@@ -115,6 +122,7 @@ pub(super) static LOGS: &[OptDef] = &[
         name: "log_offset",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Add each I/O's offset to the log lines",
         apply: job!(|j, v| {
@@ -126,6 +134,7 @@ pub(super) static LOGS: &[OptDef] = &[
         name: "per_job_logs",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "0",
         help: "Name logs PREFIX_TYPE.N.log per job (1, default) or share PREFIX_TYPE.log (0)",
         apply: job!(|j, v| {
@@ -137,6 +146,7 @@ pub(super) static LOGS: &[OptDef] = &[
         name: "write_hist_log",
         aliases: &[],
         kind: Kind::OptStr,
+        creates: Creates::Job(created::hist_logs),
         example: "mylog",
         help: "Write completion-latency histograms PREFIX_clat_hist.N.log every log_hist_msec (fio's bins; fiologparser_hist.py reads them)",
         apply: job!(|j, v| {
@@ -148,6 +158,7 @@ pub(super) static LOGS: &[OptDef] = &[
         name: "log_hist_msec",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "1000",
         help: "Window of the histogram log in ms (0: write_hist_log's file stays empty, as in fio)",
         apply: job!(|j, v| {
@@ -159,6 +170,7 @@ pub(super) static LOGS: &[OptDef] = &[
         name: "log_hist_coarseness",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "2",
         help: "Histogram log resolution 0-6: each step sums neighbouring bins in pairs (0: 1856 bins)",
         apply: job!(|j, v| {
@@ -174,6 +186,7 @@ pub(super) static LOGS: &[OptDef] = &[
         name: "log_prio",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Log each I/O's priority value (hex) instead of the 0/1 high-priority flag",
         apply: job!(|j, v| {
@@ -185,6 +198,7 @@ pub(super) static LOGS: &[OptDef] = &[
         name: "log_unix_epoch",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Log times in ms since the Unix epoch instead of since the job's start",
         apply: job!(|j, v| {
@@ -196,6 +210,7 @@ pub(super) static LOGS: &[OptDef] = &[
         name: "log_alternate_epoch",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Log times in ms on the epoch of the clock log_alternate_epoch_clock_id names",
         apply: job!(|j, v| {
@@ -207,6 +222,7 @@ pub(super) static LOGS: &[OptDef] = &[
         name: "log_alternate_epoch_clock_id",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "1",
         help: "clock_gettime clock id of the log epoch (0 realtime, default; 1 monotonic; 7 boottime)",
         apply: job!(|j, v| {
@@ -219,6 +235,7 @@ pub(super) static LOGS: &[OptDef] = &[
         name: "log_entries",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "65536",
         help: "Accepted for fio's job files: dioscope's log buffers are always preallocated (64 Ki records, no allocation while running)",
         apply: job!(|_, v| {
@@ -230,6 +247,7 @@ pub(super) static LOGS: &[OptDef] = &[
         name: "log_compression",
         aliases: &[],
         kind: Kind::Size,
+        creates: Creates::Nothing,
         example: "1m",
         help: "Accepted for fio's job files: fio compresses logs kept in memory; dioscope streams them to disk (8 MiB per worker at most), so the text logs are the same",
         apply: job!(|_, v| {
@@ -241,6 +259,7 @@ pub(super) static LOGS: &[OptDef] = &[
         name: "log_compression_cpus",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "0",
         help: "Accepted for fio's job files: dioscope runs no log compression threads",
         apply: job!(|_, _| Ok(())),
@@ -249,6 +268,7 @@ pub(super) static LOGS: &[OptDef] = &[
         name: "log_store_compressed",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "0",
         help: "Refused when set: fio's .fz logs hold fio's in-memory sample records, which dioscope does not reproduce",
         apply: job!(|_, v| {

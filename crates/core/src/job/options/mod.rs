@@ -5,6 +5,7 @@
 //! kind of value it takes, a line of help, an example, and how it sets the
 //! [`JobSpec`] (or the [`GlobalSettings`]).
 
+pub use super::created::{self, Creates};
 use super::spec::{
     BlockSizes, EngineKind, Eta, GlobalSettings, JobSpec, RandomDist, RankStonewall, RwMode,
 };
@@ -40,6 +41,11 @@ pub struct OptDef {
     /// A valid value, shown in errors and help.
     pub example: &'static str,
     pub apply: Apply,
+    /// The files the option makes besides the targets (logs, iologs, a
+    /// program's output …): every such option is marked, and the run checks
+    /// each name before the first I/O (`outfile::check`) and opens it
+    /// through `outfile::open`.
+    pub creates: Creates,
 }
 
 /// fio's `R,W,T` block sizes: an empty value is the default (4k), and the
@@ -225,6 +231,7 @@ static CORE: &[OptDef] = &[
         name: "name",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "randread-test",
         help: "Job name; on the command line each --name starts a new job",
         apply: job!(|j, v| {
@@ -236,6 +243,7 @@ static CORE: &[OptDef] = &[
         name: "filename",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "/dev/nvme0n1:/data/f2",
         help: "Target file(s) or block device(s), ':'-separated",
         apply: job!(|j, v| {
@@ -271,6 +279,7 @@ static CORE: &[OptDef] = &[
         name: "directory",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "/mnt/test",
         help: "Directory for files named after the job",
         apply: job!(|j, v| {
@@ -282,6 +291,7 @@ static CORE: &[OptDef] = &[
         name: "size",
         aliases: &[],
         kind: Kind::Size,
+        creates: Creates::Nothing,
         example: "1g",
         help: "Total bytes of I/O per job (or % of the target)",
         apply: job!(|j, v| {
@@ -293,6 +303,7 @@ static CORE: &[OptDef] = &[
         name: "filesize",
         aliases: &[],
         kind: Kind::Size,
+        creates: Creates::Nothing,
         example: "256m",
         help: "Size of each file (a range gives a random size per file)",
         apply: job!(|j, v| {
@@ -309,6 +320,7 @@ static CORE: &[OptDef] = &[
         name: "offset",
         aliases: &[],
         kind: Kind::Size,
+        creates: Creates::Nothing,
         example: "1m",
         help: "Start I/O at this offset in the target (or % of it)",
         apply: job!(|j, v| {
@@ -320,6 +332,7 @@ static CORE: &[OptDef] = &[
         name: "offset_increment",
         aliases: &[],
         kind: Kind::Size,
+        creates: Creates::Nothing,
         example: "1g",
         help: "Each clone of a job (numjobs) starts this much further in",
         apply: job!(|j, v| {
@@ -331,6 +344,7 @@ static CORE: &[OptDef] = &[
         name: "bs",
         aliases: &["blocksize"],
         kind: Kind::Size,
+        creates: Creates::Nothing,
         example: "4k",
         help: "Block size; 'R,W' sets reads and writes separately",
         apply: job!(|j, v| {
@@ -342,6 +356,7 @@ static CORE: &[OptDef] = &[
         name: "bsrange",
         aliases: &["blocksize_range"],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "4k-64k",
         help: "Random block sizes in a range; 'R,W' per direction",
         apply: job!(|j, v| {
@@ -353,6 +368,7 @@ static CORE: &[OptDef] = &[
         name: "bssplit",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "4k/50:64k/50",
         help: "Weighted mix of block sizes; 'R,W' per direction",
         apply: job!(|j, v| {
@@ -364,6 +380,7 @@ static CORE: &[OptDef] = &[
         name: "rw",
         aliases: &["readwrite"],
         kind: Kind::Choice(RwMode::NAMES),
+        creates: Creates::Nothing,
         example: "randread",
         help: "I/O pattern: read, write, randread, randwrite, rw, randrw, trim, randtrim, trimwrite, randtrimwrite; ':N' after a sequential one skips N bytes after each I/O (negative: backwards), after a random one does N I/Os per random offset. Like every option with a list of values, a value may be abbreviated to the first one it begins (rw=r is read, rw=w write; fio 3.33 itself wants the whole word). filecreate, filestat, filedelete, dircreate, dirstat, dirdelete (fio 3.42's forms for its metadata engines) mean read: the engine does the operation",
         apply: job!(|j, v| {
@@ -408,6 +425,7 @@ static CORE: &[OptDef] = &[
         name: "rwmixread",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "70",
         help: "Percentage of reads in mixed workloads",
         apply: job!(|j, v| {
@@ -419,6 +437,7 @@ static CORE: &[OptDef] = &[
         name: "rwmixwrite",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "30",
         help: "Percentage of writes in mixed workloads",
         apply: job!(|j, v| {
@@ -430,6 +449,7 @@ static CORE: &[OptDef] = &[
         name: "ioengine",
         aliases: &[],
         kind: Kind::Choice(EngineKind::NAMES),
+        creates: Creates::Nothing,
         example: "io_uring",
         help: "I/O engine",
         apply: job!(|j, v| {
@@ -442,6 +462,7 @@ static CORE: &[OptDef] = &[
         name: "iodepth",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "32",
         help: "I/Os kept in flight per job",
         apply: job!(|j, v| {
@@ -453,6 +474,7 @@ static CORE: &[OptDef] = &[
         name: "iodepth_batch_submit",
         aliases: &["iodepth_batch"],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "8",
         help: "I/Os submitted at once (0 = 1)",
         apply: job!(|j, v| {
@@ -465,6 +487,7 @@ static CORE: &[OptDef] = &[
         name: "iodepth_batch_complete_min",
         aliases: &["iodepth_batch_complete"],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "8",
         help: "Completions to wait for at least per reap (default: iodepth/8, at least 1); 0: \
                look for completions before sleeping, as fio's 0 does (io_uring: up to 256 \
@@ -479,6 +502,7 @@ static CORE: &[OptDef] = &[
         name: "iodepth_batch_complete_max",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "32",
         help: "Completions to reap at most at once (0 = iodepth)",
         apply: job!(|j, v| {
@@ -490,6 +514,7 @@ static CORE: &[OptDef] = &[
         name: "numjobs",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "4",
         help: "Clones of this job, each a thread of its own",
         apply: job!(|j, v| {
@@ -501,6 +526,7 @@ static CORE: &[OptDef] = &[
         name: "thread",
         aliases: &["threads"],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Accepted for fio compatibility: dioscope always uses threads",
         apply: job!(|_, v| {
@@ -512,6 +538,7 @@ static CORE: &[OptDef] = &[
         name: "runtime",
         aliases: &["timeout"],
         kind: Kind::Time,
+        creates: Creates::Nothing,
         example: "30s",
         help: "Stop after this long (seconds by default)",
         apply: job!(|j, v| {
@@ -523,6 +550,7 @@ static CORE: &[OptDef] = &[
         name: "time_based",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Keep going until runtime, repeating the workload",
         apply: job!(|j, v| {
@@ -534,6 +562,7 @@ static CORE: &[OptDef] = &[
         name: "ramp_time",
         aliases: &[],
         kind: Kind::Time,
+        creates: Creates::Nothing,
         example: "2s",
         help: "Run this long before measuring (repeated per trial)",
         apply: job!(|j, v| {
@@ -545,6 +574,7 @@ static CORE: &[OptDef] = &[
         name: "loops",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "3",
         help: "Repeat the workload this many times",
         apply: job!(|j, v| {
@@ -556,6 +586,7 @@ static CORE: &[OptDef] = &[
         name: "direct",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Use O_DIRECT (bypass the page cache)",
         apply: job!(|j, v| {
@@ -567,6 +598,7 @@ static CORE: &[OptDef] = &[
         name: "buffered",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "0",
         help: "The opposite of direct",
         apply: job!(|j, v| {
@@ -578,6 +610,7 @@ static CORE: &[OptDef] = &[
         name: "invalidate",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Drop the target's cached pages before each trial",
         apply: job!(|j, v| {
@@ -589,6 +622,7 @@ static CORE: &[OptDef] = &[
         name: "fsync",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "32",
         help: "fsync after this many writes (0 = never)",
         apply: job!(|j, v| {
@@ -600,6 +634,7 @@ static CORE: &[OptDef] = &[
         name: "fdatasync",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "32",
         help: "fdatasync after this many writes (0 = never)",
         apply: job!(|j, v| {
@@ -611,6 +646,7 @@ static CORE: &[OptDef] = &[
         name: "end_fsync",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "fsync the target when the job ends",
         apply: job!(|j, v| {
@@ -622,6 +658,7 @@ static CORE: &[OptDef] = &[
         name: "norandommap",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Random offsets may repeat within a pass",
         apply: job!(|j, v| {
@@ -633,6 +670,7 @@ static CORE: &[OptDef] = &[
         name: "randrepeat",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Same random sequence every run",
         apply: job!(|j, v| {
@@ -644,6 +682,7 @@ static CORE: &[OptDef] = &[
         name: "randseed",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "1234",
         help: "Seed of the random offsets",
         apply: job!(|j, v| {
@@ -655,6 +694,7 @@ static CORE: &[OptDef] = &[
         name: "random_distribution",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "zipf:1.2",
         help: "random, zipf:THETA[:CENTER], pareto:H[:CENTER], normal|gauss:DEV[:CENTER], zoned:IO%/SIZE%:…, zoned_abs:IO%/BYTES:… ('R,W' zone lists per direction), sequence:I,J,… (these block indices in order, repeated; see random_sequence_stride)",
         apply: job!(|j, v| {
@@ -706,6 +746,7 @@ static CORE: &[OptDef] = &[
         name: "group_reporting",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Report the jobs of a group (and their clones) together",
         apply: job!(|j, v| {
@@ -717,6 +758,7 @@ static CORE: &[OptDef] = &[
         name: "stonewall",
         aliases: &["wait_for_previous"],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Wait for the jobs before this one to finish; starts a new run phase and reporting group",
         apply: job!(|j, v| {
@@ -728,6 +770,7 @@ static CORE: &[OptDef] = &[
         name: "new_group",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Start a new reporting group (groupid); its jobs still run beside the ones before it unless stonewall is set",
         apply: job!(|j, v| {
@@ -739,6 +782,7 @@ static CORE: &[OptDef] = &[
         name: "cpus_allowed",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "0-1",
         help: "Pin the job's threads to these CPUs",
         apply: job!(|j, v| {
@@ -750,6 +794,7 @@ static CORE: &[OptDef] = &[
         name: "percentile_list",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "50:99:99.9",
         help: "Latency percentiles to report, ':'-separated",
         apply: job!(|j, v| {
@@ -772,6 +817,7 @@ static CORE: &[OptDef] = &[
         name: "clat_percentiles",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Report completion-latency percentiles",
         apply: job!(|j, v| {
@@ -783,6 +829,7 @@ static CORE: &[OptDef] = &[
         name: "lat_percentiles",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Report total-latency percentiles",
         apply: job!(|j, v| {
@@ -794,6 +841,7 @@ static CORE: &[OptDef] = &[
         name: "unlink",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Remove the files this job created when it ends",
         apply: job!(|j, v| {
@@ -805,6 +853,7 @@ static CORE: &[OptDef] = &[
         name: "fixedbufs",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "io_uring: register buffers (dioscope's default: on)",
         apply: job!(|j, v| {
@@ -816,6 +865,7 @@ static CORE: &[OptDef] = &[
         name: "registerfiles",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "io_uring: register the file (dioscope's default: on)",
         apply: job!(|j, v| {
@@ -827,6 +877,7 @@ static CORE: &[OptDef] = &[
         name: "sqthread_poll",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "io_uring: a kernel thread polls the submission queue",
         apply: job!(|j, v| {
@@ -838,6 +889,7 @@ static CORE: &[OptDef] = &[
         name: "hipri",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Polled completions (needs poll queues on the device)",
         apply: job!(|j, v| {
@@ -849,6 +901,7 @@ static CORE: &[OptDef] = &[
         name: "nowait",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "RWF_NOWAIT: fail an I/O rather than block (pvsync2, libaio, io_uring)",
         apply: job!(|j, v| {
@@ -860,6 +913,7 @@ static CORE: &[OptDef] = &[
         name: "stat_type",
         aliases: &[],
         kind: Kind::Choice(&["stat", "lstat", "statx"]),
+        creates: Creates::Nothing,
         example: "statx",
         help: "filestat, dirstat: the call that looks each name up: stat(2) (default), lstat(2) or statx(2)",
         apply: job!(|j, v| {
@@ -877,6 +931,7 @@ static CORE: &[OptDef] = &[
         name: "xattr_count",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "2",
         help: "filesetxattr: extended attributes set on each file (user.dioscope.0 …; default 1)",
         apply: job!(|j, v| {
@@ -891,6 +946,7 @@ static CORE: &[OptDef] = &[
         name: "xattr_size",
         aliases: &[],
         kind: Kind::Size,
+        creates: Creates::Nothing,
         example: "128",
         help: "filesetxattr: bytes of each attribute's value (default 64; at most 64k, the kernel's limit)",
         apply: job!(|j, v| {
@@ -909,6 +965,7 @@ static CORE: &[OptDef] = &[
         name: "create_on_open",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Create missing files empty instead of laying them out; the job's writes fill them (write-only jobs)",
         apply: job!(|j, v| {
@@ -920,6 +977,7 @@ static CORE: &[OptDef] = &[
         name: "allow_mounted_write",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Allow writes to a mounted or in-use block device (destroys data)",
         apply: job!(|j, v| {
@@ -931,6 +989,7 @@ static CORE: &[OptDef] = &[
         name: "continue_on_error",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "all",
         help: "Keep going after fio's non-fatal I/O errors, EIO and EILSEQ (or the errnos ignore_error lists), of the types none, all, io, read, write, verify; any other errno still ends the job, as in fio",
         apply: job!(|j, v| {
@@ -970,6 +1029,7 @@ static CORE: &[OptDef] = &[
             "meta",
             "pattern",
         ]),
+        creates: Creates::Nothing,
         example: "crc32c",
         help: "Write verifiable blocks and check them on read-back",
         apply: job!(|j, v| {
@@ -996,6 +1056,7 @@ static CORE: &[OptDef] = &[
         name: "do_verify",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Run the verify phase after writing",
         apply: job!(|j, v| {
@@ -1007,6 +1068,7 @@ static CORE: &[OptDef] = &[
         name: "verify_fatal",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Stop at the first bad block",
         apply: job!(|j, v| {
@@ -1018,6 +1080,7 @@ static CORE: &[OptDef] = &[
         name: "verify_only",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Only read back and check earlier verify writes",
         apply: job!(|j, v| {
@@ -1029,6 +1092,7 @@ static CORE: &[OptDef] = &[
         name: "verify_interval",
         aliases: &[],
         kind: Kind::Size,
+        creates: Creates::Nothing,
         example: "512",
         help: "Verify header every this many bytes (default: block size)",
         apply: job!(|j, v| {
@@ -1040,6 +1104,7 @@ static CORE: &[OptDef] = &[
         name: "trials",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "5",
         help: "Repeat the job this many times and report statistics over trials;\n\
                auto: until the 95 % CI of --precision-metric is within --precision",
@@ -1053,6 +1118,7 @@ static CORE: &[OptDef] = &[
         name: "precision",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "5%",
         help: "trials=auto: the 95 % CI half-width to reach, relative to the mean (default 2%)",
         apply: Apply::Global(|g, v| {
@@ -1072,6 +1138,7 @@ static CORE: &[OptDef] = &[
         name: "max-trials",
         aliases: &["max_trials"],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "30",
         help: "trials=auto: stop after this many trials (default 30)",
         apply: Apply::Global(|g, v| {
@@ -1083,6 +1150,7 @@ static CORE: &[OptDef] = &[
         name: "max-time",
         aliases: &["max_time"],
         kind: Kind::Time,
+        creates: Creates::Nothing,
         example: "10m",
         help: "trials=auto: do not start a trial that would end after this (default 10m)",
         apply: Apply::Global(|g, v| {
@@ -1094,6 +1162,7 @@ static CORE: &[OptDef] = &[
         name: "precision-metric",
         aliases: &["precision_metric"],
         kind: Kind::Choice(crate::stats::significance::PRECISION_METRICS),
+        creates: Creates::Nothing,
         example: "bw",
         help: "trials=auto: the metric whose precision decides (default iops)",
         apply: Apply::Global(|g, v| {
@@ -1106,6 +1175,7 @@ static CORE: &[OptDef] = &[
         name: "output-format",
         aliases: &["output_format"],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "json",
         help: "The output format: one of those listed under OUTPUT FORMATS in --help",
         apply: Apply::Global(|g, v| {
@@ -1117,6 +1187,7 @@ static CORE: &[OptDef] = &[
         name: "output",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Run,
         example: "result.json",
         help: "Write the result to this file (atomically) instead of stdout",
         apply: Apply::Global(|g, v| {
@@ -1128,6 +1199,7 @@ static CORE: &[OptDef] = &[
         name: "report",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Run,
         example: "report.html",
         help: "Also write the HTML report of the run to this file (one self-contained page)",
         apply: Apply::Global(|g, v| {
@@ -1139,6 +1211,7 @@ static CORE: &[OptDef] = &[
         name: "destroy-data-on",
         aliases: &["destroy_data_on"],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "/dev/sdX",
         help: "Allow writing to this block device even if it holds data",
         apply: Apply::Global(|g, v| {
@@ -1150,6 +1223,7 @@ static CORE: &[OptDef] = &[
         name: "eta",
         aliases: &["progress"],
         kind: Kind::Choice(&["auto", "always", "never"]),
+        creates: Creates::Nothing,
         example: "never",
         help: "Live progress on stderr: auto (when a terminal), always, never",
         apply: Apply::Global(|g, v| {
@@ -1167,6 +1241,7 @@ static CORE: &[OptDef] = &[
         name: "rank_stonewall",
         aliases: &["rank-stonewall"],
         kind: Kind::Choice(&["off", "stop", "wearout"]),
+        creates: Creates::Nothing,
         example: "stop",
         help: "mpirun: when the first rank finishes its work, stop every rank (stop) or let every rank finish the same work (wearout); both report first- and last-done figures",
         apply: Apply::Global(|g, v| {
@@ -1183,6 +1258,7 @@ static CORE: &[OptDef] = &[
         name: "rank_shared_files",
         aliases: &["rank-shared-files"],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "mpirun: allow ranks on one host to write the same file or device",
         apply: Apply::Global(|g, v| {
@@ -1194,6 +1270,7 @@ static CORE: &[OptDef] = &[
         name: "rank_timeout",
         aliases: &["rank-timeout"],
         kind: Kind::Time,
+        creates: Creates::Nothing,
         example: "120s",
         help: "mpirun: abort the run when a rank does not answer a collective step within this time (default 600s)",
         apply: Apply::Global(|g, v| {
@@ -1209,6 +1286,7 @@ static CORE: &[OptDef] = &[
         name: "profile",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Run,
         example: "1",
         help: "Record the measured windows with perf: CPU per I/O by function and subsystem",
         apply: Apply::Global(|g, v| {

@@ -508,6 +508,7 @@ pub static PACING: &[OptDef] = &[
         name: "rate",
         aliases: &[],
         kind: Kind::Size,
+        creates: Creates::Nothing,
         example: "1m,500k",
         help: "Cap each clone's bandwidth, bytes/s (R,W,T: separate caps; an empty part: none; trims are not paced, a trim cap is refused for jobs that trim); every trial starts its budget afresh",
         apply: job!(|j, v| {
@@ -519,6 +520,7 @@ pub static PACING: &[OptDef] = &[
         name: "rate_iops",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "10000",
         help: "Cap each clone at this many I/Os per second (R,W: separate caps; empty: none); with a block-size range the smallest block is the unit, as fio counts it",
         apply: job!(|j, v| {
@@ -530,6 +532,7 @@ pub static PACING: &[OptDef] = &[
         name: "rate_min",
         aliases: &["ratemin"],
         kind: Kind::Size,
+        creates: Creates::Nothing,
         example: "100k",
         help: "Fail the job when a clone's bandwidth over a ratecycle falls below this, bytes/s (R,W); judged after ramp_time, in each trial",
         apply: job!(|j, v| {
@@ -541,6 +544,7 @@ pub static PACING: &[OptDef] = &[
         name: "rate_iops_min",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "100",
         help: "Fail the job when a clone's IOPS over a ratecycle falls below this (R,W); judged after ramp_time, in each trial",
         apply: job!(|j, v| {
@@ -552,6 +556,7 @@ pub static PACING: &[OptDef] = &[
         name: "rate_cycle",
         aliases: &["ratecycle"],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "500",
         help: "Milliseconds over which rate_min and rate_iops_min are averaged (default 1000)",
         apply: job!(|j, v| {
@@ -567,6 +572,7 @@ pub static PACING: &[OptDef] = &[
         name: "rate_process",
         aliases: &[],
         kind: Kind::Choice(&["linear", "poisson"]),
+        creates: Creates::Nothing,
         example: "poisson",
         help: "How rated I/O is spread: linear (even gaps, catching up when behind) or poisson (exponential gaps, reproducible with randseed)",
         apply: job!(|j, v| {
@@ -582,6 +588,7 @@ pub static PACING: &[OptDef] = &[
         name: "rate_poisson",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "The form fio's examples/poisson-rate-submission.fio uses: 1 is rate_process=poisson, \
                0 rate_process=linear",
@@ -598,6 +605,7 @@ pub static PACING: &[OptDef] = &[
         name: "rate_ignore_thinktime",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "After a thinktime stall, go on at the rate instead of catching up on the I/O the stall did not issue",
         apply: job!(|j, v| {
@@ -609,6 +617,7 @@ pub static PACING: &[OptDef] = &[
         name: "thinktime",
         aliases: &[],
         kind: Kind::Time,
+        creates: Creates::Nothing,
         example: "100us",
         help: "Stall this long (microseconds by default) after thinktime_blocks I/Os, with the queue drained; not during ramp_time",
         apply: job!(|j, v| {
@@ -620,6 +629,7 @@ pub static PACING: &[OptDef] = &[
         name: "thinktime_spin",
         aliases: &[],
         kind: Kind::Time,
+        creates: Creates::Nothing,
         example: "20us",
         help: "Spend this much of each thinktime stall busy on the CPU (microseconds by default), sleeping the rest",
         apply: job!(|j, v| {
@@ -631,6 +641,7 @@ pub static PACING: &[OptDef] = &[
         name: "thinktime_blocks",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "8",
         help: "I/Os between thinktime stalls (default 1)",
         apply: job!(|j, v| {
@@ -646,6 +657,7 @@ pub static PACING: &[OptDef] = &[
         name: "thinktime_blocks_type",
         aliases: &[],
         kind: Kind::Choice(&["complete", "issue"]),
+        creates: Creates::Nothing,
         example: "issue",
         help: "Whether thinktime_blocks counts completed or issued I/Os",
         apply: job!(|j, v| {
@@ -661,6 +673,7 @@ pub static PACING: &[OptDef] = &[
         name: "thinktime_iotime",
         aliases: &[],
         kind: Kind::Time,
+        creates: Creates::Nothing,
         example: "9s",
         help: "Stall for thinktime after doing I/O this long (seconds by default), or after thinktime_blocks if given, whichever comes first",
         apply: job!(|j, v| {
@@ -672,6 +685,7 @@ pub static PACING: &[OptDef] = &[
         name: "flow",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "8",
         help: "Weight of this job in its flow_id: concurrent jobs of a flow issue I/Os in proportion to their weights (a shared counter, new in each trial); a flow with negative and positive weights is balanced instead, as fio's older form: each I/O adds the job's weight to the counter, which is kept near 0 (flow=-8 and flow=1: the second job does 8 I/Os per I/O of the first)",
         apply: job!(|j, v| {
@@ -690,6 +704,7 @@ pub static PACING: &[OptDef] = &[
         name: "flow_id",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "2",
         help: "The flow a job with flow= belongs to (default 0)",
         apply: job!(|j, v| {
@@ -701,6 +716,7 @@ pub static PACING: &[OptDef] = &[
         name: "flow_sleep",
         aliases: &[],
         kind: Kind::Time,
+        creates: Creates::Nothing,
         example: "1000",
         help: "Microseconds to wait, queue drained, when a job is ahead of its flow share (default 0: retry at once)",
         apply: job!(|j, v| {
@@ -712,6 +728,7 @@ pub static PACING: &[OptDef] = &[
         name: "steadystate",
         aliases: &["ss"],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "iops_slope:0.1%",
         help: "Stop the job once steady over ss_dur: iops/bw (every second's value within LIMIT of the mean) or iops_slope/bw_slope (least-squares slope under LIMIT); LIMIT may be a % of the mean. Judged in each trial; JSON `steadystate` is fio's",
         apply: job!(|j, v| {
@@ -723,6 +740,7 @@ pub static PACING: &[OptDef] = &[
         name: "steadystate_duration",
         aliases: &["ss_dur"],
         kind: Kind::Time,
+        creates: Creates::Nothing,
         example: "30",
         help: "Window of steady-state detection, whole seconds (seconds by default); 0, the default, turns detection off",
         apply: job!(|j, v| {
@@ -738,6 +756,7 @@ pub static PACING: &[OptDef] = &[
         name: "steadystate_ramp_time",
         aliases: &["ss_ramp"],
         kind: Kind::Time,
+        creates: Creates::Nothing,
         example: "10",
         help: "Run this long (seconds by default) before collecting steady-state samples, counted from the job's start (ramp_time included)",
         apply: job!(|j, v| {
@@ -749,6 +768,7 @@ pub static PACING: &[OptDef] = &[
         name: "latency_target",
         aliases: &[],
         kind: Kind::Time,
+        creates: Creates::Nothing,
         example: "5ms",
         help: "Find the deepest queue (up to iodepth) whose latency_percentile of I/Os complete within this (microseconds by default), then report that depth only; each trial searches afresh",
         apply: job!(|j, v| {
@@ -760,6 +780,7 @@ pub static PACING: &[OptDef] = &[
         name: "iodepth_mode",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "stepped:10-130/5,5/30",
         help: "stepped:LOW-HIGH/INC[,RAMP/RUN]: probe the peak IOPS at iodepth, then step the load from LOW% to HIGH% (HIGH% = iodepth; under 100%, a rate of that share of the peak) by INC, each step RAMP seconds unmeasured then RUN measured (default 5/30); per-step results in iodepth_steps. none: off",
         apply: job!(|j, v| {
@@ -771,6 +792,7 @@ pub static PACING: &[OptDef] = &[
         name: "latency_window",
         aliases: &[],
         kind: Kind::Time,
+        creates: Creates::Nothing,
         example: "1s",
         help: "How long each queue depth is tried by latency_target (microseconds by default)",
         apply: job!(|j, v| {
@@ -782,6 +804,7 @@ pub static PACING: &[OptDef] = &[
         name: "latency_percentile",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "99.9",
         help: "Percent of I/Os that must meet latency_target (default 100: one late I/O fails the window, and at depth 1 the job)",
         apply: job!(|j, v| {
@@ -797,6 +820,7 @@ pub static PACING: &[OptDef] = &[
         name: "latency_run",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Keep adjusting the depth for latency_target until the runtime ends, instead of ending once found",
         apply: job!(|j, v| {
@@ -808,6 +832,7 @@ pub static PACING: &[OptDef] = &[
         name: "exitall",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "When any job finishes, stop what its exit_what names (as fio, set on one job it holds for every job of the run)",
         apply: job!(|j, v| {
@@ -819,6 +844,7 @@ pub static PACING: &[OptDef] = &[
         name: "exit_what",
         aliases: &[],
         kind: Kind::Choice(&["group", "stonewall", "all"]),
+        creates: Creates::Nothing,
         example: "all",
         help: "What exitall stops: group (the jobs of its reporting group, also those not started), stonewall (every running job; later stonewall phases still run), all (every job: no later phase or trial runs)",
         apply: job!(|j, v| {
@@ -835,6 +861,7 @@ pub static PACING: &[OptDef] = &[
         name: "exitall_on_error",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "When this job fails, stop what its exit_what names (default: its reporting group)",
         apply: job!(|j, v| {
@@ -846,6 +873,7 @@ pub static PACING: &[OptDef] = &[
         name: "io_submit_mode",
         aliases: &[],
         kind: Kind::Choice(&["inline", "offload"]),
+        creates: Creates::Nothing,
         example: "offload",
         help: "inline: each worker submits and reaps its own queue; offload: a pool of iodepth \
                submitter threads per worker, each with its own engine at depth 1, sharing the \
@@ -864,6 +892,7 @@ pub static PACING: &[OptDef] = &[
         name: "ignore_error",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "EAGAIN,ENOSPC:EDQUOT",
         help: "READ,WRITE,VERIFY lists of errnos (names or numbers, `:` between them) that a job \
                goes on after (a list turns continue_on_error on for its type, as in fio): such \
@@ -885,6 +914,7 @@ pub static PACING: &[OptDef] = &[
         name: "error_dump",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "0",
         help: "0: report the first I/O error (its offset, errno and file) and the count, which is \
                what dioscope does; 1 (a line per failed I/O) is refused",
@@ -902,6 +932,7 @@ pub static PACING: &[OptDef] = &[
         name: "startdelay",
         aliases: &[],
         kind: Kind::Time,
+        creates: Creates::Nothing,
         example: "1s-3s",
         help: "Wait this long before starting (seconds by default); a range LO-HI draws a delay per clone and trial from the job's seed",
         apply: job!(|j, v| {
@@ -913,6 +944,7 @@ pub static PACING: &[OptDef] = &[
         name: "clocksource",
         aliases: &[],
         kind: Kind::Choice(&["clock_gettime", "gettimeofday", "cpu"]),
+        creates: Creates::Nothing,
         example: "clock_gettime",
         help: "clock_gettime: dioscope always times with clock_gettime(CLOCK_MONOTONIC) via the vDSO; gettimeofday and cpu are not supported",
         apply: job!(|_, v| match v.trim() {

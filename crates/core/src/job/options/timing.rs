@@ -9,6 +9,7 @@ pub(super) static TIMING: &[OptDef] = &[
         name: "gtod_cpu",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "1",
         help: "Set CPU N aside, as fio does for its time-keeping thread: no worker of any job \
                runs on it (it is taken out of every job's CPU set, cpus_allowed or the CPUs the \
@@ -28,6 +29,7 @@ pub(super) static TIMING: &[OptDef] = &[
         name: "gtod_reduce",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Measure no latencies (disable_slat, disable_clat, disable_lat), and read the clock \
                only every few batches, adapting so the run still ends on time",
@@ -45,6 +47,7 @@ pub(super) static TIMING: &[OptDef] = &[
         name: "disable_lat",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Do not measure total latency (lat_ns reports zeros)",
         apply: job!(|j, v| {
@@ -56,6 +59,7 @@ pub(super) static TIMING: &[OptDef] = &[
         name: "disable_clat",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Do not measure completion latency (clat_ns and the latency_* maps report zeros)",
         apply: job!(|j, v| {
@@ -67,6 +71,7 @@ pub(super) static TIMING: &[OptDef] = &[
         name: "disable_slat",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Do not measure submission latency (slat_ns reports zeros)",
         apply: job!(|j, v| {
@@ -78,6 +83,7 @@ pub(super) static TIMING: &[OptDef] = &[
         name: "disable_bw_measurement",
         aliases: &["disable_bw"],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Accepted and changes nothing: bandwidth and IOPS samples come from the \
                once-a-second time series, never from a clock read per I/O (fio 3.33 also \

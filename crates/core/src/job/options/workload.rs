@@ -321,6 +321,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "nrfiles",
         aliases: &["nr_files"],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "4",
         help: "Files per job clone (named by filename_format; each gets size/nrfiles unless filesize is given)",
         apply: job!(|j, v| {
@@ -332,6 +333,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "openfiles",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "2",
         help: "Files kept open at once; dioscope opens each file once per run (no open/close in the measurement), so this only limits which files are served together",
         apply: job!(|j, v| {
@@ -343,6 +345,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "filename_format",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "data.$jobnum.$filenum",
         help: "Names of generated files: $jobname, $jobnum (clone), $filenum, $clientuid (the MPI rank, else 0); default $jobname.$jobnum.$filenum",
         apply: job!(|j, v| {
@@ -354,6 +357,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "file_service_type",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "random:8",
         help: "Which file the next I/O goes to: roundrobin, sequential, random (':N' I/Os before switching), zipf/pareto/normal/gauss (':PARAM')",
         apply: job!(file_service),
@@ -362,6 +366,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "allow_file_create",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "0",
         help: "May dioscope create missing files (default 1); 0: a missing file is an error",
         apply: job!(|j, v| {
@@ -373,6 +378,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "random_sequence_stride",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "With random_distribution=sequence: 1 moves each round of the sequence on by its length (3,1,0,2 then 7,5,4,6, …); 0 (default) repeats it",
         apply: job!(|j, v| {
@@ -384,6 +390,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "fill_device",
         aliases: &["fill_fs"],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Write until the file system is full: on a file, the region is the file plus the free space and ENOSPC (or EDQUOT) ends the job without an error, and a job of a later group on that file without size= of its own takes what the fill wrote (sized when it starts, as fio does with create_serialize=0); on a block device, the whole device (size= is ignored)",
         apply: job!(|j, v| {
@@ -395,6 +402,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "create_serialize",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Accepted for fio's job files: dioscope lays out every file one after the other before any job starts, outside the measurement, so 0 and 1 measure the same",
         apply: job!(|_j, v| {
@@ -406,6 +414,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "sync",
         aliases: &[],
         kind: Kind::Choice(&["none", "0", "sync", "1", "dsync"]),
+        creates: Creates::Nothing,
         example: "none",
         help: "O_SYNC/O_DSYNC opens: none (0, fio's default) is how dioscope opens files; sync (1) and dsync are refused (use fsync=1 or fdatasync=1 for a flush after each write)",
         apply: job!(|_j, v| match v.trim() {
@@ -421,6 +430,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "wait_for",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "writers",
         help: "Start this job once every clone of the named earlier job is done (a job of an earlier run phase already is; one running beside it makes this job start a new run phase, in the same reporting group as fio)",
         apply: job!(|j, v| {
@@ -432,6 +442,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "overwrite",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "1 (dioscope's default): a file is filled with data before the job writes over it; 0 (fio's default): a job that only writes gets its new file sized and its space reserved (fallocate=), not filled, so its writes are first writes",
         apply: job!(|j, v| {
@@ -443,6 +454,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "fallocate",
         aliases: &[],
         kind: Kind::Choice(&["none", "native", "posix", "keep", "truncate", "0", "1"]),
+        creates: Creates::Nothing,
         example: "posix",
         help: "Space reservation when laying out files: none, native (default), posix, keep (FALLOC_FL_KEEP_SIZE), truncate (ftruncate only); 0=none, 1=posix",
         apply: job!(|j, v| {
@@ -461,6 +473,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "unlink_each_loop",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Remove the files this job created after each loop (with loops=1: at the end, as unlink)",
         apply: job!(|j, v| {
@@ -472,6 +485,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "rw_sequencer",
         aliases: &[],
         kind: Kind::Choice(&["sequential", "identical"]),
+        creates: Creates::Nothing,
         example: "identical",
         help: "With rw=randread:N: the N-1 I/Os after each random offset continue sequentially (default) or repeat the same offset",
         apply: job!(|j, v| {
@@ -487,6 +501,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "offset_align",
         aliases: &[],
         kind: Kind::Size,
+        creates: Creates::Nothing,
         example: "64k",
         help: "Round a percentage offset up to this (default: the smallest block size)",
         apply: job!(|j, v| {
@@ -498,6 +513,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "blockalign",
         aliases: &["ba"],
         kind: Kind::Size,
+        creates: Creates::Nothing,
         example: "8k",
         help: "Boundary of random offsets (default: the block size); 'R,W' per direction; turns off the random map",
         apply: job!(|j, v| {
@@ -527,6 +543,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "random_generator",
         aliases: &[],
         kind: Kind::Choice(&["tausworthe", "lfsr", "tausworthe64"]),
+        creates: Creates::Nothing,
         example: "lfsr",
         help: "tausworthe, tausworthe64: dioscope's generator, reproducible from randseed; lfsr: also never the same block twice in a pass, even with norandommap",
         apply: job!(|j, v| {
@@ -543,6 +560,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "sprandom",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "SanDisk pseudo-random preconditioning (rw=randwrite): write the file region by region, every block once, rewriting a share of each region's blocks in the next as the SSD's steady state would have them invalid (spr_op, spr_num_regions, spr_cs); the job writes the modelled physical size, size × (1 + spr_op)",
         apply: job!(|j, v| {
@@ -554,6 +572,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "spr_op",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "0.2",
         help: "sprandom: the device's over-provisioning ratio, between 0 and 1 (default 0.15)",
         apply: job!(|j, v| {
@@ -572,6 +591,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "spr_num_regions",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "50",
         help: "sprandom: regions the write pattern is made of (default 100)",
         apply: job!(|j, v| {
@@ -583,6 +603,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "spr_cs",
         aliases: &[],
         kind: Kind::Size,
+        creates: Creates::Nothing,
         example: "32k",
         help: "sprandom: the device's write cache in bytes (default 0): with one, each region's rewrites of the previous region come at its end, after more than a cache's worth of other writes; a region must be larger",
         apply: job!(|j, v| {
@@ -594,6 +615,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "percentage_random",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "80",
         help: "In a random workload, the percent of I/Os at random offsets (the rest continue sequentially); 'R,W' per direction",
         apply: job!(|j, v| {
@@ -615,6 +637,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "serialize_overlap",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Never have two in-flight I/Os of a job overlap (waits for the earlier one)",
         apply: job!(|j, v| {
@@ -626,6 +649,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "zonemode",
         aliases: &[],
         kind: Kind::Choice(&["none", "strided"]),
+        creates: Creates::Nothing,
         example: "strided",
         help: "none, or strided: I/O in zones of zonerange bytes, zonesize bytes each, skipping zoneskip between (zbd: not supported)",
         apply: job!(|j, v| {
@@ -647,6 +671,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "zonesize",
         aliases: &[],
         kind: Kind::Size,
+        creates: Creates::Nothing,
         example: "64m",
         help: "zonemode=strided: bytes transferred in a zone before moving on",
         apply: job!(|j, v| {
@@ -658,6 +683,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "zonerange",
         aliases: &[],
         kind: Kind::Size,
+        creates: Creates::Nothing,
         example: "256m",
         help: "zonemode=strided: size of a zone (default: zonesize)",
         apply: job!(|j, v| {
@@ -669,6 +695,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "zoneskip",
         aliases: &[],
         kind: Kind::Size,
+        creates: Creates::Nothing,
         example: "1g",
         help: "zonemode=strided: bytes skipped after each zone",
         apply: job!(|j, v| {
@@ -680,6 +707,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "number_ios",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "10000",
         help: "Stop after this many I/Os (if nothing else ends the job first)",
         apply: job!(|j, v| {
@@ -691,6 +719,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "io_size",
         aliases: &["io_limit"],
         kind: Kind::Size,
+        creates: Creates::Nothing,
         example: "10g",
         help: "Bytes of I/O to do, independent of the region size= sets (more wraps around, less stops early)",
         apply: job!(|j, v| {
@@ -703,6 +732,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "write_iolog",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Job(created::iologs),
         example: "job.iolog",
         help: "Record every issued I/O in fio's iolog v2 format (one file per job clone: NAME, NAME.1, …)",
         apply: job!(|j, v| {
@@ -714,6 +744,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "read_iolog",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "job.iolog",
         help: "Replay the I/Os of an iolog (fio's v2 or v3 format) instead of generating them",
         apply: job!(|j, v| {
@@ -725,6 +756,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "replay_no_stall",
         aliases: &[],
         kind: Kind::Flag,
+        creates: Creates::Nothing,
         example: "1",
         help: "Replay a v3 iolog as fast as possible instead of at its recorded times",
         apply: job!(|j, v| {
@@ -736,6 +768,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "replay_redirect",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "/dev/sdc",
         help: "Replay every I/O of the iolog onto this one file or device",
         apply: job!(|j, v| {
@@ -747,6 +780,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "replay_align",
         aliases: &[],
         kind: Kind::Size,
+        creates: Creates::Nothing,
         example: "4k",
         help: "Align replayed offsets down to this power of 2",
         apply: job!(|j, v| {
@@ -762,6 +796,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "replay_time_scale",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "200",
         help: "Replay a timed iolog at this percent of its recorded rate (200: twice as fast)",
         apply: job!(|j, v| {
@@ -773,6 +808,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "replay_skip",
         aliases: &[],
         kind: Kind::Str,
+        creates: Creates::Nothing,
         example: "write,trim",
         help: "Kinds of the iolog's I/Os not to replay: read, write, trim, sync (comma-separated)",
         apply: job!(|j, v| {
@@ -791,6 +827,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         name: "replay_scale",
         aliases: &[],
         kind: Kind::Int,
+        creates: Creates::Nothing,
         example: "2",
         help: "Divide replayed offsets by this factor",
         apply: job!(|j, v| {
