@@ -27,9 +27,7 @@ pub fn read(given: &str, what: &str, limit: u64) -> Result<String, String> {
             .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
             .open(crate::osstr::path(given))
             .map_err(|e| {
-                err(format!(
-                    "cannot read it: {e} (give the path of a JSON result)"
-                ))
+                format!("{what}: cannot read {shown}: {e} (give the path of a JSON result)")
             })?
     };
     let m = f.metadata().map_err(|e| err(e.to_string()))?;

@@ -369,18 +369,14 @@ pub fn created_files(plan: &Plan) -> Vec<(&'static str, PathBuf)> {
 }
 
 /// The files the run reads besides its targets: job files and includes,
-/// `read_iolog`'s logs and `verify_state_load`'s states. No file dioscope
-/// creates may replace one.
+/// and `read_iolog`'s logs. No file dioscope creates may replace one.
+/// (`verify_state_load`'s states are dioscope's own, rewritten by
+/// `verify_state_save` as fio does.)
 pub fn input_paths(plan: &Plan) -> Vec<PathBuf> {
     let mut out = plan.inputs.clone();
     for j in &plan.jobs {
         if let Some(l) = &j.read_iolog {
-            out.push(PathBuf::from(l));
-        }
-        if j.verify_state_load {
-            out.extend(
-                (0..j.numjobs.max(1) as usize).map(|c| crate::job::created::state_file(j, c)),
-            );
+            out.push(crate::osstr::path(l));
         }
     }
     out
