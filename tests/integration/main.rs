@@ -24,6 +24,7 @@ mod report;
 mod report_logs;
 mod results;
 mod safety2;
+mod safety3;
 mod signals;
 mod verify;
 mod workload;
