@@ -230,7 +230,7 @@ fn profile_stops_within_a_second_of_sigint_with_a_hanging_perf() {
     let perf_pid = perf_pid.trim();
     let lingering = !perf_pid.is_empty()
         && std::fs::read_to_string(format!("/proc/{perf_pid}/cmdline"))
-            .is_ok_and(|c| c.starts_with("sleep\0120"));
+            .is_ok_and(|c| c.starts_with("sleep\x00120"));
     if lingering {
         let _ = Command::new("kill").args(["-9", perf_pid]).status();
     }
