@@ -24,7 +24,7 @@ record)
   d=$(dirname "$out")
   echo "$d" >> "$FAKE_PERF_LOG/dirs"
   stat -c %a "$d" >> "$FAKE_PERF_LOG/modes"
-  echo 'a file of the user' > "$d/user-file"
+  [ -n "$FAKE_PERF_DROP" ] && echo 'a file of the user' > "$d/user-file"
   echo 'fake perf: chatter' >&2
   : > "$out"
   while read -r cmd; do printf 'ack\n'; [ "$cmd" = stop ] && exit 0; done
@@ -88,6 +88,7 @@ fn profile_folder_is_new_private_and_loses_only_its_own_files() {
         .env("TMPDIR", &tmp)
         .env("PATH", &path)
         .env("FAKE_PERF_LOG", &log)
+        .env("FAKE_PERF_DROP", "1")
         .env_remove("DIOSCOPE_PROFILE_KEEP")
         .current_dir(d.path());
     let o = output_within(c, Duration::from_secs(60));
@@ -240,4 +241,68 @@ fn profile_stops_within_a_second_of_sigint_with_a_hanging_perf() {
         took < Duration::from_millis(1500),
         "took {took:?} to stop after SIGINT"
     );
+}
+
+/// A run killed with SIGKILL (perf hanging) leaves its working folder; the
+/// next `--profile` run removes it — and leaves a look-alike folder of the
+/// user's (`dioscope-profile.user`, mode 0755, no manifest) with its file.
+#[test]
+fn profile_folder_of_a_killed_run_is_removed_by_the_next_only_when_ours() {
+    let d = tempfile::tempdir().unwrap();
+    let tmp = d.path().join("tmp");
+    let log = d.path().join("log");
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::create_dir_all(&log).unwrap();
+    let hanging = fake_perf(&d.path().join("hang"), HANGING_PERF);
+    let mut child = Command::new(bin())
+        .args(NULL_JOB)
+        .args(["--runtime=30s"])
+        .env("PATH", &hanging)
+        .env("TMPDIR", &tmp)
+        .env("FAKE_PERF_LOG", &log)
+        .current_dir(d.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pidf = log.join("pid");
+    let t0 = Instant::now();
+    while !pidf.exists() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let perf_pid = std::fs::read_to_string(&pidf).unwrap_or_default();
+    if !perf_pid.trim().is_empty() {
+        let _ = Command::new("kill").args(["-9", perf_pid.trim()]).status();
+    }
+    let folders = |tmp: &Path| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(tmp)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("dioscope-profile."))
+            .collect()
+    };
+    let killed = folders(&tmp);
+    assert_eq!(killed.len(), 1, "the killed run left no folder: {killed:?}");
+    let user = tmp.join("dioscope-profile.user");
+    std::fs::create_dir(&user).unwrap();
+    std::fs::write(user.join("g0t0.err"), "the user's\n").unwrap();
+    let working = fake_perf(&d.path().join("work"), WORKING_PERF);
+    let mut c = Command::new(bin());
+    c.args(NULL_JOB)
+        .env("PATH", &working)
+        .env("TMPDIR", &tmp)
+        .env("FAKE_PERF_LOG", &log)
+        .env_remove("DIOSCOPE_PROFILE_KEEP")
+        .current_dir(d.path());
+    let o = output_within(c, Duration::from_secs(60));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!killed[0].exists(), "the killed run's folder stayed");
+    assert_eq!(
+        std::fs::read_to_string(user.join("g0t0.err")).unwrap(),
+        "the user's\n"
+    );
+    assert_eq!(folders(&tmp), vec![user]);
 }

@@ -367,6 +367,9 @@ enum Stopping {
     /// `scratch destroy --all` by another process first (it must leave the
     /// running recipe's devices alone), then one SIGINT.
     DestroyAllFirst,
+    /// SIGKILL: nothing can clean up; `scratch list` marks what it made
+    /// LEFTOVER and `scratch destroy --all` removes exactly that.
+    Kill,
 }
 
 /// SIGINT in the middle of recipe `name`, once its scratch devices exist
@@ -476,9 +479,10 @@ fn interrupt_recipe_with(name: &str, how: Stopping) {
         );
     }
     let signals = if how == Stopping::Twice { 2 } else { 1 };
+    let sig = if how == Stopping::Kill { "-KILL" } else { "-INT" };
     for _ in 0..signals {
         Command::new("kill")
-            .args(["-INT", &pid.to_string()])
+            .args([sig, &pid.to_string()])
             .status()
             .expect("kill");
     }
@@ -496,6 +500,28 @@ fn interrupt_recipe_with(name: &str, how: Stopping) {
     let _ = reader.join();
     let err = err.lock().unwrap().clone();
     let took = t1.elapsed();
+    if how == Stopping::Kill {
+        let l = dioscope(&state).args(["scratch", "list"]).output().unwrap();
+        let lines = String::from_utf8_lossy(&l.stdout).to_string();
+        assert!(
+            lines.contains(&format!("process {pid} is gone")),
+            "nothing marked: {lines}"
+        );
+        for line in lines.lines() {
+            assert!(line.contains("LEFTOVER"), "not marked: {line}\n{lines}");
+        }
+        let d = dioscope(&state)
+            .args(["scratch", "destroy", "--all"])
+            .output()
+            .expect("destroy");
+        assert!(
+            d.status.success(),
+            "{}",
+            String::from_utf8_lossy(&d.stderr)
+        );
+        assert_nothing_new(&before, &state, pid, &format!("the killed {name}"));
+        return;
+    }
     assert_eq!(status.code(), Some(130), "{name}: stderr:\n{err}");
     assert_nothing_new(&before, &state, pid, &format!("the interrupted {name}"));
     // Within a second or so of the first signal (tear-down included: an
@@ -511,6 +537,14 @@ fn interrupt_recipe_with(name: &str, how: Stopping) {
 #[test]
 fn second_sigint_during_recipe_run_still_leaves_nothing() {
     interrupt_recipe_with("indirect-write", Stopping::Twice);
+}
+
+/// Issue 23, principle 4: SIGKILL of `recipe run` leaves records (written
+/// before the devices) that `scratch list` marks LEFTOVER and `scratch
+/// destroy --all` removes, and nothing else.
+#[test]
+fn sigkill_of_recipe_run_leaves_leftovers_that_destroy_removes() {
+    interrupt_recipe_with("indirect-write", Stopping::Kill);
 }
 
 /// Issue 23, principle 3: `scratch destroy --all` leaves the items of a
