@@ -281,7 +281,12 @@ fn profile_folder_of_a_killed_run_is_removed_by_the_next_only_when_ours() {
             .unwrap()
             .flatten()
             .map(|e| e.path())
-            .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("dioscope-profile."))
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("dioscope-profile.")
+            })
             .collect()
     };
     let killed = folders(&tmp);

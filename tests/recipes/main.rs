@@ -479,7 +479,11 @@ fn interrupt_recipe_with(name: &str, how: Stopping) {
         );
     }
     let signals = if how == Stopping::Twice { 2 } else { 1 };
-    let sig = if how == Stopping::Kill { "-KILL" } else { "-INT" };
+    let sig = if how == Stopping::Kill {
+        "-KILL"
+    } else {
+        "-INT"
+    };
     for _ in 0..signals {
         Command::new("kill")
             .args([sig, &pid.to_string()])
@@ -514,11 +518,7 @@ fn interrupt_recipe_with(name: &str, how: Stopping) {
             .args(["scratch", "destroy", "--all"])
             .output()
             .expect("destroy");
-        assert!(
-            d.status.success(),
-            "{}",
-            String::from_utf8_lossy(&d.stderr)
-        );
+        assert!(d.status.success(), "{}", String::from_utf8_lossy(&d.stderr));
         assert_nothing_new(&before, &state, pid, &format!("the killed {name}"));
         return;
     }

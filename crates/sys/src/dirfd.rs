@@ -38,21 +38,71 @@ pub fn create_new_at(dir: RawFd, name: &std::ffi::OsStr, mode: u32) -> io::Resul
     Ok(unsafe { File::from_raw_fd(fd) })
 }
 
-/// Device, inode and mode (`st_mode`) of `name` in `dir`, without following
-/// a symbolic link.
-pub fn stat_at(dir: RawFd, name: &std::ffi::OsStr) -> io::Result<(u64, u64, u32)> {
-    let c = name_c(name)?;
-    // SAFETY: st is plain data filled by fstatat; c is NUL-terminated.
+/// Who a file is: device, inode, mode (`st_mode`) and birth time in ns
+/// (0 where the file system does not keep it). An inode number freed by
+/// `unlink` can be given at once to a new file; the birth time tells them
+/// apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileId {
+    pub dev: u64,
+    pub ino: u64,
+    pub mode: u32,
+    pub btime_ns: u64,
+}
+
+fn statx_raw(dir: RawFd, c: &CString, flags: i32) -> io::Result<FileId> {
+    // SAFETY: st is plain data filled by statx; c is NUL-terminated.
     unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
-        cvt(libc::fstatat(
+        let mut st: libc::statx = std::mem::zeroed();
+        cvt(libc::statx(
             dir,
             c.as_ptr(),
+            flags,
+            libc::STATX_BASIC_STATS | libc::STATX_BTIME,
             &mut st,
-            libc::AT_SYMLINK_NOFOLLOW,
         ))?;
-        Ok((st.st_dev, st.st_ino, st.st_mode))
+        let btime_ns = if st.stx_mask & libc::STATX_BTIME != 0 {
+            (st.stx_btime.tv_sec as u64)
+                .wrapping_mul(1_000_000_000)
+                .wrapping_add(st.stx_btime.tv_nsec as u64)
+        } else {
+            0
+        };
+        Ok(FileId {
+            dev: libc::makedev(st.stx_dev_major, st.stx_dev_minor),
+            ino: st.stx_ino,
+            mode: st.stx_mode as u32,
+            btime_ns,
+        })
     }
+}
+
+/// [`FileId`] of `name` in `dir`, without following a symbolic link.
+pub fn stat_at(dir: RawFd, name: &std::ffi::OsStr) -> io::Result<FileId> {
+    let c = name_c(name)?;
+    statx_raw(dir, &c, libc::AT_SYMLINK_NOFOLLOW)
+}
+
+/// [`FileId`] of an open descriptor.
+pub fn stat_fd(fd: RawFd) -> io::Result<FileId> {
+    let c = CString::new("").map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    statx_raw(fd, &c, libc::AT_EMPTY_PATH)
+}
+
+/// Open `name` in `dir` read-only, never through a symbolic link (and
+/// without blocking on a FIFO).
+pub fn open_at_readonly(dir: RawFd, name: &std::ffi::OsStr) -> io::Result<File> {
+    let c = name_c(name)?;
+    // SAFETY: c is NUL-terminated; the descriptor returned is ours to own.
+    let fd = cvt(unsafe {
+        libc::openat(
+            dir,
+            c.as_ptr(),
+            libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        )
+    })?;
+    // SAFETY: fd was just opened and is owned by nobody else.
+    Ok(unsafe { File::from_raw_fd(fd) })
 }
 
 /// Remove `name` from `dir` (a directory with `AT_REMOVEDIR`).
@@ -98,8 +148,10 @@ mod tests {
         assert_eq!(std::fs::read(d.path().join("victim")).unwrap(), b"keep");
         let f = create_new_at(dir.as_raw_fd(), "new".as_ref(), 0o600).unwrap();
         drop(f);
-        let (_, _, mode) = stat_at(dir.as_raw_fd(), "new".as_ref()).unwrap();
-        assert_eq!(mode & 0o777, 0o600);
+        let id = stat_at(dir.as_raw_fd(), "new".as_ref()).unwrap();
+        assert_eq!(id.mode & 0o777, 0o600);
+        let f = File::open(d.path().join("new")).unwrap();
+        assert_eq!(stat_fd(f.as_raw_fd()).unwrap(), id);
         unlink_at(dir.as_raw_fd(), "new".as_ref(), false).unwrap();
         assert!(!d.path().join("new").exists());
     }

@@ -95,11 +95,23 @@ fn euid() -> Option<u32> {
         .ok()
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 struct Entry {
+    /// Held open while the folder is ours: its inode cannot be freed and
+    /// its number given to another file meanwhile.
+    _hold: Option<File>,
     name: OsString,
     dev: u64,
     ino: u64,
+    /// Birth time (ns; 0: not kept by the file system): an inode number
+    /// freed and given to a new file at once is told apart by it.
+    btime: u64,
+}
+
+impl Entry {
+    fn is(&self, id: &dioscope_sys::dirfd::FileId) -> bool {
+        id.dev == self.dev && id.ino == self.ino && id.btime_ns == self.btime
+    }
 }
 
 fn hex(b: &[u8]) -> String {
@@ -214,8 +226,8 @@ impl PrivateDir {
     /// never through a symbolic link), recorded for removal.
     pub fn create_file(&mut self, name: &str) -> io::Result<File> {
         let f = dioscope_sys::dirfd::create_new_at(self.dir.as_raw_fd(), OsStr::new(name), 0o600)?;
-        let m = f.metadata()?;
-        self.record(name, m.dev(), m.ino())?;
+        let id = dioscope_sys::dirfd::stat_fd(f.as_raw_fd())?;
+        self.record(name, &id, Some(f.try_clone()?))?;
         Ok(f)
     }
 
@@ -223,28 +235,48 @@ impl PrivateDir {
     /// folder, so that it goes with the folder. A symbolic link or anything
     /// but a regular file is refused.
     pub fn adopt(&mut self, name: &str) -> io::Result<()> {
-        let (dev, ino, mode) =
-            dioscope_sys::dirfd::stat_at(self.dir.as_raw_fd(), OsStr::new(name))?;
-        if mode & libc::S_IFMT != libc::S_IFREG {
+        let id = dioscope_sys::dirfd::stat_at(self.dir.as_raw_fd(), OsStr::new(name))?;
+        if id.mode & libc::S_IFMT != libc::S_IFREG {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("{name}: not a regular file"),
             ));
         }
-        if self.made.iter().any(|e| e.dev == dev && e.ino == ino) {
+        if self.made.iter().any(|e| e.is(&id)) {
             return Ok(());
         }
-        self.record(name, dev, ino)
+        let hold = dioscope_sys::dirfd::open_at_readonly(self.dir.as_raw_fd(), OsStr::new(name))?;
+        if dioscope_sys::dirfd::stat_fd(hold.as_raw_fd())? != id {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{name}: replaced while it was adopted"),
+            ));
+        }
+        self.record(name, &id, Some(hold))
     }
 
-    fn record(&mut self, name: &str, dev: u64, ino: u64) -> io::Result<()> {
+    fn record(
+        &mut self,
+        name: &str,
+        id: &dioscope_sys::dirfd::FileId,
+        hold: Option<File>,
+    ) -> io::Result<()> {
         let e = Entry {
+            _hold: hold,
             name: OsString::from(name),
-            dev,
-            ino,
+            dev: id.dev,
+            ino: id.ino,
+            btime: id.btime_ns,
         };
         if let Some(mf) = self.manifest.as_mut() {
-            writeln!(mf, "file {} {dev} {ino}", hex(e.name.as_bytes()))?;
+            writeln!(
+                mf,
+                "file {} {} {} {}",
+                hex(e.name.as_bytes()),
+                e.dev,
+                e.ino,
+                e.btime
+            )?;
         }
         self.made.push(e);
         Ok(())
@@ -264,9 +296,7 @@ impl PrivateDir {
         let mut left = Vec::new();
         for e in self.made.iter().rev() {
             match dioscope_sys::dirfd::stat_at(dir, &e.name) {
-                Ok((dev, ino, _)) if dev == e.dev && ino == e.ino => {
-                    dioscope_sys::dirfd::unlink_at(dir, &e.name, false)?
-                }
+                Ok(id) if e.is(&id) => dioscope_sys::dirfd::unlink_at(dir, &e.name, false)?,
                 Ok(_) => left.push(e.name.to_string_lossy().to_string()),
                 Err(x) if x.kind() == io::ErrorKind::NotFound => {}
                 Err(x) => return Err(x),
@@ -390,8 +420,8 @@ fn sweep_one(path: &Path, me: Option<u32>) -> Option<String> {
     if dm.dev() != m.dev() || dm.ino() != m.ino() {
         return None;
     }
-    let (_, _, mmode) = dioscope_sys::dirfd::stat_at(dir.as_raw_fd(), OsStr::new(MANIFEST)).ok()?;
-    if mmode & libc::S_IFMT != libc::S_IFREG {
+    let mid = dioscope_sys::dirfd::stat_at(dir.as_raw_fd(), OsStr::new(MANIFEST)).ok()?;
+    if mid.mode & libc::S_IFMT != libc::S_IFREG {
         return None;
     }
     let mut text = String::new();
@@ -419,11 +449,13 @@ fn sweep_one(path: &Path, me: Option<u32>) -> Option<String> {
     let mut made = Vec::new();
     for l in lines {
         let f: Vec<&str> = l.split_whitespace().collect();
-        if let ["file", n, dev, ino] = f.as_slice() {
+        if let ["file", n, dev, ino, btime] = f.as_slice() {
             made.push(Entry {
+                _hold: None,
                 name: OsString::from_vec(unhex(n)?),
                 dev: dev.parse().ok()?,
                 ino: ino.parse().ok()?,
+                btime: btime.parse().ok()?,
             });
         }
     }
