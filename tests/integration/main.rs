@@ -25,6 +25,7 @@ mod report_logs;
 mod results;
 mod safety2;
 mod safety3;
+mod safety3_private;
 mod signals;
 mod verify;
 mod workload;

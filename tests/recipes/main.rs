@@ -97,7 +97,8 @@ fn snapshot(state: &Path) -> BTreeSet<String> {
             for e in rd.flatten() {
                 let n = e.file_name().to_string_lossy().to_string();
                 // The lock is held for a moment by any dioscope process.
-                if n != "scratch.lock" && n != "mnt" {
+                // The id counter stays, so that no id is ever reused.
+                if n != "scratch.lock" && n != "mnt" && n != "scratch.next" {
                     s.insert(format!("state {}/{n}", d.display()));
                 }
             }
@@ -356,9 +357,28 @@ fn pagecache_interference_quick() {
     run_recipe("pagecache-interference");
 }
 
+/// How a recipe is stopped in [`interrupt_recipe_with`].
+#[derive(Clone, Copy, PartialEq)]
+enum Stopping {
+    /// One SIGINT.
+    Once,
+    /// Two SIGINTs back to back (an impatient Ctrl-C Ctrl-C).
+    Twice,
+    /// `scratch destroy --all` by another process first (it must leave the
+    /// running recipe's devices alone), then one SIGINT.
+    DestroyAllFirst,
+    /// SIGKILL: nothing can clean up; `scratch list` marks what it made
+    /// LEFTOVER and `scratch destroy --all` removes exactly that.
+    Kill,
+}
+
 /// SIGINT in the middle of recipe `name`, once its scratch devices exist
 /// and its first cell runs: exit 130, and everything it made is gone.
 fn interrupt_recipe(name: &str) {
+    interrupt_recipe_with(name, Stopping::Once)
+}
+
+fn interrupt_recipe_with(name: &str, how: Stopping) {
     if !can_run() {
         return;
     }
@@ -421,10 +441,55 @@ fn interrupt_recipe(name: &str) {
     // its cells in about a second, and an interrupt after the recipe has
     // finished tests nothing (it exits 0).
     std::thread::sleep(Duration::from_millis(100));
-    Command::new("kill")
-        .args(["-INT", &pid.to_string()])
-        .status()
-        .expect("kill");
+    if how == Stopping::DestroyAllFirst {
+        let ids = |v: &serde_json::Value| -> Vec<String> {
+            v.as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter(|i| i["pid"] == pid)
+                        .map(|i| i["id"].as_str().unwrap_or("").to_string())
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let list = || -> serde_json::Value {
+            let l = dioscope(&state)
+                .args(["scratch", "list", "--json"])
+                .output()
+                .expect("list");
+            serde_json::from_slice(&l.stdout).unwrap_or_default()
+        };
+        let before_ids = ids(&list());
+        let d = dioscope(&state)
+            .args(["scratch", "destroy", "--all"])
+            .output()
+            .expect("destroy --all");
+        let after_ids = ids(&list());
+        assert!(
+            before_ids.iter().all(|i| after_ids.contains(i)),
+            "destroy --all removed a running recipe's devices: {before_ids:?} -> {after_ids:?}; {}",
+            String::from_utf8_lossy(&d.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&d.stdout).contains(&format!("{pid}"))
+                || String::from_utf8_lossy(&d.stderr).contains(&format!("{pid}")),
+            "destroy --all does not say whose devices it left: {}{}",
+            String::from_utf8_lossy(&d.stdout),
+            String::from_utf8_lossy(&d.stderr)
+        );
+    }
+    let signals = if how == Stopping::Twice { 2 } else { 1 };
+    let sig = if how == Stopping::Kill {
+        "-KILL"
+    } else {
+        "-INT"
+    };
+    for _ in 0..signals {
+        Command::new("kill")
+            .args([sig, &pid.to_string()])
+            .status()
+            .expect("kill");
+    }
     let t1 = Instant::now();
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
@@ -438,8 +503,55 @@ fn interrupt_recipe(name: &str) {
     };
     let _ = reader.join();
     let err = err.lock().unwrap().clone();
+    let took = t1.elapsed();
+    if how == Stopping::Kill {
+        let l = dioscope(&state).args(["scratch", "list"]).output().unwrap();
+        let lines = String::from_utf8_lossy(&l.stdout).to_string();
+        assert!(
+            lines.contains(&format!("process {pid} is gone")),
+            "nothing marked: {lines}"
+        );
+        for line in lines.lines() {
+            assert!(line.contains("LEFTOVER"), "not marked: {line}\n{lines}");
+        }
+        let d = dioscope(&state)
+            .args(["scratch", "destroy", "--all"])
+            .output()
+            .expect("destroy");
+        assert!(d.status.success(), "{}", String::from_utf8_lossy(&d.stderr));
+        assert_nothing_new(&before, &state, pid, &format!("the killed {name}"));
+        return;
+    }
     assert_eq!(status.code(), Some(130), "{name}: stderr:\n{err}");
     assert_nothing_new(&before, &state, pid, &format!("the interrupted {name}"));
+    // Within a second or so of the first signal (tear-down included: an
+    // unmount and a detach on a loaded machine).
+    assert!(
+        took < Duration::from_secs(3),
+        "{name}: {took:?} from SIGINT to exit; stderr:\n{err}"
+    );
+}
+
+/// Issue 23, principle 4: a second Ctrl-C finishes the clean-up (quickly)
+/// instead of abandoning it.
+#[test]
+fn second_sigint_during_recipe_run_still_leaves_nothing() {
+    interrupt_recipe_with("indirect-write", Stopping::Twice);
+}
+
+/// Issue 23, principle 4: SIGKILL of `recipe run` leaves records (written
+/// before the devices) that `scratch list` marks LEFTOVER and `scratch
+/// destroy --all` removes, and nothing else.
+#[test]
+fn sigkill_of_recipe_run_leaves_leftovers_that_destroy_removes() {
+    interrupt_recipe_with("indirect-write", Stopping::Kill);
+}
+
+/// Issue 23, principle 3: `scratch destroy --all` leaves the items of a
+/// process that is still running (a recipe's devices mid-run).
+#[test]
+fn destroy_all_leaves_a_running_recipes_devices() {
+    interrupt_recipe_with("indirect-write", Stopping::DestroyAllFirst);
 }
 
 #[test]
@@ -595,6 +707,399 @@ fn quick_recipe_with_profile_has_the_profile() {
             c["values"][0]
         );
     }
+}
+
+// ---- Issue 23: scratch devices are known by identity, not by number ----
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn sh(cmd: &str) -> Output {
+    Command::new("sh").args(["-c", cmd]).output().expect("sh")
+}
+
+/// A zram device of the test's own (the "user's"), removed on drop while it
+/// is still the disk the test made (its diskseq).
+struct UserZram {
+    n: u32,
+    seq: String,
+}
+
+impl UserZram {
+    fn diskseq(n: u32) -> String {
+        std::fs::read_to_string(format!("/sys/block/zram{n}/diskseq")).unwrap_or_default()
+    }
+
+    /// A new zram, and only if it got number `want`; other numbers it got
+    /// on the way are given back.
+    fn with_number(want: u32) -> Option<UserZram> {
+        let mut others = Vec::new();
+        let mut got = None;
+        for _ in 0..8 {
+            let n: u32 = std::fs::read_to_string("/sys/class/zram-control/hot_add")
+                .ok()?
+                .trim()
+                .parse()
+                .ok()?;
+            let z = UserZram {
+                n,
+                seq: UserZram::diskseq(n),
+            };
+            if n == want {
+                got = Some(z);
+                break;
+            }
+            others.push(z);
+        }
+        drop(others);
+        got
+    }
+
+    /// An ext4 on it (size `size`); its UUID.
+    fn ext4(&self, size: u64) -> String {
+        std::fs::write(
+            format!("/sys/block/zram{}/disksize", self.n),
+            size.to_string(),
+        )
+        .expect("disksize");
+        let o = sh(&format!("mkfs.ext4 -q -F /dev/zram{}", self.n));
+        assert!(o.status.success(), "{}", text(&o));
+        self.uuid()
+    }
+
+    fn uuid(&self) -> String {
+        String::from_utf8_lossy(
+            &sh(&format!("blkid -p -o value -s UUID /dev/zram{}", self.n)).stdout,
+        )
+        .trim()
+        .to_string()
+    }
+}
+
+impl Drop for UserZram {
+    fn drop(&mut self) {
+        if !self.seq.is_empty() && UserZram::diskseq(self.n) == self.seq {
+            let _ = std::fs::write("/sys/class/zram-control/hot_remove", self.n.to_string());
+        }
+    }
+}
+
+/// `scratch create zram` of a small unfilled device: (id, number).
+fn scratch_zram(state: &Path) -> (String, u32) {
+    let o = dioscope(state)
+        .args(["scratch", "create", "zram", "--size=64m", "--no-fill"])
+        .output()
+        .expect("create");
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let id = out.split_whitespace().next().unwrap().to_string();
+    let n: u32 = out
+        .split("/dev/zram")
+        .nth(1)
+        .and_then(|r| {
+            r.chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+                .parse()
+                .ok()
+        })
+        .expect("its number");
+    (id, n)
+}
+
+/// A stale record (its zram removed behind dioscope's back) whose number a
+/// user's zram of the same size took, with an ext4 on it: `scratch destroy`
+/// leaves the user's device and its file system alone.
+#[test]
+fn scratch_destroy_leaves_a_user_zram_that_took_the_number() {
+    if !can_run() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = state_dir(dir.path());
+    let (id, n) = scratch_zram(&state);
+    std::fs::write("/sys/class/zram-control/hot_remove", n.to_string()).expect("hot_remove");
+    let Some(user) = UserZram::with_number(n) else {
+        // Another process took the number meanwhile: nothing to test.
+        eprintln!("SKIPPED: zram{n} was taken by another process");
+        return;
+    };
+    let uuid = user.ext4(64 << 20);
+    assert!(!uuid.is_empty());
+    let d = dioscope(&state)
+        .args(["scratch", "destroy", &id])
+        .output()
+        .expect("destroy");
+    assert!(
+        Path::new(&format!("/sys/block/zram{n}")).exists(),
+        "the user's zram{n} was removed: {}",
+        text(&d)
+    );
+    assert_eq!(user.uuid(), uuid, "the user's file system changed");
+    // The record is stale: it goes, and says why.
+    let l = dioscope(&state).args(["scratch", "list"]).output().unwrap();
+    assert!(!text(&l).contains(&id), "{}", text(&l));
+    assert!(text(&d).contains(&format!("zram{n}")), "{}", text(&d));
+}
+
+/// A zram dioscope made, reset (not removed) by the user and given an
+/// ext4: reset keeps the kernel's diskseq, so the identity check alone
+/// passes; the file system dioscope did not make keeps `destroy` away.
+#[test]
+fn scratch_destroy_leaves_a_reset_zram_with_a_user_file_system() {
+    if !can_run() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = state_dir(dir.path());
+    let (id, n) = scratch_zram(&state);
+    let seq = UserZram::diskseq(n);
+    std::fs::write(format!("/sys/block/zram{n}/reset"), "1").expect("reset");
+    assert_eq!(
+        UserZram::diskseq(n),
+        seq,
+        "reset changed diskseq (see RELIABILITY.md)"
+    );
+    // From here on it is the user's: removed on drop by the test.
+    let user = UserZram { n, seq };
+    let uuid = user.ext4(64 << 20);
+    let d = dioscope(&state)
+        .args(["scratch", "destroy", &id])
+        .output()
+        .expect("destroy");
+    assert!(
+        Path::new(&format!("/sys/block/zram{n}")).exists(),
+        "the user's zram{n} was removed: {}",
+        text(&d)
+    );
+    assert_eq!(user.uuid(), uuid, "the user's file system changed");
+    assert_eq!(d.status.code(), Some(1), "{}", text(&d));
+    assert!(text(&d).contains("ext4"), "{}", text(&d));
+}
+
+/// An id is never given again, even after the registry emptied: an id
+/// from an old `scratch list` never names a newer device.
+#[test]
+fn scratch_ids_are_never_reused() {
+    if !can_run() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = state_dir(dir.path());
+    let before = snapshot(&state);
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let o = dioscope(&state)
+            .args(["scratch", "create", "loop", "--size=1m"])
+            .output()
+            .expect("create");
+        assert!(o.status.success(), "{}", text(&o));
+        let id = String::from_utf8_lossy(&o.stdout)
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_string();
+        let d = dioscope(&state)
+            .args(["scratch", "destroy", &id])
+            .output()
+            .expect("destroy");
+        assert!(d.status.success(), "{}", text(&d));
+        assert!(!seen.contains(&id), "{id} given twice");
+        seen.push(id);
+    }
+    assert_nothing_new(&before, &state, 0, "scratch ids");
+}
+
+/// `--mkfs` takes options, never devices: a word naming an existing path
+/// (the user's ext4 on a loop device) or a stray word is refused with exit
+/// 2 before anything is made, and the user's file system is intact.
+#[test]
+fn scratch_mkfs_words_are_options_never_devices() {
+    if !can_run() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = state_dir(dir.path());
+    let before = snapshot(&state);
+    // The user's ext4 on a loop device of the test's own.
+    let img = dir.path().join("user.img");
+    std::fs::File::create(&img)
+        .and_then(|f| f.set_len(128 << 20))
+        .expect("image");
+    let o = sh(&format!("losetup -f --show {}", img.display()));
+    assert!(o.status.success(), "{}", text(&o));
+    let dev = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    struct Detach(String, std::path::PathBuf);
+    impl Drop for Detach {
+        fn drop(&mut self) {
+            let name = self.0.trim_start_matches("/dev/");
+            let b = std::fs::read_to_string(format!("/sys/block/{name}/loop/backing_file"))
+                .unwrap_or_default();
+            if b.trim() == self.1.display().to_string() {
+                let _ = Command::new("losetup").args(["-d", &self.0]).status();
+            }
+        }
+    }
+    let _detach = Detach(dev.clone(), img.clone());
+    let o = sh(&format!("mkfs.ext4 -q -F {dev}"));
+    assert!(o.status.success(), "{}", text(&o));
+    let uuid = || {
+        String::from_utf8_lossy(&sh(&format!("blkid -p -o value -s UUID {dev}")).stdout)
+            .trim()
+            .to_string()
+    };
+    let u0 = uuid();
+    for mkfs in [dev.clone(), format!("-L x {dev}"), "stray".to_string()] {
+        let o = dioscope(&state)
+            .args([
+                "scratch",
+                "create",
+                "fs",
+                "--type=btrfs",
+                "--size=256m",
+                &format!("--mkfs={mkfs}"),
+            ])
+            .output()
+            .expect("create");
+        assert_eq!(o.status.code(), Some(2), "--mkfs={mkfs}: {}", text(&o));
+        assert!(text(&o).contains("--mkfs"), "{}", text(&o));
+        assert_eq!(uuid(), u0, "--mkfs={mkfs}: the user's ext4 was overwritten");
+    }
+    assert_nothing_new(&before, &state, 0, "refused --mkfs");
+}
+
+/// The records exist before the devices: `scratch create` killed with
+/// SIGKILL mid-way leaves records that `scratch list` marks LEFTOVER, and
+/// `scratch destroy` of them removes exactly what it made.
+#[test]
+fn sigkill_of_scratch_create_leaves_a_leftover_that_destroy_removes() {
+    if !can_run() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = state_dir(dir.path());
+    let before = snapshot(&state);
+    let mut child = dioscope(&state)
+        .args([
+            "scratch",
+            "create",
+            "fs",
+            "--type=ext4",
+            "--on=loop",
+            "--size=256m",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id();
+    // Kill it once a loop device of it is attached (recorded).
+    let t0 = Instant::now();
+    loop {
+        let t = std::fs::read_to_string(state.join("scratch.json")).unwrap_or_default();
+        if t.contains("\"/dev/loop") {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "no loop device: {t}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let finished = child.try_wait().expect("wait").is_some();
+    let _ = child.kill();
+    let st = child.wait().expect("wait");
+    if finished && st.success() {
+        let _ = dioscope(&state)
+            .args(["scratch", "destroy", "--all"])
+            .output();
+        eprintln!("SKIPPED: scratch create finished before SIGKILL");
+        return;
+    }
+    let l = dioscope(&state).args(["scratch", "list"]).output().unwrap();
+    let lines = String::from_utf8_lossy(&l.stdout).to_string();
+    assert!(!lines.trim().is_empty(), "nothing recorded");
+    for line in lines.lines() {
+        assert!(
+            line.contains("LEFTOVER") && line.contains(&pid.to_string()),
+            "not marked: {line}\n{lines}"
+        );
+    }
+    let d = dioscope(&state)
+        .args(["scratch", "destroy", "--all"])
+        .output()
+        .expect("destroy");
+    assert!(d.status.success(), "{}", text(&d));
+    assert_nothing_new(&before, &state, pid, "a killed scratch create");
+}
+
+/// `scratch create` stopped by SIGINT (twice, back to back) exits 1 after
+/// removing what it made.
+#[test]
+fn scratch_create_stopped_by_a_signal_exits_1_and_leaves_nothing() {
+    if !can_run() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = state_dir(dir.path());
+    let before = snapshot(&state);
+    let mut child = dioscope(&state)
+        .args([
+            "scratch",
+            "create",
+            "fs",
+            "--type=ext4",
+            "--on=loop",
+            "--size=256m",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id();
+    let t0 = Instant::now();
+    loop {
+        let t = std::fs::read_to_string(state.join("scratch.json")).unwrap_or_default();
+        if t.contains("\"/dev/loop") {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "no loop device: {t}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    if child.try_wait().expect("wait").is_some() {
+        let _ = dioscope(&state)
+            .args(["scratch", "destroy", "--all"])
+            .output();
+        eprintln!("SKIPPED: scratch create finished before the signal");
+        return;
+    }
+    for _ in 0..2 {
+        let _ = Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status();
+    }
+    let o = child.wait_with_output().expect("wait");
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_nothing_new(&before, &state, pid, "an interrupted scratch create");
 }
 
 #[test]

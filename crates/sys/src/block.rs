@@ -54,3 +54,16 @@ pub fn flush_buffers(fd: RawFd) -> io::Result<()> {
     // SAFETY: BLKFLSBUF takes no argument.
     cvt(unsafe { libc::ioctl(fd, BLKFLSBUF as _, 0) }).map(drop)
 }
+
+// _IOR(0x12, 128, __u64)
+const BLKGETDISKSEQ: libc::c_ulong = 0x8008_1280;
+
+/// The kernel's sequence number of the disk behind `fd` (Linux 5.15+): new
+/// for every disk the kernel makes, and for a loop device at every attach;
+/// never reused within a boot.
+pub fn diskseq(fd: RawFd) -> io::Result<u64> {
+    let mut n: u64 = 0;
+    // SAFETY: BLKGETDISKSEQ writes one u64 through the pointer.
+    cvt(unsafe { libc::ioctl(fd, BLKGETDISKSEQ as _, &mut n) })?;
+    Ok(n)
+}

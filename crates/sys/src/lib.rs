@@ -10,6 +10,7 @@ pub mod block;
 pub mod buf;
 pub mod cache;
 pub mod clock;
+pub mod dirfd;
 pub mod fiemap;
 pub mod fs;
 pub mod fsinfo;

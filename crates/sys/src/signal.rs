@@ -5,9 +5,12 @@
 //! exits at once with status 130, as users expect of a second Ctrl-C.
 
 use std::ffi::CString;
-use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 static STOPS: AtomicU32 = AtomicU32::new(0);
+/// Set by a command whose clean-up must run to its end (scratch devices):
+/// a second SIGINT then only counts, and the command finishes its clean-up.
+static CLEANUP_FIRST: AtomicBool = AtomicBool::new(false);
 static LAST: AtomicU32 = AtomicU32::new(0);
 
 const MAX_SCRATCH: usize = 64;
@@ -22,7 +25,7 @@ static SCRATCH_ID: [(AtomicU64, AtomicU64); MAX_SCRATCH] =
 extern "C" fn on_signal(sig: libc::c_int) {
     let n = STOPS.fetch_add(1, Ordering::SeqCst) + 1;
     LAST.store(sig as u32, Ordering::SeqCst);
-    if n >= 2 && sig == libc::SIGINT {
+    if n >= 2 && sig == libc::SIGINT && !CLEANUP_FIRST.load(Ordering::SeqCst) {
         for (slot, id) in SCRATCH.iter().zip(SCRATCH_ID.iter()) {
             let p = slot.load(Ordering::SeqCst);
             if p.is_null() {
@@ -57,6 +60,12 @@ pub fn install() {
             libc::sigaction(sig, &sa, std::ptr::null_mut());
         }
     }
+}
+
+/// A second SIGINT no longer exits at once: this process has devices to
+/// remove and finishes removing them (quickly) instead of abandoning them.
+pub fn finish_cleanup_on_second_interrupt() {
+    CLEANUP_FIRST.store(true, Ordering::SeqCst);
 }
 
 /// How many stop signals have arrived.

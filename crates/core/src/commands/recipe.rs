@@ -104,6 +104,8 @@ fn main(args: &[String]) -> i32 {
 
 fn run(args: &[String]) -> i32 {
     dioscope_sys::signal::install();
+    // A second Ctrl-C finishes the removal of the scratch devices.
+    dioscope_sys::signal::finish_cleanup_on_second_interrupt();
     let a = match parse(args) {
         Ok(a) => a,
         Err(e) => return eprint_err(&e),
@@ -142,6 +144,11 @@ fn run(args: &[String]) -> i32 {
         },
         None => None,
     };
+    if a.profile {
+        if let Err(e) = crate::profile::check_tmpdir() {
+            return eprint_err(&e);
+        }
+    }
     let recipe = recipes::find(&a.name).expect("checked in parse");
     let mut ctx = Ctx::new(recipe.name, a.quick, &a.trials);
     ctx.profile = a.profile;

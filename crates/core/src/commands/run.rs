@@ -170,6 +170,9 @@ pub fn validate(args: &[String]) -> Result<(Plan, Formats), String> {
     if flags.readonly {
         readonly(&plan)?;
     }
+    if plan.global.profile {
+        crate::profile::check_tmpdir()?;
+    }
     // The result's destination, checked before anything is opened or run
     // (outfile::check_output: targets, device nodes, /dev, writability).
     // Every file the run creates, checked before anything is opened or run

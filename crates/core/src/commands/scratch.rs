@@ -65,6 +65,8 @@ fn onoff(k: &str, v: &str) -> Result<bool, String> {
 
 fn main(args: &[String]) -> i32 {
     dioscope_sys::signal::install();
+    // What it made is removed even after a second Ctrl-C.
+    dioscope_sys::signal::finish_cleanup_on_second_interrupt();
     match args.first().map(String::as_str) {
         Some("create") => create(&args[1..]),
         Some("list") => list(&args[1..]),
@@ -84,13 +86,29 @@ fn create(args: &[String]) -> i32 {
         Err(e) => return eprint_err(&e),
     };
     let made = match build(kind, &o) {
-        Ok(Ok(it)) => it,
+        Ok(Ok(it)) if dioscope_sys::signal::stop_count() == 0 => it,
+        Ok(Ok(it)) => {
+            // Stopped after the last step: what was made goes too.
+            let _ = scratch::destroy(&it.id);
+            eprintln!("dioscope: error: scratch create: stopped by a signal; removed what it made");
+            return 1;
+        }
         Ok(Err(e)) => {
             eprintln!("dioscope: error: {e}");
+            if dioscope_sys::signal::stop_count() > 0 {
+                eprintln!("dioscope: scratch create: stopped; removed what it made");
+                return 1;
+            }
             return e.exit_code();
         }
         Err(e) => return eprint_err(&e),
     };
+    // Made: it stays until destroyed (no longer a leftover of this process).
+    if let Err(e) = scratch::persist(&made.id) {
+        eprintln!("dioscope: error: {e}");
+        let _ = scratch::destroy(&made.id);
+        return e.exit_code();
+    }
     println!("{}  {}", made.id, made.describe());
     for g in made.geometry() {
         println!(
@@ -242,8 +260,12 @@ fn list(args: &[String]) -> i32 {
                 String::new()
             } else {
                 format!(
-                    "  LEFTOVER: its process {} is gone; dioscope scratch destroy {}",
-                    i.pid, i.id
+                    "  LEFTOVER: its process {} is gone; remove it: dioscope scratch destroy {}",
+                    i.pid,
+                    i.parent
+                        .as_ref()
+                        .filter(|p| items.iter().any(|x| &x.id == *p))
+                        .unwrap_or(&i.id)
                 )
             }
         );

@@ -32,11 +32,45 @@ pub use html::render_html;
 pub use result::*;
 pub use text::render_text;
 
+use crate::outfile::private::{sweep_leftovers, PrivateDir};
 use crate::runner::{ResolvedJob, RunResult, TrialHooks};
 use crate::targets::TargetTable;
 use perf::{PerfTool, Recorder, Scope, Unavailable};
 use script::{Context, Owner, Tally};
 use std::path::PathBuf;
+
+/// The prefix of `--profile`'s working folders (`$TMPDIR/PREFIX.XXXXXXXXXXXX`).
+const DIR_PREFIX: &str = "dioscope-profile";
+
+/// Whether `--profile` can make its working folder in `$TMPDIR`: checked
+/// before the run, so that an unusable TMPDIR is blamed (exit 2), not perf.
+pub fn check_tmpdir() -> Result<(), String> {
+    let t = std::env::temp_dir();
+    let named = if std::env::var_os("TMPDIR").is_some() {
+        format!("TMPDIR={}", t.display())
+    } else {
+        format!(
+            "the temporary directory {} (TMPDIR is not set)",
+            t.display()
+        )
+    };
+    let why = match std::fs::metadata(&t) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some("does not exist".to_string()),
+        Err(e) => Some(e.to_string()),
+        Ok(m) if !m.is_dir() => Some("is not a directory".to_string()),
+        Ok(_) => PrivateDir::new(&t, DIR_PREFIX)
+            .and_then(|d| d.remove().map(|_| ()))
+            .err()
+            .map(|e| format!("cannot make a folder in it: {e}")),
+    };
+    match why {
+        None => Ok(()),
+        Some(w) => Err(format!(
+            "--profile: {named} {w}; perf's recordings go to a new private folder there: set \
+             TMPDIR to a writable directory"
+        )),
+    }
+}
 
 /// How many functions a profile lists by name (the rest are summed).
 pub const TOP_FUNCTIONS: usize = 25;
@@ -94,7 +128,10 @@ struct Current {
 /// [`Profiler::finish`].
 pub struct Profiler {
     tool: Result<(PerfTool, Scope), (ProfileStatus, Unavailable)>,
-    dir: Option<PathBuf>,
+    dir: Option<PrivateDir>,
+    /// The recordings perf was asked to write (adopted by the folder, to go
+    /// with it).
+    perf_files: Vec<String>,
     current: Option<Current>,
     done: Vec<TrialRec>,
     jobs: Vec<(u32, String)>,
@@ -114,6 +151,7 @@ impl Profiler {
         Profiler {
             tool,
             dir: None,
+            perf_files: Vec::new(),
             current: None,
             done: Vec::new(),
             jobs: Vec::new(),
@@ -128,14 +166,43 @@ impl Profiler {
         }
     }
 
-    fn dir(&mut self) -> Result<PathBuf, String> {
-        if let Some(d) = &self.dir {
-            return Ok(d.clone());
+    /// The working folder: new, private, made at the first trial. Folders
+    /// of killed runs that are provably ours go first.
+    fn dir(&mut self) -> Result<&mut PrivateDir, String> {
+        if self.dir.is_none() {
+            let t = std::env::temp_dir();
+            sweep_leftovers(&t, DIR_PREFIX);
+            let d = PrivateDir::new(&t, DIR_PREFIX).map_err(|e| {
+                format!(
+                    "cannot make a working folder in TMPDIR={}: {e}",
+                    t.display()
+                )
+            })?;
+            self.dir = Some(d);
         }
-        let d = std::env::temp_dir().join(format!("dioscope-profile.{}", std::process::id()));
-        std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
-        self.dir = Some(d.clone());
-        Ok(d)
+        self.dir
+            .as_mut()
+            .ok_or_else(|| "no working folder".to_string())
+    }
+
+    /// Remove the working folder (only what was made in it), or keep it
+    /// with DIOSCOPE_PROFILE_KEEP.
+    fn close_dir(&mut self) {
+        let Some(mut d) = self.dir.take() else {
+            return;
+        };
+        for f in &self.perf_files {
+            let _ = d.adopt(f);
+        }
+        if std::env::var_os("DIOSCOPE_PROFILE_KEEP").is_some() {
+            d.keep();
+            return;
+        }
+        match d.remove() {
+            Ok(None) => {}
+            Ok(Some(note)) => eprintln!("dioscope: note: {note}"),
+            Err(e) => eprintln!("dioscope: warning: --profile's working folder: {e}"),
+        }
     }
 
     fn before_trial(&mut self, group: u32, trial: u32, jobs: &[&ResolvedJob]) {
@@ -152,9 +219,11 @@ impl Profiler {
             return;
         };
         let (tool, scope) = (tool.clone(), *scope);
+        let tag = format!("g{group}t{trial}");
+        self.perf_files.push(format!("{tag}.data"));
         let started = self
             .dir()
-            .and_then(|d| Recorder::start(&tool, scope, &d, &format!("g{group}t{trial}")));
+            .and_then(|d| Recorder::start(&tool, scope, d, &tag));
         match started {
             Ok(rec) => {
                 self.current = Some(Current {
@@ -293,11 +362,7 @@ impl Profiler {
     /// Read every recording and set it beside the run's own measurements.
     pub fn finish(mut self, run: &RunResult) -> ProfileResult {
         let out = self.build(run);
-        if let Some(d) = self.dir.take() {
-            if std::env::var_os("DIOSCOPE_PROFILE_KEEP").is_none() {
-                let _ = std::fs::remove_dir_all(d);
-            }
-        }
+        self.close_dir();
         out
     }
 
@@ -460,11 +525,7 @@ impl Default for Profiler {
 impl Drop for Profiler {
     fn drop(&mut self) {
         self.current = None;
-        if let Some(d) = self.dir.take() {
-            if std::env::var_os("DIOSCOPE_PROFILE_KEEP").is_none() {
-                let _ = std::fs::remove_dir_all(d);
-            }
-        }
+        self.close_dir();
     }
 }
 

@@ -178,13 +178,29 @@ pub struct Recorder {
 const START_TIMEOUT: Duration = Duration::from_secs(20);
 const ACK_TIMEOUT: Duration = Duration::from_secs(5);
 const STOP_TIMEOUT: Duration = Duration::from_secs(30);
+/// After a stop signal: how long perf may take to answer or to end.
+const STOP_GRACE: Duration = Duration::from_millis(300);
+/// How often a wait looks for a stop signal.
+const POLL: Duration = Duration::from_millis(20);
+/// How long perf has after SIGTERM, then after SIGKILL.
+const TERM_GRACE: Duration = Duration::from_millis(200);
+const KILL_GRACE: Duration = Duration::from_millis(500);
 
 impl Recorder {
     /// Start perf with its events disabled, and wait until it answers.
-    pub fn start(tool: &PerfTool, scope: Scope, dir: &Path, tag: &str) -> Result<Self, String> {
-        let data = dir.join(format!("{tag}.data"));
-        let err = dir.join(format!("{tag}.err"));
-        let errf = std::fs::File::create(&err).map_err(|e| format!("{}: {e}", err.display()))?;
+    /// perf's messages go to a new file of the private folder `dir` (never
+    /// through a link planted there); perf writes its recording beside it.
+    pub fn start(
+        tool: &PerfTool,
+        scope: Scope,
+        dir: &mut crate::outfile::private::PrivateDir,
+        tag: &str,
+    ) -> Result<Self, String> {
+        let data = dir.path().join(format!("{tag}.data"));
+        let err = dir.path().join(format!("{tag}.err"));
+        let errf = dir
+            .create_file(&format!("{tag}.err"))
+            .map_err(|e| format!("{}: {e}", err.display()))?;
         let mut c = Command::new(&tool.path);
         c.arg("record")
             .args(["-e", &format!("cpu-clock/period={PERIOD_NS}/")])
@@ -252,14 +268,26 @@ impl Recorder {
             return Err(self.failure(&format!("perf stopped before '{cmd}'")));
         }
         let deadline = Instant::now() + timeout;
+        let mut stopping: Option<Instant> = None;
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
+            // After a stop signal a healthy perf still answers at once; one
+            // that does not gets STOP_GRACE, not the full timeout.
+            if stopping.is_none() && dioscope_sys::signal::stop_count() > 0 {
+                stopping = Some(Instant::now());
+            }
+            if stopping.is_some_and(|t| t.elapsed() >= STOP_GRACE) {
+                return Err(self.failure(&format!(
+                    "stopped by a signal while perf had not answered '{cmd}'"
+                )));
+            }
+            let left = deadline.saturating_duration_since(Instant::now()).min(POLL);
             match self.acks.recv_timeout(left) {
                 // perf writes "ack\n\0": the NUL starts the next line.
                 Ok(l) if l.trim_matches(|c: char| c == '\0' || c.is_whitespace()) == "ack" => {
                     return Ok(())
                 }
                 Ok(_) => continue,
+                Err(RecvTimeoutError::Timeout) if Instant::now() < deadline => continue,
                 Err(RecvTimeoutError::Timeout) => {
                     return Err(self.failure(&format!(
                         "perf did not answer '{cmd}' within {} s",
@@ -288,8 +316,11 @@ impl Recorder {
             // A perf without `stop` ends when its control pipe closes.
             self.ctl = None;
         }
-        let deadline = Instant::now() + STOP_TIMEOUT;
+        let mut deadline = Instant::now() + STOP_TIMEOUT;
         loop {
+            if dioscope_sys::signal::stop_count() > 0 {
+                deadline = deadline.min(Instant::now() + STOP_GRACE);
+            }
             match self.child.try_wait() {
                 Ok(Some(st)) if st.success() => return Ok(self.data.clone()),
                 Ok(Some(st)) => return Err(self.failure(&format!("perf record failed ({st})"))),
@@ -315,9 +346,43 @@ impl Recorder {
             .map(|ns| ns / 1000)
     }
 
+    /// End perf and its process group: SIGTERM, then SIGKILL if it
+    /// ignores that; a perf that outlives SIGKILL too is named and left.
     fn kill(&mut self) {
+        let pid = self.child.id();
+        let hint = self.path_hint();
+        self.ctl = None;
+        let gone = |c: &mut Child, within: Duration| {
+            let t = Instant::now();
+            loop {
+                match c.try_wait() {
+                    Ok(Some(_)) | Err(_) => return true,
+                    Ok(None) if t.elapsed() < within => std::thread::sleep(POLL / 4),
+                    Ok(None) => return false,
+                }
+            }
+        };
+        let _ = dioscope_sys::dirfd::signal_group(pid, libc::SIGTERM);
+        if gone(&mut self.child, TERM_GRACE) {
+            let _ = dioscope_sys::dirfd::signal_group(pid, libc::SIGKILL);
+            return;
+        }
+        let _ = dioscope_sys::dirfd::signal_group(pid, libc::SIGKILL);
         let _ = self.child.kill();
-        let _ = self.child.wait();
+        if gone(&mut self.child, KILL_GRACE) {
+            eprintln!("dioscope: warning: perf (pid {pid}, {hint}) ignored SIGTERM: killed");
+        } else {
+            eprintln!(
+                "dioscope: warning: perf (pid {pid}, {hint}) is still there after SIGKILL \
+                 (stuck in the kernel?): left running"
+            );
+        }
+    }
+
+    fn path_hint(&self) -> String {
+        std::fs::read_link(format!("/proc/{}/exe", self.child.id()))
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| "perf".into())
     }
 
     /// `what`, with the last of perf's own messages.

@@ -62,6 +62,10 @@ pub enum Stop {
 
 impl From<scratch::Error> for Stop {
     fn from(e: scratch::Error) -> Stop {
+        // A step cut short by a stop signal is the signal's doing.
+        if dioscope_sys::signal::stop_count() > 0 {
+            return Stop::Interrupted;
+        }
         Stop::Failed(format!("scratch: {e}"))
     }
 }

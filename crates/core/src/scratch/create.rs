@@ -1,9 +1,125 @@
 //! Making scratch devices and file systems. Each step that could leave
 //! something behind is recorded first.
 
-use super::{state, tool, Error, Item, Mount, Result, What};
-use std::io::Write;
+use super::{diskseq_of, state, tool, Error, Item, Mount, Result, What};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+
+/// A new record's creator fields: (pid, start time, boot id).
+fn creator() -> (u32, u64, String) {
+    let p = crate::outfile::private::ProcessId::current();
+    (p.pid, p.start, p.boot)
+}
+
+/// Stop before the next step once a stop signal came (the caller removes
+/// what was made).
+fn stop_check(what: &str) -> Result<()> {
+    if dioscope_sys::signal::stop_count() > 0 {
+        return Err(Error::System(format!("{what}: stopped by a signal")));
+    }
+    Ok(())
+}
+
+/// Open `dev` and check that it is still the disk recorded (`diskseq`): the
+/// open descriptor pins it (a zram cannot be hot-removed, a loop device not
+/// re-attached to another file, while it is open), so what follows works on
+/// the device made, not on whatever took its name.
+fn pin(dev: &str, seq: u64) -> Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    let f =
+        std::fs::File::open(dev).map_err(|e| Error::System(format!("cannot open {dev}: {e}")))?;
+    if seq != 0 {
+        let now = dioscope_sys::block::diskseq(f.as_raw_fd())
+            .map_err(|e| Error::System(format!("{dev}: cannot read its diskseq: {e}")))?;
+        if now != seq {
+            return Err(Error::System(format!(
+                "{dev} is no longer the device dioscope made (diskseq {now}, not {seq}): \
+                 someone removed it and made another; left alone"
+            )));
+        }
+    }
+    Ok(f)
+}
+
+/// A random (version 4) UUID for a new file system.
+fn new_uuid() -> String {
+    let mut b = [0u8; 16];
+    let got = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .is_ok();
+    if !got {
+        let x = dioscope_sys::clock::now_ns() as u128 ^ ((std::process::id() as u128) << 64);
+        b = x.to_le_bytes();
+    }
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+/// The UUID (or `uuid=UUID`) of the k-th file system of an item: the
+/// recorded one with its last group (48 bits) plus k.
+fn uuid_for(arg: &str, k: usize) -> String {
+    let (pre, u) = arg.split_at(arg.len().saturating_sub(36));
+    if u.len() != 36 || k == 0 {
+        return arg.to_string();
+    }
+    let node = u64::from_str_radix(&u[24..], 16).unwrap_or(0);
+    format!(
+        "{pre}{}{:012x}",
+        &u[..24],
+        node.wrapping_add(k as u64) & 0xffff_ffff_ffff
+    )
+}
+
+/// `--mkfs` holds options for mkfs, never devices or files: dioscope gives
+/// mkfs the devices it made (with mkfs's force flag), so a device named
+/// there would be overwritten. Refused (exit 2): a word naming an existing
+/// path or starting with `/`, an option whose attached value is under
+/// /dev/, `--` (what follows it are devices), and a word that is neither an
+/// option (`-…`) nor the value right after one.
+pub fn check_mkfs_words(mkfs: &str) -> Result<()> {
+    let refuse = |w: &str, why: &str| {
+        Err(Error::Input(format!(
+            "--mkfs='{mkfs}': '{w}' {why}; --mkfs takes options for mkfs only, e.g. \
+             --mkfs='-O ^extent' (dioscope gives mkfs the devices it made)"
+        )))
+    };
+    let mut after_option = false;
+    for w in mkfs.split_whitespace() {
+        if w == "--" {
+            return refuse(w, "ends mkfs's options: what follows would be devices");
+        }
+        let is_opt = w.len() > 1 && w.starts_with('-');
+        if !is_opt && (w.starts_with('/') || Path::new(w).symlink_metadata().is_ok()) {
+            return refuse(w, "names a path (a device or a file), not an option");
+        }
+        if is_opt {
+            let attached = w
+                .split_once('=')
+                .map(|(_, v)| v)
+                .unwrap_or(if w.starts_with("--") {
+                    ""
+                } else {
+                    &w[2.min(w.len())..]
+                });
+            if attached.starts_with("/dev/") {
+                return refuse(w, "names a device");
+            }
+        } else if !after_option {
+            return refuse(w, "is not an option (options start with '-')");
+        }
+        after_option = is_opt;
+    }
+    Ok(())
+}
 
 /// Effective uid 0 (from /proc: no unsafe here).
 pub fn is_root() -> bool {
@@ -32,6 +148,10 @@ fn need_root(what: &str) -> Result<()> {
 /// filled with incompressible data unless `fill` is false, so that reads
 /// measure the device and not zram's zero-page shortcut.
 pub fn create_zram(size: u64, fill: bool) -> Result<Item> {
+    create_zram_in(size, fill, None)
+}
+
+fn create_zram_in(size: u64, fill: bool, parent: Option<&str>) -> Result<Item> {
     need_root("create zram")?;
     if size == 0 || !size.is_multiple_of(4096) {
         return Err(Error::Input(format!(
@@ -52,20 +172,27 @@ pub fn create_zram(size: u64, fill: bool) -> Result<Item> {
         .trim()
         .parse()
         .map_err(|_| Error::System("hot_add returned no device number".into()))?;
+    let seq = diskseq_of(&format!("zram{n}")).unwrap_or(0);
+    let (pid, start_time, boot_id) = creator();
     let mut it = state::add("zram", |id| Item {
         id,
         what: What::Zram {
             number: n,
             size,
             filled: false,
+            diskseq: seq,
         },
-        pid: std::process::id(),
-        parent: None,
-        transient: false,
+        pid,
+        start_time,
+        boot_id,
+        parent: parent.map(str::to_string),
+        transient: true,
     })?;
     let sys = format!("/sys/block/zram{n}");
-    let set = std::fs::write(format!("{sys}/disksize"), size.to_string())
-        .map_err(|e| Error::System(format!("cannot size /dev/zram{n} to {size}: {e}")));
+    let set = stop_check("scratch create zram").and_then(|_| {
+        std::fs::write(format!("{sys}/disksize"), size.to_string())
+            .map_err(|e| Error::System(format!("cannot size /dev/zram{n} to {size}: {e}")))
+    });
     if let Err(e) = set {
         let _ = super::destroy(&it.id);
         return Err(e);
@@ -79,6 +206,7 @@ pub fn create_zram(size: u64, fill: bool) -> Result<Item> {
             number: n,
             size,
             filled: true,
+            diskseq: seq,
         };
         state::update(&it)?;
     }
@@ -177,6 +305,7 @@ fn create_loop_in(spec: &LoopSpec, parent: Option<&str>) -> Result<Item> {
         .metadata()
         .map_err(|e| Error::System(format!("{}: {e}", backing.display())))?;
     let bs = backing.display().to_string();
+    let (pid, start_time, boot_id) = creator();
     let mut it = state::add("loop", |id| Item {
         id,
         what: What::Loop {
@@ -187,14 +316,19 @@ fn create_loop_in(spec: &LoopSpec, parent: Option<&str>) -> Result<Item> {
             size: spec.size,
             sector_size: spec.sector_size,
             direct_io: spec.direct_io,
+            diskseq: 0,
         },
-        pid: std::process::id(),
+        pid,
+        start_time,
+        boot_id,
         parent: parent.map(str::to_string),
-        transient: false,
+        transient: true,
     })?;
-    let attached = f
-        .set_len(spec.size)
-        .map_err(|e| Error::System(format!("cannot size {bs}: {e}")))
+    let attached = stop_check("scratch create loop")
+        .and_then(|_| {
+            f.set_len(spec.size)
+                .map_err(|e| Error::System(format!("cannot size {bs}: {e}")))
+        })
         .and_then(|_| {
             tool(
                 "losetup",
@@ -221,12 +355,17 @@ fn create_loop_in(spec: &LoopSpec, parent: Option<&str>) -> Result<Item> {
     let dio = std::fs::read_to_string(format!("/sys/block/{name}/loop/dio"))
         .map(|s| s.trim() == "1")
         .unwrap_or(spec.direct_io);
+    let seq = diskseq_of(&name).unwrap_or(0);
     if let What::Loop {
-        device, direct_io, ..
+        device,
+        direct_io,
+        diskseq,
+        ..
     } = &mut it.what
     {
         *device = dev;
         *direct_io = dio;
+        *diskseq = seq;
     }
     state::update(&it)?;
     Ok(it)
@@ -288,7 +427,14 @@ pub fn create_fs(spec: &FsSpec) -> Result<Item> {
             spec.devices
         )));
     }
+    check_mkfs_words(&spec.mkfs)?;
     let mkfs_tool = format!("mkfs.{}", spec.fstype);
+    let words: Vec<&str> = spec.mkfs.split_whitespace().collect();
+    let user_uuid = words
+        .iter()
+        .any(|w| w.starts_with("-U") || w.contains("uuid="));
+    let uuid = if user_uuid { String::new() } else { new_uuid() };
+    let (pid, start_time, boot_id) = creator();
     let mut it = state::add("fs", |id| Item {
         id,
         what: What::Fs {
@@ -297,12 +443,15 @@ pub fn create_fs(spec: &FsSpec) -> Result<Item> {
             devices: vec![],
             mounts: vec![],
             block_size: 0,
+            uuid: uuid.clone(),
         },
-        pid: std::process::id(),
+        pid,
+        start_time,
+        boot_id,
         parent: None,
-        transient: false,
+        transient: true,
     })?;
-    let made = build_fs(spec, &mkfs_tool, &mut it);
+    let made = build_fs(spec, &mkfs_tool, &uuid, &mut it);
     if let Err(e) = made {
         let _ = super::destroy(&it.id);
         return Err(e);
@@ -310,15 +459,14 @@ pub fn create_fs(spec: &FsSpec) -> Result<Item> {
     Ok(it)
 }
 
-fn build_fs(spec: &FsSpec, mkfs_tool: &str, it: &mut Item) -> Result<()> {
+fn build_fs(spec: &FsSpec, mkfs_tool: &str, uuid: &str, it: &mut Item) -> Result<()> {
     let mut devs = Vec::new();
+    // Each device stays open (pinned) until the file system is mounted.
+    let mut pins = Vec::new();
     for _ in 0..spec.devices {
+        stop_check("scratch create fs")?;
         let child = if spec.on == "zram" {
-            let c = create_zram(spec.size, spec.fill)?;
-            let mut c2 = c.clone();
-            c2.parent = Some(it.id.clone());
-            state::update(&c2)?;
-            c2
+            create_zram_in(spec.size, spec.fill, Some(&it.id))?
         } else {
             create_loop_in(
                 &LoopSpec {
@@ -330,12 +478,26 @@ fn build_fs(spec: &FsSpec, mkfs_tool: &str, it: &mut Item) -> Result<()> {
                 Some(&it.id),
             )?
         };
-        devs.push(child.devices()[0].clone());
         if let What::Fs { devices, .. } = &mut it.what {
             devices.push(child.id.clone());
         }
         state::update(it)?;
+        let seq = match &child.what {
+            What::Zram { diskseq, .. } | What::Loop { diskseq, .. } => *diskseq,
+            What::Fs { .. } => 0,
+        };
+        let dev = child.devices()[0].clone();
+        pins.push((dev.clone(), seq, pin(&dev, seq)?));
+        devs.push(dev);
     }
+    // Still the devices made (diskseq), by name, right before and after
+    // each step that names them.
+    let verify = |pins: &[(String, u64, std::fs::File)]| -> Result<()> {
+        for (d, seq, _) in pins {
+            pin(d, *seq)?;
+        }
+        Ok(())
+    };
     let extra: Vec<&str> = spec.mkfs.split_whitespace().collect();
     let force = if spec.fstype == "ext4" { "-F" } else { "-f" };
     let groups: Vec<Vec<String>> = if spec.fstype == "btrfs" {
@@ -343,20 +505,31 @@ fn build_fs(spec: &FsSpec, mkfs_tool: &str, it: &mut Item) -> Result<()> {
     } else {
         devs.iter().map(|d| vec![d.clone()]).collect()
     };
+    let uuid_args: Vec<String> = match (uuid.is_empty(), spec.fstype.as_str()) {
+        (true, _) => vec![],
+        (false, "xfs") => vec!["-m".into(), format!("uuid={uuid}")],
+        (false, _) => vec!["-U".into(), uuid.to_string()],
+    };
+    let mnt = super::state_dir().join("mnt");
+    std::fs::create_dir_all(&mnt)
+        .map_err(|e| Error::System(format!("cannot create {}: {e}", mnt.display())))?;
     let mut mounts = Vec::new();
     for (k, g) in groups.iter().enumerate() {
+        stop_check("scratch create fs")?;
         let mut args: Vec<&str> = vec![force, "-q"];
         if spec.fstype == "btrfs" && g.len() > 1 && !extra.contains(&"-d") {
             args.extend(["-d", "raid0", "-m", "raid0"]);
         }
+        // One UUID per file system: the k-th gets the recorded one with
+        // its last group plus k.
+        let uuid_args: Vec<String> = uuid_args.iter().map(|a| uuid_for(a, k)).collect();
+        args.extend(uuid_args.iter().map(String::as_str));
         args.extend(extra.iter().copied());
         args.extend(g.iter().map(String::as_str));
+        verify(&pins)?;
         tool(mkfs_tool, &args)?;
-        let mp = super::state_dir()
-            .join("mnt")
-            .join(format!("{}-{k}", it.id))
-            .display()
-            .to_string();
+        verify(&pins)?;
+        let mp = mnt.join(format!("{}-{k}", it.id)).display().to_string();
         let m = Mount {
             device: g[0].clone(),
             mountpoint: mp.clone(),
@@ -365,15 +538,24 @@ fn build_fs(spec: &FsSpec, mkfs_tool: &str, it: &mut Item) -> Result<()> {
             // btrfs must see every member before the mount.
             let _ = tool("btrfs", &["device", "scan"]);
         }
-        std::fs::create_dir_all(&mp)
-            .map_err(|e| Error::System(format!("cannot create {mp}: {e}")))?;
+        // A new mount point, never one that exists (ids are never reused).
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .mode(0o755)
+                .create(&mp)
+                .map_err(|e| Error::System(format!("cannot create {mp}: {e}")))?;
+        }
         mounts.push(m.clone());
         if let What::Fs { mounts: ms, .. } = &mut it.what {
             ms.push(m);
         }
         state::update(it)?;
+        stop_check("scratch create fs")?;
         tool("mount", &[&g[0], &mp])?;
+        verify(&pins)?;
     }
+    drop(pins);
     let bs = std::fs::File::open(&mounts[0].mountpoint)
         .ok()
         .and_then(|f| {

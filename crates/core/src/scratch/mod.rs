@@ -5,15 +5,31 @@
 //! *before* the step that could leave it behind, so that after a crash
 //! `dioscope scratch list` shows the leftovers and `destroy` removes them.
 //! Destroy acts only on what the state file records, and only after
-//! checking that the thing is still the one recorded (the zram's
-//! hot-added number and size, the loop device's backing file and its
-//! inode, the mount point and its source device): a device dioscope did not
-//! create is never touched.
+//! checking that the thing is still the one recorded: identity, never a
+//! number or a name. Nothing written into a device's data area can prove it
+//! (a scratch device exists to be overwritten), so a record carries the
+//! kernel's per-disk sequence number (`diskseq`, never reused within a
+//! boot) with the boot id, the creating process (pid and start time), for
+//! a loop device its backing file's inode, for a file system the UUID
+//! dioscope chose; a zram whose diskseq is another's is not ours. A zram
+//! *reset* (not removed) keeps its diskseq, so a file system found on a
+//! bare zram, or one of another UUID on an fs's device, keeps destroy away
+//! as well: a device dioscope did not create is never touched.
+//!
+//! Records are written before the device exists and stay "transient" (a
+//! leftover once the creator is gone) until `scratch create` finished; ids
+//! come from a counter that survives the registry emptying.
 
 pub mod create;
 mod state;
 
-pub use create::{create_fs, create_loop, create_zram, FsSpec, LoopSpec};
+pub use create::{check_mkfs_words, create_fs, create_loop, create_zram, FsSpec, LoopSpec};
+
+/// `scratch create` finished: item `id` (and the devices under it) stay
+/// until destroyed, no longer leftovers when this process ends.
+pub fn persist(id: &str) -> Result<()> {
+    state::persist(id)
+}
 pub use state::{load, state_dir, state_path};
 
 use serde::{Deserialize, Serialize};
@@ -57,6 +73,9 @@ pub enum What {
         number: u32,
         size: u64,
         filled: bool,
+        /// The kernel's sequence number of the disk (0: unknown).
+        #[serde(default)]
+        diskseq: u64,
     },
     Loop {
         /// Empty until `losetup` attached it.
@@ -68,6 +87,9 @@ pub enum What {
         size: u64,
         sector_size: u32,
         direct_io: bool,
+        /// The kernel's sequence number of the attached device (0: unknown).
+        #[serde(default)]
+        diskseq: u64,
     },
     Fs {
         fstype: String,
@@ -77,6 +99,11 @@ pub enum What {
         /// One per device for ext4/xfs (one file system each), one for btrfs.
         mounts: Vec<Mount>,
         block_size: u64,
+        /// The UUID dioscope chose and gave mkfs (empty: the user's
+        /// `--mkfs` gave one); the k-th file system (ext4, xfs: one per
+        /// device) has its last group plus k.
+        #[serde(default)]
+        uuid: String,
     },
 }
 
@@ -87,11 +114,18 @@ pub struct Item {
     pub what: What,
     /// The process that made it (a leftover when it is gone).
     pub pid: u32,
+    /// Its start time (`/proc/PID/stat` field 22) and boot: a later
+    /// process that got the same pid is not the creator.
+    #[serde(default)]
+    pub start_time: u64,
+    #[serde(default)]
+    pub boot_id: String,
     /// The file system this device belongs to, if any.
     #[serde(default)]
     pub parent: Option<String>,
-    /// Made for one run (a recipe's), to go when it ends: a leftover once
-    /// its process is gone. Items of `scratch create` stay until destroyed.
+    /// Made for one run (a recipe's), or not yet complete: a leftover once
+    /// its process is gone. Items of `scratch create` stay until destroyed
+    /// once it has finished (then this is false).
     #[serde(default)]
     pub transient: bool,
 }
@@ -116,6 +150,20 @@ pub struct Geometry {
 }
 
 impl Item {
+    /// The process that made it.
+    pub fn creator(&self) -> crate::outfile::private::ProcessId {
+        crate::outfile::private::ProcessId {
+            pid: self.pid,
+            start: self.start_time,
+            boot: self.boot_id.clone(),
+        }
+    }
+
+    /// Whether its creator still runs (pid, start time and boot alike).
+    pub fn creator_alive(&self) -> bool {
+        self.creator().alive()
+    }
+
     /// The block devices of this item (one for zram/loop).
     pub fn devices(&self) -> Vec<String> {
         match &self.what {
@@ -142,6 +190,7 @@ impl Item {
                 number,
                 size,
                 filled,
+                ..
             } => format!(
                 "zram /dev/zram{number} {}{}",
                 h(*size),
@@ -255,9 +304,31 @@ pub fn block_sizes(dev: &str) -> (u32, u32) {
     (rd("logical_block_size"), rd("physical_block_size"))
 }
 
-/// Whether the process that made an item is still running.
-pub fn creator_alive(pid: u32) -> bool {
-    pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists()
+/// The kernel's sequence number of block device `name` (`loop3`), from
+/// sysfs (None: no such device, or a kernel before 5.15).
+pub fn diskseq_of(name: &str) -> Option<u64> {
+    std::fs::read_to_string(format!("/sys/block/{name}/diskseq"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The file system signature on `dev` (type, UUID), probed on the device
+/// itself (`blkid -p`, no cache); None when there is none.
+fn signature(dev: &str) -> Option<(String, String)> {
+    let out = Command::new("blkid")
+        .args(["-p", "-o", "export", dev])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let field = |k: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{k}=")))
+            .map(str::to_string)
+    };
+    let t = field("TYPE")?;
+    Some((t, field("UUID").unwrap_or_default()))
 }
 
 /// Run an external tool; its stderr in the error.
@@ -315,13 +386,28 @@ pub fn destroy(id: &str) -> Result<()> {
     destroy_item(it)
 }
 
-/// Destroy every recorded item, file systems first. Returns the first
-/// error after trying all.
+/// Destroy every recorded item, file systems first, but those of a
+/// process that still runs (another's recipe mid-run): they are left, and
+/// said. Returns the number destroyed and the first error after trying all.
 pub fn destroy_all() -> Result<usize> {
     let items = load()?;
+    let me = std::process::id();
+    let busy = |i: &Item| i.pid != me && i.creator_alive();
+    let mut left: Vec<&Item> = items.iter().filter(|i| busy(i)).collect();
+    left.sort_by_key(|i| i.pid);
+    for i in &left {
+        eprintln!(
+            "dioscope: note: left {} of process {} (still running: it removes it when it \
+             ends; stop it first to remove it now)",
+            i.id, i.pid
+        );
+    }
     let mut first_err = None;
     let mut n = 0;
-    for it in items.iter().filter(|i| matches!(i.what, What::Fs { .. })) {
+    for it in items
+        .iter()
+        .filter(|i| matches!(i.what, What::Fs { .. }) && !busy(i))
+    {
         match destroy_item(it) {
             Ok(()) => n += 1,
             Err(e) => {
@@ -329,8 +415,8 @@ pub fn destroy_all() -> Result<usize> {
             }
         }
     }
-    for it in load()? {
-        match destroy_item(&it) {
+    for it in load()?.iter().filter(|i| !busy(i)) {
+        match destroy_item(it) {
             Ok(()) => n += 1,
             Err(e) => {
                 first_err.get_or_insert(e);
@@ -357,7 +443,21 @@ fn destroy_item(it: &Item) -> Result<()> {
                 }
             }
         }
-        What::Zram { number, size, .. } => destroy_zram(*number, *size)?,
+        What::Zram {
+            number,
+            size,
+            diskseq,
+            ..
+        } => {
+            // A device of a file system carries the UUID dioscope gave it.
+            let fs_uuid = it.parent.as_ref().and_then(|p| {
+                load().ok()?.into_iter().find_map(|x| match x.what {
+                    What::Fs { uuid, .. } if &x.id == p => Some(uuid),
+                    _ => None,
+                })
+            });
+            destroy_zram(it, *number, *size, *diskseq, fs_uuid.as_deref())?
+        }
         What::Loop {
             device,
             backing,
@@ -396,10 +496,35 @@ fn unmount_if_ours(m: &Mount) -> Result<()> {
     Ok(())
 }
 
-fn destroy_zram(number: u32, size: u64) -> Result<()> {
+fn destroy_zram(
+    it: &Item,
+    number: u32,
+    size: u64,
+    diskseq: u64,
+    fs_uuid: Option<&str>,
+) -> Result<()> {
     let sys = format!("/sys/block/zram{number}");
     if !Path::new(&sys).exists() {
         return Ok(()); // already gone
+    }
+    let dev = format!("/dev/zram{number}");
+    if !it.boot_id.is_empty() && it.boot_id != crate::outfile::private::boot_id() {
+        eprintln!(
+            "dioscope: note: {}: {dev} was made before the last reboot; the one there now \
+             is not dioscope's: left alone (the record goes)",
+            it.id
+        );
+        return Ok(());
+    }
+    let now_seq = diskseq_of(&format!("zram{number}"));
+    if let Some(now_seq) = now_seq.filter(|s| diskseq != 0 && *s != diskseq) {
+        eprintln!(
+            "dioscope: note: {}: {dev} is another disk now (diskseq {now_seq}, dioscope's \
+             was {diskseq}: removed behind dioscope's back and the number reused): left alone \
+             (the record goes)",
+            it.id
+        );
+        return Ok(());
     }
     let now: u64 = std::fs::read_to_string(format!("{sys}/disksize"))
         .ok()
@@ -408,10 +533,29 @@ fn destroy_zram(number: u32, size: u64) -> Result<()> {
     // 0: made, but the crash came before disksize was set.
     if now != size && now != 0 {
         return Err(Error::System(format!(
-            "/dev/zram{number} is {now} bytes, not the {size} recorded: it is not the one dioscope \
-             made; left alone (remove the record with dioscope scratch forget is not offered: \
-             check it and hot_remove it yourself)"
+            "{dev} is {now} bytes, not the {size} recorded: it is not the one dioscope \
+             made; left alone (check it and hot_remove it yourself)"
         )));
+    }
+    // A reset keeps the diskseq: a file system dioscope did not make on it
+    // says that someone else uses it now.
+    if now != 0 {
+        if let Some((t, u)) = signature(&dev) {
+            // Each file system of an item has the recorded UUID but for its
+            // last group (one per device: see create::uuid_for).
+            let ours = fs_uuid.is_some_and(|x| {
+                x.len() == 36 && u.len() == 36 && x[..24].eq_ignore_ascii_case(&u[..24])
+            });
+            if !ours {
+                return Err(Error::System(format!(
+                    "{}: {dev} holds a file system dioscope did not make ({t}, UUID {u}): \
+                     someone reset and reused it; left alone (if it is yours to remove: \
+                     echo {number} > /sys/class/zram-control/hot_remove, then dioscope \
+                     scratch destroy {})",
+                    it.id, it.id
+                )));
+            }
+        }
     }
     retry(|| {
         std::fs::write("/sys/class/zram-control/hot_remove", number.to_string())
@@ -469,22 +613,15 @@ impl Session {
     }
 
     /// Take `it` into the session (it goes at teardown; a crash before
-    /// that leaves it listed as a leftover), with the devices under it.
+    /// that leaves it listed as a leftover: it is transient from the start).
     pub fn keep(&mut self, it: &Item) {
         self.ids.push(it.id.clone());
-        if let Ok(all) = load() {
-            for mut x in all {
-                if x.id == it.id || x.parent.as_deref() == Some(&it.id) {
-                    x.transient = true;
-                    let _ = state::update(&x);
-                }
-            }
-        }
     }
 
-    /// Whether this item is a leftover: made for a run whose process is gone.
+    /// Whether this item is a leftover: made for a run, or not finished,
+    /// and its process is gone.
     pub fn is_leftover(it: &Item) -> bool {
-        it.transient && !creator_alive(it.pid)
+        it.transient && !it.creator_alive()
     }
 
     /// Destroy everything made, newest first. Errors are printed.

@@ -24,6 +24,19 @@ pub fn state_path() -> PathBuf {
     state_dir().join("scratch.json")
 }
 
+/// The last id number given: kept when the registry empties, so that an id
+/// from an old `scratch list` never names a newer device.
+fn counter_path() -> PathBuf {
+    state_dir().join("scratch.next")
+}
+
+fn read_counter() -> u64 {
+    std::fs::read_to_string(counter_path())
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0)
+}
+
 struct Lock(PathBuf);
 
 impl Lock {
@@ -81,7 +94,8 @@ fn read() -> Result<State> {
 fn write(s: &State) -> Result<()> {
     let p = state_path();
     if s.items.is_empty() {
-        // Nothing left: no file either (a clean system has no state).
+        // Nothing left: no file either (a clean system has no state but
+        // the id counter).
         let _ = std::fs::remove_file(&p);
         return Ok(());
     }
@@ -99,7 +113,10 @@ pub fn load() -> Result<Vec<Item>> {
 pub(super) fn add(prefix: &str, make: impl FnOnce(String) -> Item) -> Result<Item> {
     let _l = Lock::take()?;
     let mut s = read()?;
-    s.next += 1;
+    s.next = s.next.max(read_counter()) + 1;
+    let p = counter_path();
+    crate::outfile::write_atomic(&p, format!("{}\n", s.next).as_bytes())
+        .map_err(|e| Error::System(format!("cannot write {}: {e}", p.display())))?;
     let it = make(format!("{prefix}-{}", s.next));
     s.items.push(it.clone());
     write(&s)?;
@@ -113,6 +130,19 @@ pub(super) fn update(it: &Item) -> Result<()> {
     for x in s.items.iter_mut() {
         if x.id == it.id {
             *x = it.clone();
+        }
+    }
+    write(&s)
+}
+
+/// Items `ids` and the devices under them stay until destroyed: no longer
+/// leftovers when their creator ends (`scratch create`'s, once made).
+pub(super) fn persist(id: &str) -> Result<()> {
+    let _l = Lock::take()?;
+    let mut s = read()?;
+    for x in s.items.iter_mut() {
+        if x.id == id || x.parent.as_deref() == Some(id) {
+            x.transient = false;
         }
     }
     write(&s)
