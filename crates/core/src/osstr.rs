@@ -103,30 +103,24 @@ pub fn has_raw(s: &str) -> bool {
 
 /// For people: each raw byte as `\xHH`.
 pub fn shown(s: &str) -> String {
-    if !has_raw(s) {
-        return s.to_string();
-    }
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        if is_escape(c) {
-            out.push_str(&format!("\\x{:02x}", c as u32 - BASE));
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    show_with(s, "\\x")
 }
 
 /// [`shown`] inside JSON text: the backslash escaped as JSON wants, so the
 /// string's value reads `\xHH`.
 pub fn shown_json(s: &str) -> String {
+    show_with(s, "\\\\x")
+}
+
+/// Each raw byte as `prefix` and two hex digits.
+fn show_with(s: &str, prefix: &str) -> String {
     if !has_raw(s) {
         return s.to_string();
     }
     let mut out = String::with_capacity(s.len() + 8);
     for c in s.chars() {
         if is_escape(c) {
-            out.push_str(&format!("\\\\x{:02x}", c as u32 - BASE));
+            out.push_str(&format!("{prefix}{:02x}", c as u32 - BASE));
         } else {
             out.push(c);
         }
