@@ -480,3 +480,48 @@ fn write_job_read_back_is_reported_as_reads() {
     assert!(r["iops"].as_f64().unwrap() > 0.0, "{r}");
     assert_eq!(j["jobs"][0]["write"]["io_bytes"].as_u64(), Some(size));
 }
+
+/// The text report shows the read-back's reads over the read direction's
+/// own time, as the JSON does (before: over the write run's time, which
+/// gave the reads the writes' IOPS).
+#[test]
+fn text_read_rate_of_a_read_back_is_the_json_one() {
+    let d = tempfile::tempdir().unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=x",
+            "--filename=x",
+            "--size=32m",
+            "--rw=write",
+            "--verify=crc32c",
+            "--output-format=normal,json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let at = out.find("\n{").expect("the JSON after the text") + 1;
+    let j: serde_json::Value = serde_json::from_str(&out[at..]).unwrap();
+    let iops = |text: &str, dir: &str| -> f64 {
+        let l = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{dir}: IOPS=")))
+            .unwrap_or_else(|| panic!("no {dir} line: {text}"));
+        let v = l.split("IOPS=").nth(1).unwrap().split(',').next().unwrap();
+        let (num, mult) = match v.chars().last() {
+            Some('k') => (&v[..v.len() - 1], 1e3),
+            Some('M') => (&v[..v.len() - 1], 1e6),
+            Some('G') => (&v[..v.len() - 1], 1e9),
+            _ => (v, 1.0),
+        };
+        num.parse::<f64>().unwrap() * mult
+    };
+    for dir in ["read", "write"] {
+        let want = j["jobs"][0][dir]["iops"].as_f64().unwrap();
+        let got = iops(&out[..at], dir);
+        assert!(
+            (got - want).abs() <= want * 0.01,
+            "{dir}: text {got} IOPS, JSON {want}: {out}"
+        );
+    }
+}
