@@ -36,6 +36,13 @@ fn bad_blocks(o: &std::process::Output) -> Vec<(u64, String)> {
         .collect()
 }
 
+/// Linux's EILSEQ, the `error` fio gives a job whose blocks read back wrong.
+const EILSEQ: i64 = 84;
+
+fn j_error(o: &std::process::Output) -> i64 {
+    json(o)["jobs"][0]["error"].as_i64().unwrap()
+}
+
 fn corrupt(path: &std::path::Path, offset: u64, data: &[u8]) {
     let mut f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
     f.seek(SeekFrom::Start(offset)).unwrap();
@@ -86,6 +93,8 @@ fn corruption_between_write_and_verify_only_is_reported_with_offset() {
         "{}",
         stderr(&o)
     );
+    // Where fio's verify tests look: the job's error is EILSEQ.
+    assert_eq!(j_error(&o), EILSEQ, "a verify failure is the job's error");
     // The text report names the offsets too.
     let t = run_in(
         d.path(),
@@ -390,4 +399,129 @@ fn an_interrupted_verify_job_saves_its_state_for_verify_only() {
         "{}",
         stderr(&o)
     );
+}
+
+/// issue 24: the read-back of a job that also reads replayed its whole plan
+/// (its reads too) and reported the blocks it read but never wrote as lost
+/// writes; it reads back exactly the blocks written, and fio counts those
+/// reads in the job's read direction (here, as in fio 3.33: the job's
+/// reads and the read-back add up to io_size, since every block written
+/// is read back once).
+#[test]
+fn randrw_read_back_checks_only_written_blocks_and_counts_as_reads() {
+    let d = tempfile::tempdir().unwrap();
+    let (size, io_size, bs) = (16u64 << 20, 4u64 << 20, 4096u64);
+    for extra in [
+        &["--experimental_verify=1", "--verify=md5"][..],
+        &["--verify=crc32c", "--direct=1", "--rwmixread=30"],
+        &["--verify=md5", "--ioengine=sync", "--rwmixread=70"],
+    ] {
+        let mut args = vec![
+            "--name=j".to_string(),
+            "--filename=g".into(),
+            "--rw=randrw".into(),
+            format!("--size={size}"),
+            format!("--io_size={io_size}"),
+            format!("--bs={bs}"),
+            "--do_verify=1".into(),
+            "--output-format=json".into(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = run_in(d.path(), &args);
+        assert_eq!(o.status.code(), Some(0), "{extra:?}: {}", stderr(&o));
+        let j = json(&o);
+        let v = &j["dioscope"]["verify"]["j"];
+        assert_eq!(v["bad"], 0, "{extra:?}: {v}");
+        let job = &j["jobs"][0];
+        let written = job["write"]["total_ios"].as_u64().unwrap();
+        assert!(written > 0);
+        assert_eq!(
+            v["checked"].as_u64(),
+            Some(written),
+            "each block written, once"
+        );
+        assert_eq!(job["error"], 0);
+        assert_eq!(job["read"]["io_bytes"].as_u64(), Some(io_size), "{extra:?}");
+        assert_eq!(job["read"]["total_ios"].as_u64(), Some(io_size / bs));
+        assert_eq!(
+            job["read"]["clat_ns"]["N"].as_u64(),
+            Some(io_size / bs),
+            "the read-back's latencies are the read direction's too"
+        );
+        std::fs::remove_file(d.path().join("g")).unwrap();
+    }
+}
+
+/// A write job's read-back is its read direction, as fio reports it: every
+/// block once, over the read-back's own time.
+#[test]
+fn write_job_read_back_is_reported_as_reads() {
+    let d = tempfile::tempdir().unwrap();
+    let (size, bs) = (4u64 << 20, 4096u64);
+    let size_arg = format!("--size={size}");
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=x",
+            "--filename=x",
+            &size_arg,
+            "--rw=write",
+            "--verify=crc32c",
+            "--output-format=json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json(&o);
+    let r = &j["jobs"][0]["read"];
+    assert_eq!(r["io_bytes"].as_u64(), Some(size));
+    assert_eq!(r["total_ios"].as_u64(), Some(size / bs));
+    assert_eq!(r["lat_ns"]["N"].as_u64(), Some(size / bs));
+    assert!(r["iops"].as_f64().unwrap() > 0.0, "{r}");
+    assert_eq!(j["jobs"][0]["write"]["io_bytes"].as_u64(), Some(size));
+}
+
+/// The text report shows the read-back's reads over the read direction's
+/// own time, as the JSON does (before: over the write run's time, which
+/// gave the reads the writes' IOPS).
+#[test]
+fn text_read_rate_of_a_read_back_is_the_json_one() {
+    let d = tempfile::tempdir().unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=x",
+            "--filename=x",
+            "--size=32m",
+            "--rw=write",
+            "--verify=crc32c",
+            "--output-format=normal,json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let at = out.find("\n{").expect("the JSON after the text") + 1;
+    let j: serde_json::Value = serde_json::from_str(&out[at..]).unwrap();
+    let iops = |text: &str, dir: &str| -> f64 {
+        let l = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{dir}: IOPS=")))
+            .unwrap_or_else(|| panic!("no {dir} line: {text}"));
+        let v = l.split("IOPS=").nth(1).unwrap().split(',').next().unwrap();
+        let (num, mult) = match v.chars().last() {
+            Some('k') => (&v[..v.len() - 1], 1e3),
+            Some('M') => (&v[..v.len() - 1], 1e6),
+            Some('G') => (&v[..v.len() - 1], 1e9),
+            _ => (v, 1.0),
+        };
+        num.parse::<f64>().unwrap() * mult
+    };
+    for dir in ["read", "write"] {
+        let want = j["jobs"][0][dir]["iops"].as_f64().unwrap();
+        let got = iops(&out[..at], dir);
+        assert!(
+            (got - want).abs() <= want * 0.01,
+            "{dir}: text {got} IOPS, JSON {want}: {out}"
+        );
+    }
 }

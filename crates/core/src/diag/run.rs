@@ -222,6 +222,7 @@ mod tests {
                 },
                 trials,
                 verify: None,
+                verify_io: Vec::new(),
                 pace: Vec::new(),
             }],
             phases: vec![PhaseRun {

@@ -4,6 +4,7 @@
 
 use crate::diag::RunDiagnosis;
 use crate::job::JobSpec;
+use crate::results::measure::VerifyIo;
 use crate::results::model::{
     Cpu, Dioscope, DioscopeJob, Dir, IoError, Job, Lat, RunError, Sync, SCHEMA,
 };
@@ -87,7 +88,19 @@ fn dir(r: &RunResult, s: &JobSummary, d: Option<usize>) -> Dir {
         .map(|d| if d == 2 { &s.trim } else { &s.dirs[d] })
         .unwrap_or(&empty);
     let spec = spec(r, s);
-    let rt = s.runtime_ms;
+    // fio counts the verify read-back's reads as reads, and its time in
+    // the read runtime (bandwidth and IOPS over both).
+    let with_verify;
+    let (st, rt) = match (d, verify_io(r, s)) {
+        (Some(0), v) if v.reads.ios > 0 => {
+            let mut m = st.clone();
+            m.merge(&v.reads);
+            with_verify = m;
+            let run_ms = if st.bytes > 0 { s.runtime_ms } else { 0.0 };
+            (&with_verify, run_ms + v.runtime_ns as f64 / 1e6)
+        }
+        _ => (st, s.runtime_ms),
+    };
     let bw_bytes = crate::results::summary::per_second(st.bytes, rt);
     let (bws, iopss) = d
         .filter(|&d| d < 2)
@@ -189,12 +202,38 @@ fn latency_buckets(h: &Histogram) -> [OrderedMap<f64>; 3] {
 }
 
 /// Which directions a job shows: verify_only turns a write job into a
-/// read-back, so what ran is shown.
-fn shows(spec: &JobSpec, s: &JobSummary) -> [bool; 2] {
+/// read-back, so what ran is shown; a verify read-back shows its reads.
+fn shows(r: &RunResult, spec: &JobSpec, s: &JobSummary) -> [bool; 2] {
     [
-        spec.rw.reads() || s.dirs[0].ios > 0,
+        spec.rw.reads() || s.dirs[0].ios > 0 || verify_io(r, s).reads.ios > 0,
         spec.rw.issues_writes() && !spec.verify_only || s.dirs[1].ios > 0,
     ]
+}
+
+/// The verify read-back's reads of a unit: its clone's, or those of every
+/// clone of its jobs (the longest read-back is the runtime, as fio's
+/// threads read back side by side).
+fn verify_io(r: &RunResult, s: &JobSummary) -> VerifyIo {
+    let mut v = VerifyIo::default();
+    for &i in &s.jobs {
+        for (c, io) in r.jobs[i].verify_io.iter().enumerate() {
+            if s.clone_of.is_some_and(|k| k as usize != c) {
+                continue;
+            }
+            v.reads.merge(&io.reads);
+            v.runtime_ns = v.runtime_ns.max(io.runtime_ns);
+        }
+    }
+    v
+}
+
+/// The bad blocks of a unit's jobs.
+fn verify_bad(r: &RunResult, s: &JobSummary) -> u64 {
+    s.jobs
+        .iter()
+        .filter_map(|&i| r.jobs[i].verify.as_ref())
+        .map(|v| v.bad)
+        .sum()
 }
 
 fn job(r: &RunResult, s: &JobSummary) -> Job {
@@ -209,12 +248,13 @@ fn job(r: &RunResult, s: &JobSummary) -> Job {
     // at zero. Without the total latency (disable_lat) they come from clat.
     let mut all_lat = Histogram::new();
     if !spec.disable_clat {
-        for d in &s.dirs {
+        let v = verify_io(r, s);
+        for d in s.dirs.iter().chain([&v.reads]) {
             all_lat.merge(if spec.disable_lat { &d.clat } else { &d.lat });
         }
     }
     let [lns, lus, lms] = latency_buckets(&all_lat);
-    let show = shows(spec, s);
+    let show = shows(r, spec, s);
     let batches = ["0", "4", "8", "16", "32", "64", ">=64"];
     Job {
         jobname: spec.name.clone(),
@@ -228,11 +268,15 @@ fn job(r: &RunResult, s: &JobSummary) -> Job {
             // A startdelay range: its low end (each clone draws its own).
             .map(|g| g.start_ms + spec.startdelay_us.0 / 1000),
         // As fio: the first error's errno, also when the job went on after
-        // it, or ignored it.
-        error: s
+        // it, or ignored it; a block that read back wrong is EILSEQ.
+        error: match s
             .first_error
             .as_ref()
-            .map_or(s.first_ignored, |(e, _)| e.errno),
+            .map_or(s.first_ignored, |(e, _)| e.errno)
+        {
+            0 if verify_bad(r, s) > 0 => libc::EILSEQ,
+            e => e,
+        },
         // fio writes these two only for a job with continue_on_error; its
         // count has the errors ignore_error lists too.
         total_err: spec
@@ -373,7 +417,7 @@ pub fn bs_text(spec: &JobSpec) -> String {
 /// dioscope's measurements for one job.
 fn dioscope_job(r: &RunResult, s: &JobSummary) -> DioscopeJob {
     let spec = spec(r, s);
-    let show = shows(spec, s);
+    let show = shows(r, spec, s);
     DioscopeJob {
         jobname: spec.name.clone(),
         groupid: s.groupid,

@@ -91,7 +91,15 @@ fn job_block(out: &mut String, j: &Job, dj: Option<&DioscopeJob>) {
         };
         if shown {
             let errors = dj.map(|x| x.errors_by_direction[d]).unwrap_or(0);
-            dir_block(out, name, j.dir(d), runtime_ms, errors);
+            let st = j.dir(d);
+            // A direction with a time of its own (reads with the verify
+            // read-back's, which fio counts as reads) over that time.
+            let rt = if st.runtime != runtime_ms.round() as u64 && st.iops > 0.0 {
+                st.total_ios as f64 * 1000.0 / st.iops
+            } else {
+                runtime_ms
+            };
+            dir_block(out, name, st, rt, errors);
         }
     }
     let trims = match dj {

@@ -43,6 +43,15 @@ impl DirStats {
     }
 }
 
+/// The reads of one clone's verify read-back: not part of the measured
+/// run, but fio counts them in the job's read direction (its bytes, I/Os,
+/// latencies, and the read-back's time in the read runtime).
+#[derive(Debug, Clone, Default)]
+pub struct VerifyIo {
+    pub reads: DirStats,
+    pub runtime_ns: u64,
+}
+
 pub use super::series::{merge_ticks, Tick};
 
 /// The first I/O error a worker saw.

@@ -10,6 +10,7 @@
 //! Everything per I/O lives in one [`JobHook`]; a job that asks for none of
 //! it runs with `NoHook`, whose calls compile away.
 
+use super::iolog::{IoLog, Op, OpKind};
 use super::offsets::{BsPicker, OffsetGen};
 use super::{
     job_err, run_worker, worker_plan, Execution, FileUse, Gate, Progress, SetupError, WorkerPlan,
@@ -18,6 +19,7 @@ use super::{
 use crate::engines::EngineSetupError;
 use crate::job::spec::{CpuPolicy, MemKind};
 use crate::job::{JobSpec, Plan};
+use crate::results::measure::VerifyIo;
 use crate::targets::TargetTable;
 use crate::verify::backlog::Backlog;
 use crate::verify::{Algo, BlockHook, Checker, VerifyReport, VerifySpec, Writer, Written};
@@ -323,9 +325,6 @@ pub struct JobHook {
     checker: Option<Checker>,
     backlog: Option<Backlog>,
     prio: Option<PrioPicker>,
-    /// experimental_verify: the write plan as it was before the trial, to
-    /// replay as reads.
-    replay: Option<Box<WorkerPlan>>,
 }
 
 impl JobHook {
@@ -356,8 +355,17 @@ impl BlockHook for JobHook {
     }
     #[inline]
     fn after_write(&mut self, file: u32, offset: u64, len: u32) {
+        if let Some(w) = &mut self.writer {
+            w.after_write(file, offset, len);
+        }
         if let Some(b) = &mut self.backlog {
             b.written(file, offset, len);
+        }
+    }
+    #[inline]
+    fn after_trim(&mut self, file: u32, offset: u64, len: u64) {
+        if let Some(w) = &mut self.writer {
+            w.after_trim(file, offset, len);
         }
     }
     #[inline]
@@ -382,10 +390,9 @@ pub(super) type HookKind = Option<Box<JobHook>>;
 /// What a worker's hook leaves for the runner.
 #[derive(Default)]
 pub(super) struct HookOut {
-    written: Option<(Written, u64)>,
+    written: Option<Written>,
     checked: Vec<Checker>,
     read_errors: (u64, Option<String>),
-    replay: Option<Box<WorkerPlan>>,
 }
 
 /// The verify parameters of a job, if it verifies.
@@ -452,6 +459,24 @@ fn quiet_read(p: &mut WorkerPlan) {
     p.log = None;
 }
 
+/// How many reads of the read-back are listed at once.
+const READ_BACK_BATCH: usize = 1 << 16;
+
+/// The plan of one read-back reader: the reads `ops`, in order, as fast as
+/// the engine goes.
+fn read_back_plan(j: &JobSpec, files: &[FileUse], table: &TargetTable, ops: &[Op]) -> WorkerPlan {
+    let mut p = worker_plan(j, files, table, 0, 0);
+    quiet_read(&mut p);
+    p.io_limit = 0;
+    p.replay = Some(Arc::new(IoLog {
+        files: Vec::new(),
+        ops: ops.to_vec(),
+        timed: false,
+    }));
+    p.replay_timed = false;
+    p
+}
+
 /// The state file fio names `local-JOB-N-verify.state`.
 fn state_path(j: &JobSpec, clone: usize) -> PathBuf {
     crate::job::created::state_file(j, clone)
@@ -511,9 +536,9 @@ pub(super) fn trial_plan(
                 )
                 .ok();
             }
-            if j.experimental_verify {
-                hook.replay = Some(Box::new(plan.clone()));
-            }
+            // experimental_verify reads back the same record: replaying
+            // the job's plan would read what it read and miss what it
+            // wrote (randrw, time_based, norandommap).
             hook.writer = Some(Writer::new(vs.clone(), Written::new(&regions, vs.interval)));
         }
     }
@@ -537,20 +562,18 @@ pub(super) fn run_hooked(
         written: None,
         checked: Vec::new(),
         read_errors: (0, None),
-        replay: None,
     };
     let Some(mut h) = hook else {
         return (run_worker(j, plan, b, s, p, &mut super::NoHook), out);
     };
     let r = run_worker(j, plan, b, s, p, h.as_mut());
     let h = *h;
-    out.written = h.writer.map(|w| (w.written, w.bytes));
+    out.written = h.writer.map(|w| w.written);
     out.checked.extend(h.checker);
     if let Some(bl) = h.backlog {
         out.read_errors = (bl.read_errors, bl.first_read_error);
         out.checked.push(bl.checker);
     }
-    out.replay = h.replay;
     (r, out)
 }
 
@@ -576,13 +599,15 @@ impl Execution<'_> {
             if slot.len() <= clone {
                 slot.resize_with(clone + 1, || None);
             }
-            slot[clone] = Some((w.0, w.1, out.replay));
+            slot[clone] = Some(w);
         }
     }
 
     /// Read back what job `i`'s verifying writers wrote in the group's last
-    /// trial: over the written map, or by replaying the writes
-    /// (experimental_verify); with verify_async=N, N threads per clone.
+    /// trial: exactly the blocks of their record, each once, in offset
+    /// order (experimental_verify too); with verify_async=N, N threads per
+    /// clone. The reads are kept per clone for the report's read direction,
+    /// where fio counts them.
     pub(super) fn read_back(&mut self, i: usize, trials: u32) {
         // The read-back is no run of the job: no exec_prerun/postrun.
         let mut spec = JobSpec {
@@ -604,90 +629,114 @@ impl Execution<'_> {
         };
         let clones = self.jobs[i].resolved.clones.clone();
         let mut report = self.jobs[i].verify.take().unwrap_or_default();
+        // Reads as long as the largest write, at most.
+        let max_len = spec.max_bs().max(vs.interval as u64);
+        let readers = spec.verify_async.max(1) as usize;
         for (c, files) in clones.iter().enumerate() {
-            let Some((written, bytes, replay)) = self.written[i].get_mut(c).and_then(Option::take)
-            else {
+            let Some(written) = self.written[i].get_mut(c).and_then(Option::take) else {
                 continue;
             };
             let paths = paths(files);
-            let checker = || {
-                let generation = expect.map(|_| vs.generation);
-                let ck = if replay.is_some() {
-                    Checker::new(vs.clone(), None, generation, spec.verify_fatal)
-                } else {
-                    Checker::new(
-                        vs.clone(),
-                        Some(written.clone()),
-                        generation,
-                        spec.verify_fatal,
-                    )
-                };
-                if spec.verify_dump {
-                    ck.dump_to(PathBuf::from("."), paths.clone())
-                } else {
-                    ck
-                }
-            };
-            let plans: Vec<WorkerPlan> = match &replay {
-                Some(p) => {
-                    let mut p = (**p).clone();
-                    p.bs[0] = p.bs[1].clone();
-                    p.io_limit = bytes;
-                    quiet_read(&mut p);
-                    vec![p]
-                }
-                None => {
-                    let regions: Vec<(u64, u64)> = files.iter().map(|f| f.region).collect();
-                    split_regions(&regions, spec.verify_async.max(1), vs.interval as u64)
-                        .iter()
-                        .map(|r| verify_read_plan(&spec, files, self.table, r, vs.interval as u64))
-                        .collect()
-                }
-            };
-            let read = |plan: WorkerPlan, mut ck: Checker| {
-                let barrier = Gate::new(1);
-                let (stop, prog) = (AtomicBool::new(false), Progress::default());
-                let r = run_worker(&spec, plan, &barrier, &stop, &prog, &mut ck);
-                (r, ck)
-            };
-            // One reader runs on this thread; verify_async=N on N threads.
-            let results: Vec<(WorkerResult, Checker)> = if plans.len() == 1 {
-                plans.into_iter().map(|p| read(p, checker())).collect()
-            } else {
-                std::thread::scope(|sc| {
-                    let handles: Vec<_> = plans
-                        .into_iter()
-                        .map(|plan| {
-                            let ck = checker();
-                            let read = &read;
-                            sc.spawn(move || read(plan, ck))
-                        })
-                        .collect();
-                    handles.into_iter().filter_map(|h| h.join().ok()).collect()
+            let generation = expect.map(|_| vs.generation);
+            let mut checkers: Vec<Checker> = (0..readers)
+                .map(|_| {
+                    let ck = Checker::new(vs.clone(), None, generation, spec.verify_fatal);
+                    if spec.verify_dump {
+                        ck.dump_to(PathBuf::from("."), paths.clone())
+                    } else {
+                        ck
+                    }
                 })
-            };
-            for (r, ck) in results {
-                report.add(&ck, &paths);
-                if let Some(e) = &r.setup_failed {
-                    report.read_errors += 1;
-                    report
-                        .first_read_error
-                        .get_or_insert(format!("the read-back could not start: {}", e.msg));
+                .collect();
+            let mut io = VerifyIo::default();
+            let mut pieces = written.pieces(max_len);
+            loop {
+                // The record is read in batches: the list of reads of one
+                // batch is all the read-back holds at once.
+                let ops: Vec<Op> = pieces
+                    .by_ref()
+                    .take(READ_BACK_BATCH)
+                    .map(|(file, offset, len)| Op {
+                        at_ns: 0,
+                        file,
+                        kind: OpKind::Read,
+                        offset,
+                        len,
+                    })
+                    .collect();
+                if ops.is_empty() {
+                    break;
                 }
-                if let Some(e) = r.first_error {
-                    report.read_errors += r.dirs[0].errors.max(1);
-                    report.first_read_error.get_or_insert(format!(
-                        "read of {} bytes at offset {} of {}: {}",
-                        e.len,
-                        e.offset,
-                        paths
-                            .get(e.file as usize)
-                            .map(String::as_str)
-                            .unwrap_or("?"),
-                        std::io::Error::from_raw_os_error(e.errno)
-                    ));
+                let per = ops.len().div_ceil(readers);
+                let plans: Vec<WorkerPlan> = ops
+                    .chunks(per)
+                    .map(|part| read_back_plan(&spec, files, self.table, part))
+                    .collect();
+                let read = |plan: WorkerPlan, ck: &mut Checker| {
+                    let barrier = Gate::new(1);
+                    let (stop, prog) = (AtomicBool::new(false), Progress::default());
+                    run_worker(&spec, plan, &barrier, &stop, &prog, ck)
+                };
+                // One reader runs on this thread; verify_async=N on N threads.
+                let results: Vec<WorkerResult> = if plans.len() == 1 {
+                    plans
+                        .into_iter()
+                        .zip(checkers.iter_mut())
+                        .map(|(p, ck)| read(p, ck))
+                        .collect()
+                } else {
+                    std::thread::scope(|sc| {
+                        let handles: Vec<_> = plans
+                            .into_iter()
+                            .zip(checkers.iter_mut())
+                            .map(|(plan, ck)| {
+                                let read = &read;
+                                sc.spawn(move || read(plan, ck))
+                            })
+                            .collect();
+                        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+                    })
+                };
+                let mut batch_ns = 0;
+                for r in results {
+                    io.reads.merge(&r.dirs[0]);
+                    batch_ns = batch_ns.max(r.runtime_ns);
+                    if let Some(e) = &r.setup_failed {
+                        report.read_errors += 1;
+                        report
+                            .first_read_error
+                            .get_or_insert(format!("the read-back could not start: {}", e.msg));
+                    }
+                    if let Some(e) = r.first_error {
+                        report.read_errors += r.dirs[0].errors.max(1);
+                        report.first_read_error.get_or_insert(format!(
+                            "read of {} bytes at offset {} of {}: {}",
+                            e.len,
+                            e.offset,
+                            paths
+                                .get(e.file as usize)
+                                .map(String::as_str)
+                                .unwrap_or("?"),
+                            std::io::Error::from_raw_os_error(e.errno)
+                        ));
+                    }
+                }
+                io.runtime_ns += batch_ns;
+                if checkers.iter().any(|ck| ck.should_stop())
+                    || report.read_errors > 0
+                    || dioscope_sys::signal::stop_count() > 0
+                {
+                    break;
                 }
             }
+            for ck in &checkers {
+                report.add(ck, &paths);
+            }
+            let kept = &mut self.jobs[i].verify_io;
+            if kept.len() <= c {
+                kept.resize_with(c + 1, VerifyIo::default);
+            }
+            kept[c] = io;
         }
         self.jobs[i].verify = Some(report);
     }
@@ -702,7 +751,7 @@ impl Execution<'_> {
                 continue;
             }
             for (c, w) in per_clone.iter().enumerate() {
-                let Some((written, _, _)) = w else { continue };
+                let Some(written) = w else { continue };
                 let path = state_path(spec, c);
                 let text = serde_json::to_string(written).unwrap_or_default();
                 let written =
@@ -739,28 +788,6 @@ fn load_state(j: &JobSpec, clone: usize) -> Result<Written, String> {
             path.display()
         )
     })
-}
-
-/// Split each region into `n` parts on `unit` boundaries: the regions of
-/// each of `n` read-back threads.
-fn split_regions(regions: &[(u64, u64)], n: u32, unit: u64) -> Vec<Vec<(u64, u64)>> {
-    let n = n.max(1) as u64;
-    let mut out = vec![Vec::new(); n as usize];
-    for &(start, len) in regions {
-        let units = len / unit;
-        let per = units.div_ceil(n).max(1);
-        for (k, part) in out.iter_mut().enumerate() {
-            let a = (k as u64 * per).min(units);
-            let b = ((k as u64 + 1) * per).min(units);
-            // A part of nothing is still a region (of one unit, read twice)
-            // rather than an empty plan.
-            if b > a {
-                part.push((start + a * unit, (b - a) * unit));
-            }
-        }
-    }
-    out.retain(|p| !p.is_empty());
-    out
 }
 
 // ---------------------------------------------------------------- the thread
@@ -1166,19 +1193,5 @@ mod tests {
             0,
             "sizes not listed keep the thread's priority"
         );
-    }
-
-    #[test]
-    fn split_regions_covers_everything_once() {
-        let parts = split_regions(&[(0, 10 * 4096), (1 << 20, 4096)], 3, 4096);
-        let mut total = 0;
-        for p in &parts {
-            for r in p {
-                total += r.1;
-                assert_eq!(r.0 % 4096, 0);
-            }
-        }
-        assert_eq!(total, 11 * 4096);
-        assert_eq!(parts.len(), 3);
     }
 }

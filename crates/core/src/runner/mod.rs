@@ -18,6 +18,8 @@ pub mod offsets;
 pub mod pacing;
 pub mod plan;
 pub mod preflight;
+#[cfg(test)]
+mod readback_tests;
 pub mod sprandom;
 pub mod steadystate;
 pub mod stepped;
@@ -47,7 +49,7 @@ use worker::{BlockHook, NoHook};
 
 /// What a verifying writer left for the read-back: the intervals it wrote,
 /// the bytes, and (experimental_verify) its plan to replay as reads.
-type WrittenState = (Written, u64, Option<Box<WorkerPlan>>);
+type WrittenState = Written;
 
 /// Errors before any I/O: bad job/target combinations. Exit code 2.
 #[derive(Debug, thiserror::Error)]
@@ -180,6 +182,8 @@ pub struct JobRun {
     pub pace: Vec<pacing::TrialPace>,
     /// Read-back checks (`verify=`), when the job verifies.
     pub verify: Option<VerifyReport>,
+    /// The read-back's reads, per clone (fio counts them as reads).
+    pub verify_io: Vec<crate::results::measure::VerifyIo>,
 }
 
 /// One run phase: the jobs that started together, per trial.
@@ -1224,6 +1228,7 @@ pub fn execute(
                 trials: Vec::new(),
                 pace: Vec::new(),
                 verify: None,
+                verify_io: Vec::new(),
             })
             .collect(),
         table,

@@ -903,6 +903,9 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
         };
         match done {
             Ok(dt) => {
+                if H::ACTIVE {
+                    self.hook.after_trim(file, offset, len);
+                }
                 let st = &mut self.res.trim;
                 st.ios += 1;
                 st.bytes += len;

@@ -54,8 +54,11 @@ pub trait BlockHook {
     fn before_write(&mut self, _buf: &mut [u8], _file: u32, _offset: u64) {}
     /// Check `buf` (the `res` bytes read) after a read from `offset` of file `file` completed.
     fn after_read(&mut self, _buf: &[u8], _file: u32, _offset: u64) {}
-    /// A write of `len` bytes at `offset` of file `file` completed (verify_backlog).
+    /// A write of `len` bytes at `offset` of file `file` completed
+    /// (verify's record of what was written, verify_backlog).
     fn after_write(&mut self, _file: u32, _offset: u64, _len: u32) {}
+    /// `len` bytes at `offset` of file `file` were trimmed.
+    fn after_trim(&mut self, _file: u32, _offset: u64, _len: u64) {}
     /// The I/O priority (ioprio_set's value, 0: the thread's) of the next
     /// I/O (cmdprio_percentage, cmdprio_bssplit).
     fn io_prio(&mut self, _write: bool, _len: u64) -> u16 {
@@ -394,28 +397,61 @@ pub fn check_interval(
     (!ok).then_some((BadKind::TornWrite, Some(off), Some(gen)))
 }
 
-/// Which intervals were written, per file (a bitmap per file). Serialized,
-/// it is the verify state file (verify_state_save).
+/// Which intervals hold what this job last wrote there, per file, and where
+/// the read-back's reads start: the record the read-back replays, so that it
+/// reads exactly the blocks written (each once: the last write wins, as in
+/// fio) and nothing else. Two bitmaps per file over the verify intervals of
+/// its region, allocated once from the region's size: recording a write
+/// allocates nothing. Serialized, it is the verify state file
+/// (verify_state_save).
+///
+/// A write stamps an interval header every `interval` bytes from its own
+/// offset; an interval of the grid is *valid* when a write covered it whole
+/// with a header at its start. The contents of a valid interval depend only
+/// on its offset, the seed and the generation, so writing it again (norandommap,
+/// several loops, numjobs on one file) leaves it valid. A write that covers
+/// an interval only in part (an offset off the grid, a block size that is no
+/// multiple of the interval) leaves old and new bytes there: that interval is
+/// no longer valid and is not checked.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Written {
-    /// (file start offset of the region, bits).
+    /// (file start offset of the region, valid bits).
     files: Vec<(u64, Vec<u64>)>,
     interval: u64,
+    /// Per file: the intervals where a read of the read-back starts (the
+    /// first interval of each write still whole, and the first valid one
+    /// after each write), so it reads blocks as they were written.
+    #[serde(default)]
+    starts: Vec<Vec<u64>>,
+}
+
+#[inline]
+fn bit(bits: &[u64], i: u64) -> bool {
+    bits.get((i / 64) as usize)
+        .is_some_and(|w| w & (1 << (i % 64)) != 0)
+}
+
+#[inline]
+fn put_bit(bits: &mut [u64], i: u64, on: bool) {
+    if let Some(w) = bits.get_mut((i / 64) as usize) {
+        if on {
+            *w |= 1 << (i % 64);
+        } else {
+            *w &= !(1 << (i % 64));
+        }
+    }
 }
 
 impl Written {
     pub fn new(regions: &[(u64, u64)], interval: u32) -> Written {
         let interval = interval.max(1) as u64;
+        let words = |len: u64| vec![0u64; (len / interval).div_ceil(64) as usize + 1];
         Written {
             files: regions
                 .iter()
-                .map(|&(start, len)| {
-                    (
-                        start,
-                        vec![0u64; (len / interval).div_ceil(64) as usize + 1],
-                    )
-                })
+                .map(|&(start, len)| (start, words(len)))
                 .collect(),
+            starts: regions.iter().map(|&(_, len)| words(len)).collect(),
             interval,
         }
     }
@@ -426,12 +462,75 @@ impl Written {
         let w = (i / 64) as usize;
         (w < bits.len()).then_some((w, (i % 64) as usize))
     }
+    /// Mark the interval at `offset` written whole (and a read start).
     #[inline]
     pub fn mark(&mut self, file: u32, offset: u64) {
-        if let Some((w, b)) = self.index(file, offset) {
-            self.files[file as usize].1[w] |= 1 << b;
+        let iv = self.interval;
+        self.wrote(file, offset - offset % iv.max(1), iv);
+    }
+
+    /// A write of `len` bytes at `offset` of file `file` completed (`len`:
+    /// the bytes it wrote). Its whole intervals on the grid become valid and
+    /// the read-back reads them as one block; intervals it covers in part
+    /// no longer hold one write's data and leave the record.
+    #[inline]
+    pub fn wrote(&mut self, file: u32, offset: u64, len: u64) {
+        let iv = self.interval;
+        let Some((start, bits)) = self.files.get_mut(file as usize) else {
+            return;
+        };
+        let Some(starts) = self.starts.get_mut(file as usize) else {
+            return;
+        };
+        let Some(rel) = offset.checked_sub(*start) else {
+            return;
+        };
+        let n = bits.len() as u64 * 64;
+        let first = rel / iv;
+        let touched = (rel + len).div_ceil(iv).min(n);
+        let whole = if rel % iv == 0 {
+            ((rel + len) / iv).min(n)
+        } else {
+            first
+        };
+        for i in first..whole {
+            put_bit(bits, i, true);
+            put_bit(starts, i, i == first);
+        }
+        for i in whole.max(first)..touched {
+            put_bit(bits, i, false);
+            put_bit(starts, i, false);
+        }
+        // What follows, if valid, is read as a block of its own.
+        if bit(bits, touched) {
+            put_bit(starts, touched, true);
         }
     }
+
+    /// `len` bytes at `offset` were trimmed: no interval they touch holds
+    /// what was written.
+    pub fn trimmed(&mut self, file: u32, offset: u64, len: u64) {
+        let iv = self.interval;
+        let Some((start, bits)) = self.files.get_mut(file as usize) else {
+            return;
+        };
+        let Some(starts) = self.starts.get_mut(file as usize) else {
+            return;
+        };
+        let Some(rel) = offset.checked_sub(*start) else {
+            return;
+        };
+        let n = bits.len() as u64 * 64;
+        let touched = (rel + len).div_ceil(iv).min(n);
+        for i in rel / iv..touched {
+            put_bit(bits, i, false);
+            put_bit(starts, i, false);
+        }
+        if bit(bits, touched) {
+            put_bit(starts, touched, true);
+        }
+    }
+
     pub fn is_set(&self, file: u32, offset: u64) -> bool {
         self.index(file, offset)
             .map(|(w, b)| self.files[file as usize].1[w] & (1 << b) != 0)
@@ -444,39 +543,77 @@ impl Written {
             .map(|w| w.count_ones() as u64)
             .sum()
     }
+    pub fn interval(&self) -> u64 {
+        self.interval
+    }
+
+    /// The reads of the read-back, in file and offset order: (file, offset,
+    /// length), each the part of one write still valid, at most `max_len`
+    /// bytes (at least one interval).
+    pub fn pieces(&self, max_len: u64) -> impl Iterator<Item = (u32, u64, u64)> + '_ {
+        let iv = self.interval;
+        let cap = (max_len / iv).max(1);
+        self.files
+            .iter()
+            .enumerate()
+            .flat_map(move |(f, (start, bits))| {
+                let starts = self.starts.get(f).map(Vec::as_slice).unwrap_or(&[]);
+                let mut i = 0u64;
+                let n = bits.len() as u64 * 64;
+                std::iter::from_fn(move || {
+                    // The next valid interval, a word of nothing at a time.
+                    loop {
+                        if i >= n {
+                            return None;
+                        }
+                        let w = bits[(i / 64) as usize] >> (i % 64);
+                        if w == 0 {
+                            i = (i / 64 + 1) * 64;
+                            continue;
+                        }
+                        i += w.trailing_zeros() as u64;
+                        break;
+                    }
+                    let first = i;
+                    i += 1;
+                    while i < n && i - first < cap && bit(bits, i) && !bit(starts, i) {
+                        i += 1;
+                    }
+                    Some((f as u32, start + first * iv, (i - first) * iv))
+                })
+            })
+    }
 }
 
-/// The write-side hook: stamps every interval of every write and remembers
-/// which intervals were written.
+/// The write-side hook: stamps every interval of every write. What was
+/// written is recorded when the write completes ([`Written::wrote`]).
 pub struct Writer {
     pub spec: VerifySpec,
     pub written: Written,
-    /// Bytes stamped (experimental_verify replays this many).
-    pub bytes: u64,
 }
 
 impl Writer {
     pub fn new(spec: VerifySpec, written: Written) -> Writer {
-        Writer {
-            spec,
-            written,
-            bytes: 0,
-        }
+        Writer { spec, written }
     }
 }
 
 impl BlockHook for Writer {
     const ACTIVE: bool = true;
-    fn before_write(&mut self, buf: &mut [u8], file: u32, offset: u64) {
-        self.bytes += buf.len() as u64;
+    fn before_write(&mut self, buf: &mut [u8], _file: u32, offset: u64) {
         let iv = self.spec.interval as usize;
         for (i, chunk) in buf.chunks_mut(iv).enumerate() {
             let off = offset + (i * iv) as u64;
             if chunk.len() >= HEADER_LEN {
                 fill_interval(&self.spec, chunk, off);
             }
-            self.written.mark(file, off);
         }
+    }
+    fn after_write(&mut self, file: u32, offset: u64, len: u32) {
+        self.written.wrote(file, offset, len as u64);
+    }
+    fn after_trim(&mut self, file: u32, offset: u64, len: u64) {
+        self.written.trimmed(file, offset, len);
     }
 }
 
@@ -846,9 +983,10 @@ mod tests {
         let mut w = Writer::new(s.clone(), Written::new(&[(0, 64 * 4096)], 4096));
         let mut block = vec![0u8; 16384];
         w.before_write(&mut block, 0, 4 * 4096);
+        assert_eq!(w.written.count(), 0, "recorded when the write completes");
+        w.after_write(0, 4 * 4096, 16384);
         assert_eq!(w.written.count(), 4);
         let mut c = Checker::new(s, Some(w.written.clone()), Some(2), false);
-        assert_eq!(w.bytes, 16384);
         c.after_read(&block, 0, 4 * 4096);
         assert_eq!((c.checked, c.bad_count), (4, 0));
         // An unwritten interval is skipped, a corrupted one reported with its offset.
@@ -858,5 +996,54 @@ mod tests {
         assert_eq!(c.bad_count, 1);
         assert_eq!(c.bad[0].offset, 5 * 4096);
         assert_eq!(c.bad[0].kind, BadKind::TornWrite);
+    }
+
+    fn pieces(w: &Written, max: u64) -> Vec<(u32, u64, u64)> {
+        w.pieces(max).collect()
+    }
+
+    #[test]
+    fn the_record_is_the_last_write_of_each_block() {
+        const K: u64 = 4096;
+        // Two files; the second's region starts at 1 MiB.
+        let mut w = Written::new(&[(0, 64 * K), (1 << 20, 16 * K)], 4096);
+        assert_eq!(pieces(&w, 64 * K), vec![], "nothing written, nothing read");
+        // Blocks are read back as written, each once, in offset order.
+        w.wrote(0, 8 * K, 4 * K);
+        w.wrote(0, 0, 2 * K * 2);
+        w.wrote(1, (1 << 20) + 2 * K, K);
+        w.wrote(0, 8 * K, 4 * K);
+        assert_eq!(
+            pieces(&w, 64 * K),
+            vec![(0, 0, 4 * K), (0, 8 * K, 4 * K), (1, (1 << 20) + 2 * K, K)]
+        );
+        // A write over the middle of an earlier one splits it in three reads.
+        w.wrote(0, 9 * K, K);
+        assert_eq!(
+            pieces(&w, 64 * K)[1..4],
+            [(0, 8 * K, K), (0, 9 * K, K), (0, 10 * K, 2 * K)]
+        );
+        // Reads are at most as long as asked.
+        assert_eq!(pieces(&w, 2 * K)[0..2], [(0, 0, 2 * K), (0, 2 * K, 2 * K)]);
+        // A write off the interval grid leaves no interval it touches whole:
+        // none of them is read back (nor wrongly reported).
+        w.wrote(0, 2 * K + 512, K);
+        assert_eq!(
+            pieces(&w, 64 * K)[0..3],
+            [(0, 0, 2 * K), (0, 8 * K, K), (0, 9 * K, K)]
+        );
+        assert!(!w.is_set(0, 2 * K) && !w.is_set(0, 3 * K) && w.is_set(0, K));
+        // A block size that is no multiple of the interval: the short tail
+        // holds another header length, and is not read back.
+        w.wrote(0, 20 * K, K + 1024);
+        assert!(w.is_set(0, 20 * K) && !w.is_set(0, 21 * K));
+        // Trimmed blocks hold nothing written.
+        w.trimmed(0, 8 * K, 2 * K);
+        assert!(!w.is_set(0, 8 * K) && !w.is_set(0, 9 * K) && w.is_set(0, 10 * K));
+        assert_eq!(pieces(&w, 64 * K)[1], (0, 10 * K, 2 * K));
+        // Out of the region: ignored.
+        w.wrote(0, 1 << 30, K);
+        w.wrote(7, 0, K);
+        assert_eq!(w.count(), 2 + 2 + 1 + 1);
     }
 }

@@ -418,7 +418,7 @@ pub(super) static BUFFERS: &[OptDef] = &[
         kind: Kind::Flag,
         creates: Creates::Nothing,
         example: "1",
-        help: "Verify by replaying the job's own offsets as reads instead of keeping a map of written blocks",
+        help: "Accepted as in fio; the read-back reads exactly the blocks written either way (from the record the writes leave)",
         apply: job!(|j, v| {
             j.experimental_verify = parse_bool(v)?;
             Ok(())
