@@ -71,9 +71,9 @@ fn dispatch(args: &[String]) -> i32 {
         Some(name) => match find(name) {
             Some(c) => (c.main)(&args[1..]),
             // fio's invocation: job files and options, no command name.
-            None => (run::COMMAND.main)(&args),
+            None => (run::COMMAND.main)(args),
         },
-        None => (run::COMMAND.main)(&args),
+        None => (run::COMMAND.main)(args),
     }
 }
 

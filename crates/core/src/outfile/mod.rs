@@ -438,7 +438,7 @@ pub fn open(given: &Path, mode: Mode, rules: &Rules) -> Result<File, OutputError
 
 /// [`open`] of what [`check`] returned.
 pub fn open_checked(out: &Output, mode: Mode, rules: &Rules) -> io::Result<File> {
-    let reopen = |p: &str| OpenOptions::new().write(true).append(true).open(p);
+    let reopen = |p: &str| OpenOptions::new().append(true).open(p);
     match out {
         Output::Stdout => reopen("/proc/self/fd/1"),
         Output::Stderr => reopen("/proc/self/fd/2"),
@@ -612,7 +612,6 @@ pub fn write_result(out: &Output, data: &[u8]) -> io::Result<()> {
         }
         Output::Stderr => io::stderr().lock().write_all(data),
         Output::Fd(n) => OpenOptions::new()
-            .write(true)
             .append(true)
             .open(format!("/proc/self/fd/{n}"))?
             .write_all(data),
