@@ -7,8 +7,12 @@ use crate::common::*;
 use dioscope_core::runner::randgen::{mean, runs_z};
 use std::path::Path;
 
-/// Run a job file's text in `dir`.
+/// Run a job file's text in `dir` (its `write_iolog` starts anew: the
+/// log is appended to, as fio's is).
 fn run_job(dir: &Path, name: &str, text: &str) {
+    for l in ["o.log", "r.log"] {
+        let _ = std::fs::remove_file(dir.join(l));
+    }
     std::fs::write(dir.join(name), text).unwrap();
     let o = run_in(dir, &[name, "--output-format=json", "--output=r.json"]);
     assert!(o.status.success(), "{text}\n{}", stderr(&o));
