@@ -832,7 +832,7 @@ fn map_draw(r: &mut Region, taus: &mut Taus) -> u64 {
     }
     r.drawn += 1;
     if let Some(l) = &mut r.lfsr {
-        return l.next();
+        return l.next_block();
     }
     match &mut r.map {
         Some(m) => m.draw(|| taus.below(n)),

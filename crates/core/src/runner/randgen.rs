@@ -254,7 +254,7 @@ impl Lfsr {
 
     /// The next block.
     #[inline(always)]
-    pub fn next(&mut self) -> u64 {
+    pub fn next_block(&mut self) -> u64 {
         loop {
             for _ in 0..self.spin {
                 self.step();
@@ -370,7 +370,7 @@ impl BlockMap {
     #[inline(always)]
     fn word_full(&self, w: usize) -> u64 {
         let last = (self.n - 1) / 64;
-        if (w as u64) < last || self.n % 64 == 0 {
+        if (w as u64) < last || self.n.is_multiple_of(64) {
             u64::MAX
         } else {
             (1u64 << (self.n % 64)) - 1
@@ -545,7 +545,7 @@ mod tests {
             return false;
         }
         for p in [2u64, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37] {
-            if n % p == 0 {
+            if n.is_multiple_of(p) {
                 return n == p;
             }
         }
@@ -598,7 +598,7 @@ mod tests {
             return;
         }
         for p in [2u64, 3, 5, 7, 11, 13] {
-            if n % p == 0 {
+            if n.is_multiple_of(p) {
                 prime_factors(p, out);
                 return prime_factors(n / p, out);
             }
