@@ -77,3 +77,53 @@ fn job_file_errors_point_at_the_line() {
     let e = stderr(&o);
     assert!(e.contains("bad.fio:4") && e.contains("'iodepth'"), "{e}");
 }
+
+/// fio names a job by its section: a `name=` in [global] names none (it
+/// stays in the JSON's "global options"), a `name=` in a section renames
+/// that one job. Anything keyed by job name (compare) keeps them apart.
+#[test]
+fn a_global_name_leaves_each_job_its_section_name() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("ss.fio"),
+        "[global]\nname=steady-state\nioengine=null\nsize=1m\ntrials=2\n\
+         [seq-read]\nrw=read\n[rand-read]\nrw=randread\n[third]\nname=renamed\n",
+    )
+    .unwrap();
+    let o = run_in(
+        d.path(),
+        &["ss.fio", "--output-format=json", "--output=a.json"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.path().join("a.json")).unwrap()).unwrap();
+    let names: Vec<&str> = j["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["jobname"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["seq-read", "rand-read", "renamed"]);
+    assert_eq!(j["global options"]["name"], "steady-state");
+    // The text report names each job as fio's does.
+    let o = run_in(d.path(), &["ss.fio"]);
+    let text = stdout(&o);
+    for n in ["seq-read", "rand-read", "renamed"] {
+        assert!(text.contains(&format!("{n}: (g")), "{n}: {text}");
+    }
+    assert!(!text.contains("steady-state:"), "{text}");
+    // compare, keyed by job name: three jobs, not one.
+    std::fs::copy(d.path().join("a.json"), d.path().join("b.json")).unwrap();
+    let o = run_in(
+        d.path(),
+        &["compare", "a.json", "b.json", "--output-format=json"],
+    );
+    let v = json(&o);
+    let compared: Vec<&str> = v["jobs"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v}"))
+        .iter()
+        .map(|x| x["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(compared, ["seq-read", "rand-read", "renamed"], "{v}");
+}

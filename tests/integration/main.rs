@@ -20,6 +20,7 @@ mod options;
 mod pacing;
 mod pacing2;
 mod profile;
+mod random_offsets;
 mod report;
 mod report_logs;
 mod results;

@@ -166,6 +166,9 @@ fn fio_plotting_tools_read_our_logs() {
             "--write_iops_log=p",
             "--write_lat_log=p",
             "--log_avg_msec=100",
+            // fio logs no submission latency for an I/O done when
+            // submitted (null at iodepth 1): queue some, for a slat chart.
+            "--iodepth=4",
         ],
     );
     let sh = |cmd: &str| {
@@ -351,4 +354,139 @@ fn prio_epoch_and_store_compressed_follow_fio() {
         e.contains("log_store_compressed") && e.contains("inflate-log"),
         "{e}"
     );
+}
+
+/// Files named `*.log` in `dir` with their line counts, sorted.
+fn log_line_counts(dir: &Path) -> Vec<(String, usize)> {
+    let mut v: Vec<(String, usize)> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            name.ends_with(".log").then(|| {
+                let n = std::fs::read_to_string(dir.join(&name))
+                    .unwrap()
+                    .lines()
+                    .count();
+                (name, n)
+            })
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// What fio's plotting tools make of the logs in `dir`: fio2gnuplot's
+/// files for the bandwidth and IOPS logs, its count of input files
+/// (series) and of values (`fio2gnuplot`: only for windowed logs, whose
+/// values do not depend on how fast each tool ran); fio_generate_plots'
+/// charts and the series each draws.
+fn plots_of(dir: &Path, fio2gnuplot: bool) -> Vec<String> {
+    let sh = |cmd: &str| {
+        let mut c = std::process::Command::new("sh");
+        c.current_dir(dir).arg("-c").arg(cmd);
+        let o = output_within(c, std::time::Duration::from_secs(120));
+        assert!(o.status.success(), "{cmd}: {}{}", stdout(&o), stderr(&o));
+    };
+    let mut out = Vec::new();
+    for (flag, kind) in [("-b", "bw"), ("-i", "iops")]
+        .into_iter()
+        .filter(|_| fio2gnuplot)
+    {
+        let g = format!("g-{kind}");
+        sh(&format!(
+            "mkdir -p {g} && fio2gnuplot {flag} -g -k -d {g} >/dev/null"
+        ));
+        let mut files: Vec<String> = std::fs::read_dir(dir.join(&g))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        files.sort();
+        let series = files
+            .iter()
+            .filter(|f| f.starts_with("gnuplot_temp_file"))
+            .count();
+        let global =
+            std::fs::read_to_string(dir.join(&g).join("result.global")).unwrap_or_default();
+        let values = global
+            .lines()
+            .find(|l| l.starts_with("values_count="))
+            .unwrap_or("no values_count")
+            .to_string();
+        out.push(format!(
+            "fio2gnuplot {kind}: {files:?}, {series} series, {values}"
+        ));
+    }
+    sh("fio_generate_plots t >/dev/null 2>&1");
+    let mut svgs: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".svg"))
+        .collect();
+    svgs.sort();
+    for s in svgs {
+        let text = std::fs::read_to_string(dir.join(&s)).unwrap();
+        let mut ids: Vec<&str> = text
+            .match_indices("id=\"gnuplot_plot_")
+            .map(|(i, _)| {
+                let rest = &text[i + 4..];
+                &rest[..rest.find('"').unwrap()]
+            })
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        out.push(format!("fio_generate_plots {s}: {} series", ids.len()));
+    }
+    out
+}
+
+/// With `write_hist_log`, every other log keeps fio's line count (it got
+/// the histogram's per-I/O records appended after its windows), and fio's
+/// plotting tools make the same files and series of dioscope's logs as of
+/// fio 3.33's for the same job: windowed (`log_avg_msec`, time based) and
+/// per I/O (by size).
+#[test]
+fn with_a_histogram_log_the_other_logs_have_fios_lines_and_plots() {
+    if !can_run(
+        "fio, fio2gnuplot, fio_generate_plots and gnuplot",
+        have_tool("fio")
+            && have_tool("fio2gnuplot")
+            && have_tool("fio_generate_plots")
+            && have_tool("gnuplot"),
+    ) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let data = d.path().join("small.dat");
+    std::fs::write(&data, vec![7u8; 16 << 20]).unwrap();
+    let job = format!(
+        "--name=b --filename={} --rw=randread --bs=4k --write_bw_log=b --write_iops_log=b \
+         --write_lat_log=b --write_hist_log=b",
+        data.display()
+    );
+    for (case, extra) in [
+        (
+            "windowed",
+            "--size=16m --log_avg_msec=500 --runtime=3 --time_based",
+        ),
+        ("per-io", "--size=4m"),
+    ] {
+        let mut seen = Vec::new();
+        for (tool, cmd) in [
+            ("fio", format!("fio {job} {extra} --output=out.txt")),
+            (
+                "dio",
+                format!("{} {job} {extra} --trials=1 --output=out.txt", bin()),
+            ),
+        ] {
+            let dir = d.path().join(format!("{case}-{tool}"));
+            std::fs::create_dir(&dir).unwrap();
+            let mut c = std::process::Command::new("sh");
+            c.current_dir(&dir).arg("-c").arg(&cmd);
+            let o = output_within(c, std::time::Duration::from_secs(120));
+            assert!(o.status.success(), "{cmd}: {}", stderr(&o));
+            seen.push((log_line_counts(&dir), plots_of(&dir, case == "windowed")));
+        }
+        assert_eq!(seen[1].0, seen[0].0, "{case}: log lines, dioscope vs fio");
+        assert_eq!(seen[1].1, seen[0].1, "{case}: plots, dioscope vs fio");
+    }
 }

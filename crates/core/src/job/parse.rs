@@ -482,7 +482,15 @@ fn build_job(
         .filter(|b| *b == 1000)
         .unwrap_or(1024);
     super::units::with_kb_base(kb_base, || {
-        raw.opts.iter().try_for_each(|o| apply(o, &mut j, global))
+        raw.opts.iter().enumerate().try_for_each(|(i, o)| {
+            // fio names a job by its section (or the `name=` in it): a
+            // `name=` in [global] names no job (it stays in the JSON's
+            // "global options").
+            if i < raw.globals && !cli_default_template && o.key.trim() == "name" {
+                return Ok(());
+            }
+            apply(o, &mut j, global)
+        })
     })?;
     if raw.file_boundary {
         j.stonewall = true;
@@ -858,6 +866,15 @@ mod tests {
         assert_eq!(w.bs[1], BlockSizes::Fixed(65536));
         assert_eq!(w.iodepth, 1);
         assert_eq!(w.rw, RwMode::Write);
+    }
+
+    #[test]
+    fn a_global_name_names_no_job() {
+        // fio 3.33: jobs a, bee, c.
+        let plan =
+            parse_job_text("[global]\nname=glob\nsize=1m\n[a]\n[b]\nname=bee\n[c]\n").unwrap();
+        let names: Vec<&str> = plan.jobs.iter().map(|j| j.name.as_str()).collect();
+        assert_eq!(names, ["a", "bee", "c"]);
     }
 
     #[test]

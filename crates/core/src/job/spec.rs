@@ -197,10 +197,10 @@ pub enum Fallocate {
     Truncate,
 }
 
-/// `random_generator=`: fio's generators. dioscope draws every random
-/// offset with its own generator (reproducible from `randseed`); `lfsr`
-/// keeps its one promise, never the same block twice in a pass, even with
-/// `norandommap`.
+/// `random_generator=`: fio's generators (runner/randgen.rs), reproducible
+/// from `randseed`: `tausworthe` is taus88 (lfsr258 over 2^32 blocks, as
+/// fio switches), `tausworthe64` lfsr258, both with the random map unless
+/// `norandommap`; `lfsr` never gives a block twice in a pass, map or not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RandomGenerator {
     Tausworthe,

@@ -46,6 +46,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 /// Records per buffer (32 B each: 2 MiB per buffer, 8 MiB per worker).
 pub const REC_PER_BUF: usize = 65_536;
 const BUFFERS: usize = 4;
+const MS: u64 = 1_000_000;
 
 /// One completed I/O as the logs need it.
 #[derive(Debug, Clone, Copy, Default)]
@@ -73,10 +74,17 @@ pub struct LogPlan {
     pub both: bool,
     /// `log_issue_time`: a last column with the I/O's issue time in ns.
     pub issue_time: bool,
+    /// The slat log has lines: fio measures no submission latency for an
+    /// I/O done when submitted (sync engines, null at iodepth 1), and
+    /// leaves their slat log empty.
+    pub no_slat: bool,
     /// Several workers append to one file (`per_job_logs=0`).
     pub shared: bool,
     /// `write_hist_log`.
     pub hist: Option<HistPlan>,
+    /// When the job stops at the latest, ns since its start (its ramp and
+    /// runtime; 0: no runtime): windows ending then have no rate lines.
+    pub stop_ns: u64,
     /// Times on this clock's epoch (`clock_gettime` id) instead of from
     /// the job's start: `log_unix_epoch` (0) or `log_alternate_epoch`.
     pub epoch_clock: Option<i32>,
@@ -122,8 +130,15 @@ pub fn plan_for(j: &JobSpec, index: usize, trial: u32) -> Option<LogPlan> {
         prio: j.log_prio,
         both: j.log_window_both,
         issue_time: j.log_issue_time,
+        no_slat: crate::engines::caps(j.ioengine).sync
+            || (j.ioengine == crate::engines::EngineKind::Null && j.iodepth <= 1),
         shared: !j.per_job_logs,
         hist,
+        stop_ns: if j.runtime_us > 0 {
+            (j.ramp_time_us + j.runtime_us) * 1000
+        } else {
+            0
+        },
         // fio: either option counts times from the epoch of the clock
         // `log_alternate_epoch_clock_id` names (0, CLOCK_REALTIME: Unix).
         epoch_clock: (j.log_unix_epoch || j.log_alternate_epoch)
@@ -134,8 +149,12 @@ pub fn plan_for(j: &JobSpec, index: usize, trial: u32) -> Option<LogPlan> {
 /// One direction's windowed sums, kept by the worker (`log_avg_msec`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Acc {
+    /// I/Os and bytes, for the rates (bw, iops).
     n: u64,
     bytes: u64,
+    /// I/Os in the latency sums: fio counts the I/O that closes a window
+    /// in that window's latencies, and in the next one's rate.
+    lat_n: u64,
     slat_sum: u64,
     clat_sum: u64,
     slat_max: u64,
@@ -146,9 +165,18 @@ pub struct Acc {
 impl Acc {
     #[inline(always)]
     fn add(&mut self, r: &Rec) {
-        let (s, c) = (r.slat_ns as u64, r.clat_ns as u64);
+        self.add_rate(r);
+        self.add_lat(r);
+    }
+    #[inline(always)]
+    fn add_rate(&mut self, r: &Rec) {
         self.n += 1;
         self.bytes += r.len as u64;
+    }
+    #[inline(always)]
+    fn add_lat(&mut self, r: &Rec) {
+        let (s, c) = (r.slat_ns as u64, r.clat_ns as u64);
+        self.lat_n += 1;
         self.slat_sum += s;
         self.clat_sum += c;
         self.slat_max = self.slat_max.max(s);
@@ -162,14 +190,22 @@ enum Msg {
     /// Records, one per I/O (per-I/O logs, the histogram log).
     Recs(Vec<Rec>),
     /// A closed window (`log_avg_msec`): its end (ns since the job's
-    /// start), its length and its sums per direction.
-    Window { end: u64, len: u64, acc: [Acc; 2] },
+    /// start), its length and its sums per direction; `rates`: whether the
+    /// bandwidth and IOPS logs get its line.
+    Window {
+        end: u64,
+        len: u64,
+        acc: [Acc; 2],
+        rates: bool,
+    },
 }
 
 /// The open window of windowed logs, in the worker.
 struct Windows {
     len: u64,
     end: u64,
+    /// When the job stops at the latest (its runtime), ns since its start.
+    stop: u64,
     /// Time of the latest record.
     last: u64,
     acc: [Acc; 2],
@@ -257,6 +293,11 @@ impl LogSink {
             win: windowed.then_some(Windows {
                 len: avg_ns,
                 end: avg_ns,
+                stop: if plan.stop_ns == 0 {
+                    u64::MAX
+                } else {
+                    plan.stop_ns
+                },
                 last: 0,
                 acc: [Acc::default(); 2],
             }),
@@ -273,11 +314,18 @@ impl LogSink {
     #[inline(always)]
     pub fn push(&mut self, r: Rec) {
         if let Some(w) = &mut self.win {
+            let d = r.write as usize;
             if r.t_ns >= w.end {
+                // fio: the I/O that reaches a window's end is in its
+                // latencies, and in the next window's rate.
+                w.acc[d].add_lat(&r);
                 self.close_windows(r.t_ns);
-            }
-            if let Some(w) = &mut self.win {
-                w.acc[r.write as usize].add(&r);
+                if let Some(w) = &mut self.win {
+                    w.acc[d].add_rate(&r);
+                    w.last = r.t_ns;
+                }
+            } else {
+                w.acc[d].add(&r);
                 w.last = r.t_ns;
             }
         }
@@ -298,11 +346,14 @@ impl LogSink {
             return;
         };
         while t >= w.end {
-            if w.acc.iter().any(|a| a.n > 0) {
+            if w.acc.iter().any(|a| a.n > 0 || a.lat_n > 0) {
                 let m = Msg::Window {
                     end: w.end,
                     len: w.len,
                     acc: w.acc,
+                    // fio samples rates while the job runs: none for a
+                    // window ending when (or after) its runtime does.
+                    rates: w.end < w.stop,
                 };
                 if let Err(std::sync::mpsc::TrySendError::Full(m)) = self.full.try_send(m) {
                     self.stalls += 1;
@@ -339,14 +390,18 @@ impl LogSink {
             let rest = std::mem::take(&mut self.buf);
             let _ = self.full.send(Msg::Recs(rest));
         }
-        // The last window, if the run covered at least half of it (a
-        // sliver's rate would be noise), rated over the time it covered.
+        // The window open at the end, as fio ends it: the latency logs
+        // get its line, at its last I/O's ms (fio flushes their pending
+        // averages when the job ends); the bandwidth and IOPS logs do not
+        // (fio samples rates at window ends only, and the job stops before
+        // that of its last window).
         if let Some(w) = self.win.take() {
-            if w.acc.iter().any(|a| a.n > 0) && w.last + w.len / 2 >= w.end {
+            if w.acc.iter().any(|a| a.lat_n > 0) {
                 let _ = self.full.send(Msg::Window {
-                    end: w.end,
+                    end: w.end.min(w.last / MS * MS),
                     len: (w.last + w.len - w.end).max(1),
                     acc: w.acc,
+                    rates: false,
                 });
             }
         }
@@ -476,6 +531,11 @@ struct Writer {
     both: bool,
     issue_time: bool,
     shared: bool,
+    /// The logs have a line per I/O (no `log_avg_msec`); else the records
+    /// are the histogram log's alone, the logs get their lines per window.
+    per_io: bool,
+    /// The slat log stays empty (fio's, for I/O done when submitted).
+    no_slat: bool,
     /// Added to every time: the epoch's ms at the job's start, or 0.
     epoch_ms: u64,
     /// Time of the latest record.
@@ -504,6 +564,8 @@ impl Writer {
             both: plan.both,
             issue_time: plan.issue_time,
             shared: plan.shared,
+            per_io: plan.avg_ms == 0,
+            no_slat: plan.no_slat,
             epoch_ms,
             last_t: 0,
             line: String::new(),
@@ -524,7 +586,12 @@ impl Writer {
                     let _ = empty.try_send(buf);
                     r
                 }
-                Msg::Window { end, len, acc } if err.is_none() => self.window(end, len, &acc),
+                Msg::Window {
+                    end,
+                    len,
+                    acc,
+                    rates,
+                } if err.is_none() => self.window(end, len, &acc, rates),
                 Msg::Window { .. } => Ok(()),
             };
             if let Err(e) = r {
@@ -574,8 +641,14 @@ impl Writer {
         if let Some(r) = recs.last() {
             self.last_t = self.last_t.max(r.t_ns);
         }
+        if !self.per_io {
+            return Ok(());
+        }
         let prio = self.prio_col();
         for (kind, f) in &mut self.files {
+            if *kind == "slat" && self.no_slat {
+                continue;
+            }
             self.line.clear();
             for r in recs {
                 let v = Self::value(kind, r).round() as u64;
@@ -612,17 +685,21 @@ impl Writer {
     /// with `log_max_value`) of latencies; the window's rate for bandwidth
     /// (KiB/s) and IOPS (fio samples these once per window, so its mean
     /// and maximum are the same rate); bs and offset 0, as fio writes them.
-    fn window(&mut self, end: u64, len: u64, acc: &[Acc; 2]) -> std::io::Result<()> {
+    fn window(&mut self, end: u64, len: u64, acc: &[Acc; 2], rates: bool) -> std::io::Result<()> {
         use std::fmt::Write as _;
         let secs = len as f64 / 1e9;
         let prio = self.prio_col();
         for (kind, f) in &mut self.files {
+            let rate = matches!(*kind, "bw" | "iops");
+            if (*kind == "slat" && self.no_slat) || (rate && !rates) {
+                continue;
+            }
             self.line.clear();
             for (d, w) in acc.iter().enumerate() {
-                if w.n == 0 {
+                if (rate && w.n == 0) || (!rate && w.lat_n == 0) {
                     continue;
                 }
-                let mean = |sum: u64| sum as f64 / w.n as f64;
+                let mean = |sum: u64| sum as f64 / w.lat_n as f64;
                 let value = |max: bool| match (*kind, max) {
                     ("bw", _) => w.bytes as f64 / 1024.0 / secs,
                     ("iops", _) => w.n as f64 / secs,
@@ -737,15 +814,67 @@ mod tests {
             &recs,
         );
         // 2 I/Os per ms: 2000 IOPS in each 500 ms window; mean latency.
-        // The last window is the run's last, rated over the time it covered.
-        let l: Vec<&str> = out[0].lines().collect();
-        assert_eq!(l[0], "500, 2000, 0, 0, 0");
-        let last: Vec<u64> = l[1].split(", ").map(|x| x.parse().unwrap()).collect();
-        assert!(
-            l.len() == 2 && last[0] == 1000 && (1990..=2010).contains(&last[1]),
-            "{l:?}"
+        // The window open at the end (fio): the latency log's line, at
+        // the end of the last I/O's ms, but no rate.
+        assert_eq!(out[0], "500, 2000, 0, 0, 0\n");
+        assert_eq!(out[1], "500, 4100, 0, 0, 0\n999, 4100, 0, 0, 0\n");
+        let short: Vec<Rec> = (0..1300).map(|i| rec(i / 2, false)).collect();
+        let out = run(
+            LogPlan {
+                files: vec![("bw", p("sb")), ("clat", p("sc"))],
+                avg_ms: 500,
+                ..Default::default()
+            },
+            &short,
         );
-        assert_eq!(out[1].lines().next(), Some("500, 4100, 0, 0, 0"));
+        assert_eq!(out[0], "500, 8000, 0, 0, 0\n");
+        assert_eq!(out[1], "500, 4000, 0, 0, 0\n649, 4000, 0, 0, 0\n");
+    }
+
+    #[test]
+    fn a_histogram_log_leaves_the_windowed_logs_their_windows() {
+        // write_hist_log sends every record to the writer; the windowed
+        // logs must still have only their lines per window (fio).
+        let d = tempfile::tempdir().unwrap();
+        let p = |k: &str| d.path().join(k).display().to_string();
+        let recs: Vec<Rec> = (0..2000).map(|i| rec(i / 2, i % 3 == 0)).collect();
+        let plan = LogPlan {
+            files: vec![("iops", p("i")), ("bw", p("b")), ("clat", p("c"))],
+            avg_ms: 500,
+            hist: Some(HistPlan {
+                path: p("h"),
+                ms: 500,
+                coarseness: 0,
+            }),
+            ..Default::default()
+        };
+        let out = run(plan, &recs);
+        for (f, text) in out.iter().enumerate() {
+            // Windows ending at 500 and 1000 ms, a line per direction.
+            let times: Vec<&str> = text.lines().map(|l| l.split(',').next().unwrap()).collect();
+            // The window open at the end: the latency log's alone.
+            let want: &[&str] = if f == 2 {
+                &["500", "500", "999", "999"]
+            } else {
+                &["500", "500"]
+            };
+            assert_eq!(times, want, "file {f}: {text}");
+        }
+        let hist = std::fs::read_to_string(p("h")).unwrap();
+        assert_eq!(hist.lines().count(), 4, "{hist}");
+        // A sync engine's slat log: the file, no lines (fio), per I/O or
+        // per window.
+        for avg_ms in [0, 500] {
+            let plan = LogPlan {
+                files: vec![("slat", p("s")), ("lat", p("l"))],
+                avg_ms,
+                no_slat: true,
+                ..Default::default()
+            };
+            let out = run(plan, &recs);
+            assert_eq!(out[0], "", "log_avg_msec={avg_ms}");
+            assert!(!out[1].is_empty());
+        }
     }
 
     #[test]
@@ -921,8 +1050,9 @@ mod tests {
             },
             &recs,
         );
-        // time, mean, max, direction, bs, offset, prio.
-        assert_eq!(out[0].lines().next(), Some("250, 6100, 8100, 0, 0, 0, 0"));
+        // time, mean, max, direction, bs, offset, prio; the mean has the
+        // I/O that reached the window's end too (fio): 501 I/Os.
+        assert_eq!(out[0].lines().next(), Some("250, 6096, 8100, 0, 0, 0, 0"));
         // One rate per window: both columns hold it.
         assert_eq!(out[1].lines().next(), Some("250, 2000, 2000, 0, 0, 0, 0"));
         // log_issue_time: the completion time less clat, in ns, last.

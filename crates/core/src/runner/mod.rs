@@ -18,6 +18,7 @@ pub mod offsets;
 pub mod pacing;
 pub mod plan;
 pub mod preflight;
+pub mod randgen;
 #[cfg(test)]
 mod readback_tests;
 pub mod sprandom;
@@ -870,6 +871,7 @@ fn offset_cfg(j: &JobSpec, unit: u64) -> offsets::OffsetCfg {
         randommap: (!j.norandommap && j.blockalign == [0; 2])
             || j.random_generator == RandomGenerator::Lfsr,
         dist: j.random_distribution.clone(),
+        generator: j.random_generator,
         seq_stride: j.random_sequence_stride,
         center: j.random_center,
         seq_add: if random { 0 } else { j.rw_offset_mod },

@@ -1,9 +1,11 @@
-//! Where each I/O goes: sequential cursors, a memory-free random permutation
-//! (each block once per pass), uniform random with repeats (`norandommap`),
-//! and skewed distributions (zipf, pareto, normal). All reproducible from
-//! the job's seed.
+//! Where each I/O goes: sequential cursors, uniform random blocks from
+//! fio's generators (runner/randgen.rs: taus88 or lfsr258 with the random
+//! map, each block once per pass, or with repeats under `norandommap`; an
+//! LFSR, each block once per pass without a map), and skewed distributions
+//! (zipf, pareto, normal). All reproducible from the job's seed.
 
-use crate::job::spec::{FileService, ZoneSize};
+use super::randgen::{BlockMap, Lfsr, Taus};
+use crate::job::spec::{FileService, RandomGenerator, ZoneSize};
 use crate::job::{BlockSizes, RandomDist};
 
 /// wyrand: one multiply per draw, passes BigCrush, 64-bit state.
@@ -235,6 +237,10 @@ pub struct OffsetCfg {
     /// Each block once per pass (a permutation) rather than independent draws.
     pub randommap: bool,
     pub dist: RandomDist,
+    /// `random_generator`: uniform offsets from taus88/lfsr258 (with the
+    /// random map for each block once per pass), or an LFSR (each block
+    /// once per pass by construction).
+    pub generator: RandomGenerator,
     /// Where the most likely offset of a skewed distribution lies (0..1).
     pub center: Option<f64>,
     /// `rw=read:8k`: bytes added after each sequential I/O (negative: backwards).
@@ -267,6 +273,7 @@ impl OffsetCfg {
             random,
             randommap,
             dist,
+            generator: RandomGenerator::Tausworthe,
             center: None,
             seq_add: 0,
             rand_run: 1,
@@ -305,7 +312,11 @@ pub struct Region {
     pass: u64,
     /// Bytes served since the file (or zone) was entered.
     served: u64,
+    /// Scatters the ranks of skewed distributions over the window.
     perm: Permutation,
+    /// The random map (tausworthe with it on), or the LFSR (`lfsr`).
+    map: Option<BlockMap>,
+    lfsr: Option<Lfsr>,
 }
 
 /// One zone of a zoned distribution, resolved: cumulative I/O percent and
@@ -360,6 +371,8 @@ pub struct OffsetGen {
     pub rng: Rng,
     /// `sprandom=1`: its generator gives every offset (runner/sprandom.rs).
     spr: Option<Box<super::sprandom::Sprandom>>,
+    /// Uniform random blocks (`random_generator` tausworthe/tausworthe64).
+    taus: Taus,
 }
 
 impl OffsetGen {
@@ -384,7 +397,13 @@ impl OffsetGen {
         cfg.unit = cfg.unit.max(1);
         cfg.rand_run = cfg.rand_run.max(1);
         cfg.file_every = cfg.file_every.max(1);
+        // An LFSR never repeats a block within a pass, map or no map.
+        if cfg.generator == RandomGenerator::Lfsr {
+            cfg.randommap = true;
+        }
         let unit = cfg.unit;
+        let uniform_map = cfg.random && cfg.randommap && cfg.dist == RandomDist::Uniform;
+        let lfsr = uniform_map && cfg.generator == RandomGenerator::Lfsr;
         let regions: Vec<Region> = regions
             .iter()
             .enumerate()
@@ -405,6 +424,8 @@ impl OffsetGen {
                     pass: 0,
                     served: 0,
                     perm: Permutation::new(nblocks, seed ^ mix(i as u64 + 1)),
+                    map: (uniform_map && !lfsr).then(|| BlockMap::new(nblocks)),
+                    lfsr: lfsr.then(|| Lfsr::new(nblocks, seed ^ mix(i as u64 + 1))),
                 }
             })
             .collect();
@@ -441,6 +462,13 @@ impl OffsetGen {
                     .collect()
             }),
             _ => [Vec::new(), Vec::new()],
+        };
+        // fio: tausworthe (32 bits) unless a file has more than 2^32
+        // blocks, then tausworthe64.
+        let most = regions.iter().map(|r| r.nblocks).max().unwrap_or(1);
+        let taus = match cfg.generator {
+            RandomGenerator::Tausworthe if most <= 1 << 32 => Taus::taus88(seed),
+            _ => Taus::taus258(seed),
         };
         let n = regions.len();
         let open_n = match cfg.open_files as usize {
@@ -488,6 +516,7 @@ impl OffsetGen {
             rng: Rng::new(seed),
             cfg,
             spr: None,
+            taus,
         }
     }
 
@@ -517,7 +546,6 @@ impl OffsetGen {
         // to one file without zones: the file service, the pass tracking
         // (`served`), the window offset (0) and the run state.
         let unit = self.cfg.unit;
-        let seed = self.seed;
         let Some(r) = self.regions.first_mut() else {
             return self.next_general(len, write);
         };
@@ -532,8 +560,8 @@ impl OffsetGen {
                 r.pos = o + len;
                 return (0, r.start + o);
             }
-            Plain::RandomMap => map_draw(r, seed, 0),
-            Plain::Random => self.rng.below(r.nblocks),
+            Plain::RandomMap => map_draw(r, &mut self.taus),
+            Plain::Random => self.taus.below(r.nblocks),
         };
         (0, r.start + fit(r, rel * unit, len, unit))
     }
@@ -620,6 +648,12 @@ impl OffsetGen {
                 r.drawn = 0;
                 r.pass += 1;
                 r.perm = Permutation::new(r.nblocks, self.seed ^ mix(r.pass ^ (fi as u64) << 32));
+                if let Some(m) = &mut r.map {
+                    m.reset(r.nblocks);
+                }
+                if r.lfsr.is_some() {
+                    r.lfsr = Some(Lfsr::new(r.nblocks, self.seed ^ mix(r.pass)));
+                }
             }
             return;
         }
@@ -709,8 +743,8 @@ impl OffsetGen {
         let n = r.nblocks;
         let center = self.cfg.center;
         let block = match &self.cfg.dist {
-            RandomDist::Uniform if self.cfg.randommap => map_draw(r, self.seed, fi),
-            RandomDist::Uniform => self.rng.below(n),
+            RandomDist::Uniform if self.cfg.randommap => map_draw(r, &mut self.taus),
+            RandomDist::Uniform => self.taus.below(n),
             // Skewed: draw a popularity rank, then scatter ranks over the
             // region with the permutation so hot blocks are not adjacent,
             // or put rank 0 at the given center.
@@ -785,19 +819,26 @@ impl OffsetGen {
     }
 }
 
-/// The next block of file `fi`'s random map: each block once per pass, a
-/// new permutation for the next pass.
+/// The next block of a region with each block once per pass: the LFSR's
+/// next (`random_generator=lfsr`), or a uniform draw not yet in the random
+/// map (runner/randgen.rs, [`BlockMap::draw`]); the map empties at the end
+/// of a pass.
 #[inline(always)]
-fn map_draw(r: &mut Region, seed: u64, fi: usize) -> u64 {
+fn map_draw(r: &mut Region, taus: &mut Taus) -> u64 {
     let n = r.nblocks;
     if r.drawn >= n {
         r.drawn = 0;
         r.pass += 1;
-        r.perm = Permutation::new(n, seed ^ mix(r.pass.wrapping_mul(0x1000_0001) + fi as u64));
     }
-    let b = r.perm.apply(r.drawn);
     r.drawn += 1;
-    b
+    if let Some(l) = &mut r.lfsr {
+        return l.next_block();
+    }
+    match &mut r.map {
+        Some(m) => m.draw(|| taus.below(n)),
+        // Not built for it (a test's hand-made region): no map, repeats.
+        None => taus.below(n),
+    }
 }
 
 /// Offset `o` (aligned to `ba`), or, for a large block near the window's
@@ -950,6 +991,142 @@ mod tests {
         );
         let c: Vec<u64> = (0..100).map(|_| g.next(4096).1).collect();
         assert_ne!(a, c);
+    }
+
+    /// The first `draws` blocks of a 4 KiB-block region of `blocks` blocks
+    /// (a file at 0, or at 1 MiB: the offsets must not depend on it).
+    fn blocks_drawn(
+        blocks: u64,
+        generator: RandomGenerator,
+        randommap: bool,
+        seed: u64,
+        draws: u64,
+    ) -> Vec<u64> {
+        let mut c = OffsetCfg::simple(4096, true, randommap, RandomDist::Uniform);
+        c.generator = generator;
+        let mut g = OffsetGen::with(&[(1 << 20, blocks * 4096)], c, seed);
+        (0..draws)
+            .map(|_| (g.next(4096).1 - (1 << 20)) / 4096)
+            .collect()
+    }
+
+    /// The generators as fio's t/run-fio-tests.py checks t0020 (random map)
+    /// and t0021 (lfsr, norandommap): every block once, and the runs test
+    /// above/below the mean passes at p ≥ 0.05; then the same at 12 other
+    /// sizes, and, over 24 seeds each, runs tests centred on 0 and
+    /// consecutive blocks uncorrelated (the LFSR, whose seed only rotates
+    /// its one sequence: each rotation within bounds).
+    #[test]
+    fn generators_pass_fios_runs_test_and_cover_every_block() {
+        use super::super::randgen::{mean, runs_z};
+        let kinds = [
+            (RandomGenerator::Tausworthe, true),
+            (RandomGenerator::Tausworthe64, true),
+            (RandomGenerator::Lfsr, false),
+        ];
+        // t0020/t0021: filesize=1M bs=4k, the default seed (randseed 0x89).
+        for (generator, map) in kinds {
+            let v = blocks_drawn(256, generator, map, 0x89, 256);
+            let mut sorted = v.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..256).collect::<Vec<u64>>(), "{generator:?}");
+            let z = runs_z(&v, mean(&v));
+            assert!(z.abs() < 1.96, "{generator:?}: runs test z = {z:.2}");
+        }
+        for blocks in [
+            1u64, 2, 3, 20, 100, 255, 257, 1000, 1023, 4097, 10_000, 65_537,
+        ] {
+            for (generator, map) in kinds {
+                let (mut zs, mut rs) = (Vec::new(), Vec::new());
+                for seed in 0..24u64 {
+                    // Two passes: each block once in each.
+                    let v = blocks_drawn(blocks, generator, map, seed * 7919, 2 * blocks);
+                    for pass in v.chunks(blocks as usize) {
+                        let mut seen = vec![false; blocks as usize];
+                        for &b in pass {
+                            assert!(
+                                !seen[b as usize],
+                                "{generator:?} {blocks} blocks seed {seed}: {b} twice in a pass"
+                            );
+                            seen[b as usize] = true;
+                        }
+                    }
+                    if blocks < 20 {
+                        continue;
+                    }
+                    let v = &v[..blocks as usize];
+                    let z = runs_z(v, mean(v));
+                    assert!(
+                        z.abs() < 4.0,
+                        "{generator:?} {blocks} blocks seed {seed}: z {z:.2}"
+                    );
+                    zs.push(z);
+                    let m = mean(v);
+                    let (mut num, mut den) = (0.0, 0.0);
+                    for w in v.windows(2) {
+                        num += (w[0] as f64 - m) * (w[1] as f64 - m);
+                    }
+                    for &x in v {
+                        den += (x as f64 - m).powi(2);
+                    }
+                    rs.push(num / den);
+                }
+                if zs.is_empty() {
+                    continue;
+                }
+                if generator == RandomGenerator::Lfsr {
+                    // One sequence per size, the seed only rotates it: each
+                    // rotation on its own bounds. Not a true random
+                    // generator (fio says so): skipping the states past
+                    // the last block leaves consecutive blocks ~2%
+                    // correlated at 65537 blocks, harmless to any cache.
+                    let bound = (4.0 / (blocks as f64).sqrt()).max(0.03);
+                    assert!(
+                        rs.iter().all(|r| r.abs() < bound),
+                        "{generator:?} {blocks} blocks: lag-1 correlations {rs:?}"
+                    );
+                    continue;
+                }
+                // 24 z scores of sd 1: their mean has sd 0.2.
+                let zm = zs.iter().sum::<f64>() / zs.len() as f64;
+                assert!(
+                    zm.abs() < 0.8,
+                    "{generator:?} {blocks} blocks: mean z {zm:.2}"
+                );
+                // Lag-1 correlation of sd 1/sqrt(n), averaged over 24.
+                let rm = rs.iter().sum::<f64>() / rs.len() as f64;
+                let bound = 4.0 / ((blocks as f64) * rs.len() as f64).sqrt();
+                assert!(
+                    rm.abs() < bound,
+                    "{generator:?} {blocks} blocks: lag-1 correlation {rm:.3}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn norandommap_tausworthe_repeats_blocks_as_uniform_draws_do() {
+        // 256 independent draws over 256 blocks: about 256/e never drawn.
+        let v = blocks_drawn(256, RandomGenerator::Tausworthe, false, 0x89, 256);
+        let mut seen = vec![false; 256];
+        v.iter().for_each(|&b| seen[b as usize] = true);
+        let missed = seen.iter().filter(|&&s| !s).count();
+        assert!((70..120).contains(&missed), "{missed} blocks never drawn");
+    }
+
+    #[test]
+    fn seeds_repeat_their_sequence() {
+        let kinds = [
+            (RandomGenerator::Tausworthe, true),
+            (RandomGenerator::Tausworthe, false),
+            (RandomGenerator::Tausworthe64, true),
+            (RandomGenerator::Lfsr, true),
+        ];
+        for (generator, map) in kinds {
+            let a = blocks_drawn(1000, generator, map, 0x89, 500);
+            assert_eq!(a, blocks_drawn(1000, generator, map, 0x89, 500));
+            assert_ne!(a, blocks_drawn(1000, generator, map, 0x8a, 500));
+        }
     }
 
     #[test]

@@ -545,7 +545,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         kind: Kind::Choice(&["tausworthe", "lfsr", "tausworthe64"]),
         creates: Creates::Nothing,
         example: "lfsr",
-        help: "tausworthe, tausworthe64: dioscope's generator, reproducible from randseed; lfsr: also never the same block twice in a pass, even with norandommap",
+        help: "tausworthe: L'Ecuyer's taus88 (tausworthe64, or over 2^32 blocks: lfsr258), each block once per pass with the random map, repeats with norandommap; lfsr: a maximal-length LFSR, each block once per pass without a map; all reproducible from randseed",
         apply: job!(|j, v| {
             j.random_generator = match v.trim() {
                 "tausworthe" => RandomGenerator::Tausworthe,
