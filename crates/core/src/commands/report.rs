@@ -101,6 +101,11 @@ pub fn read_input(path: &str) -> Result<Input, String> {
              (give dioscope's or fio's JSON: --output-format=json or json+)"
         )
     })?;
+    if doc.jobs.is_empty() {
+        return Err(format!(
+            "report: {path}: \"jobs\" is empty; a run has at least one job (is it a result?)"
+        ));
+    }
     Ok(Input::Run {
         name: path.to_string(),
         doc: Box::new(doc),

@@ -157,7 +157,8 @@ pub fn redirect_files(name: &str) -> (PathBuf, PathBuf) {
 }
 
 pub fn redirects(j: &JobSpec, _: &Shape) -> Vec<PathBuf> {
-    if j.ioengine != super::spec::EngineKind::Exec || !j.engine_params.std_redirect {
+    // An engine that takes std_redirect (exec) runs a program.
+    if !j.ioengine.options().contains(&"std_redirect") || !j.engine_params.std_redirect {
         return Vec::new();
     }
     let (o, e) = redirect_files(&j.name);
@@ -166,7 +167,7 @@ pub fn redirects(j: &JobSpec, _: &Shape) -> Vec<PathBuf> {
 
 /// e4defrag's `donorname`: the donor file (in `directory=` when relative).
 pub fn donor_file(j: &JobSpec) -> Option<PathBuf> {
-    if j.ioengine != super::spec::EngineKind::E4Defrag {
+    if !j.ioengine.options().contains(&"donorname") {
         return None;
     }
     let name = PathBuf::from(j.engine_params.donorname.as_deref()?);

@@ -515,11 +515,6 @@ impl RunDoc {
                 return Err(ReadError::Schema { found: d.schema });
             }
         }
-        if doc.jobs.is_empty() {
-            return Err(ReadError::Invalid(
-                "\"jobs\" is empty; a run has at least one job".into(),
-            ));
-        }
         // Every number of a job's directions is a count, a rate, a time or
         // a percentage: a negative one (or NaN) is bad input, not a result.
         let v: serde_json::Value = serde_json::from_str(text)?;

@@ -130,8 +130,10 @@ pub fn plan_for(j: &JobSpec, index: usize, trial: u32) -> Option<LogPlan> {
         prio: j.log_prio,
         both: j.log_window_both,
         issue_time: j.log_issue_time,
+        // No submission latency where an I/O completes as it is submitted:
+        // sync engines, and engines without real I/O (null) at depth 1.
         no_slat: crate::engines::caps(j.ioengine).sync
-            || (j.ioengine == crate::engines::EngineKind::Null && j.iodepth <= 1),
+            || (!crate::engines::caps(j.ioengine).real_io && j.iodepth <= 1),
         shared: !j.per_job_logs,
         hist,
         stop_ns: if j.runtime_us > 0 {
