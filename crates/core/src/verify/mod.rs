@@ -469,6 +469,15 @@ impl Written {
         self.wrote(file, offset - offset % iv.max(1), iv);
     }
 
+    /// File `file`'s two maps and `offset` relative to its region (`None`:
+    /// not a file or an offset of the record).
+    #[inline]
+    fn maps(&mut self, file: u32, offset: u64) -> Option<(u64, &mut [u64], &mut [u64])> {
+        let (start, bits) = self.files.get_mut(file as usize)?;
+        let starts = self.starts.get_mut(file as usize)?;
+        Some((offset.checked_sub(*start)?, bits, starts))
+    }
+
     /// A write of `len` bytes at `offset` of file `file` completed (`len`:
     /// the bytes it wrote). Its whole intervals on the grid become valid and
     /// the read-back reads them as one block; intervals it covers in part
@@ -476,13 +485,7 @@ impl Written {
     #[inline]
     pub fn wrote(&mut self, file: u32, offset: u64, len: u64) {
         let iv = self.interval;
-        let Some((start, bits)) = self.files.get_mut(file as usize) else {
-            return;
-        };
-        let Some(starts) = self.starts.get_mut(file as usize) else {
-            return;
-        };
-        let Some(rel) = offset.checked_sub(*start) else {
+        let Some((rel, bits, starts)) = self.maps(file, offset) else {
             return;
         };
         let n = bits.len() as u64 * 64;
@@ -511,13 +514,7 @@ impl Written {
     /// what was written.
     pub fn trimmed(&mut self, file: u32, offset: u64, len: u64) {
         let iv = self.interval;
-        let Some((start, bits)) = self.files.get_mut(file as usize) else {
-            return;
-        };
-        let Some(starts) = self.starts.get_mut(file as usize) else {
-            return;
-        };
-        let Some(rel) = offset.checked_sub(*start) else {
+        let Some((rel, bits, starts)) = self.maps(file, offset) else {
             return;
         };
         let n = bits.len() as u64 * 64;
