@@ -36,7 +36,7 @@ pub fn read(given: &str, what: &str, limit: u64) -> Result<String, String> {
         Some("a directory")
     } else if ft.is_block_device() {
         Some("a block device")
-    } else if ft.is_char_device() && !is_terminal(&m) {
+    } else if ft.is_char_device() && !crate::outfile::is_terminal(&m) {
         Some("a character device (it may never end)")
     } else if ft.is_socket() {
         Some("a socket")
@@ -74,13 +74,6 @@ pub fn read(given: &str, what: &str, limit: u64) -> Result<String, String> {
             e.utf8_error().valid_up_to()
         ))
     })
-}
-
-/// A terminal (typing a result in is allowed, if odd): pts and ttys.
-fn is_terminal(m: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let major = (m.rdev() >> 8) & 0xfff;
-    matches!(major, 4 | 5 | 136..=143)
 }
 
 #[cfg(test)]

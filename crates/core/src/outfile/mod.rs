@@ -197,6 +197,12 @@ fn is_dev_null(m: &fs::Metadata) -> bool {
     m.file_type().is_char_device() && m.rdev() == libc::makedev(1, 3)
 }
 
+/// A terminal by its device number: pts (majors 136–143), the console and
+/// ttys (4 and 5).
+pub(crate) fn is_terminal(m: &fs::Metadata) -> bool {
+    m.file_type().is_char_device() && matches!((m.rdev() >> 8) & 0xfff, 4 | 5 | 136..=143)
+}
+
 /// Whether descriptor `n` of this process is a stream dioscope may write
 /// to as it is: a pipe, a socket or a terminal (pts: majors 136–143; the
 /// console and ttys: 4 and 5).
@@ -204,9 +210,7 @@ fn stream_fd(n: i32) -> Result<(), String> {
     let m = fs::metadata(format!("/proc/self/fd/{n}"))
         .map_err(|_| format!("descriptor {n} is not open in dioscope"))?;
     let ft = m.file_type();
-    let major = ((m.rdev() >> 8) & 0xfff) as u32;
-    if ft.is_fifo() || ft.is_socket() || (ft.is_char_device() && matches!(major, 4 | 5 | 136..=143))
-    {
+    if ft.is_fifo() || ft.is_socket() || is_terminal(&m) {
         return Ok(());
     }
     let what = kind(&ft).unwrap_or("a regular file");
@@ -402,14 +406,6 @@ pub fn check(given: &Path, rules: &Rules) -> Result<Output, OutputError> {
     Ok(Output::File(final_path))
 }
 
-/// [`check`] of `--output` (streams allowed) against the run's targets.
-pub fn check_output(given: &str, targets: &[PathBuf]) -> Result<Output, OutputError> {
-    check(
-        Path::new(given),
-        &Rules::new("--output").targets(targets).streams(),
-    )
-}
-
 /// How [`open`] treats an existing file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -437,7 +433,7 @@ pub fn open(given: &Path, mode: Mode, rules: &Rules) -> Result<File, OutputError
 }
 
 /// [`open`] of what [`check`] returned.
-pub fn open_checked(out: &Output, mode: Mode, rules: &Rules) -> io::Result<File> {
+fn open_checked(out: &Output, mode: Mode, rules: &Rules) -> io::Result<File> {
     let reopen = |p: &str| OpenOptions::new().append(true).open(p);
     match out {
         Output::Stdout => reopen("/proc/self/fd/1"),
@@ -717,6 +713,14 @@ fn remove_stale_temps(dir: &Path, name: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`check`] of `--output` (streams allowed) against `targets`.
+    fn check_output(given: &str, targets: &[PathBuf]) -> Result<Output, OutputError> {
+        check(
+            Path::new(given),
+            &Rules::new("--output").targets(targets).streams(),
+        )
+    }
 
     #[test]
     fn atomic_write_replaces_whole() {
