@@ -131,6 +131,50 @@ pub fn signal_group(pgid: u32, sig: i32) -> io::Result<()> {
     cvt(unsafe { libc::kill(-p, sig) }).map(drop)
 }
 
+/// `openat(dir, name, flags, mode)`: `name` is one path component, opened
+/// relative to the directory descriptor `dir` (so a rename of the
+/// directory's path between a check and the open changes nothing).
+pub fn openat(
+    dir: RawFd,
+    name: &std::ffi::OsStr,
+    flags: i32,
+    mode: u32,
+) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let c = name_c(name)?;
+    // SAFETY: a NUL-terminated string that outlives the call; the returned
+    // descriptor is new and owned by nobody else.
+    let fd = cvt(unsafe {
+        libc::openat(
+            dir,
+            c.as_ptr(),
+            flags | libc::O_CLOEXEC,
+            mode as libc::c_uint,
+        )
+    })?;
+    // SAFETY: `fd` was just opened and is valid.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
+/// `mkdirat(dir, name, mode)`: a new directory `name` in the directory
+/// descriptor `dir`; EEXIST when anything has that name.
+pub fn mkdirat(dir: RawFd, name: &std::ffi::OsStr, mode: u32) -> io::Result<()> {
+    let c = name_c(name)?;
+    // SAFETY: a NUL-terminated string that outlives the call.
+    cvt(unsafe { libc::mkdirat(dir, c.as_ptr(), mode as libc::mode_t) }).map(drop)
+}
+
+/// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`: what `name` in `dir` is,
+/// without following a symbolic link there. `(st_mode, st_dev, st_ino, st_rdev)`.
+pub fn lstatat(dir: RawFd, name: &std::ffi::OsStr) -> io::Result<(u32, u64, u64, u64)> {
+    let c = name_c(name)?;
+    // SAFETY: zeroed `stat` is a valid out-parameter.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated string and a valid out-pointer for the call.
+    cvt(unsafe { libc::fstatat(dir, c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) })?;
+    Ok((st.st_mode, st.st_dev, st.st_ino, st.st_rdev))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -444,7 +444,7 @@ fn open_checked(out: &Output, mode: Mode, rules: &Rules) -> io::Result<File> {
             let (dir, name) = split(p);
             let d = open_dir(dir)?;
             let bad = |why: String| io::Error::other(why);
-            match dioscope_sys::fs::lstatat(d.as_raw_fd(), name) {
+            match dioscope_sys::dirfd::lstatat(d.as_raw_fd(), name) {
                 Ok((mode_bits, ..)) if mode_bits & libc::S_IFMT != libc::S_IFREG => {
                     return Err(bad(format!(
                         "{} is no longer a regular file; nothing was written",
@@ -461,7 +461,7 @@ fn open_checked(out: &Output, mode: Mode, rules: &Rules) -> io::Result<File> {
             if mode == Mode::Append {
                 flags |= libc::O_APPEND;
             }
-            let fd = dioscope_sys::fs::openat(d.as_raw_fd(), name, flags, 0o666)?;
+            let fd = dioscope_sys::dirfd::openat(d.as_raw_fd(), name, flags, 0o666)?;
             let f = File::from(fd);
             let m = f.metadata()?;
             if !m.file_type().is_file() {
@@ -529,7 +529,7 @@ pub fn create_dir(given: &Path, rules: &Rules) -> Result<PathBuf, OutputError> {
     };
     let (dir, name) = split(&p);
     let d = open_dir(dir).map_err(|e| err(e.to_string()))?;
-    dioscope_sys::fs::mkdirat(d.as_raw_fd(), name, 0o777).map_err(|e| err(e.to_string()))?;
+    dioscope_sys::dirfd::mkdirat(d.as_raw_fd(), name, 0o777).map_err(|e| err(e.to_string()))?;
     Ok(p)
 }
 
