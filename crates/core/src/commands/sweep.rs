@@ -365,7 +365,7 @@ fn run_cells(sweep: &mut Sweep, plans: &[Plan], trials: u32, out_path: &str) -> 
         let ts = Instant::now();
         // Files a cell would remove (scratch, unlink=1) stay until the end:
         // targets are laid out once per sweep, not per cell.
-        let res = super::run::execute_keeping(&plan, true);
+        let res = crate::pipeline::execute_keeping(&plan, true);
         let wall = ts.elapsed().as_secs_f64();
         step_times.push(wall);
         let cell = &mut sweep.cells[c];
@@ -414,7 +414,7 @@ fn run_cells(sweep: &mut Sweep, plans: &[Plan], trials: u32, out_path: &str) -> 
                 cell.trials_s += in_trials.min(wall);
                 let errors = done.result.io_errors();
                 cell.runs.push(done.doc);
-                if super::run::exit_code(&done.result) != 0 {
+                if crate::pipeline::exit_code(&done.result) != 0 {
                     cell.status = CellStatus::Failed;
                     cell.error = Some(format!("{errors} I/O error(s); the run's result is kept"));
                     failed = true;

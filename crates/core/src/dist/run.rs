@@ -5,9 +5,9 @@
 use super::hooks::DistHooks;
 use super::merge::{self, RankReport};
 use super::Dist;
-use crate::commands::eprint_err;
-use crate::commands::run as cmd;
+use crate::console::eprint_err;
 use crate::job::{Plan, RankStonewall};
+use crate::pipeline as cmd;
 use crate::runner;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

@@ -475,7 +475,7 @@ pub fn render_markdown(c: &ProfileComparison) -> String {
 /// The section of the HTML report: per group a table and a chart of the
 /// changes (ids `cmp-profile-G`, `cmp-profile-table-G`).
 pub fn render_html(o: &mut String, c: &ProfileComparison) {
-    use crate::render::chart::{self, esc, Line, LineChart};
+    use crate::svg::{self, esc, Line, LineChart};
     use std::fmt::Write;
     let _ = write!(
         o,
@@ -564,7 +564,7 @@ pub fn render_html(o: &mut String, c: &ProfileComparison) {
                 g.other_functions, g.other_beyond_noise
             );
         }
-        o.push_str(&chart::line_chart(&LineChart {
+        o.push_str(&svg::line_chart(&LineChart {
             id: &format!("cmp-profile-{k}"),
             title: &format!(
                 "group {}: change of CPU per I/O, B − A, with ± 3σ of the sampling noise",

@@ -3,11 +3,11 @@
 //! the figures cover; or why there is no profile and how to get one.
 
 use super::{ProfileResult, ProfileStatus};
-use crate::render::chart::{self, esc, BarRow};
+use crate::svg::{self, esc, BarRow};
 use std::fmt::Write;
 
 fn us(x: f64) -> String {
-    format!("{} µs", chart::num(x))
+    format!("{} µs", svg::num(x))
 }
 
 /// Append the profile section; `p` is the section's id prefix.
@@ -75,7 +75,7 @@ pub fn render_html(o: &mut String, p: &str, prof: &ProfileResult) {
             parts: vec![("process CPU".into(), g.measured_us_per_io, names.len())],
         });
     }
-    o.push_str(&chart::bars(
+    o.push_str(&svg::bars(
         &format!("{p}-profile-chart"),
         "CPU per I/O by subsystem",
         "CPU per I/O (µs)",

@@ -313,13 +313,13 @@ impl Ctx {
         eprintln!("[recipe · {name}] dioscope {}", full.join(" "));
         let plan =
             crate::job::parse_args(&full).map_err(|e| Stop::Failed(format!("cell {name}: {e}")))?;
-        let res = crate::commands::run::prepare(&plan)
+        let res = crate::pipeline::prepare(&plan)
             .map_err(|(msg, code)| {
-                crate::commands::eprint_err(&msg);
+                crate::console::eprint_err(&msg);
                 code
             })
             .and_then(|(resolved, table)| {
-                crate::commands::run::run_prepared(&plan, resolved, table, false, hooks)
+                crate::pipeline::run_prepared(&plan, resolved, table, false, hooks)
             });
         let done = match res {
             Err(c) if c >= 128 => return Err(Stop::Interrupted),

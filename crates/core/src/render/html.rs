@@ -11,7 +11,7 @@
 //! difference, Welch). Every chart's `id` is stable (`r1-iops-0`, …) so
 //! tests can find them.
 
-use super::chart::{self, esc, ns, num, BarRow, DotGroup, Line, LineChart};
+use crate::svg::{self, esc, ns, num, BarRow, DotGroup, Line, LineChart};
 use super::{Exporter, Format};
 use crate::experiment::compare::Comparison;
 use crate::experiment::sweep::Sweep;
@@ -440,7 +440,7 @@ fn time_series(o: &mut String, p: &str, views: &[JobView]) {
             out
         };
         let _ = write!(o, "<h3>{}</h3>", esc(&v.name));
-        o.push_str(&chart::line_chart(&LineChart {
+        o.push_str(&svg::line_chart(&LineChart {
             id: &format!("{p}-iops-{j}"),
             title: &format!("{}: IOPS per interval, each trial", v.name),
             x_label: "time since the job's start (s)",
@@ -451,7 +451,7 @@ fn time_series(o: &mut String, p: &str, views: &[JobView]) {
             fmt_x: secs,
             ..Default::default()
         }));
-        o.push_str(&chart::line_chart(&LineChart {
+        o.push_str(&svg::line_chart(&LineChart {
             id: &format!("{p}-bw-{j}"),
             title: &format!("{}: bandwidth per interval, each trial", v.name),
             x_label: "time since the job's start (s)",
@@ -465,7 +465,7 @@ fn time_series(o: &mut String, p: &str, views: &[JobView]) {
         let mut lat = lines(&|s, d, i| s.dir(d).lat_p99_ns[i] as f64, " p99", 0);
         let mut p50 = lines(&|s, d, i| s.dir(d).lat_p50_ns[i] as f64, " p50", 2);
         lat.append(&mut p50);
-        o.push_str(&chart::line_chart(&LineChart {
+        o.push_str(&svg::line_chart(&LineChart {
             id: &format!("{p}-latt-{j}"),
             title: &format!("{}: latency per interval, p99 and p50 (dotted)", v.name),
             x_label: "time since the job's start (s)",
@@ -544,7 +544,7 @@ fn latency(o: &mut String, p: &str, views: &[JobView]) {
                 ..Default::default()
             });
         }
-        o.push_str(&chart::line_chart(&LineChart {
+        o.push_str(&svg::line_chart(&LineChart {
             id: &format!("{p}-pct-{j}"),
             title: &format!("{}: latency percentiles, all trials merged", v.name),
             x_label: "percentile (log scale of 1 − p: p90, p99, p99.9 equally spaced)",
@@ -562,7 +562,7 @@ fn latency(o: &mut String, p: &str, views: &[JobView]) {
                 let _ = write!(o, "<p class=\"muted\">{} {}: no histogram in this result (write it with --output-format=json+).</p>", esc(&v.name), DIRS[d]);
                 continue;
             }
-            o.push_str(&chart::histogram(
+            o.push_str(&svg::histogram(
                 &format!("{p}-hist-{j}-{}", DIRS[d]),
                 &format!("{}: {} {what} histogram", v.name, DIRS[d]),
                 &bins,
@@ -645,7 +645,7 @@ fn spread(o: &mut String, p: &str, views: &[JobView]) {
                 }
             })
             .collect();
-        o.push_str(&chart::dot_plot(
+        o.push_str(&svg::dot_plot(
             &format!("{p}-spread-{key}"),
             &format!("{title}: each trial a dot, mean and 95 % CI"),
             unit,
@@ -698,7 +698,7 @@ fn cpu(o: &mut String, p: &str, doc: &RunDoc, views: &[JobView]) {
             });
         }
     }
-    o.push_str(&chart::bars(
+    o.push_str(&svg::bars(
         &format!("{p}-cpu-chart"),
         "CPU time per I/O",
         "CPU per I/O (µs)",
@@ -748,7 +748,7 @@ fn devices(o: &mut String, p: &str, doc: &RunDoc) {
                 })
             })
             .collect();
-        o.push_str(&chart::bars(
+        o.push_str(&svg::bars(
             &format!("{p}-dev-chart"),
             "Device requests per application I/O",
             "requests per I/O",
@@ -1003,7 +1003,7 @@ fn comparison(o: &mut String, runs: &[(&str, &RunDoc)]) {
         }
     }
     o.push_str("</table><p class=\"muted\">Change of the mean against A; the interval is the 95 % CI of the difference of means (Welch), as a share of A's mean. Green: better, orange: worse; an interval that contains 0 is no evidence of a difference.</p>");
-    o.push_str(&chart::dot_plot(
+    o.push_str(&svg::dot_plot(
         "compare-iops",
         "IOPS per trial, each result",
         "IOPS",

@@ -4,10 +4,10 @@
 //! against the varied option, one line per combination of the other
 //! options, 95 % CI bars). Chart ids: `cmp-change-J`, `sweep-KEY`.
 
-use super::chart::{self, esc, ns, num, Line, LineChart};
 use crate::experiment::compare::{Comparison, Outcome, Verdict};
 use crate::experiment::samples::METRICS;
 use crate::experiment::sweep::{cell_stat, CellStatus, Sweep};
+use crate::svg::{self, esc, ns, num, Line, LineChart};
 use std::fmt::Write;
 
 /// A metric's value as text, by its unit.
@@ -118,7 +118,7 @@ pub fn comparison(o: &mut String, name: &str, c: &Comparison) {
             }
         }
         o.push_str("</table>");
-        o.push_str(&chart::line_chart(&LineChart {
+        o.push_str(&svg::line_chart(&LineChart {
             id: &format!("cmp-change-{j}"),
             title: &format!("{}: change of B against A, with its 95 % CI", job.name),
             x_label: "metric",
@@ -245,7 +245,7 @@ pub fn sweep(o: &mut String, name: &str, s: &Sweep) {
             "us" => format!("{} (µs)", def.label),
             _ => def.label.to_string(),
         };
-        o.push_str(&chart::line_chart(&LineChart {
+        o.push_str(&svg::line_chart(&LineChart {
             id: &format!("sweep-{key}"),
             title: &format!("{} vs {} (mean, 95 % CI bars)", def.label, x_axis.option),
             x_label: &x_axis.option,

@@ -13,7 +13,6 @@
 //! the `run_formats!` list below.
 
 pub mod build;
-pub mod chart;
 pub mod compare_markdown;
 pub mod compare_text;
 pub mod doctor;

@@ -1,4 +1,5 @@
-//! Small SVG charts, written by hand: line charts (linear or log y, shaded
+//! Small SVG charts, written by hand (a leaf module: it depends on nothing
+//! of the crate; render/ and profile/ draw with it): line charts (linear or log y, shaded
 //! spans, optional error bars), dot plots of trials with mean and CI,
 //! histograms and horizontal bars. No JavaScript: each point carries a
 //! `<title>` the browser shows on hover, and each chart a `<title>` and
@@ -852,7 +853,7 @@ mod tests {
 }
 
 /// Snapshot tests: fixed inputs, the SVG compared byte for byte with the
-/// file in `render/snapshots/`. After an intended change, rerun with
+/// file in `svg/snapshots/`. After an intended change, rerun with
 /// `UPDATE_SNAPSHOTS=1` and review the diff of the .svg files.
 #[cfg(test)]
 mod snapshots {
@@ -860,7 +861,7 @@ mod snapshots {
 
     fn check(name: &str, svg: &str) {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("src/render/snapshots")
+            .join("src/svg/snapshots")
             .join(format!("{name}.svg"));
         if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
