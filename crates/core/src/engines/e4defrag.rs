@@ -23,6 +23,7 @@ impl EngineDef for Def {
     const CAPS: Caps = Caps {
         sync: true,
         moves_data: false,
+        changes_target: true,
         ..Caps::BASE
     };
 

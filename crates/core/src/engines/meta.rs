@@ -42,6 +42,18 @@ pub const CAPS: Caps = Caps {
     ..Caps::BASE
 };
 
+/// A metadata engine's capabilities: [`CAPS`], and whether its operation
+/// changes what it acts on (creating, deleting, setting attributes).
+pub const fn caps(op: Op) -> Caps {
+    Caps {
+        changes_target: matches!(
+            op,
+            Op::FileCreate | Op::FileDelete | Op::DirCreate | Op::DirDelete | Op::SetXattr
+        ),
+        ..CAPS
+    }
+}
+
 /// The job options the metadata engines read.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MetaOpts {
@@ -391,7 +403,7 @@ impl OneCall for MetaOps {
 /// over the job's names.
 macro_rules! meta_def {
     ($op:expr) => {
-        const CAPS: super::Caps = super::meta::CAPS;
+        const CAPS: super::Caps = super::meta::caps($op);
         fn with<W: super::WithEngine>(
             arena: super::SlotArena,
             _: &[std::os::fd::RawFd],

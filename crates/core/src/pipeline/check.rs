@@ -144,14 +144,14 @@ fn formats(given: &str, flags: &crate::job::flags::Flags) -> Result<Formats, Str
 fn readonly(plan: &Plan) -> Result<(), String> {
     for j in &plan.jobs {
         // Engines whose every operation changes the target or its files,
-        // whatever the direction: falloc allocates on reads, filecreate and
-        // filedelete make and remove files, e4defrag moves extents.
-        let e = j.ioengine.as_str();
-        if matches!(e, "falloc" | "filecreate" | "filedelete" | "e4defrag") {
+        // whatever the direction (falloc allocates on reads, filecreate and
+        // filedelete make and remove files, e4defrag moves extents).
+        if j.ioengine.caps().changes_target {
             return Err(format!(
-                "--readonly: job '{}' uses ioengine={e}, which changes its target whatever \
+                "--readonly: job '{}' uses ioengine={}, which changes its target whatever \
                  rw= says; drop --readonly or use an engine that reads",
-                j.name
+                j.name,
+                j.ioengine.as_str()
             ));
         }
         // verify_only reads back what an earlier run wrote: no write.
@@ -302,5 +302,45 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.contains("does not exist"), "{e}");
+    }
+
+    #[test]
+    fn readonly_refuses_every_engine_that_changes_its_target() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("data");
+        std::fs::write(&f, vec![0u8; 1 << 20]).unwrap();
+        let fa = format!("--filename={}", f.display());
+        let mut refused = Vec::new();
+        for k in crate::engines::EngineKind::ALL {
+            let e = format!("--ioengine={}", k.as_str());
+            let args = s(&[
+                "--readonly",
+                "--name=r",
+                "--rw=read",
+                "--size=1m",
+                &fa,
+                &e,
+                "--donorname=x",
+            ]);
+            let said = validate(&args).err().unwrap_or_default();
+            let says = said.contains("changes its target");
+            assert_eq!(says, k.caps().changes_target, "{}: {said}", k.as_str());
+            if says {
+                refused.push(k.as_str());
+            }
+        }
+        // The engines the readonly check knew by name, and those it missed.
+        for e in [
+            "falloc",
+            "filecreate",
+            "filedelete",
+            "e4defrag",
+            "dircreate",
+            "dirdelete",
+            "filesetxattr",
+        ] {
+            assert!(refused.contains(&e), "{e}: {refused:?}");
+        }
+        assert!(!refused.contains(&"filestat") && !refused.contains(&"psync"));
     }
 }
