@@ -26,7 +26,41 @@ pub struct Recipe {
     pub seed: &'static str,
     /// One line: what it reproduces.
     pub reproduces: &'static str,
+    /// Its steps in order: `run_steps::<TheRecipe>`.
     pub run: fn(&mut Ctx) -> Result<Outcome, Stop>,
+}
+
+/// The steps of a recipe, in order: make the scratch devices (`setup`),
+/// run the cells on them (`cells`), then from the cells' results build the
+/// tables shaped like the seed's (`tables`) and say whether the seed's
+/// effect is present here (`verdict`, with `notes` on how to read it).
+/// [`run_steps`] runs them; each is a function of its own, so a recipe reads
+/// top to bottom and the shared helpers (cells, statistics, formatting) are
+/// here in mod.rs.
+pub trait Steps {
+    /// What set-up made that the other steps need (devices, paths, sizes).
+    type Setup;
+    /// What the seed reported, shown beside this kernel's result.
+    const SEED_REPORTED: &'static str;
+    fn setup(ctx: &mut Ctx) -> Result<Self::Setup, Stop>;
+    fn cells(ctx: &mut Ctx, s: &Self::Setup) -> Result<(), Stop>;
+    fn tables(ctx: &Ctx, s: &Self::Setup) -> Vec<Table>;
+    fn verdict(ctx: &Ctx, s: &Self::Setup) -> String;
+    fn notes(_ctx: &Ctx, _s: &Self::Setup) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// A recipe's run: set-up, cells, tables, verdict.
+pub fn run_steps<R: Steps>(ctx: &mut Ctx) -> Result<Outcome, Stop> {
+    let setup = R::setup(ctx)?;
+    R::cells(ctx, &setup)?;
+    Ok(Outcome {
+        tables: R::tables(ctx, &setup),
+        verdict: R::verdict(ctx, &setup),
+        seed_reported: R::SEED_REPORTED.into(),
+        notes: R::notes(ctx, &setup),
+    })
 }
 
 /// Declares the recipe modules and [`RECIPES`] from one list: each module
