@@ -23,14 +23,27 @@ pub struct Command {
 /// Declares the command modules and [`COMMANDS`] from one list: each
 /// module has a `pub const COMMAND: Command`.
 macro_rules! commands {
-    ($($m:ident),* $(,)?) => {
-        $(pub mod $m;)*
+    ($($(#[$a:meta])* $m:ident),* $(,)?) => {
+        $($(#[$a])* pub mod $m;)*
         /// Every command, in the order `--help` lists them.
-        pub static COMMANDS: &[Command] = &[$($m::COMMAND),*];
+        pub static COMMANDS: &[Command] = &[$($(#[$a])* $m::COMMAND),*];
     };
 }
 
-commands!(run, compare, sweep, report, doctor, scratch, recipe, options);
+commands!(
+    run,
+    compare,
+    sweep,
+    report,
+    doctor,
+    scratch,
+    recipe,
+    options,
+    // docs/ARCHITECTURE.md's "Add a command", followed to the letter by a
+    // test-only command (the test `adding_a_command_is_one_file_and_one_line`).
+    #[cfg(test)]
+    example_command,
+);
 
 pub use crate::console::{clip_words, eprint_err, stdout};
 use crate::job::flags;
@@ -212,6 +225,23 @@ mod tests {
         for f in flags::FLAGS {
             assert!(u.contains(&format!("--{}", f.name)), "{u}");
         }
+    }
+
+    /// docs/ARCHITECTURE.md's "Add a command": `example_command.rs` (one
+    /// file) and its name in `commands!` (one line) make a command that
+    /// dispatches, answers bad input with exit 2 and is in `--help`. When a
+    /// command needs one more registration, this test fails.
+    #[test]
+    fn adding_a_command_is_one_file_and_one_line() {
+        assert!(find("example-command").is_some());
+        assert!(
+            usage().contains("dioscope example-command FILE"),
+            "{}",
+            usage()
+        );
+        let a = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(dispatch(&a(&["example-command"])), 2);
+        assert_eq!(dispatch(&a(&["example-command", "x"])), 0);
     }
 
     #[test]

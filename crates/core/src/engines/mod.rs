@@ -627,9 +627,16 @@ mod tests {
                     let code = text.split("#[cfg(test)]").next().unwrap_or("");
                     for (n, line) in code.lines().enumerate() {
                         let line = line.split("//").next().unwrap_or("");
-                        let branches = ["==", "!=", "=>", "matches!", "| \"", "\" |"]
-                            .iter()
-                            .any(|op| line.contains(op));
+                        // A match arm's pattern is what comes before `=>`
+                        // (an engine's name after it is data).
+                        let (line, arm) = match line.split_once("=>") {
+                            Some((pattern, _)) => (pattern, true),
+                            None => (line, false),
+                        };
+                        let branches = arm
+                            || ["==", "!=", "matches!", "| \"", "\" |"]
+                                .iter()
+                                .any(|op| line.contains(op));
                         if !branches {
                             continue;
                         }

@@ -66,10 +66,10 @@ pub fn run_steps<R: Steps>(ctx: &mut Ctx) -> Result<Outcome, Stop> {
 /// Declares the recipe modules and [`RECIPES`] from one list: each module
 /// has a `pub const RECIPE: Recipe`.
 macro_rules! recipes {
-    ($($m:ident),* $(,)?) => {
-        $(pub mod $m;)*
+    ($($(#[$a:meta])* $m:ident),* $(,)?) => {
+        $($(#[$a])* pub mod $m;)*
         /// Every recipe, in the order `recipe list` shows them.
-        pub static RECIPES: &[Recipe] = &[$($m::RECIPE),*];
+        pub static RECIPES: &[Recipe] = &[$($(#[$a])* $m::RECIPE),*];
     };
 }
 
@@ -79,6 +79,10 @@ recipes!(
     blocksize,
     submit_cost,
     pagecache_interference,
+    // docs/ARCHITECTURE.md's "Add a recipe" followed by a test-only recipe
+    // (the test `adding_a_recipe_is_one_file_and_one_line`).
+    #[cfg(test)]
+    example_recipe,
 );
 
 pub fn find(name: &str) -> Option<&'static Recipe> {

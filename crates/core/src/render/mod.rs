@@ -49,15 +49,25 @@ impl<R: ?Sized> std::fmt::Debug for Format<R> {
 /// Declares the run formats' modules and [`RUN_FORMATS`] from one list:
 /// each module has a `pub const FORMAT: Format<RunDoc>`.
 macro_rules! run_formats {
-    ($($m:ident),* $(,)?) => {
-        $(pub mod $m;)*
+    ($($(#[$a:meta])* $m:ident),* $(,)?) => {
+        $($(#[$a])* pub mod $m;)*
         /// The formats of a run's result, in `--help`'s order; the first is
         /// the default.
-        pub static RUN_FORMATS: &[Format<RunDoc>] = &[$($m::FORMAT),*];
+        pub static RUN_FORMATS: &[Format<RunDoc>] = &[$($(#[$a])* $m::FORMAT),*];
     };
 }
 
-run_formats!(text, json, json_plus, html, terse);
+run_formats!(
+    text,
+    json,
+    json_plus,
+    html,
+    terse,
+    // docs/ARCHITECTURE.md's "Add a format" followed by a test-only format
+    // (the test `adding_a_format_is_one_file_and_one_line`).
+    #[cfg(test)]
+    example_format,
+);
 
 /// The formats of a comparison (`dioscope compare`); the first is the default.
 pub static COMPARISON_FORMATS: &[Format<Comparison>] = &[
