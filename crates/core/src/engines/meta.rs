@@ -208,7 +208,7 @@ fn prepare(op: Op, names: &[PathBuf], m: &MetaOpts) -> Result<Vec<Name>, EngineS
             Ok(n) => out.push(n),
             Err(e) => {
                 // Nothing this setup made stays behind a refusal.
-                remove_made(op, &mut out);
+                remove_made(op, &out);
                 return Err(e);
             }
         }
