@@ -282,67 +282,7 @@ pub fn compare_profiles<'a>(
             notes.push(format!("group {g}: no I/Os recorded on one side"));
             continue;
         }
-        let totals = vec![
-            delta("process (all threads)", None, a, a.total, b, b.total),
-            delta("kernel", None, a, a.kernel, b, b.kernel),
-            delta(
-                "user",
-                None,
-                a,
-                a.total.saturating_sub(a.kernel),
-                b,
-                b.total.saturating_sub(b.kernel),
-            ),
-        ];
-        let by_change = |v: &mut Vec<CostDelta>| {
-            v.sort_by(|x, y| {
-                (y.change != Change::Same)
-                    .cmp(&(x.change != Change::Same))
-                    .then(y.delta_us_per_io.abs().total_cmp(&x.delta_us_per_io.abs()))
-                    .then(x.name.cmp(&y.name))
-            })
-        };
-        let names = |x: &BTreeMap<String, u64>, y: &BTreeMap<String, u64>| {
-            let mut n: Vec<String> = x.keys().chain(y.keys()).cloned().collect();
-            n.sort();
-            n.dedup();
-            n
-        };
-        let mut subsystems: Vec<CostDelta> = names(&a.subsystems, &b.subsystems)
-            .iter()
-            .map(|s| {
-                let c = |m: &BTreeMap<String, u64>| m.get(s).copied().unwrap_or(0);
-                delta(s, None, a, c(&a.subsystems), b, c(&b.subsystems))
-            })
-            .collect();
-        by_change(&mut subsystems);
-        let mut functions: Vec<CostDelta> = names(&a.functions, &b.functions)
-            .iter()
-            .map(|f| {
-                let c = |m: &BTreeMap<String, u64>| m.get(f).copied().unwrap_or(0);
-                let sub = match (a.function_subsystem.get(f), b.function_subsystem.get(f)) {
-                    (Some(x), Some(y)) => Some(if x.1 >= y.1 { x.0.clone() } else { y.0.clone() }),
-                    (Some(x), None) | (None, Some(x)) => Some(x.0.clone()),
-                    (None, None) => None,
-                };
-                delta(f, sub, a, c(&a.functions), b, c(&b.functions))
-            })
-            .collect();
-        by_change(&mut functions);
-        let other = functions.split_off(functions.len().min(TOP_CHANGES));
-        groups.push(GroupDelta {
-            group: *g,
-            jobs: a.jobs.clone(),
-            ios_a: a.ios,
-            ios_b: b.ios,
-            measured_a_us_per_io: a.measured_cpu_us / a.ios as f64,
-            measured_b_us_per_io: b.measured_cpu_us / b.ios as f64,
-            totals,
-            subsystems,
-            functions,
-            other_functions: other.len(),
-            other_beyond_noise: other.iter().filter(|x| x.change != Change::Same).count(),
-        });
+        groups.push(group_delta(*g, a, b));
     }
     for g in sb.keys().filter(|g| !sa.contains_key(g)) {
         notes.push(format!("group {g} was profiled on side B only"));
@@ -352,6 +292,72 @@ pub fn compare_profiles<'a>(
         groups,
         notes,
     })
+}
+
+/// One group's changes from side A to side B: totals, subsystems, and the
+/// functions that changed most.
+fn group_delta(g: u32, a: &SideCounts, b: &SideCounts) -> GroupDelta {
+    let totals = vec![
+        delta("process (all threads)", None, a, a.total, b, b.total),
+        delta("kernel", None, a, a.kernel, b, b.kernel),
+        delta(
+            "user",
+            None,
+            a,
+            a.total.saturating_sub(a.kernel),
+            b,
+            b.total.saturating_sub(b.kernel),
+        ),
+    ];
+    let by_change = |v: &mut Vec<CostDelta>| {
+        v.sort_by(|x, y| {
+            (y.change != Change::Same)
+                .cmp(&(x.change != Change::Same))
+                .then(y.delta_us_per_io.abs().total_cmp(&x.delta_us_per_io.abs()))
+                .then(x.name.cmp(&y.name))
+        })
+    };
+    let names = |x: &BTreeMap<String, u64>, y: &BTreeMap<String, u64>| {
+        let mut n: Vec<String> = x.keys().chain(y.keys()).cloned().collect();
+        n.sort();
+        n.dedup();
+        n
+    };
+    let mut subsystems: Vec<CostDelta> = names(&a.subsystems, &b.subsystems)
+        .iter()
+        .map(|s| {
+            let c = |m: &BTreeMap<String, u64>| m.get(s).copied().unwrap_or(0);
+            delta(s, None, a, c(&a.subsystems), b, c(&b.subsystems))
+        })
+        .collect();
+    by_change(&mut subsystems);
+    let mut functions: Vec<CostDelta> = names(&a.functions, &b.functions)
+        .iter()
+        .map(|f| {
+            let c = |m: &BTreeMap<String, u64>| m.get(f).copied().unwrap_or(0);
+            let sub = match (a.function_subsystem.get(f), b.function_subsystem.get(f)) {
+                (Some(x), Some(y)) => Some(if x.1 >= y.1 { x.0.clone() } else { y.0.clone() }),
+                (Some(x), None) | (None, Some(x)) => Some(x.0.clone()),
+                (None, None) => None,
+            };
+            delta(f, sub, a, c(&a.functions), b, c(&b.functions))
+        })
+        .collect();
+    by_change(&mut functions);
+    let other = functions.split_off(functions.len().min(TOP_CHANGES));
+    GroupDelta {
+        group: g,
+        jobs: a.jobs.clone(),
+        ios_a: a.ios,
+        ios_b: b.ios,
+        measured_a_us_per_io: a.measured_cpu_us / a.ios as f64,
+        measured_b_us_per_io: b.measured_cpu_us / b.ios as f64,
+        totals,
+        subsystems,
+        functions,
+        other_functions: other.len(),
+        other_beyond_noise: other.iter().filter(|x| x.change != Change::Same).count(),
+    }
 }
 
 /// The section of `compare`'s text output.
