@@ -481,7 +481,7 @@ pub fn render_markdown(c: &ProfileComparison) -> String {
 /// The section of the HTML report: per group a table and a chart of the
 /// changes (ids `cmp-profile-G`, `cmp-profile-table-G`).
 pub fn render_html(o: &mut String, c: &ProfileComparison) {
-    use crate::svg::{self, esc, Line, LineChart};
+    use crate::svg::esc;
     use std::fmt::Write;
     let _ = write!(
         o,
@@ -490,107 +490,114 @@ pub fn render_html(o: &mut String, c: &ProfileComparison) {
         esc(&c.rule)
     );
     for (k, g) in c.groups.iter().enumerate() {
-        let _ = write!(
-            o,
-            "<h3>group {} ({}): measured CPU per I/O {:.3} → {:.3} µs</h3>\
-             <table id=\"cmp-profile-table-{k}\"><tr><th class=\"l\">what</th><th class=\"l\">subsystem</th>\
-             <th>A µs/IO</th><th>B µs/IO</th><th>B − A</th><th>± 3σ</th><th>change</th><th class=\"l\">verdict</th></tr>",
-            g.group,
-            esc(&g.jobs.join(", ")),
-            g.measured_a_us_per_io,
-            g.measured_b_us_per_io
-        );
-        let mut cheaper = Line {
-            name: "cheaper in B".into(),
-            markers: true,
-            dots_only: true,
-            ..Default::default()
-        };
-        let mut dearer = Line {
-            name: "dearer in B".into(),
-            markers: true,
-            dots_only: true,
-            ..Default::default()
-        };
-        let mut same = Line {
-            name: "within noise".into(),
-            markers: true,
-            dots_only: true,
-            ..Default::default()
-        };
-        let mut cats = Vec::new();
-        for (i, r) in g
-            .totals
-            .iter()
-            .chain(&g.subsystems)
-            .chain(&g.functions)
-            .enumerate()
-        {
-            let cls = match r.change {
-                Change::Cheaper => "up",
-                Change::Dearer => "down",
-                Change::Same => "",
-            };
-            let strong = if i < g.totals.len() { "b" } else { "span" };
-            let _ = write!(
-                o,
-                "<tr><td class=\"l\"><{strong}>{}</{strong}></td><td class=\"l\">{}</td><td>{:.3}</td><td>{:.3}</td>\
-                 <td class=\"{cls}\">{:+.3}</td><td>{:.3}</td><td>{}</td><td class=\"l {cls}\">{}</td></tr>",
-                esc(&r.name),
-                esc(r.subsystem.as_deref().unwrap_or("")),
-                r.a_us_per_io,
-                r.b_us_per_io,
-                r.delta_us_per_io,
-                r.noise_us_per_io,
-                r.change_pct.map(|p| format!("{p:+.0} %")).unwrap_or("new".into()),
-                r.change.text()
-            );
-            // The chart: totals and subsystems, then the functions beyond the noise.
-            if i < g.totals.len() + g.subsystems.len() || r.change != Change::Same {
-                let x = cats.len() as f64;
-                let (lo, hi) = (
-                    r.delta_us_per_io - r.noise_us_per_io,
-                    r.delta_us_per_io + r.noise_us_per_io,
-                );
-                let l = match r.change {
-                    Change::Cheaper => &mut cheaper,
-                    Change::Dearer => &mut dearer,
-                    Change::Same => &mut same,
-                };
-                l.points.push((x, r.delta_us_per_io));
-                l.err.push((lo, hi));
-                cats.push(r.name.chars().take(28).collect::<String>());
-            }
-        }
-        o.push_str("</table>");
-        if g.other_functions > 0 {
-            let _ = write!(
-                o,
-                "<p class=\"muted\">{} more functions, {} of them beyond the noise (the JSON has the listed ones).</p>",
-                g.other_functions, g.other_beyond_noise
-            );
-        }
-        o.push_str(&svg::line_chart(&LineChart {
-            id: &format!("cmp-profile-{k}"),
-            title: &format!(
-                "group {}: change of CPU per I/O, B − A, with ± 3σ of the sampling noise",
-                g.group
-            ),
-            x_label: "total, subsystem, function",
-            y_label: "B − A (µs per I/O)",
-            lines: [cheaper, dearer, same]
-                .into_iter()
-                .filter(|l| !l.points.is_empty())
-                .collect(),
-            fmt_y: |v| format!("{v:+.2}"),
-            x_categories: cats,
-            ..Default::default()
-        }));
+        group_html(o, k, g);
     }
     for n in &c.notes {
         let _ = write!(o, "<p class=\"muted\">note: {}</p>", esc(n));
     }
     o.push_str("</section>");
+}
+
+/// One group's table of changes and its chart.
+fn group_html(o: &mut String, k: usize, g: &GroupDelta) {
+    use crate::svg::{self, esc, Line, LineChart};
+    use std::fmt::Write;
+    let _ = write!(
+        o,
+        "<h3>group {} ({}): measured CPU per I/O {:.3} → {:.3} µs</h3>\
+         <table id=\"cmp-profile-table-{k}\"><tr><th class=\"l\">what</th><th class=\"l\">subsystem</th>\
+         <th>A µs/IO</th><th>B µs/IO</th><th>B − A</th><th>± 3σ</th><th>change</th><th class=\"l\">verdict</th></tr>",
+        g.group,
+        esc(&g.jobs.join(", ")),
+        g.measured_a_us_per_io,
+        g.measured_b_us_per_io
+    );
+    let mut cheaper = Line {
+        name: "cheaper in B".into(),
+        markers: true,
+        dots_only: true,
+        ..Default::default()
+    };
+    let mut dearer = Line {
+        name: "dearer in B".into(),
+        markers: true,
+        dots_only: true,
+        ..Default::default()
+    };
+    let mut same = Line {
+        name: "within noise".into(),
+        markers: true,
+        dots_only: true,
+        ..Default::default()
+    };
+    let mut cats = Vec::new();
+    for (i, r) in g
+        .totals
+        .iter()
+        .chain(&g.subsystems)
+        .chain(&g.functions)
+        .enumerate()
+    {
+        let cls = match r.change {
+            Change::Cheaper => "up",
+            Change::Dearer => "down",
+            Change::Same => "",
+        };
+        let strong = if i < g.totals.len() { "b" } else { "span" };
+        let _ = write!(
+            o,
+            "<tr><td class=\"l\"><{strong}>{}</{strong}></td><td class=\"l\">{}</td><td>{:.3}</td><td>{:.3}</td>\
+             <td class=\"{cls}\">{:+.3}</td><td>{:.3}</td><td>{}</td><td class=\"l {cls}\">{}</td></tr>",
+            esc(&r.name),
+            esc(r.subsystem.as_deref().unwrap_or("")),
+            r.a_us_per_io,
+            r.b_us_per_io,
+            r.delta_us_per_io,
+            r.noise_us_per_io,
+            r.change_pct.map(|p| format!("{p:+.0} %")).unwrap_or("new".into()),
+            r.change.text()
+        );
+        // The chart: totals and subsystems, then the functions beyond the noise.
+        if i < g.totals.len() + g.subsystems.len() || r.change != Change::Same {
+            let x = cats.len() as f64;
+            let (lo, hi) = (
+                r.delta_us_per_io - r.noise_us_per_io,
+                r.delta_us_per_io + r.noise_us_per_io,
+            );
+            let l = match r.change {
+                Change::Cheaper => &mut cheaper,
+                Change::Dearer => &mut dearer,
+                Change::Same => &mut same,
+            };
+            l.points.push((x, r.delta_us_per_io));
+            l.err.push((lo, hi));
+            cats.push(r.name.chars().take(28).collect::<String>());
+        }
+    }
+    o.push_str("</table>");
+    if g.other_functions > 0 {
+        let _ = write!(
+            o,
+            "<p class=\"muted\">{} more functions, {} of them beyond the noise (the JSON has the listed ones).</p>",
+            g.other_functions, g.other_beyond_noise
+        );
+    }
+    o.push_str(&svg::line_chart(&LineChart {
+        id: &format!("cmp-profile-{k}"),
+        title: &format!(
+            "group {}: change of CPU per I/O, B − A, with ± 3σ of the sampling noise",
+            g.group
+        ),
+        x_label: "total, subsystem, function",
+        y_label: "B − A (µs per I/O)",
+        lines: [cheaper, dearer, same]
+            .into_iter()
+            .filter(|l| !l.points.is_empty())
+            .collect(),
+        fmt_y: |v| format!("{v:+.2}"),
+        x_categories: cats,
+        ..Default::default()
+    }));
 }
 
 #[cfg(test)]
