@@ -403,29 +403,18 @@ pub fn apply(
         reason,
         example: def.example.to_string(),
     };
-    let value = match (&def.apply, abbreviation(def, &value)) {
+    let value = match abbreviation(def, &value) {
         // A value as given comes first; only one that fails is read as an
         // abbreviation, so no value that works today changes meaning.
-        (Apply::Job(f), Some(long)) => match f(job, &value) {
+        Some(long) => match def.set(job, global, &value) {
             Ok(()) => value,
             Err(e) => {
-                f(job, &long).map_err(|_| bad(e))?;
+                def.set(job, global, &long).map_err(|_| bad(e))?;
                 long
             }
         },
-        (Apply::Global(f), Some(long)) => match f(global, &value) {
-            Ok(()) => value,
-            Err(e) => {
-                f(global, &long).map_err(|_| bad(e))?;
-                long
-            }
-        },
-        (Apply::Job(f), None) => {
-            f(job, &value).map_err(bad)?;
-            value
-        }
-        (Apply::Global(f), None) => {
-            f(global, &value).map_err(bad)?;
+        None => {
+            def.set(job, global, &value).map_err(bad)?;
             value
         }
     };
