@@ -488,12 +488,6 @@ pub struct JobSpec {
     pub xattr_size: u32,
 }
 
-/// fio's default clat percentile list.
-pub const DEFAULT_PERCENTILES: &[f64] = &[
-    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
-    99.99,
-];
-
 impl Default for JobSpec {
     /// fio's defaults (dioscope's where it says so): a blank spec with
     /// every option's `default` applied through the option itself, so the
@@ -517,7 +511,8 @@ fn apply_defaults(job: &mut JobSpec, global: &mut GlobalSettings, which: impl Fn
     with_kb_base(1024, || {
         for o in options::all().filter(|o| which(o)) {
             if let Some(d) = o.default {
-                // The table test `defaults_parse` holds every default to this.
+                // options::tests::every_default_parses_and_is_what_a_spec_starts_with
+                // holds every default to this.
                 o.set(job, global, d)
                     .unwrap_or_else(|e| panic!("the default of {}, '{d}': {e}", o.name));
             }
@@ -914,7 +909,11 @@ mod tests {
             new_group: false,
             wait_phase: false,
             cpus_allowed: None,
-            percentile_list: DEFAULT_PERCENTILES.to_vec(),
+            // fio's default clat percentile list.
+            percentile_list: vec![
+                1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5,
+                99.9, 99.95, 99.99,
+            ],
             clat_percentiles: true,
             lat_percentiles: false,
             disable_slat: false,
