@@ -935,6 +935,23 @@ mod tests {
         );
         let e = parse_job_text("[a\n").unwrap_err().to_string();
         assert!(e.contains("closing"), "{e}");
+        // A value outside the option's range: the option, the value, the
+        // range and an example, in one error, before anything is applied.
+        let e = parse_job_text("[a]\niodepth=0\n").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invalid value '0' for option 'iodepth' at <text>:2: 0 is out of range: iodepth must \
+             be at least 1; a valid example: iodepth=32",
+        );
+        let e = parse_args(&["--name=a", "--rwmixread=150"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("from 0 to 100") && e.contains("rwmixread=70"),
+            "{e}"
+        );
+        let e = parse_args(&["--max-trials=0"]).unwrap_err().to_string();
+        assert!(e.contains("max-trials must be at least 1"), "{e}");
     }
 
     #[test]

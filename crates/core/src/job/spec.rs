@@ -1,4 +1,6 @@
-//! The resolved description of one job, with fio's defaults.
+//! The resolved description of one job, with fio's defaults. The defaults
+//! are written once, in the option table (`OptDef::default`):
+//! `JobSpec::default()` is a blank spec with each of them applied.
 
 pub use super::options::buffers::{CmdPrio, CpuPolicy, MemKind, MemPolicy};
 use super::options::pacing::{ExitWhat, RateProcess, SteadyCriterion, SteppedDepth, ThinkBlocks};

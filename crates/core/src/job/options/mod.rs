@@ -2,8 +2,15 @@
 //! the option reference in the docs are all generated from [`all`].
 //!
 //! Adding an option means adding one [`OptDef`] here: its name, aliases, the
-//! kind of value it takes, a line of help, an example, and how it sets the
-//! [`JobSpec`] (or the [`GlobalSettings`]).
+//! kind of value it takes, a line of help, an example, its default (as a
+//! user would write it), the numbers it accepts ([`Range`]), its
+//! [`Category`] in the references, the files it creates, and how it sets the
+//! [`JobSpec`] (or the [`GlobalSettings`]). Nothing else: the defaults of
+//! `JobSpec::default()` are the table's, applied through each option's own
+//! `apply`; the parser checks the range before `apply` runs ([`OptDef::set`]);
+//! `--help`, `--cmdhelp` and docs/OPTIONS.md list the option under its
+//! category with its default and range (regenerate OPTIONS.md with
+//! `dioscope options --markdown > docs/OPTIONS.md`: a test compares them).
 
 pub use super::created::{self, Creates};
 use super::spec::{
