@@ -10,7 +10,25 @@ use std::path::{Path, PathBuf};
 const LIMIT: usize = 100;
 
 /// (file under crates/, function) still over [`LIMIT`] lines.
-const OVER: &[(&str, &str)] = &[];
+const OVER: &[(&str, &str)] = &[
+    ("core/src/commands/compare.rs", "parse"),
+    ("core/src/commands/compare.rs", "run_both"),
+    ("core/src/experiment/compare.rs", "compare"),
+    ("core/src/job/spec.rs", "default"),
+    ("core/src/job/units.rs", "eval"),
+    ("core/src/render/html_experiments.rs", "comparison"),
+    ("core/src/render/html_experiments.rs", "sweep"),
+    ("core/src/render/sweep_text.rs", "render"),
+    ("core/src/runner/buffers.rs", "read_back"),
+    ("core/src/runner/iolog.rs", "parse"),
+    ("core/src/runner/mod.rs", "resolve"),
+    ("core/src/runner/mod.rs", "run_trial"),
+    ("core/src/runner/mod.rs", "worker_plan"),
+    ("core/src/runner/offsets.rs", "with"),
+    ("core/src/runner/preflight.rs", "check"),
+    ("core/src/targets/mod.rs", "layout"),
+    ("core/src/targets/mod.rs", "open_one"),
+];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap() {
