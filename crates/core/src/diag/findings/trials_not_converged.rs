@@ -56,8 +56,8 @@ impl Describe for TrialsNotConverged {
             write!(
                 f,
                 "dioscope measured {measured}, the first suspect for trials that disagree. \
-                 {}Then rerun; if it still does not converge, look at the shape of the \
-                 series: {why}.",
+                 {}Then rerun; if it still does not converge, look at the likely cause \
+                 the shape of the series shows: {why}.",
                 remedies(&self.conditions, &all)
             )
         } else {
