@@ -25,7 +25,7 @@ pub const COMMAND: Command = Command {
         ),
         (
             "sweep ... --pivot=ROW,COL",
-            "a table of ROW × COL, each cell mean ± CI (trials) [findings]\n\
+            "a table of ROW × COL, each cell mean ± σ [95 % CI] (trials) [findings]\n\
              (--metrics=bw,sys_cpu_us_per_io); --order=given|random|interleaved;\n\
              --output-format=normal|json|csv",
         ),

@@ -17,6 +17,7 @@
 use crate::experiment::samples::M;
 use crate::experiment::sweep::{cell_stat, Axis, CellStat, CellStatus, Order, Sweep, SweepCell};
 use crate::scratch::{self, Geometry, Item, Session};
+use crate::stats::summary::stddev_from_half;
 use serde::Serialize;
 
 /// One recipe.
@@ -154,6 +155,9 @@ impl Table {
         o.push_str(&sep);
         for r in &self.rows {
             o.push_str(&line(r));
+        }
+        if self.rows.iter().flatten().any(|c| c.contains(" ± ")) {
+            o.push_str("(mean ± σ over the cell's trials; a value alone: one trial)\n");
         }
         o
     }
@@ -411,7 +415,7 @@ impl Ctx {
         self.sweep.cells.iter().find(|c| c.values[0] == name)
     }
 
-    /// Metric `k` of cell `name` (first job), mean ± CI.
+    /// Metric `k` of cell `name` (first job): mean and 95 % CI half-width.
     pub fn stat(&self, name: &str, k: usize) -> Option<CellStat> {
         self.get(name).and_then(|c| cell_stat(c, None, k))
     }
@@ -454,25 +458,28 @@ pub fn stop_check() -> Result<(), Stop> {
     }
 }
 
-/// `mean ± half` of a statistic scaled by `f`, with `d` decimals.
+/// `mean ± σ` of a statistic scaled by `f`, with `d` decimals (σ the
+/// standard deviation over the trials, the convention of every output; one
+/// trial: the value alone). The 95 % intervals decide [`apart`].
 pub fn pm(s: Option<CellStat>, f: f64, d: usize) -> String {
     match s {
-        Some(s) if s.n >= 2 => format!("{:.d$} ± {:.d$}", s.mean * f, s.half * f),
-        Some(s) => format!("{:.d$}", s.mean * f),
+        Some(s) => match stddev_from_half(s.half, s.n) {
+            Some(sd) => format!("{:.d$} ± {:.d$}", s.mean * f, sd * f),
+            None => format!("{:.d$}", s.mean * f),
+        },
         None => "—".into(),
     }
 }
 
-/// A derived value `g(mean)` with its CI carried by the relative half-width
-/// (first order: good for the small CIs of trials).
+/// A derived value `g(mean)` with its σ carried by the relative σ (first
+/// order: good for the small spreads of trials).
 pub fn derived(s: Option<CellStat>, g: impl Fn(f64) -> f64, d: usize) -> String {
     match s {
         Some(s) if s.mean != 0.0 => {
             let v = g(s.mean);
-            if s.n >= 2 {
-                format!("{v:.d$} ± {:.d$}", (v * s.half / s.mean).abs())
-            } else {
-                format!("{v:.d$}")
+            match stddev_from_half(s.half, s.n) {
+                Some(sd) => format!("{v:.d$} ± {:.d$}", (v * sd / s.mean).abs()),
+                None => format!("{v:.d$}"),
             }
         }
         _ => "—".into(),

@@ -17,7 +17,7 @@ use crate::experiment::compare::Comparison;
 use crate::experiment::sweep::Sweep;
 use crate::results::model::{DioscopeJob, Job, Lat, Severity};
 use crate::results::series::TrialSeries;
-use crate::results::RunDoc;
+use crate::results::{units::ci95, RunDoc};
 use crate::stats::Summary;
 use serde_json::Value;
 use std::fmt::Write;
@@ -221,9 +221,13 @@ const DIRS: [&str; 2] = ["read", "write"];
 fn dir_trials(v: &JobView, d: usize) -> Vec<(f64, f64)> {
     if let Some(ds) = v.ds {
         if !ds.series.is_empty() {
+            // Interrupted trials are listed, not averaged in.
+            let interrupted =
+                |n: u32| ds.trials.iter().any(|t| t.trial == n && t.interrupted);
             return ds
                 .series
                 .iter()
+                .filter(|s| !interrupted(s.trial))
                 .filter_map(|s| measured_rate(s, d))
                 .collect();
         }
@@ -237,7 +241,7 @@ fn dir_trials(v: &JobView, d: usize) -> Vec<(f64, f64)> {
             return ds
                 .trials
                 .iter()
-                .filter(|t| t.runtime_ms > 0.0)
+                .filter(|t| t.runtime_ms > 0.0 && !t.interrupted)
                 .map(|t| {
                     let iops = if d == 0 { t.read_iops } else { t.write_iops };
                     (iops, iops * per_io)
@@ -262,12 +266,15 @@ fn measured_rate(s: &TrialSeries, d: usize) -> Option<(f64, f64)> {
     (t > 0.0).then(|| (ios / t, bytes / t))
 }
 
+/// `mean ± σ` and the 95 % CI as `[low, high]` (the conventions of every
+/// output, `results::units::interval`); the mean alone for one trial.
 fn ci_text(s: &Summary, fmt: fn(f64) -> String) -> String {
     if s.n >= 2 && s.ci95.0.is_finite() {
         format!(
-            "{} <span class=\"muted\">± {}</span>",
+            "{} <span class=\"muted\">± {}<br>{}</span>",
             esc(&fmt(s.mean)),
-            esc(&fmt((s.ci95.1 - s.ci95.0) / 2.0))
+            esc(&fmt(s.stddev)),
+            esc(&ci95(&fmt(s.ci95.0), &fmt(s.ci95.1)))
         )
     } else {
         esc(&fmt(s.mean))
@@ -341,7 +348,7 @@ fn summary_table(o: &mut String, p: &str, views: &[JobView]) {
     let _ = write!(
         o,
         "<h2 id=\"{p}-summary\">Summary</h2><table id=\"{p}-summary-table\"><tr><th class=\"l\">job</th><th class=\"l\">direction</th>\
-         <th>trials</th><th>IOPS (mean ± 95 % CI)</th><th>bandwidth</th><th>latency mean</th><th>p50</th><th>p99</th><th>p99.9</th><th>max</th></tr>"
+         <th>trials</th><th>IOPS (mean ± σ, 95 % CI)</th><th>bandwidth</th><th>latency mean</th><th>p50</th><th>p99</th><th>p99.9</th><th>max</th></tr>"
     );
     for v in views {
         for &d in &v.dirs {
@@ -382,7 +389,7 @@ fn summary_table(o: &mut String, p: &str, views: &[JobView]) {
             }
         }
     }
-    o.push_str("</table><p class=\"muted\">Per direction: the mean over trials with the 95 % confidence interval of the mean (Student's t); latency percentiles from the histogram merged over all trials (completion latency, as fio reports it). \"all\": both directions, CI over trials.</p>");
+    o.push_str("</table><p class=\"muted\">Per direction: the mean over the trials that ran to their end ± their standard deviation σ, and the 95 % confidence interval of the mean (Student's t) as [low, high]; one trial has no spread and no interval; interrupted trials are left out; latency percentiles from the histogram merged over all trials (completion latency, as fio reports it). \"all\": both directions, CI over trials.</p>");
 }
 
 fn secs(x: f64) -> String {
@@ -637,7 +644,7 @@ fn spread(o: &mut String, p: &str, views: &[JobView]) {
                     values: ds
                         .trials
                         .iter()
-                        .filter(|t| t.runtime_ms > 0.0)
+                        .filter(|t| t.runtime_ms > 0.0 && !t.interrupted)
                         .map(get)
                         .collect(),
                     mean: s.mean / scale,

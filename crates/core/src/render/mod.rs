@@ -96,7 +96,8 @@ pub static SWEEP_FORMATS: &[Format<Sweep>] = &[
     Format {
         name: "normal",
         aliases: &["text"],
-        help: "tables (--pivot ROW,COL), each cell mean ± CI (trials) and its findings count",
+        help:
+            "tables (--pivot ROW,COL), each cell mean ± σ [95 % CI] (trials) and its findings count",
         exporter: &sweep_text::SweepText,
     },
     Format {

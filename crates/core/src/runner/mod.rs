@@ -1534,7 +1534,7 @@ impl Execution<'_> {
             values,
         };
         self.notes.push(format!(
-            "trials=auto (group {g}): {} after {} trials: {} ± {} (95 % CI), precision ±{} %{}",
+            "trials=auto (group {g}): {} after {} trials: {} 95 % CI half-width {} of the mean, precision {} %{}",
             if converged {
                 "converged"
             } else {

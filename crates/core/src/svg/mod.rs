@@ -593,7 +593,7 @@ pub fn dot_plot(
         if g.ci.0.is_finite() && g.ci.1.is_finite() && g.values.len() > 1 {
             let _ = write!(
                 o,
-                "<path d=\"M{} {}V{}M{} {}H{}M{} {}H{}\" stroke=\"#000\" fill=\"none\" class=\"ci\"><title>95 % CI {} – {}</title></path>",
+                "<path d=\"M{} {}V{}M{} {}H{}M{} {}H{}\" stroke=\"#000\" fill=\"none\" class=\"ci\"><title>95 % CI [{}, {}]</title></path>",
                 c(cx + 34.0),
                 c(ys.px(g.ci.0)),
                 c(ys.px(g.ci.1)),
