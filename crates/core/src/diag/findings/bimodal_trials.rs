@@ -42,13 +42,14 @@ impl Describe for BimodalTrials {
             100.0 * (high_mean - low_mean) / low_mean.abs().max(f64::MIN_POSITIVE)
         )?;
         // A measured condition that is exactly one group explains the split.
-        let mut exact = conditions.iter().filter(|c| {
+        let exact = conditions.iter().find(|c| {
             let mut t = c.trials.clone();
             t.sort_unstable();
             t == *low_trials || t == *high_trials
         });
-        if let Some(c) = exact.next() {
-            let which = if c.trials.contains(&low_trials[0]) { "low" } else { "high" };
+        if let Some(c) = exact {
+            let low = low_trials.first().is_some_and(|t| c.trials.contains(t));
+            let which = if low { "low" } else { "high" };
             return write!(
                 f,
                 ": the {which} group is exactly the trials with {}, so that condition, \
