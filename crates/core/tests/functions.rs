@@ -14,7 +14,7 @@ const OVER: &[(&str, &str)] = &[
     ("core/src/commands/compare.rs", "parse"),
     ("core/src/commands/compare.rs", "run_both"),
     ("core/src/experiment/compare.rs", "compare"),
-    ("core/src/job/spec.rs", "default"),
+    ("core/src/job/spec.rs", "blank"),
     ("core/src/job/units.rs", "eval"),
     ("core/src/render/html_experiments.rs", "comparison"),
     ("core/src/render/html_experiments.rs", "sweep"),
