@@ -12,13 +12,17 @@
 //! commit is not taken (one reading per batch); with `gtod_reduce` the one
 //! after it is taken only every few batches.
 
-use super::iolog::{IoLog, IologWriter, OpKind};
-use super::offsets::{BsPicker, OffsetGen};
-use super::pacing::{PaceEvent, PacePlan, Pacer};
+mod plan;
+
+use super::clock::{Clock, SysClock};
+use super::iolog::{IologWriter, OpKind};
+use super::pacing::{PaceEvent, Pacer};
 use crate::engines::{Completion, Engine, IoDesc};
 pub use crate::verify::{BlockHook, NoHook};
 use dioscope_sys::clock::now_ns;
 use dioscope_sys::proc::{usage_thread, Usage};
+pub(crate) use plan::engine_opts;
+pub use plan::{LatStats, TrimMode, WorkerPlan};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::logs::{LogSink, Rec};
@@ -159,87 +163,6 @@ pub struct Progress {
     pub failed: AtomicBool,
 }
 
-/// What one worker does, computed before it starts.
-#[derive(Debug, Clone)]
-pub struct WorkerPlan {
-    pub depth: u32,
-    pub batch_submit: u32,
-    pub complete_min: u32,
-    /// Completions reaped at most at once (0: all that are ready).
-    pub complete_max: u32,
-    pub read_pct: u32,
-    pub bs: [BsPicker; 2],
-    pub offsets: OffsetGen,
-    /// Timeline, in ns after the common start.
-    pub ramp_ns: u64,
-    /// 0: no time limit.
-    pub runtime_ns: u64,
-    /// Stop after this many measured bytes (0: no limit).
-    pub io_limit: u64,
-    /// Stop after this many measured I/Os (`number_ios`; 0: no limit).
-    pub number_ios: u64,
-    pub fsync_every: u32,
-    pub fdatasync_every: u32,
-    /// Rate caps and floors, thinktime, flow, latency target (runner/pacing.rs).
-    pub pace: PacePlan,
-    /// fsync every file at the end (`end_fsync`).
-    pub end_fsync: bool,
-    /// fio's non-fatal errors: per direction (read, write), the errnos
-    /// (bits of 192) a job going on after errors (`continue_on_error`)
-    /// counts and goes on after (EIO and EILSEQ unless `ignore_error` lists
-    /// that type); any other errno ends the job, with or without
-    /// `continue_on_error`, as in fio.
-    pub go_on: [[u64; 3]; 2],
-    /// `ignore_error`: per direction (read, write), the errnos (bits of
-    /// 192) that are ignored rather than errors.
-    pub ignore: [[u64; 3]; 2],
-    /// `fill_device`: a write that finds the file system full (ENOSPC,
-    /// EDQUOT) ends the job; it is not an error.
-    pub until_full: bool,
-    /// `create_on_open` on an engine that completes asynchronously: a read
-    /// past what the job has written yet (end of file) returns 0 bytes and
-    /// counts as a read of nothing, not an error (fio's libaio and io_uring
-    /// do the same; its sync engines fail it, and so does this worker).
-    pub eof_reads: bool,
-    pub fds: Vec<i32>,
-    pub tick_ns: u64,
-    /// fio's logs this worker writes (runner/logs.rs); `None`: no cost.
-    pub log: Option<super::logs::LogPlan>,
-    /// The latencies measured (fio's disable_slat/clat/lat turn them off).
-    pub lat: LatStats,
-    /// fio's gtod_reduce: read the clock only every few batches.
-    pub gtod_reduce: bool,
-    /// Trims instead of (`Only`) or before (`ThenWrite`) the writes.
-    pub trim: TrimMode,
-    /// Per file: a block device (trimmed with BLKDISCARD) or a file
-    /// (trimmed by punching a hole).
-    pub trim_is_dev: Vec<bool>,
-    /// Block sizes of trims.
-    pub bs_trim: BsPicker,
-    /// `serialize_overlap`: an I/O overlapping one in flight waits for it.
-    pub serialize_overlap: bool,
-    /// `read_iolog`: the I/Os to issue, in order, instead of generating them.
-    pub replay: Option<std::sync::Arc<IoLog>>,
-    /// Issue each replayed I/O at its recorded time (not `replay_no_stall`).
-    pub replay_timed: bool,
-    /// The files' paths, for an engine that works on names (`Caps::by_name`).
-    pub names: Vec<std::path::PathBuf>,
-    /// `write_iolog`: where to record the issued I/Os, and the files' names.
-    pub write_iolog: Option<(std::path::PathBuf, Vec<std::path::PathBuf>)>,
-}
-
-/// Whether and how a worker trims. A trim is one system call
-/// (BLKDISCARD or fallocate PUNCH_HOLE) done on the worker's thread, as
-/// fio does for its engines: it is not queued behind the engine's ring.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TrimMode {
-    None,
-    /// `rw=trim` / `randtrim`: every I/O is a trim.
-    Only,
-    /// `rw=trimwrite` / `randtrimwrite`: each block is trimmed, then written.
-    ThenWrite,
-}
-
 /// Trim `len` bytes at `offset` of `fd`: the time it took, or the errno.
 #[cold]
 #[inline(never)]
@@ -254,22 +177,6 @@ fn do_trim(fd: i32, is_dev: bool, offset: u64, len: u64) -> Result<u64, i32> {
         Ok(()) => Ok(now_ns() - t0),
         Err(e) => Err(e.raw_os_error().unwrap_or(libc::EIO)),
     }
-}
-
-/// Which latency histograms a worker records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LatStats {
-    pub slat: bool,
-    pub clat: bool,
-    pub lat: bool,
-}
-
-impl LatStats {
-    pub const ALL: LatStats = LatStats {
-        slat: true,
-        clat: true,
-        lat: true,
-    };
 }
 
 /// Progress counters are published this often (not per batch): the runner
@@ -365,7 +272,21 @@ pub fn run_with_hook<E: Engine, H: BlockHook>(
     prog: &Progress,
     hook: &mut H,
 ) -> WorkerResult {
-    let mut w = Worker::new(eng, hook, p, start_ns, stop, prog);
+    run_clocked(eng, p, start_ns, stop, prog, hook, SysClock::get())
+}
+
+/// [`run_with_hook`] on `clock` (runner/clock.rs): the loop is
+/// monomorphised per clock, as per engine and hook.
+pub fn run_clocked<E: Engine, H: BlockHook, C: Clock>(
+    eng: &mut E,
+    p: WorkerPlan,
+    start_ns: u64,
+    stop: &AtomicBool,
+    prog: &Progress,
+    hook: &mut H,
+    clock: C,
+) -> WorkerResult {
+    let mut w = Worker::new(eng, hook, p, start_ns, stop, prog, clock);
     w.check_stop();
     loop {
         if H::ACTIVE && w.issuing && w.hook.should_stop() {
@@ -528,7 +449,7 @@ struct ClockThrottle {
 /// The state of one running worker. Its steps are separate methods, inlined
 /// into the one loop of [`run_with_hook`], which stays monomorphised per
 /// engine and hook.
-struct Worker<'a, E: Engine, H: BlockHook> {
+struct Worker<'a, E: Engine, H: BlockHook, C: Clock> {
     eng: &'a mut E,
     hook: &'a mut H,
     p: WorkerPlan,
@@ -566,7 +487,7 @@ struct Worker<'a, E: Engine, H: BlockHook> {
     plain_stage: bool,
     clock: ClockThrottle,
     /// The clock of the two readings per batch.
-    clk: dioscope_sys::clock::Clock,
+    clk: C,
     /// serialize_overlap: an I/O (write, len, file, offset) waiting for
     /// an overlapping one to complete.
     deferred: Option<(bool, u64, u32, u64)>,
@@ -579,7 +500,7 @@ struct Worker<'a, E: Engine, H: BlockHook> {
     steps: Option<Box<super::stepped::StepKeep>>,
 }
 
-impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
+impl<'a, E: Engine, H: BlockHook, C: Clock> Worker<'a, E, H, C> {
     fn new(
         eng: &'a mut E,
         hook: &'a mut H,
@@ -587,6 +508,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
         start_ns: u64,
         stop: &'a AtomicBool,
         prog: &'a Progress,
+        clk: C,
     ) -> Self {
         let depth = p.depth.max(1) as usize;
         let batch = if p.batch_submit == 0 {
@@ -667,7 +589,6 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
                 every: 1,
                 left: 1,
             },
-            clk: dioscope_sys::clock::Clock::get(),
             eng,
             hook,
             stop,
@@ -694,7 +615,8 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
             issued_ios: 0,
             writes_since_sync: 0,
             last_write_fd: p.fds.first().copied().unwrap_or(-1),
-            now: now_ns(),
+            now: clk.now(),
+            clk,
             log,
             deferred: None,
             replay_idx: 0,
@@ -873,10 +795,10 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
     /// Nothing in flight and the next replayed I/O not yet due: sleep until it is.
     #[cold]
     fn sleep_for_replay(&mut self) {
-        let wait = self.replay_due.saturating_sub(now_ns());
+        let wait = self.replay_due.saturating_sub(self.clk.now());
         // In slices, so a stop is seen soon.
-        std::thread::sleep(std::time::Duration::from_nanos(wait.min(50_000_000)));
-        self.now = now_ns();
+        self.clk.sleep(wait.min(50_000_000));
+        self.now = self.clk.now();
         self.check_stop();
     }
 
@@ -938,7 +860,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
                 self.after_error(true, errno);
             }
         }
-        self.now = now_ns();
+        self.now = self.clk.now();
     }
 
     /// Count `len` against the size limit; false (and stop issuing) when it is reached.
@@ -1043,22 +965,20 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
     /// the job's end.
     #[cold]
     fn pace_wait(&mut self) {
-        let from = now_ns();
+        let from = self.clk.now();
         let until = self.pace.wait(from, self.tl.end);
-        let mut now = now_ns();
+        let mut now = self.clk.now();
         while now < until && !self.stop.load(Ordering::Relaxed) {
             if dioscope_sys::signal::stop_count() > 0 || self.prog.halt.load(Ordering::Relaxed) {
                 break;
             }
-            std::thread::sleep(std::time::Duration::from_nanos(
-                (until - now).min(20_000_000),
-            ));
-            now = now_ns();
+            self.clk.sleep((until - now).min(20_000_000));
+            now = self.clk.now();
         }
         if until <= from {
             // Nothing to wait for (a drained queue, a zero flow_sleep): let others run.
             std::thread::yield_now();
-            now = now_ns();
+            now = self.clk.now();
         }
         self.pace.woke(from, now);
         self.now = now;
@@ -1174,7 +1094,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
         if c.left > 0 {
             return;
         }
-        let t = now_ns();
+        let t = self.clk.now();
         c.every = adapt_every(c.every, t - self.now);
         c.left = c.every;
         self.now = t;
@@ -1499,7 +1419,7 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
     /// Runtime and CPU of the measured part.
     fn finish(mut self) -> WorkerResult {
         self.end_fsync();
-        let end_ns = now_ns();
+        let end_ns = self.clk.now();
         if let Some(w) = self.iolog.take() {
             if let Err(e) = w.finish(end_ns) {
                 let n = format!("write_iolog: {e}");
@@ -1578,7 +1498,6 @@ impl<'a, E: Engine, H: BlockHook> Worker<'a, E, H> {
 mod overlap_tests {
     use super::*;
     use crate::engines::SlotArena;
-    use crate::job::{BlockSizes, RandomDist};
 
     /// An engine that completes only as many I/Os as the worker waits for,
     /// oldest first, and counts overlapping pairs in flight at each commit.
@@ -1629,41 +1548,19 @@ mod overlap_tests {
     /// Random writes over 8 blocks at depth 8 without a random map: I/Os in
     /// flight overlap all the time unless serialized.
     fn overlaps(serialize: bool) -> (u64, u64) {
-        let bs = BsPicker::new(&BlockSizes::Fixed(4096), 4096);
-        let plan = WorkerPlan {
-            depth: 8,
-            batch_submit: 0,
-            complete_min: 1,
-            complete_max: 0,
-            read_pct: 0,
-            bs: [bs.clone(), bs.clone()],
-            offsets: OffsetGen::new(&[(0, 8 * 4096)], 4096, true, false, RandomDist::Uniform, 1),
-            ramp_ns: 0,
-            runtime_ns: 0,
-            io_limit: 2000 * 4096,
-            number_ios: 0,
-            fsync_every: 0,
-            fdatasync_every: 0,
-            pace: super::super::pacing::PacePlan::default(),
-            end_fsync: false,
-            go_on: [[0; 3]; 2],
-            ignore: [[0; 3]; 2],
-            until_full: false,
-            eof_reads: false,
-            fds: Vec::new(),
-            tick_ns: 1_000_000_000,
-            log: None,
-            lat: LatStats::ALL,
-            gtod_reduce: false,
-            trim: TrimMode::None,
-            trim_is_dev: Vec::new(),
-            bs_trim: bs,
-            serialize_overlap: serialize,
-            replay: None,
-            replay_timed: false,
-            names: Vec::new(),
-            write_iolog: None,
-        };
+        let mut args = vec![
+            "--rw=randwrite",
+            "--bs=4k",
+            "--size=32k",
+            "--iodepth=8",
+            "--norandommap=1",
+            "--io_size=8000k",
+        ];
+        if serialize {
+            args.push("--serialize_overlap=1");
+        }
+        let plan = WorkerPlan::for_test(&crate::runner::fixtures::job(&args));
+        assert_eq!((plan.depth, plan.complete_min), (8, 1));
         let mut eng = Lazy {
             arena: SlotArena::new(8, 4096).unwrap(),
             staged: Vec::new(),
@@ -1696,7 +1593,6 @@ mod overlap_tests {
 mod lat_run_tests {
     use super::*;
     use crate::engines::SlotArena;
-    use crate::job::{BlockSizes, RandomDist};
 
     fn splitmix(s: &mut u64) -> u64 {
         *s = s.wrapping_add(0x9E3779B97F4A7C15);
@@ -1738,7 +1634,7 @@ mod lat_run_tests {
                     offset: 0,
                     len: 4096,
                     file: 0,
-                    write: splitmix(&mut s) % 5 == 0,
+                    write: splitmix(&mut s).is_multiple_of(5),
                 };
                 run.add(&mut by_run, &m, now);
                 let st = &mut by_io[m.write as usize];
@@ -1811,41 +1707,17 @@ mod lat_run_tests {
 
     #[test]
     fn every_io_is_in_each_histogram_once_and_lat_is_slat_plus_clat() {
-        let bs = BsPicker::new(&BlockSizes::Fixed(4096), 4096);
-        let plan = WorkerPlan {
-            depth: 16,
-            batch_submit: 0,
-            complete_min: 4,
-            complete_max: 0,
-            read_pct: 60,
-            bs: [bs.clone(), bs.clone()],
-            offsets: OffsetGen::new(&[(0, 1 << 30)], 4096, true, false, RandomDist::Uniform, 1),
-            ramp_ns: 0,
-            runtime_ns: 0,
-            io_limit: 20_000 * 4096,
-            number_ios: 0,
-            fsync_every: 0,
-            fdatasync_every: 0,
-            pace: super::super::pacing::PacePlan::default(),
-            end_fsync: false,
-            go_on: [[0; 3]; 2],
-            ignore: [[0; 3]; 2],
-            until_full: false,
-            eof_reads: false,
-            fds: Vec::new(),
-            tick_ns: 1_000_000_000,
-            log: None,
-            lat: LatStats::ALL,
-            gtod_reduce: false,
-            trim: TrimMode::None,
-            trim_is_dev: Vec::new(),
-            bs_trim: bs,
-            serialize_overlap: false,
-            replay: None,
-            replay_timed: false,
-            names: Vec::new(),
-            write_iolog: None,
-        };
+        let plan = WorkerPlan::for_test(&crate::runner::fixtures::job(&[
+            "--rw=randrw",
+            "--rwmixread=60",
+            "--bs=4k",
+            "--size=1g",
+            "--iodepth=16",
+            "--iodepth_batch_complete_min=4",
+            "--norandommap=1",
+            "--io_size=80000k",
+        ]));
+        assert_eq!((plan.depth, plan.complete_min, plan.read_pct), (16, 4, 60));
         let mut eng = Bulk {
             arena: SlotArena::new(16, 4096).unwrap(),
             inflight: Vec::new(),
