@@ -842,9 +842,9 @@ mod tests {
         let t = d.path().join("t.dat");
         fs::write(&t, b"x").unwrap();
         assert_eq!(check_output("-", &[]).unwrap(), Output::Stdout);
-        assert!(check_output(t.to_str().unwrap(), &[t.clone()]).is_err());
+        assert!(check_output(t.to_str().unwrap(), std::slice::from_ref(&t)).is_err());
         let new_t = d.path().join("new.dat");
-        let e = check_output(new_t.to_str().unwrap(), &[new_t.clone()]).unwrap_err();
+        let e = check_output(new_t.to_str().unwrap(), std::slice::from_ref(&new_t)).unwrap_err();
         assert!(e.to_string().contains("target of this run"), "{e}");
         assert!(check_output(d.path().to_str().unwrap(), &[]).is_err());
         assert_eq!(check_output("/dev/null", &[]).unwrap(), Output::Null);
