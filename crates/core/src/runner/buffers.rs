@@ -10,7 +10,7 @@
 //! Everything per I/O lives in one [`JobHook`]; a job that asks for none of
 //! it runs with `NoHook`, whose calls compile away.
 
-use super::clock::Clock;
+use super::clock::{Clock, SysClock};
 use super::execute::Execution;
 use super::iolog::{IoLog, Op, OpKind};
 use super::offsets::{BsPicker, OffsetGen};
@@ -678,11 +678,12 @@ impl<C: Clock> Execution<'_, C> {
                     .chunks(per)
                     .map(|part| read_back_plan(&spec, files, self.table, part))
                     .collect();
-                let clock = &self.clock;
+                // Untimed (no ramp, runtime or rate): the process's clock.
+                let clock = SysClock::get();
                 let read = |plan: WorkerPlan, ck: &mut Checker| {
                     let barrier = Gate::new(1);
                     let (stop, prog) = (AtomicBool::new(false), Progress::default());
-                    run_worker(&spec, plan, &barrier, &stop, &prog, ck, clock.clone())
+                    run_worker(&spec, plan, &barrier, &stop, &prog, ck, clock)
                 };
                 // One reader runs on this thread; verify_async=N on N threads.
                 let results: Vec<WorkerResult> = if plans.len() == 1 {

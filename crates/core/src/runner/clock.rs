@@ -79,21 +79,32 @@ mod fake {
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::Arc;
 
-    /// A clock for tests: every worker reading moves time on by `step` ns
-    /// (the I/Os are what makes time pass), the runner's readings and waits
-    /// do not move it, and a "stop signal" arrives once time reaches
-    /// `signal_at`.
+    /// A clock for tests. Time moves only as the workers read it: each
+    /// reading moves it on by `step` ns (the I/Os are what makes time
+    /// pass). The runner's readings do not move it, and time passes only
+    /// while the runner waits, never beyond the deadline it waits for: a
+    /// worker reading at another time waits until the runner waits again. So the runner sees every
+    /// deadline (ramp end, poll) exactly, however the threads are
+    /// scheduled. A "stop signal" arrives once time reaches `signal_at`.
+    ///
+    /// Only for the trial loop: a clock reading on the runner's thread
+    /// outside a wait (a read-back) would wait forever.
     #[derive(Debug, Clone)]
     pub struct FakeClock {
         t: Arc<AtomicU64>,
+        /// The runner's current deadline: time stops there.
+        limit: Arc<AtomicU64>,
         step: u64,
         signal_at: u64,
     }
 
+    const START: u64 = 1_000_000_000;
+
     impl FakeClock {
         pub fn new(step: u64) -> FakeClock {
             FakeClock {
-                t: Arc::new(AtomicU64::new(1_000_000_000)),
+                t: Arc::new(AtomicU64::new(START)),
+                limit: Arc::new(AtomicU64::new(START)),
                 step,
                 signal_at: u64::MAX,
             }
@@ -104,29 +115,56 @@ mod fake {
             self.signal_at = self.peek() + after_ns;
             self
         }
+
+        /// Move time on by `ns`, as far as the runner's deadline lets it.
+        fn advance(&self, ns: u64) -> u64 {
+            let mut left = ns.max(1);
+            loop {
+                let cur = self.t.load(Ordering::SeqCst);
+                let lim = self.limit.load(Ordering::SeqCst);
+                if cur >= lim {
+                    std::thread::sleep(std::time::Duration::from_micros(20));
+                    continue;
+                }
+                let new = (cur + left).min(lim);
+                if self
+                    .t
+                    .compare_exchange(cur, new, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_ok()
+                {
+                    left -= new - cur;
+                    if left == 0 {
+                        return new;
+                    }
+                }
+            }
+        }
     }
 
     impl Clock for FakeClock {
         fn now(&self) -> u64 {
-            self.t.fetch_add(self.step, Ordering::Relaxed) + self.step
+            self.advance(self.step)
         }
 
         fn peek(&self) -> u64 {
-            self.t.load(Ordering::Relaxed)
+            self.t.load(Ordering::SeqCst)
         }
 
         fn sleep(&self, ns: u64) {
-            self.t.fetch_add(ns.max(1), Ordering::Relaxed);
+            self.advance(ns);
         }
 
         fn sleep_until(&self, deadline: u64, done: &dyn Fn() -> bool, stop: &AtomicBool) {
+            self.limit.store(deadline, Ordering::SeqCst);
             // The workers move time; the runner only lets them run.
             while self.peek() < deadline && !done() {
                 if self.stop_signalled() {
                     stop.store(true, Ordering::Relaxed);
                 }
-                std::thread::sleep(std::time::Duration::from_micros(50));
+                std::thread::sleep(std::time::Duration::from_micros(20));
             }
+            // Time stands still until the runner waits again.
+            self.limit.store(self.peek(), Ordering::SeqCst);
         }
 
         fn stop_signalled(&self) -> bool {
@@ -135,18 +173,34 @@ mod fake {
     }
 
     #[test]
-    fn worker_readings_move_time_and_runner_readings_do_not() {
+    fn time_moves_by_worker_readings_up_to_the_runners_deadline() {
         let c = FakeClock::new(10);
         let t = c.peek();
-        assert_eq!(c.now(), t + 10);
-        assert_eq!(c.peek(), t + 10);
-        assert_eq!(c.peek(), t + 10);
-        let s = c.clone().signal_after(25);
+        let stop = AtomicBool::new(false);
+        // Nothing to wait for: the deadline is now.
+        c.sleep_until(t, &|| false, &stop);
+        let w = c.clone();
+        let worker = std::thread::spawn(move || (0..5).map(|_| w.now()).collect::<Vec<_>>());
+        // Five readings of 10 ns, but the runner waits only 25 ns at first.
+        c.sleep_until(t + 25, &|| false, &stop);
+        assert_eq!(c.peek(), t + 25, "time stops at the deadline");
+        c.sleep_until(t + 1000, &|| worker.is_finished(), &stop);
+        let seen = worker.join().unwrap();
+        // The reading that met the deadline went on once the runner waited again.
+        assert_eq!(seen, vec![t + 10, t + 20, t + 30, t + 40, t + 50]);
+        assert_eq!(c.peek(), t + 50, "the runner's readings do not move it");
+        // A signal 20 ns on: seen once readings moved time that far.
+        let s = c.clone().signal_after(20);
         assert!(!s.stop_signalled());
-        s.now();
-        s.now();
-        assert!(!s.stop_signalled());
-        s.now();
-        assert!(s.stop_signalled(), "the clone shares the time line");
+        let w = s.clone();
+        let worker = std::thread::spawn(move || {
+            for _ in 0..3 {
+                w.now();
+            }
+        });
+        s.sleep_until(t + 1000, &|| worker.is_finished(), &stop);
+        worker.join().unwrap();
+        assert_eq!(s.peek(), t + 80);
+        assert!(s.stop_signalled() && !c.stop_signalled());
     }
 }
