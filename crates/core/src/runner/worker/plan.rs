@@ -249,15 +249,6 @@ impl WorkerPlan {
             }),
         }
     }
-
-    /// A plan for tests: job `j` (a fixture such as `JobSpec::default()`
-    /// with the options a test is about) on no files, built by [`new`].
-    ///
-    /// [`new`]: WorkerPlan::new
-    #[cfg(test)]
-    pub fn for_test(j: &JobSpec) -> WorkerPlan {
-        WorkerPlan::new(j, &[], &TargetTable::default(), 0, 0)
-    }
 }
 
 /// Where a job's I/Os go, from its options (runner/offsets.rs).
@@ -391,4 +382,17 @@ fn go_on_sets(j: &JobSpec) -> [[u64; 3]; 2] {
         }
     }
     sets
+}
+
+// Last: the option audit (job/audit.rs) reads what is before the first
+// `#[cfg(test)]` as code.
+#[cfg(test)]
+impl WorkerPlan {
+    /// A plan for tests: job `j` (a fixture such as `JobSpec::default()`
+    /// with the options a test is about) on no files, built by [`new`].
+    ///
+    /// [`new`]: WorkerPlan::new
+    pub fn for_test(j: &JobSpec) -> WorkerPlan {
+        WorkerPlan::new(j, &[], &TargetTable::default(), 0, 0)
+    }
 }
