@@ -191,7 +191,11 @@ fn long_functions() -> Vec<(String, String, usize, usize)> {
     }
     let mut out = Vec::new();
     for f in files {
-        let rel = f.strip_prefix(&crates).unwrap().to_string_lossy().replace('\\', "/");
+        let rel = f
+            .strip_prefix(&crates)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
         if rel.ends_with("_tests.rs") || rel.ends_with("/tests.rs") {
             continue;
         }
