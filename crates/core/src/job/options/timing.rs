@@ -1,5 +1,5 @@
 //! fio's clock-reducing options: they turn latency measurements off so the
-//! worker reads the clock less (see `runner/worker.rs`). A latency that is
+//! worker reads the clock less (see `runner/worker/`). A latency that is
 //! not measured reports zeros, as fio's JSON does.
 
 use super::*;
