@@ -1,6 +1,6 @@
 //! The layers of dioscope-core, read from the sources: which top-level
 //! module imports which (every `crate::X` path, grouped `use crate::{X, Y}`
-//! included, tests included), checked against the layer table of
+//! included, test code left out), checked against the layer table of
 //! docs/ARCHITECTURE.md. No module imports a module of its own row or of a
 //! row below it, so there is no import cycle; and each row's "Imports"
 //! column names exactly what its modules import, so the table stays true.
@@ -105,13 +105,95 @@ fn crate_paths(text: &str) -> Vec<String> {
     out
 }
 
-/// Who imports whom among the top-level modules.
+/// The files of modules declared `#[cfg(test)] mod name;` (and all files
+/// under such a module's folder): test code, which may reach any layer to
+/// drive a whole run.
+fn test_only_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
+    let mut out = BTreeSet::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let stem = f.file_stem().unwrap().to_str().unwrap();
+        let children = if stem == "mod" || stem == "lib" {
+            f.parent().unwrap().to_path_buf()
+        } else {
+            f.parent().unwrap().join(stem)
+        };
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find("#[cfg(test)]") {
+            rest = &rest[i + "#[cfg(test)]".len()..];
+            let decl = rest.trim_start();
+            let decl = decl
+                .strip_prefix("pub(crate) ")
+                .or_else(|| decl.strip_prefix("pub "))
+                .unwrap_or(decl);
+            let Some(d) = decl.strip_prefix("mod ") else {
+                continue;
+            };
+            let name: String = d
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if d[name.len()..].trim_start().starts_with(';') {
+                out.insert(children.join(format!("{name}.rs")));
+                out.insert(children.join(&name));
+            }
+        }
+    }
+    files
+        .iter()
+        .filter(|f| out.iter().any(|t| f.starts_with(t)))
+        .cloned()
+        .collect()
+}
+
+/// The text without its inline test modules (`#[cfg(test)] mod x { … }`).
+fn without_test_modules(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("#[cfg(test)]") {
+        let after = &rest[i + "#[cfg(test)]".len()..];
+        let decl = after.trim_start();
+        let is_block = decl.starts_with("mod ")
+            && decl
+                .find(['{', ';'])
+                .is_some_and(|k| decl.as_bytes()[k] == b'{');
+        if !is_block {
+            out.push_str(&rest[..i + "#[cfg(test)]".len()]);
+            rest = after;
+            continue;
+        }
+        out.push_str(&rest[..i]);
+        let open = rest.len() - decl.len() + decl.find('{').unwrap();
+        let mut depth = 0;
+        let mut end = rest.len();
+        for (k, ch) in rest[open..].char_indices() {
+            match ch {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = open + k + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Who imports whom among the top-level modules, in the code that is not
+/// test code (a test may drive a whole run from any layer).
 fn graph(root: &Path) -> Graph {
     let mods = modules(root);
     let mut files = Vec::new();
     rust_files(root, &mut files);
+    let tests = test_only_files(&files);
     let mut g: Graph = mods.iter().map(|m| (m.clone(), BTreeSet::new())).collect();
-    for f in files {
+    for f in files.iter().filter(|f| !tests.contains(*f)) {
         let rel = f.strip_prefix(root).unwrap();
         let first = rel
             .components()
@@ -124,8 +206,8 @@ fn graph(root: &Path) -> Graph {
         if top == "lib" {
             continue;
         }
-        let text = without_comments(&std::fs::read_to_string(&f).unwrap());
-        for m in crate_paths(&text) {
+        let text = without_comments(&std::fs::read_to_string(f).unwrap());
+        for m in crate_paths(&without_test_modules(&text)) {
             if m != top && mods.contains(&m) {
                 g.get_mut(&top).unwrap().insert(m);
             }
@@ -252,6 +334,9 @@ fn the_import_reader_sees_grouped_and_nested_paths() {
     );
     // A comment is not an import.
     assert!(crate_paths(&without_comments("/// see [`crate::z`]\nfn f() {}")).is_empty());
+    // Test modules are left out, other cfg(test) items and the code after them kept.
+    let t = "use crate::a;\n#[cfg(test)]\nmod tests {\n    use crate::b;\n    fn f() { g({ 1 }) }\n}\n#[cfg(test)]\nx,\nuse crate::c;";
+    assert_eq!(crate_paths(&without_test_modules(t)), ["a", "c"]);
 }
 
 #[test]
