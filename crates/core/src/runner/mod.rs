@@ -35,12 +35,13 @@ pub mod sprandom;
 mod start;
 pub mod steadystate;
 pub mod stepped;
+mod thread_setup;
 mod trial;
+mod verifying;
 pub mod watch;
 pub mod worker;
 
 pub use crate::results::measure::{TrialEnv, TrialJob};
-pub use buffers::verify_spec;
 pub use execute::{execute, execute_on};
 pub use hooks::{Chain, NoHooks, TrialHooks};
 pub use paths::{
@@ -51,6 +52,7 @@ pub use result::{
     FileUse, JobRun, PhaseRun, ResolvedJob, RunOptions, RunResult, SetupError, WorkerSetupError,
 };
 pub use start::Gate;
+pub use verifying::verify_spec;
 pub use worker::{
     merge_ticks, DirStats, IoErrorInfo, Progress, QueueStats, Tick, WorkerPlan, WorkerResult,
 };
