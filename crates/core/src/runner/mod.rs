@@ -14,8 +14,10 @@
 //!
 //! [`Plan`]: crate::job::Plan
 
+pub mod block_sizes;
 pub mod buffers;
 pub mod clock;
+pub mod distributions;
 mod execute;
 pub mod hint;
 mod hooks;

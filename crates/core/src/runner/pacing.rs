@@ -21,8 +21,8 @@
 //! Each trial starts pacing afresh: due times start at the worker's start,
 //! flow counters are new, the depth search starts at depth 1.
 
+use super::distributions::Rng;
 use super::latency_target::{LatPlan, LatSearch, LatStep};
-use super::offsets::Rng;
 use super::stepped::{StepEvent, StepMeta, StepPlan, Stepper};
 use crate::job::JobSpec;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};

@@ -8,11 +8,12 @@
 //! A job that asks for none of it runs with `NoHook`, whose calls compile
 //! away.
 
+use super::block_sizes::BsPicker;
 use super::buffers::{Fill, PrioPicker};
 use super::clock::{Clock, SysClock};
 use super::execute::Execution;
 use super::iolog::{IoLog, Op, OpKind};
-use super::offsets::{BsPicker, OffsetGen};
+use super::offsets::OffsetGen;
 use super::result::FileUse;
 use super::start::{run_worker, Gate};
 use super::worker::{Progress, WorkerPlan, WorkerResult};
