@@ -20,13 +20,11 @@ const OVER: &[(&str, &str)] = &[
     ("core/src/render/html_experiments.rs", "sweep"),
     ("core/src/render/sweep_text.rs", "render"),
     ("core/src/runner/verifying.rs", "read_back"),
-    ("core/src/runner/iolog.rs", "parse"),
     ("core/src/runner/resolve.rs", "resolve"),
     ("core/src/runner/trial.rs", "run_trial"),
     ("core/src/runner/worker/mod.rs", "new"),
     ("core/src/runner/worker/plan.rs", "new"),
     ("core/src/runner/offsets.rs", "with"),
-    ("core/src/runner/preflight.rs", "check"),
     ("core/src/targets/mod.rs", "layout"),
     ("core/src/targets/mod.rs", "open_one"),
 ];

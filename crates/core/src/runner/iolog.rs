@@ -97,126 +97,23 @@ impl IoLog {
     /// Parse a v2 or v3 log; the error is (1-based line, what is wrong).
     pub fn parse(text: &str) -> Result<IoLog, (usize, String)> {
         let mut lines = text.lines().enumerate();
-        let version = match lines.next() {
-            Some((_, l)) if l.trim() == "fio version 2 iolog" => 2,
-            Some((_, l)) if l.trim() == "fio version 3 iolog" => 3,
-            Some((_, l)) => {
-                return Err((
-                    1,
-                    format!(
-                        "'{}' is not an iolog header; dioscope replays fio's 'fio version 2 iolog' \
-                         and 'fio version 3 iolog' (blktrace files are not supported by dioscope)",
-                        l.trim()
-                    ),
-                ))
-            }
-            None => return Err((1, "the file is empty".into())),
+        let version = parse_header(lines.next().map(|(_, l)| l))?;
+        let mut p = Parser {
+            log: IoLog {
+                timed: version == 3,
+                ..Default::default()
+            },
+            version,
+            open: Vec::new(),
+            wait_ns: 0,
         };
-        let mut log = IoLog {
-            timed: version == 3,
-            ..Default::default()
-        };
-        let mut open = Vec::new();
-        let mut wait_ns = 0u64;
         for (i, line) in lines {
-            let n = i + 1;
-            let mut t: Vec<&str> = line.split_whitespace().collect();
-            if t.is_empty() {
-                continue;
-            }
-            let at_ns = if version == 3 {
-                let us: u64 = t[0]
-                    .parse()
-                    .map_err(|_| (n, format!("'{}' is not a timestamp (µs)", t[0])))?;
-                t.remove(0);
-                us.saturating_mul(1_000)
-            } else {
-                wait_ns
-            };
-            let num = |s: &str, what: &str| -> Result<u64, (usize, String)> {
-                s.parse()
-                    .map_err(|_| (n, format!("'{s}' is not a byte {what}")))
-            };
-            match t.as_slice() {
-                [f, "add"] => {
-                    if !log.files.iter().any(|p| p == Path::new(f)) {
-                        log.files.push(PathBuf::from(f));
-                        open.push(false);
-                    }
-                }
-                [f, a @ ("open" | "close")] => {
-                    let k = log
-                        .files
-                        .iter()
-                        .position(|p| p == Path::new(f))
-                        .ok_or_else(|| (n, format!("{f} is used before its 'add' line")))?;
-                    open[k] = *a == "open";
-                }
-                [_, "wait", us] | [_, "wait", us, _] if version == 2 => {
-                    let us = num(us, "wait")?;
-                    log.timed = true;
-                    // fio ignores waits under 100 µs.
-                    if us >= 100 {
-                        wait_ns += us * 1000;
-                    }
-                }
-                [f, a, off, len] => {
-                    let kind = OpKind::parse(a).ok_or_else(|| {
-                        (
-                            n,
-                            format!("'{a}' is not read, write, trim, sync, datasync or wait"),
-                        )
-                    })?;
-                    let k = log
-                        .files
-                        .iter()
-                        .position(|p| p == Path::new(f))
-                        .ok_or_else(|| (n, format!("{f} is used before its 'add' line")))?;
-                    if !open[k] {
-                        return Err((n, format!("{f} is used while not open")));
-                    }
-                    let (offset, len) = (num(off, "offset")?, num(len, "length")?);
-                    if len == 0 && matches!(kind, OpKind::Read | OpKind::Write | OpKind::Trim) {
-                        return Err((n, "an I/O of length 0".into()));
-                    }
-                    log.ops.push(Op {
-                        at_ns,
-                        file: k as u32,
-                        kind,
-                        offset,
-                        len,
-                    });
-                }
-                // sync and datasync may come without offset and length.
-                [f, a @ ("sync" | "datasync")] => {
-                    let k = log
-                        .files
-                        .iter()
-                        .position(|p| p == Path::new(f))
-                        .ok_or_else(|| (n, format!("{f} is used before its 'add' line")))?;
-                    log.ops.push(Op {
-                        at_ns,
-                        file: k as u32,
-                        kind: OpKind::parse(a).unwrap_or(OpKind::Sync),
-                        offset: 0,
-                        len: 0,
-                    });
-                }
-                _ => {
-                    return Err((
-                        n,
-                        format!(
-                            "'{}' is not 'FILE ACTION' or 'FILE ACTION OFFSET LENGTH'",
-                            line.trim()
-                        ),
-                    ))
-                }
-            }
+            p.line(i + 1, line)?;
         }
-        if log.ops.is_empty() {
+        if p.log.ops.is_empty() {
             return Err((1, "the log has no I/O".into()));
         }
-        Ok(log)
+        Ok(p.log)
     }
 
     /// Apply `replay_scale` (divide) and `replay_align` (round down) to
@@ -274,6 +171,150 @@ impl IoLog {
         self.ops
             .iter()
             .any(|o| matches!(o.kind, OpKind::Write | OpKind::Trim))
+    }
+}
+
+/// The version an iolog's first line declares (2 or 3).
+fn parse_header(first: Option<&str>) -> Result<u32, (usize, String)> {
+    match first {
+        Some(l) if l.trim() == "fio version 2 iolog" => Ok(2),
+        Some(l) if l.trim() == "fio version 3 iolog" => Ok(3),
+        Some(l) => Err((
+            1,
+            format!(
+                "'{}' is not an iolog header; dioscope replays fio's 'fio version 2 iolog' \
+                 and 'fio version 3 iolog' (blktrace files are not supported by dioscope)",
+                l.trim()
+            ),
+        )),
+        None => Err((1, "the file is empty".into())),
+    }
+}
+
+/// A byte count `s` (a `what`: offset, length, wait) on line `n`.
+fn byte_num(n: usize, s: &str, what: &str) -> Result<u64, (usize, String)> {
+    s.parse()
+        .map_err(|_| (n, format!("'{s}' is not a byte {what}")))
+}
+
+/// The state of parsing an iolog's lines after its header.
+struct Parser {
+    log: IoLog,
+    version: u32,
+    /// Per file of `log.files`: whether it is open.
+    open: Vec<bool>,
+    /// v2: the waits so far, in ns.
+    wait_ns: u64,
+}
+
+impl Parser {
+    /// Parse line `n` (1-based).
+    fn line(&mut self, n: usize, line: &str) -> Result<(), (usize, String)> {
+        let mut t: Vec<&str> = line.split_whitespace().collect();
+        if t.is_empty() {
+            return Ok(());
+        }
+        let at_ns = if self.version == 3 {
+            let us: u64 = t[0]
+                .parse()
+                .map_err(|_| (n, format!("'{}' is not a timestamp (µs)", t[0])))?;
+            t.remove(0);
+            us.saturating_mul(1_000)
+        } else {
+            self.wait_ns
+        };
+        match t.as_slice() {
+            [f, "add"] => self.add(f),
+            [f, a @ ("open" | "close")] => {
+                let k = self.file_index(n, f)?;
+                self.open[k] = *a == "open";
+            }
+            [_, "wait", us] | [_, "wait", us, _] if self.version == 2 => self.wait(n, us)?,
+            [f, a, off, len] => self.io(n, at_ns, f, a, off, len)?,
+            // sync and datasync may come without offset and length.
+            [f, a @ ("sync" | "datasync")] => {
+                let k = self.file_index(n, f)?;
+                self.log.ops.push(Op {
+                    at_ns,
+                    file: k as u32,
+                    kind: OpKind::parse(a).unwrap_or(OpKind::Sync),
+                    offset: 0,
+                    len: 0,
+                });
+            }
+            _ => {
+                return Err((
+                    n,
+                    format!(
+                        "'{}' is not 'FILE ACTION' or 'FILE ACTION OFFSET LENGTH'",
+                        line.trim()
+                    ),
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// `FILE add`: a new file (again: nothing).
+    fn add(&mut self, f: &str) {
+        if !self.log.files.iter().any(|p| p == Path::new(f)) {
+            self.log.files.push(PathBuf::from(f));
+            self.open.push(false);
+        }
+    }
+
+    /// The index of file `f`, used on line `n`: an error before its `add`.
+    fn file_index(&self, n: usize, f: &str) -> Result<usize, (usize, String)> {
+        self.log
+            .files
+            .iter()
+            .position(|p| p == Path::new(f))
+            .ok_or_else(|| (n, format!("{f} is used before its 'add' line")))
+    }
+
+    /// v2 `FILE wait USEC`: delay the I/Os that follow.
+    fn wait(&mut self, n: usize, us: &str) -> Result<(), (usize, String)> {
+        let us = byte_num(n, us, "wait")?;
+        self.log.timed = true;
+        // fio ignores waits under 100 µs.
+        if us >= 100 {
+            self.wait_ns += us * 1000;
+        }
+        Ok(())
+    }
+
+    /// `FILE ACTION OFFSET LENGTH`: one I/O, at `at_ns`.
+    fn io(
+        &mut self,
+        n: usize,
+        at_ns: u64,
+        f: &str,
+        a: &str,
+        off: &str,
+        len: &str,
+    ) -> Result<(), (usize, String)> {
+        let kind = OpKind::parse(a).ok_or_else(|| {
+            (
+                n,
+                format!("'{a}' is not read, write, trim, sync, datasync or wait"),
+            )
+        })?;
+        let k = self.file_index(n, f)?;
+        if !self.open[k] {
+            return Err((n, format!("{f} is used while not open")));
+        }
+        let (offset, len) = (byte_num(n, off, "offset")?, byte_num(n, len, "length")?);
+        if len == 0 && matches!(kind, OpKind::Read | OpKind::Write | OpKind::Trim) {
+            return Err((n, "an I/O of length 0".into()));
+        }
+        self.log.ops.push(Op {
+            at_ns,
+            file: k as u32,
+            kind,
+            offset,
+            len,
+        });
+        Ok(())
     }
 }
 

@@ -75,13 +75,41 @@ pub fn check(plan: &Plan) -> Result<(), SetupError> {
         groups[p.phase as usize].push(j);
         check_job(j, online.as_deref(), online_set.as_deref())?;
     }
-    let threads_max = read_u64("/proc/sys/kernel/threads-max");
-    let nproc = soft_limit("Max processes");
-    let nofile = soft_limit("Max open files");
-    let aio_free = read_u64("/proc/sys/fs/aio-max-nr")
-        .map(|max| max.saturating_sub(read_u64("/proc/sys/fs/aio-nr").unwrap_or(0)));
-    let mem = mem_available();
+    let limits = MachineLimits::read();
     let paths = super::target_paths(plan);
+    refuse_control_characters(plan, &paths)?;
+    let targets = paths.len() as u64;
+    for (g, jobs) in groups.iter().enumerate() {
+        check_phase(g, jobs, targets, &limits)?;
+    }
+    Ok(())
+}
+
+/// This machine's limits that bound one run phase (`None` where unreadable).
+struct MachineLimits {
+    threads_max: Option<u64>,
+    nproc: Option<u64>,
+    nofile: Option<u64>,
+    aio_free: Option<u64>,
+    mem: Option<u64>,
+}
+
+impl MachineLimits {
+    /// Read the limits from /proc.
+    fn read() -> MachineLimits {
+        MachineLimits {
+            threads_max: read_u64("/proc/sys/kernel/threads-max"),
+            nproc: soft_limit("Max processes"),
+            nofile: soft_limit("Max open files"),
+            aio_free: read_u64("/proc/sys/fs/aio-max-nr")
+                .map(|max| max.saturating_sub(read_u64("/proc/sys/fs/aio-nr").unwrap_or(0))),
+            mem: mem_available(),
+        }
+    }
+}
+
+/// Refuse a target path with a control character in it.
+fn refuse_control_characters(plan: &Plan, paths: &[std::path::PathBuf]) -> Result<(), SetupError> {
     // A newline or escape in a path would let a file name write lines of its
     // own into the report (and the terminal): refuse, showing it escaped.
     if let Some(p) = paths
@@ -97,87 +125,130 @@ pub fn check(plan: &Plan) -> Result<(), SetupError> {
             ),
         });
     }
-    let targets = paths.len() as u64;
-    for (g, jobs) in groups.iter().enumerate() {
-        let Some(first) = jobs.first() else { continue };
-        let workers: u64 = jobs.iter().map(|j| u64::from(j.numjobs)).sum();
-        let (limit, why) = [
-            (
-                Some(MAX_WORKERS_PER_GROUP),
-                "dioscope's limit per run phase",
+    Ok(())
+}
+
+/// Check run phase `g` (its `jobs`, over `targets` targets) against `limits`.
+fn check_phase(
+    g: usize,
+    jobs: &[&JobSpec],
+    targets: u64,
+    limits: &MachineLimits,
+) -> Result<(), SetupError> {
+    let Some(first) = jobs.first() else {
+        return Ok(());
+    };
+    let workers: u64 = jobs.iter().map(|j| u64::from(j.numjobs)).sum();
+    check_workers(g, first, workers, limits)?;
+    check_descriptors(g, first, workers, targets, limits.nofile)?;
+    check_aio_events(g, jobs, limits.aio_free)?;
+    check_buffer_memory(g, jobs, limits.mem)
+}
+
+/// Refuse a phase starting more worker threads than the lowest thread limit.
+fn check_workers(
+    g: usize,
+    first: &JobSpec,
+    workers: u64,
+    limits: &MachineLimits,
+) -> Result<(), SetupError> {
+    let (limit, why) = [
+        (
+            Some(MAX_WORKERS_PER_GROUP),
+            "dioscope's limit per run phase",
+        ),
+        (
+            limits.threads_max.map(|t| t / 2),
+            "half of /proc/sys/kernel/threads-max",
+        ),
+        (
+            limits.nproc.map(|n| n / 2),
+            "half of `ulimit -u` (max user processes)",
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(l, w)| l.map(|l| (l, w)))
+    .min()
+    .unwrap_or((MAX_WORKERS_PER_GROUP, "dioscope's limit per run phase"));
+    if workers > limit {
+        return Err(err(
+            first,
+            format!(
+                "run phase {g} (the jobs that run at once) would start {workers} worker threads (numjobs summed over its \
+                 jobs); the limit here is {limit} ({why}); lower numjobs"
             ),
-            (
-                threads_max.map(|t| t / 2),
-                "half of /proc/sys/kernel/threads-max",
+        ));
+    }
+    Ok(())
+}
+
+/// Refuse a phase needing more open files than `ulimit -n`.
+fn check_descriptors(
+    g: usize,
+    first: &JobSpec,
+    workers: u64,
+    targets: u64,
+    nofile: Option<u64>,
+) -> Result<(), SetupError> {
+    // Each worker: its engine (an io_uring or an aio context), a
+    // descriptor per file at most; plus the shared targets and stdio.
+    let fds = targets + workers * 2 + 64;
+    if let Some(n) = nofile.filter(|&n| fds > n) {
+        return Err(err(
+            first,
+            format!(
+                "run phase {g} (the jobs that run at once) needs about {fds} open files ({workers} workers, {targets} \
+                 targets); the limit here is {n} (`ulimit -n`); raise it or lower numjobs"
             ),
-            (
-                nproc.map(|n| n / 2),
-                "half of `ulimit -u` (max user processes)",
+        ));
+    }
+    Ok(())
+}
+
+/// Refuse a phase asking for more libaio events than the kernel has left.
+fn check_aio_events(g: usize, jobs: &[&JobSpec], aio_free: Option<u64>) -> Result<(), SetupError> {
+    let aio_events: u64 = jobs
+        .iter()
+        .filter(|j| caps(j.ioengine).aio_events)
+        .map(|j| u64::from(j.iodepth.max(1)) * u64::from(j.numjobs))
+        .sum();
+    if let Some(free) = aio_free.filter(|&f| aio_events > f) {
+        return Err(err(
+            jobs[0],
+            format!(
+                "run phase {g} (the jobs that run at once) asks the kernel for {aio_events} libaio events (iodepth × \
+                 numjobs); /proc/sys/fs/aio-max-nr leaves {free}; lower iodepth or numjobs, \
+                 or raise fs.aio-max-nr"
             ),
-        ]
-        .into_iter()
-        .filter_map(|(l, w)| l.map(|l| (l, w)))
-        .min()
-        .unwrap_or((MAX_WORKERS_PER_GROUP, "dioscope's limit per run phase"));
-        if workers > limit {
-            return Err(err(
-                first,
-                format!(
-                    "run phase {g} (the jobs that run at once) would start {workers} worker threads (numjobs summed over its \
-                     jobs); the limit here is {limit} ({why}); lower numjobs"
-                ),
-            ));
-        }
-        // Each worker: its engine (an io_uring or an aio context), a
-        // descriptor per file at most; plus the shared targets and stdio.
-        let fds = targets + workers * 2 + 64;
-        if let Some(n) = nofile.filter(|&n| fds > n) {
-            return Err(err(
-                first,
-                format!(
-                    "run phase {g} (the jobs that run at once) needs about {fds} open files ({workers} workers, {targets} \
-                     targets); the limit here is {n} (`ulimit -n`); raise it or lower numjobs"
-                ),
-            ));
-        }
-        let aio_events: u64 = jobs
-            .iter()
-            .filter(|j| caps(j.ioengine).aio_events)
-            .map(|j| u64::from(j.iodepth.max(1)) * u64::from(j.numjobs))
-            .sum();
-        if let Some(free) = aio_free.filter(|&f| aio_events > f) {
-            return Err(err(
-                first,
-                format!(
-                    "run phase {g} (the jobs that run at once) asks the kernel for {aio_events} libaio events (iodepth × \
-                     numjobs); /proc/sys/fs/aio-max-nr leaves {free}; lower iodepth or numjobs, \
-                     or raise fs.aio-max-nr"
-                ),
-            ));
-        }
-        let buffers: u64 = jobs
-            .iter()
-            .map(|j| {
-                let depth = if caps(j.ioengine).sync {
-                    1
-                } else {
-                    u64::from(j.iodepth.max(1))
-                };
-                depth
-                    .saturating_mul(j.max_bs())
-                    .saturating_mul(u64::from(j.numjobs))
-            })
-            .fold(0u64, u64::saturating_add);
-        if let Some(m) = mem.filter(|&m| buffers > m / 10 * 9) {
-            return Err(err(
-                first,
-                format!(
-                    "run phase {g} (the jobs that run at once) needs {buffers} bytes of I/O buffers (iodepth × bs × numjobs), \
-                     more than the {m} bytes available (MemAvailable in /proc/meminfo); lower \
-                     iodepth, bs or numjobs"
-                ),
-            ));
-        }
+        ));
+    }
+    Ok(())
+}
+
+/// Refuse a phase whose I/O buffers would take most of the available memory.
+fn check_buffer_memory(g: usize, jobs: &[&JobSpec], mem: Option<u64>) -> Result<(), SetupError> {
+    let buffers: u64 = jobs
+        .iter()
+        .map(|j| {
+            let depth = if caps(j.ioengine).sync {
+                1
+            } else {
+                u64::from(j.iodepth.max(1))
+            };
+            depth
+                .saturating_mul(j.max_bs())
+                .saturating_mul(u64::from(j.numjobs))
+        })
+        .fold(0u64, u64::saturating_add);
+    if let Some(m) = mem.filter(|&m| buffers > m / 10 * 9) {
+        return Err(err(
+            jobs[0],
+            format!(
+                "run phase {g} (the jobs that run at once) needs {buffers} bytes of I/O buffers (iodepth × bs × numjobs), \
+                 more than the {m} bytes available (MemAvailable in /proc/meminfo); lower \
+                 iodepth, bs or numjobs"
+            ),
+        ));
     }
     Ok(())
 }
