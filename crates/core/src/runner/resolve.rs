@@ -250,18 +250,7 @@ pub fn resolve(
     facts: &Facts,
 ) -> Result<Vec<ResolvedJob>, SetupError> {
     let placed = plan::place(&plan.jobs);
-    // The files fill_device jobs write, and their run phases: a later job
-    // on one of them, with no size of its own, takes what the file holds
-    // when its phase starts (`Execution::size_at_start`), as fio sizes a
-    // job's files when it starts (create_serialize=0; fio's default fails it).
-    let filled: Vec<(&PathBuf, u32)> = plan
-        .jobs
-        .iter()
-        .zip(files)
-        .zip(&placed)
-        .filter(|((j, _), _)| j.fill_device)
-        .flat_map(|((_, jf), pl)| jf.paths.iter().flatten().map(move |p| (p, pl.phase)))
-        .collect();
+    let filled = filled_files(plan, files, &placed);
     let mut out = Vec::new();
     for (i, j) in plan.jobs.iter().enumerate() {
         let mut clones = Vec::new();
@@ -287,14 +276,7 @@ pub fn resolve(
                     });
                     continue;
                 }
-                if t.kind == TargetKind::File
-                    && !j.fill_device
-                    && j.size.is_none()
-                    && j.filesize.is_none()
-                    && filled
-                        .iter()
-                        .any(|(fp, g)| **fp == p && *g < placed[i].phase)
-                {
+                if sized_at_start(j, t, &filled, placed[i].phase) {
                     uses.push(FileUse {
                         path: p,
                         target_idx: ti,
@@ -302,60 +284,8 @@ pub fn resolve(
                     });
                     continue;
                 }
-                // create_on_open: the file was not laid out; the job's
-                // writes give it the size its region needs.
-                let size = if j.fill_device && t.kind == TargetKind::File {
-                    // What the file has plus what the file system has
-                    // free: the writes stop at ENOSPC before its end.
-                    let unit = j.bs[1].max().max(1);
-                    (t.size + facts.free_bytes(&p)) / unit * unit
-                } else if j.create_on_open && t.kind == TargetKind::File {
-                    t.size.max(min_size(j, n, c, t.prior_size))
-                } else {
-                    t.size
-                };
-                let off = offset_of(j, t.prior_size) + j.offset_increment * c as u64;
-                let len = match j.size {
-                    Some(s) if !j.fill_device => s.resolve(size) / n,
-                    _ => size.saturating_sub(off),
-                };
-                let len = match j.filesize {
-                    Some((_, hi)) if j.size.is_none() && !j.fill_device => {
-                        hi.min(size).saturating_sub(off)
-                    }
-                    _ => len,
-                };
-                if off + len > size || len == 0 {
-                    return Err(crate::targets::TargetError::TooSmall {
-                        path: p.display().to_string(),
-                        have: size,
-                        need: off + len.max(1),
-                        offset: off,
-                        size: len,
-                    }
-                    .into());
-                }
-                if j.direct {
-                    let trim = if j.rw.trims() {
-                        j.bs_trim.all()
-                    } else {
-                        Vec::new()
-                    };
-                    for bs in j.bs[0].all().into_iter().chain(j.bs[1].all()).chain(trim) {
-                        check_aligned(t, "bs", bs)?;
-                    }
-                    check_aligned(t, "offset", off)?;
-                    check_aligned(t, "offset_increment", j.offset_increment)?;
-                }
-                if j.sprandom {
-                    sprandom::check(j, len).map_err(|m| job_err(j, m))?;
-                }
-                if len < j.max_bs() {
-                    return Err(job_err(j, format!("the region of {} is {len} bytes, smaller than bs={}; raise size= or lower bs=", p.display(), j.max_bs())));
-                }
-                if j.hipri && t.kind == TargetKind::BlockDevice && facts.no_poll.contains(&p) {
-                    return Err(job_err(j, format!("hipri needs polling queues, but {} has queue/io_poll = 0; drop hipri, or load the driver with poll queues (e.g. nvme.poll_queues=N)", p.display())));
-                }
+                let (off, len) = region(j, t, facts, n, c)?;
+                check_region(j, t, facts, off, len)?;
                 uses.push(FileUse {
                     path: p,
                     target_idx: ti,
@@ -372,6 +302,120 @@ pub fn resolve(
         });
     }
     Ok(out)
+}
+
+/// The files fill_device jobs write, with their jobs' run phases.
+fn filled_files<'a>(
+    plan: &Plan,
+    files: &'a [JobFiles],
+    placed: &[plan::Placement],
+) -> Vec<(&'a PathBuf, u32)> {
+    // A later job on one of them, with no size of its own, takes what the
+    // file holds when its phase starts (`Execution::size_at_start`), as fio
+    // sizes a job's files when it starts (create_serialize=0; fio's default
+    // fails it).
+    plan.jobs
+        .iter()
+        .zip(files)
+        .zip(placed)
+        .filter(|((j, _), _)| j.fill_device)
+        .flat_map(|((_, jf), pl)| jf.paths.iter().flatten().map(move |p| (p, pl.phase)))
+        .collect()
+}
+
+/// Whether job `j`, in run phase `phase`, sizes file `t` when its phase
+/// starts: it has no size of its own and an earlier phase fills the file.
+fn sized_at_start(j: &JobSpec, t: &TargetInfo, filled: &[(&PathBuf, u32)], phase: u32) -> bool {
+    t.kind == TargetKind::File
+        && !j.fill_device
+        && j.size.is_none()
+        && j.filesize.is_none()
+        && filled.iter().any(|(fp, g)| **fp == t.path && *g < phase)
+}
+
+/// The region (offset, length) clone `c` of job `j` uses on `t`, one of
+/// its `n` files; an error if it does not fit.
+fn region(
+    j: &JobSpec,
+    t: &TargetInfo,
+    facts: &Facts,
+    n: u64,
+    c: u32,
+) -> Result<(u64, u64), SetupError> {
+    let p = &t.path;
+    // create_on_open: the file was not laid out; the job's
+    // writes give it the size its region needs.
+    let size = if j.fill_device && t.kind == TargetKind::File {
+        // What the file has plus what the file system has
+        // free: the writes stop at ENOSPC before its end.
+        let unit = j.bs[1].max().max(1);
+        (t.size + facts.free_bytes(p)) / unit * unit
+    } else if j.create_on_open && t.kind == TargetKind::File {
+        t.size.max(min_size(j, n, c, t.prior_size))
+    } else {
+        t.size
+    };
+    let off = offset_of(j, t.prior_size) + j.offset_increment * c as u64;
+    let len = match j.size {
+        Some(s) if !j.fill_device => s.resolve(size) / n,
+        _ => size.saturating_sub(off),
+    };
+    let len = match j.filesize {
+        Some((_, hi)) if j.size.is_none() && !j.fill_device => hi.min(size).saturating_sub(off),
+        _ => len,
+    };
+    if off + len > size || len == 0 {
+        return Err(crate::targets::TargetError::TooSmall {
+            path: p.display().to_string(),
+            have: size,
+            need: off + len.max(1),
+            offset: off,
+            size: len,
+        }
+        .into());
+    }
+    Ok((off, len))
+}
+
+/// Check job `j`'s region (`off`, `len`) on `t`: alignment for direct
+/// I/O, sprandom's limits, room for one block, polling for hipri.
+fn check_region(
+    j: &JobSpec,
+    t: &TargetInfo,
+    facts: &Facts,
+    off: u64,
+    len: u64,
+) -> Result<(), SetupError> {
+    let p = &t.path;
+    if j.direct {
+        let trim = if j.rw.trims() {
+            j.bs_trim.all()
+        } else {
+            Vec::new()
+        };
+        for bs in j.bs[0].all().into_iter().chain(j.bs[1].all()).chain(trim) {
+            check_aligned(t, "bs", bs)?;
+        }
+        check_aligned(t, "offset", off)?;
+        check_aligned(t, "offset_increment", j.offset_increment)?;
+    }
+    if j.sprandom {
+        sprandom::check(j, len).map_err(|m| job_err(j, m))?;
+    }
+    if len < j.max_bs() {
+        return Err(job_err(
+            j,
+            format!(
+                "the region of {} is {len} bytes, smaller than bs={}; raise size= or lower bs=",
+                p.display(),
+                j.max_bs()
+            ),
+        ));
+    }
+    if j.hipri && t.kind == TargetKind::BlockDevice && facts.no_poll.contains(p) {
+        return Err(job_err(j, format!("hipri needs polling queues, but {} has queue/io_poll = 0; drop hipri, or load the driver with poll queues (e.g. nvme.poll_queues=N)", p.display())));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
