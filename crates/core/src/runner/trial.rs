@@ -71,6 +71,21 @@ impl Snapshot {
     }
 }
 
+/// The longest ramp and the longest runtime of a group's jobs, in ns.
+fn ramp_and_runtime(gjobs: &[&ResolvedJob]) -> (u64, u64) {
+    let ramp = gjobs
+        .iter()
+        .map(|j| j.spec.ramp_time_us * 1000)
+        .max()
+        .unwrap_or(0);
+    let runtime = gjobs
+        .iter()
+        .map(|j| j.spec.runtime_us * 1000)
+        .max()
+        .unwrap_or(0);
+    (ramp, runtime)
+}
+
 impl<C: Clock> Execution<'_, C> {
     /// One trial of the jobs `idx` of group `g`. Returns the group's
     /// measurements and whether an I/O error ends the run.
@@ -84,18 +99,91 @@ impl<C: Clock> Execution<'_, C> {
         let gjobs: Vec<&ResolvedJob> = idx.iter().map(|&i| &self.jobs[i].resolved).collect();
         self.hooks.before_trial(g, trial, &gjobs, self.table);
         let mut sp = self.spawn(trial, idx);
-        let spawn_failed = sp.failed.take().map(|(i, c, e)| WorkerSetupError {
+        let spawn_failed = sp.failed.take().map(|(i, c, e)| {
+            self.setup_error(
+                trial,
+                i,
+                c,
+                e.raw_os_error().unwrap_or(libc::EAGAIN),
+                format!(
+                    "starting a worker thread failed: {e}; the user's process/thread limit \
+                     (`ulimit -u`, counting every process of this user) or \
+                     /proc/sys/kernel/threads-max is reached: raise it, or lower numjobs"
+                ),
+            )
+        });
+        let watch = self.start_watch(idx, &sp.progs);
+        self.hooks.workers_ready(g, trial);
+        sp.barrier.wait();
+        let t0 = self.clock.peek();
+        let (ramp, runtime) = ramp_and_runtime(&gjobs);
+        let all_done = || sp.progs.iter().all(|p| p.done.load(Ordering::Relaxed));
+        self.clock.sleep_until(t0 + ramp, &all_done, &sp.stop);
+        let before = Snapshot::take(self.clock.peek());
+        self.hooks.measure_start(g, trial);
+        let meter = ProgressLine {
+            label: format!("[group {g} trial {}/{trials}]", trial + 1),
+            t0,
+            total_ns: ramp + runtime,
+            timed: runtime > 0,
+            last: (self.clock.peek(), 0, 0),
+        };
+        let stonewalled = self.measure_until_done(g, trial, &sp, meter);
+        if self.opts.progress {
+            eprint!("\r\x1b[K");
+        }
+        let after = Snapshot::take(self.clock.peek());
+        let (mut per_job, setup_failed) = self.join(sp.handles, idx);
+        let end_run = watch
+            .map(|w| self.keep_watch(w.finish(), g, idx))
+            .unwrap_or(false);
+        let setup_failed =
+            setup_failed.map(|(i, c, e)| self.setup_error(trial, i, c, e.errno, e.msg));
+        if stonewalled && !self.clock.stop_signalled() {
+            // Stopped by the hooks (another rank finished first), not by a signal.
+            for tj in &mut per_job {
+                tj.interrupted = false;
+            }
+        }
+        let ios: u64 = per_job.iter().map(|t| t.dirs[0].ios + t.dirs[1].ios).sum();
+        self.hooks.measure_end(g, trial, ios);
+        let env = TrialEnv {
+            wall_ns: after.ns - before.ns,
+            process: after.usage.since(&before.usage),
+            system: after.cpu.since(&before.cpu),
+            ios,
+        };
+        let gjobs: Vec<&ResolvedJob> = idx.iter().map(|&i| &self.jobs[i].resolved).collect();
+        self.hooks.after_trial(g, trial, &gjobs, self.table);
+        if let Some(e) = spawn_failed.or(setup_failed) {
+            self.setup_error = Some(e);
+            return (env, true);
+        }
+        let stop_now = self.keep_trial(per_job, idx, end_run);
+        (env, stop_now)
+    }
+
+    /// The setup error of clone `c` of job `i` in `trial`.
+    fn setup_error(
+        &self,
+        trial: u32,
+        i: usize,
+        c: usize,
+        errno: i32,
+        msg: String,
+    ) -> WorkerSetupError {
+        WorkerSetupError {
             group: self.jobs[i].resolved.groupid,
             trial,
             job: self.jobs[i].resolved.spec.name.clone(),
             clone: c as u32,
-            errno: e.raw_os_error().unwrap_or(libc::EAGAIN),
-            msg: format!(
-                "starting a worker thread failed: {e}; the user's process/thread limit \
-                 (`ulimit -u`, counting every process of this user) or \
-                 /proc/sys/kernel/threads-max is reached: raise it, or lower numjobs"
-            ),
-        });
+            errno,
+            msg,
+        }
+    }
+
+    /// Start the watcher of the jobs `idx` (steady state, early ends).
+    fn start_watch(&self, idx: &[usize], progs: &[Arc<Progress>]) -> Option<watch::Watch> {
         let watched: Vec<watch::Watched> = idx
             .iter()
             .map(|&i| watch::Watched {
@@ -104,31 +192,20 @@ impl<C: Clock> Execution<'_, C> {
                 groupid: self.jobs[i].resolved.groupid,
             })
             .collect();
-        let watch = watch::Watch::start(&watched, &sp.progs);
-        self.hooks.workers_ready(g, trial);
-        sp.barrier.wait();
-        let t0 = self.clock.peek();
-        let ramp = gjobs
-            .iter()
-            .map(|j| j.spec.ramp_time_us * 1000)
-            .max()
-            .unwrap_or(0);
-        let runtime = gjobs
-            .iter()
-            .map(|j| j.spec.runtime_us * 1000)
-            .max()
-            .unwrap_or(0);
+        watch::Watch::start(&watched, progs)
+    }
+
+    /// Wait until every worker of `sp` is done: poll the hooks (which may
+    /// stop the trial), raise the stop on a signal, and each second call
+    /// the hooks and show progress. True: the hooks stopped it.
+    fn measure_until_done(
+        &mut self,
+        g: u32,
+        trial: u32,
+        sp: &Spawned,
+        mut meter: ProgressLine,
+    ) -> bool {
         let all_done = || sp.progs.iter().all(|p| p.done.load(Ordering::Relaxed));
-        self.clock.sleep_until(t0 + ramp, &all_done, &sp.stop);
-        let before = Snapshot::take(self.clock.peek());
-        self.hooks.measure_start(g, trial);
-        let mut meter = ProgressLine {
-            label: format!("[group {g} trial {}/{trials}]", trial + 1),
-            t0,
-            total_ns: ramp + runtime,
-            timed: runtime > 0,
-            last: (self.clock.peek(), 0, 0),
-        };
         let poll = self.hooks.poll_every_ns().clamp(1_000_000, 1_000_000_000);
         let mut next_second = self.clock.peek() + 1_000_000_000;
         let mut stonewalled = false;
@@ -166,42 +243,12 @@ impl<C: Clock> Execution<'_, C> {
                 meter.show(&sp.progs, self.clock.peek());
             }
         }
-        if self.opts.progress {
-            eprint!("\r\x1b[K");
-        }
-        let after = Snapshot::take(self.clock.peek());
-        let (mut per_job, setup_failed) = self.join(sp.handles, idx);
-        let end_run = watch
-            .map(|w| self.keep_watch(w.finish(), g, idx))
-            .unwrap_or(false);
-        let setup_failed = setup_failed.map(|(i, c, e)| WorkerSetupError {
-            group: self.jobs[i].resolved.groupid,
-            trial,
-            job: self.jobs[i].resolved.spec.name.clone(),
-            clone: c as u32,
-            errno: e.errno,
-            msg: e.msg,
-        });
-        if stonewalled && !self.clock.stop_signalled() {
-            // Stopped by the hooks (another rank finished first), not by a signal.
-            for tj in &mut per_job {
-                tj.interrupted = false;
-            }
-        }
-        let ios: u64 = per_job.iter().map(|t| t.dirs[0].ios + t.dirs[1].ios).sum();
-        self.hooks.measure_end(g, trial, ios);
-        let env = TrialEnv {
-            wall_ns: after.ns - before.ns,
-            process: after.usage.since(&before.usage),
-            system: after.cpu.since(&before.cpu),
-            ios,
-        };
-        let gjobs: Vec<&ResolvedJob> = idx.iter().map(|&i| &self.jobs[i].resolved).collect();
-        self.hooks.after_trial(g, trial, &gjobs, self.table);
-        if let Some(e) = spawn_failed.or(setup_failed) {
-            self.setup_error = Some(e);
-            return (env, true);
-        }
+        stonewalled
+    }
+
+    /// Keep each job's trial; true if the run ends now (`end_run`, or an
+    /// I/O error a job stops on).
+    fn keep_trial(&mut self, per_job: Vec<TrialJob>, idx: &[usize], end_run: bool) -> bool {
         let mut stop_now = end_run;
         for (pos, tj) in per_job.into_iter().enumerate() {
             let job = &mut self.jobs[idx[pos]];
@@ -209,7 +256,7 @@ impl<C: Clock> Execution<'_, C> {
             stop_now |= tj.fatal_errno != 0;
             job.trials.push(tj);
         }
-        (env, stop_now)
+        stop_now
     }
 
     /// Keep what the trial's watcher found (steady state per clone, why
