@@ -19,7 +19,6 @@ const OVER: &[(&str, &str)] = &[
     ("core/src/render/html_experiments.rs", "comparison"),
     ("core/src/render/html_experiments.rs", "sweep"),
     ("core/src/render/sweep_text.rs", "render"),
-    ("core/src/runner/verifying.rs", "read_back"),
     ("core/src/runner/worker/mod.rs", "new"),
     ("core/src/runner/worker/plan.rs", "new"),
     ("core/src/runner/offsets.rs", "with"),

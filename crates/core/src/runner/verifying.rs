@@ -291,6 +291,128 @@ pub(super) fn run_hooked<C: Clock>(
     (r, out)
 }
 
+/// The spec a read-back runs: the job's, with no exec_prerun/postrun (the
+/// read-back is no run of the job), on verify_async_cpus with verify_async.
+fn read_back_spec(job: &JobSpec) -> JobSpec {
+    let mut spec = JobSpec {
+        exec_prerun: None,
+        exec_postrun: None,
+        ..job.clone()
+    };
+    if spec.verify_async > 0 {
+        if let Some(c) = &spec.verify_async_cpus {
+            spec.cpus_allowed = Some(c.clone());
+        }
+    }
+    spec
+}
+
+/// One checker per reader of a clone's read-back (dumping bad blocks with
+/// verify_dump).
+fn new_checkers(
+    spec: &JobSpec,
+    vs: &VerifySpec,
+    generation: Option<u64>,
+    readers: usize,
+    paths: &[String],
+) -> Vec<Checker> {
+    (0..readers)
+        .map(|_| {
+            let ck = Checker::new(vs.clone(), None, generation, spec.verify_fatal);
+            if spec.verify_dump {
+                ck.dump_to(PathBuf::from("."), paths.to_vec())
+            } else {
+                ck
+            }
+        })
+        .collect()
+}
+
+/// The reads of the next batch of the record's `pieces`: the record is read
+/// in batches, and the list of one batch is all the read-back holds at once.
+fn next_batch(pieces: &mut impl Iterator<Item = (u32, u64, u64)>) -> Vec<Op> {
+    pieces
+        .by_ref()
+        .take(READ_BACK_BATCH)
+        .map(|(file, offset, len)| Op {
+            at_ns: 0,
+            file,
+            kind: OpKind::Read,
+            offset,
+            len,
+        })
+        .collect()
+}
+
+/// Run one batch's `plans`, each with its checker: one reader on this
+/// thread; verify_async=N on N threads.
+fn read_batch(
+    spec: &JobSpec,
+    plans: Vec<WorkerPlan>,
+    checkers: &mut [Checker],
+) -> Vec<WorkerResult> {
+    // Untimed (no ramp, runtime or rate): the process's clock.
+    let clock = SysClock::get();
+    let read = |plan: WorkerPlan, ck: &mut Checker| {
+        let barrier = Gate::new(1);
+        let (stop, prog) = (AtomicBool::new(false), Progress::default());
+        run_worker(spec, plan, &barrier, &stop, &prog, ck, clock)
+    };
+    if plans.len() == 1 {
+        plans
+            .into_iter()
+            .zip(checkers.iter_mut())
+            .map(|(p, ck)| read(p, ck))
+            .collect()
+    } else {
+        std::thread::scope(|sc| {
+            let handles: Vec<_> = plans
+                .into_iter()
+                .zip(checkers.iter_mut())
+                .map(|(plan, ck)| {
+                    let read = &read;
+                    sc.spawn(move || read(plan, ck))
+                })
+                .collect();
+            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+        })
+    }
+}
+
+/// Count a batch's reads and time into `io`, its failures into `report`.
+fn tally_batch(
+    results: Vec<WorkerResult>,
+    io: &mut VerifyIo,
+    report: &mut VerifyReport,
+    paths: &[String],
+) {
+    let mut batch_ns = 0;
+    for r in results {
+        io.reads.merge(&r.dirs[0]);
+        batch_ns = batch_ns.max(r.runtime_ns);
+        if let Some(e) = &r.setup_failed {
+            report.read_errors += 1;
+            report
+                .first_read_error
+                .get_or_insert(format!("the read-back could not start: {}", e.msg));
+        }
+        if let Some(e) = r.first_error {
+            report.read_errors += r.dirs[0].errors.max(1);
+            report.first_read_error.get_or_insert(format!(
+                "read of {} bytes at offset {} of {}: {}",
+                e.len,
+                e.offset,
+                paths
+                    .get(e.file as usize)
+                    .map(String::as_str)
+                    .unwrap_or("?"),
+                std::io::Error::from_raw_os_error(e.errno)
+            ));
+        }
+    }
+    io.runtime_ns += batch_ns;
+}
+
 impl<C: Clock> Execution<'_, C> {
     /// Keep what a worker's block hook leaves: the intervals it wrote, or
     /// the blocks it checked.
@@ -323,17 +445,7 @@ impl<C: Clock> Execution<'_, C> {
     /// clone. The reads are kept per clone for the report's read direction,
     /// where fio counts them.
     pub(super) fn read_back(&mut self, i: usize, trials: u32) {
-        // The read-back is no run of the job: no exec_prerun/postrun.
-        let mut spec = JobSpec {
-            exec_prerun: None,
-            exec_postrun: None,
-            ..self.jobs[i].resolved.spec.clone()
-        };
-        if spec.verify_async > 0 {
-            if let Some(c) = &spec.verify_async_cpus {
-                spec.cpus_allowed = Some(c.clone());
-            }
-        }
+        let spec = read_back_spec(&self.jobs[i].resolved.spec);
         let expect = spec.verify_write_sequence.then_some(0);
         if !(spec.do_verify && spec.rw.writes() && !spec.verify_only) {
             return;
@@ -352,32 +464,11 @@ impl<C: Clock> Execution<'_, C> {
             };
             let paths = paths(files);
             let generation = expect.map(|_| vs.generation);
-            let mut checkers: Vec<Checker> = (0..readers)
-                .map(|_| {
-                    let ck = Checker::new(vs.clone(), None, generation, spec.verify_fatal);
-                    if spec.verify_dump {
-                        ck.dump_to(PathBuf::from("."), paths.clone())
-                    } else {
-                        ck
-                    }
-                })
-                .collect();
+            let mut checkers = new_checkers(&spec, &vs, generation, readers, &paths);
             let mut io = VerifyIo::default();
             let mut pieces = written.pieces(max_len);
             loop {
-                // The record is read in batches: the list of reads of one
-                // batch is all the read-back holds at once.
-                let ops: Vec<Op> = pieces
-                    .by_ref()
-                    .take(READ_BACK_BATCH)
-                    .map(|(file, offset, len)| Op {
-                        at_ns: 0,
-                        file,
-                        kind: OpKind::Read,
-                        offset,
-                        len,
-                    })
-                    .collect();
+                let ops = next_batch(&mut pieces);
                 if ops.is_empty() {
                     break;
                 }
@@ -386,58 +477,8 @@ impl<C: Clock> Execution<'_, C> {
                     .chunks(per)
                     .map(|part| read_back_plan(&spec, files, self.table, part))
                     .collect();
-                // Untimed (no ramp, runtime or rate): the process's clock.
-                let clock = SysClock::get();
-                let read = |plan: WorkerPlan, ck: &mut Checker| {
-                    let barrier = Gate::new(1);
-                    let (stop, prog) = (AtomicBool::new(false), Progress::default());
-                    run_worker(&spec, plan, &barrier, &stop, &prog, ck, clock)
-                };
-                // One reader runs on this thread; verify_async=N on N threads.
-                let results: Vec<WorkerResult> = if plans.len() == 1 {
-                    plans
-                        .into_iter()
-                        .zip(checkers.iter_mut())
-                        .map(|(p, ck)| read(p, ck))
-                        .collect()
-                } else {
-                    std::thread::scope(|sc| {
-                        let handles: Vec<_> = plans
-                            .into_iter()
-                            .zip(checkers.iter_mut())
-                            .map(|(plan, ck)| {
-                                let read = &read;
-                                sc.spawn(move || read(plan, ck))
-                            })
-                            .collect();
-                        handles.into_iter().filter_map(|h| h.join().ok()).collect()
-                    })
-                };
-                let mut batch_ns = 0;
-                for r in results {
-                    io.reads.merge(&r.dirs[0]);
-                    batch_ns = batch_ns.max(r.runtime_ns);
-                    if let Some(e) = &r.setup_failed {
-                        report.read_errors += 1;
-                        report
-                            .first_read_error
-                            .get_or_insert(format!("the read-back could not start: {}", e.msg));
-                    }
-                    if let Some(e) = r.first_error {
-                        report.read_errors += r.dirs[0].errors.max(1);
-                        report.first_read_error.get_or_insert(format!(
-                            "read of {} bytes at offset {} of {}: {}",
-                            e.len,
-                            e.offset,
-                            paths
-                                .get(e.file as usize)
-                                .map(String::as_str)
-                                .unwrap_or("?"),
-                            std::io::Error::from_raw_os_error(e.errno)
-                        ));
-                    }
-                }
-                io.runtime_ns += batch_ns;
+                let results = read_batch(&spec, plans, &mut checkers);
+                tally_batch(results, &mut io, &mut report, &paths);
                 if checkers.iter().any(|ck| ck.should_stop())
                     || report.read_errors > 0
                     || dioscope_sys::signal::stop_count() > 0
