@@ -21,7 +21,6 @@ const OVER: &[(&str, &str)] = &[
     ("core/src/render/sweep_text.rs", "render"),
     ("core/src/runner/worker/mod.rs", "new"),
     ("core/src/runner/worker/plan.rs", "new"),
-    ("core/src/runner/offsets.rs", "with"),
     ("core/src/targets/mod.rs", "layout"),
     ("core/src/targets/mod.rs", "open_one"),
 ];

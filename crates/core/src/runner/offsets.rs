@@ -163,6 +163,101 @@ pub struct OffsetGen {
     taus: Taus,
 }
 
+/// The state of each file's region ((start, length) per file) at the start.
+fn new_regions(regions: &[(u64, u64)], cfg: &OffsetCfg, seed: u64) -> Vec<Region> {
+    let unit = cfg.unit;
+    let uniform_map = cfg.random && cfg.randommap && cfg.dist == RandomDist::Uniform;
+    let lfsr = uniform_map && cfg.generator == RandomGenerator::Lfsr;
+    regions
+        .iter()
+        .enumerate()
+        .map(|(i, &(start, len))| {
+            let win_len = match cfg.zones {
+                Some((range, _, _)) if range > 0 => range.min(len),
+                _ => len,
+            };
+            let nblocks = (win_len / unit).max(1);
+            Region {
+                start,
+                len,
+                win: 0,
+                win_len,
+                nblocks,
+                pos: 0,
+                drawn: 0,
+                pass: 0,
+                served: 0,
+                perm: Permutation::new(nblocks, seed ^ mix(i as u64 + 1)),
+                map: (uniform_map && !lfsr).then(|| BlockMap::new(nblocks)),
+                lfsr: lfsr.then(|| Lfsr::new(nblocks, seed ^ mix(i as u64 + 1))),
+            }
+        })
+        .collect()
+}
+
+/// A `random_distribution=zoned` (per direction) as cumulative cuts.
+fn zone_cuts(dist: &RandomDist) -> [Vec<ZoneCut>; 2] {
+    match dist {
+        RandomDist::Zoned(dirs) => dirs.clone().map(|zs| {
+            let (mut io, mut at) = (0u32, 0f64);
+            zs.iter()
+                .map(|z| {
+                    io += z.io_pct;
+                    let (size, abs) = match z.size {
+                        ZoneSize::Pct(p) => (p / 100.0, false),
+                        ZoneSize::Bytes(b) => (b as f64, true),
+                    };
+                    let c = ZoneCut {
+                        io_cum: io,
+                        lo: at,
+                        hi: at + size,
+                        abs,
+                    };
+                    at += size;
+                    c
+                })
+                .collect()
+        }),
+        _ => [Vec::new(), Vec::new()],
+    }
+}
+
+/// The uniform block generator: fio's tausworthe (32 bits) unless a file
+/// has more than 2^32 blocks, then tausworthe64.
+fn new_taus(generator: RandomGenerator, regions: &[Region], seed: u64) -> Taus {
+    let most = regions.iter().map(|r| r.nblocks).max().unwrap_or(1);
+    match generator {
+        RandomGenerator::Tausworthe if most <= 1 << 32 => Taus::taus88(seed),
+        _ => Taus::taus258(seed),
+    }
+}
+
+/// The fast path `cfg` allows over `nregions` files, if any.
+fn plain_path(cfg: &OffsetCfg, nregions: usize) -> Plain {
+    let one_window = nregions == 1 && cfg.zones.is_none();
+    if !one_window {
+        Plain::No
+    } else if !cfg.random {
+        if cfg.seq_add == 0 {
+            Plain::Sequential
+        } else {
+            Plain::No
+        }
+    } else if cfg.dist == RandomDist::Uniform
+        && cfg.rand_run == 1
+        && cfg.pct_random == [100; 2]
+        && cfg.blockalign.iter().all(|&b| b == 0 || b == cfg.unit)
+    {
+        if cfg.randommap {
+            Plain::RandomMap
+        } else {
+            Plain::Random
+        }
+    } else {
+        Plain::No
+    }
+}
+
 impl OffsetGen {
     /// `regions`: (start, length) per file; `unit`: the random-offset granularity
     /// (the smallest block size, already checked against the alignment).
@@ -181,6 +276,8 @@ impl OffsetGen {
         )
     }
 
+    /// The generator over `regions` ((start, length) per file) that `cfg`
+    /// describes, seeded with `seed`.
     pub fn with(regions: &[(u64, u64)], mut cfg: OffsetCfg, seed: u64) -> OffsetGen {
         cfg.unit = cfg.unit.max(1);
         cfg.rand_run = cfg.rand_run.max(1);
@@ -189,34 +286,7 @@ impl OffsetGen {
         if cfg.generator == RandomGenerator::Lfsr {
             cfg.randommap = true;
         }
-        let unit = cfg.unit;
-        let uniform_map = cfg.random && cfg.randommap && cfg.dist == RandomDist::Uniform;
-        let lfsr = uniform_map && cfg.generator == RandomGenerator::Lfsr;
-        let regions: Vec<Region> = regions
-            .iter()
-            .enumerate()
-            .map(|(i, &(start, len))| {
-                let win_len = match cfg.zones {
-                    Some((range, _, _)) if range > 0 => range.min(len),
-                    _ => len,
-                };
-                let nblocks = (win_len / unit).max(1);
-                Region {
-                    start,
-                    len,
-                    win: 0,
-                    win_len,
-                    nblocks,
-                    pos: 0,
-                    drawn: 0,
-                    pass: 0,
-                    served: 0,
-                    perm: Permutation::new(nblocks, seed ^ mix(i as u64 + 1)),
-                    map: (uniform_map && !lfsr).then(|| BlockMap::new(nblocks)),
-                    lfsr: lfsr.then(|| Lfsr::new(nblocks, seed ^ mix(i as u64 + 1))),
-                }
-            })
-            .collect();
+        let regions = new_regions(regions, &cfg, seed);
         let zipf = match cfg.dist {
             RandomDist::Zipf(s) => Some(Zipf::new(
                 regions.first().map(|r| r.nblocks).unwrap_or(1),
@@ -228,64 +298,15 @@ impl OffsetGen {
             FileService::Zipf(s) => Some(Zipf::new(regions.len() as u64, s)),
             _ => None,
         };
-        let zoned = match &cfg.dist {
-            RandomDist::Zoned(dirs) => dirs.clone().map(|zs| {
-                let (mut io, mut at) = (0u32, 0f64);
-                zs.iter()
-                    .map(|z| {
-                        io += z.io_pct;
-                        let (size, abs) = match z.size {
-                            ZoneSize::Pct(p) => (p / 100.0, false),
-                            ZoneSize::Bytes(b) => (b as f64, true),
-                        };
-                        let c = ZoneCut {
-                            io_cum: io,
-                            lo: at,
-                            hi: at + size,
-                            abs,
-                        };
-                        at += size;
-                        c
-                    })
-                    .collect()
-            }),
-            _ => [Vec::new(), Vec::new()],
-        };
-        // fio: tausworthe (32 bits) unless a file has more than 2^32
-        // blocks, then tausworthe64.
-        let most = regions.iter().map(|r| r.nblocks).max().unwrap_or(1);
-        let taus = match cfg.generator {
-            RandomGenerator::Tausworthe if most <= 1 << 32 => Taus::taus88(seed),
-            _ => Taus::taus258(seed),
-        };
+        let zoned = zone_cuts(&cfg.dist);
+        let taus = new_taus(cfg.generator, &regions, seed);
         let n = regions.len();
         let open_n = match cfg.open_files as usize {
             0 => n,
             k => k.min(n),
         }
         .max(1);
-        let one_window = regions.len() == 1 && cfg.zones.is_none();
-        let plain = if !one_window {
-            Plain::No
-        } else if !cfg.random {
-            if cfg.seq_add == 0 {
-                Plain::Sequential
-            } else {
-                Plain::No
-            }
-        } else if cfg.dist == RandomDist::Uniform
-            && cfg.rand_run == 1
-            && cfg.pct_random == [100; 2]
-            && cfg.blockalign.iter().all(|&b| b == 0 || b == cfg.unit)
-        {
-            if cfg.randommap {
-                Plain::RandomMap
-            } else {
-                Plain::Random
-            }
-        } else {
-            Plain::No
-        };
+        let plain = plain_path(&cfg, regions.len());
         OffsetGen {
             plain,
             regions,
