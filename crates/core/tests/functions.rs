@@ -20,7 +20,6 @@ const OVER: &[(&str, &str)] = &[
     ("core/src/render/html_experiments.rs", "sweep"),
     ("core/src/render/sweep_text.rs", "render"),
     ("core/src/runner/worker/mod.rs", "new"),
-    ("core/src/runner/worker/plan.rs", "new"),
     ("core/src/targets/mod.rs", "layout"),
     ("core/src/targets/mod.rs", "open_one"),
 ];

@@ -125,22 +125,7 @@ impl WorkerPlan {
     ) -> WorkerPlan {
         let c = caps(j.ioengine);
         let depth = if c.sync { 1 } else { j.iodepth.max(1) };
-        // blockalign: offsets on the finest boundary asked for; each
-        // direction's are then rounded to its own (offsets/random.rs).
-        let unit = match j.blockalign.iter().filter(|&&b| b > 0).min() {
-            None => j.bs[0].min().min(j.bs[1].min()).max(1),
-            Some(&ba) => ba,
-        };
-        let unit = if j.direct {
-            let a = files
-                .iter()
-                .map(|f| table.targets[f.target_idx].offset_align as u64)
-                .max()
-                .unwrap_or(1);
-            unit.max(a)
-        } else {
-            unit
-        };
+        let unit = offset_unit(j, files, table);
         // An engine that works on names (engines/meta.rs) gets each of its
         // files as a region of one block: one operation per file per pass.
         let names = if c.by_name {
@@ -148,49 +133,13 @@ impl WorkerPlan {
         } else {
             Vec::new()
         };
-        let regions: Vec<(u64, u64)> = if c.by_name {
-            names.iter().map(|_| (0, meta_file_bytes(j))).collect()
-        } else if files.is_empty() {
-            // null engine: a virtual region of `size`, else `filesize` (as
-            // fio sizes its null files), else 1 GiB.
-            vec![(0, virtual_size(j))]
-        } else {
-            files.iter().map(|f| f.region).collect()
-        };
-        let seed = if j.randrepeat {
-            j.randseed
-        } else {
-            dioscope_sys::clock::now_ns()
-        };
-        let seed = seed ^ (clone as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (trial as u64) << 48;
-        let mut offsets = OffsetGen::with(&regions, offset_cfg(j, unit), seed);
-        let mut pass = offsets.pass_bytes();
-        let mut io_size = j.io_size;
-        if let (true, Some(&(start, len))) = (j.sprandom, regions.first()) {
-            // fio: sprandom's io_size is the modelled physical size.
-            let s = sprandom::Sprandom::for_job(j, start, len, seed);
-            pass = s.physical_bytes();
-            io_size = None;
-            offsets.set_sprandom(s);
-        }
-        let io_limit = if j.time_based {
-            0
-        } else {
-            io_size.unwrap_or(pass).saturating_mul(j.loops as u64)
-        };
+        let regions = plan_regions(j, c.by_name, &names, files);
+        let seed = worker_seed(j, clone, trial);
+        let (offsets, io_limit) = offsets_and_limit(j, &regions, unit, seed);
         WorkerPlan {
             depth,
             batch_submit: if c.sync { 1 } else { j.iodepth_batch_submit },
-            complete_min: match j.iodepth_batch_complete_min {
-                // Auto: wait for an eighth of the queue. On zram with io_uring
-                // (bench/, docs/PERFORMANCE.md) 4 of 32 gave 1.3x the IOPS of
-                // waiting for 1, at 0.8x the CPU per I/O; 8 of 32 gave no gain.
-                // Asked for 0 (fio: check before queuing more): when the queue
-                // is full, wait for one, after polling (engines that can).
-                0 if j.poll_reaps => 1,
-                0 => (depth / 8).max(1),
-                n => n.min(depth),
-            },
+            complete_min: complete_min(j, depth),
             complete_max: j.iodepth_batch_complete_max,
             read_pct: j.read_pct(),
             bs: [BsPicker::new(&j.bs[0], unit), BsPicker::new(&j.bs[1], unit)],
@@ -219,13 +168,7 @@ impl WorkerPlan {
                 lat: !j.disable_lat,
             },
             gtod_reduce: j.gtod_reduce,
-            trim: match j.rw {
-                _ if !j.rw.trims() => TrimMode::None,
-                crate::job::RwMode::TrimWrite | crate::job::RwMode::RandTrimWrite => {
-                    TrimMode::ThenWrite
-                }
-                _ => TrimMode::Only,
-            },
+            trim: trim_mode(j),
             trim_is_dev: files
                 .iter()
                 .map(|f| table.targets[f.target_idx].kind == TargetKind::BlockDevice)
@@ -241,15 +184,126 @@ impl WorkerPlan {
                 .map(|_| Arc::new(replay_log(j).unwrap_or_default())),
             replay_timed: !j.replay_no_stall,
             names,
-            // The first trial's I/Os; clone N > 0 writes NAME.N.
-            write_iolog: j.write_iolog.as_ref().filter(|_| trial == 0).map(|p| {
-                (
-                    crate::job::created::iolog_file(p, clone),
-                    files.iter().map(|f| f.path.clone()).collect(),
-                )
-            }),
+            write_iolog: write_iolog_target(j, files, clone, trial),
         }
     }
+}
+
+/// The random-offset granularity: the finest `blockalign` asked for, else
+/// the smallest block size; with direct I/O at least the files' alignment.
+fn offset_unit(j: &JobSpec, files: &[FileUse], table: &TargetTable) -> u64 {
+    // blockalign: offsets on the finest boundary asked for; each
+    // direction's are then rounded to its own (offsets/random.rs).
+    let unit = match j.blockalign.iter().filter(|&&b| b > 0).min() {
+        None => j.bs[0].min().min(j.bs[1].min()).max(1),
+        Some(&ba) => ba,
+    };
+    if j.direct {
+        let a = files
+            .iter()
+            .map(|f| table.targets[f.target_idx].offset_align as u64)
+            .max()
+            .unwrap_or(1);
+        unit.max(a)
+    } else {
+        unit
+    }
+}
+
+/// The (start, length) regions a worker's offsets span: one block per name
+/// for an engine that works on `names`, the files' regions, or a virtual
+/// region when there are no files.
+fn plan_regions(
+    j: &JobSpec,
+    by_name: bool,
+    names: &[std::path::PathBuf],
+    files: &[FileUse],
+) -> Vec<(u64, u64)> {
+    if by_name {
+        names.iter().map(|_| (0, meta_file_bytes(j))).collect()
+    } else if files.is_empty() {
+        // null engine: a virtual region of `size`, else `filesize` (as
+        // fio sizes its null files), else 1 GiB.
+        vec![(0, virtual_size(j))]
+    } else {
+        files.iter().map(|f| f.region).collect()
+    }
+}
+
+/// The random seed of clone `clone` in trial `trial` (`randseed` with
+/// `randrepeat`, else the clock).
+fn worker_seed(j: &JobSpec, clone: u32, trial: u32) -> u64 {
+    let seed = if j.randrepeat {
+        j.randseed
+    } else {
+        dioscope_sys::clock::now_ns()
+    };
+    seed ^ (clone as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (trial as u64) << 48
+}
+
+/// The offset generator over `regions` (with sprandom's when asked for)
+/// and the measured bytes after which the worker stops (0: no limit).
+fn offsets_and_limit(
+    j: &JobSpec,
+    regions: &[(u64, u64)],
+    unit: u64,
+    seed: u64,
+) -> (OffsetGen, u64) {
+    let mut offsets = OffsetGen::with(regions, offset_cfg(j, unit), seed);
+    let mut pass = offsets.pass_bytes();
+    let mut io_size = j.io_size;
+    if let (true, Some(&(start, len))) = (j.sprandom, regions.first()) {
+        // fio: sprandom's io_size is the modelled physical size.
+        let s = sprandom::Sprandom::for_job(j, start, len, seed);
+        pass = s.physical_bytes();
+        io_size = None;
+        offsets.set_sprandom(s);
+    }
+    let io_limit = if j.time_based {
+        0
+    } else {
+        io_size.unwrap_or(pass).saturating_mul(j.loops as u64)
+    };
+    (offsets, io_limit)
+}
+
+/// Completions to wait for at least when reaping, at queue depth `depth`.
+fn complete_min(j: &JobSpec, depth: u32) -> u32 {
+    match j.iodepth_batch_complete_min {
+        // Auto: wait for an eighth of the queue. On zram with io_uring
+        // (bench/, docs/PERFORMANCE.md) 4 of 32 gave 1.3x the IOPS of
+        // waiting for 1, at 0.8x the CPU per I/O; 8 of 32 gave no gain.
+        // Asked for 0 (fio: check before queuing more): when the queue
+        // is full, wait for one, after polling (engines that can).
+        0 if j.poll_reaps => 1,
+        0 => (depth / 8).max(1),
+        n => n.min(depth),
+    }
+}
+
+/// Whether and how the job trims.
+fn trim_mode(j: &JobSpec) -> TrimMode {
+    match j.rw {
+        _ if !j.rw.trims() => TrimMode::None,
+        crate::job::RwMode::TrimWrite | crate::job::RwMode::RandTrimWrite => TrimMode::ThenWrite,
+        _ => TrimMode::Only,
+    }
+}
+
+/// `write_iolog`: the file to record into, and the files' names. The first
+/// trial's I/Os; clone N > 0 writes NAME.N.
+fn write_iolog_target(
+    j: &JobSpec,
+    files: &[FileUse],
+    clone: u32,
+    trial: u32,
+) -> Option<(std::path::PathBuf, Vec<std::path::PathBuf>)> {
+    j.write_iolog.as_ref().filter(|_| trial == 0).map(|p| {
+        (
+            crate::job::created::iolog_file(p, clone),
+            files.iter().map(|f| f.path.clone()).collect(),
+        )
+    })
 }
 
 /// Where a job's I/Os go, from its options (runner/offsets.rs).
