@@ -19,7 +19,6 @@ const OVER: &[(&str, &str)] = &[
     ("core/src/render/html_experiments.rs", "comparison"),
     ("core/src/render/html_experiments.rs", "sweep"),
     ("core/src/render/sweep_text.rs", "render"),
-    ("core/src/runner/worker/mod.rs", "new"),
     ("core/src/targets/mod.rs", "layout"),
     ("core/src/targets/mod.rs", "open_one"),
 ];

@@ -13,14 +13,16 @@
 //! after it is taken only every few batches.
 //!
 //! The loop and its per-I/O steps (stage, commit, reap, account) are here;
-//! `plan.rs` is what a worker does (built before it starts), `timeline.rs`
-//! its ramp, intervals and end, `pace.rs` its waits with nothing in flight,
-//! `result.rs` what it reports. Time comes from a `Clock` type parameter
+//! `plan.rs` is what a worker does (built before it starts), `setup.rs`
+//! its state built from the plan, `timeline.rs` its ramp, intervals and
+//! end, `pace.rs` its waits with nothing in flight, `result.rs` what it
+//! reports. Time comes from a `Clock` type parameter
 //! (runner/clock.rs), monomorphised like the engine and the hook.
 
 mod pace;
 mod plan;
 mod result;
+mod setup;
 mod timeline;
 
 use super::clock::{Clock, SysClock};
@@ -29,7 +31,6 @@ use super::pacing::{PaceEvent, Pacer};
 use crate::engines::{Completion, Engine, IoDesc};
 pub use crate::verify::{BlockHook, NoHook};
 use dioscope_sys::clock::now_ns;
-use dioscope_sys::proc::usage_thread;
 pub(crate) use plan::engine_opts;
 pub use plan::{LatStats, TrimMode, WorkerPlan};
 pub use result::{batch_bucket, depth_bucket, ignores, Progress, WorkerResult};
@@ -39,8 +40,6 @@ use timeline::Timeline;
 
 use super::logs::{LogSink, Rec};
 pub use crate::results::measure::{merge_ticks, DirStats, IoErrorInfo, QueueStats, Tick};
-use crate::results::series::MAX_TICKS;
-use crate::stats::Histogram;
 
 /// Trim `len` bytes at `offset` of `fd`: the time it took, or the errno.
 #[cold]
@@ -327,136 +326,6 @@ struct Worker<'a, E: Engine, H: BlockHook, C: Clock> {
 }
 
 impl<'a, E: Engine, H: BlockHook, C: Clock> Worker<'a, E, H, C> {
-    fn new(
-        eng: &'a mut E,
-        hook: &'a mut H,
-        p: WorkerPlan,
-        start_ns: u64,
-        stop: &'a AtomicBool,
-        prog: &'a Progress,
-        clk: C,
-    ) -> Self {
-        let depth = p.depth.max(1) as usize;
-        let batch = if p.batch_submit == 0 {
-            depth
-        } else {
-            p.batch_submit as usize
-        };
-        let ramp_end = start_ns + p.ramp_ns;
-        let tl = Timeline {
-            ramp_end,
-            end: if p.runtime_ns > 0 {
-                ramp_end + p.runtime_ns
-            } else {
-                u64::MAX
-            },
-            measuring: p.ramp_ns == 0,
-            meas_start: start_ns,
-            next_tick: start_ns + p.tick_ns,
-            tick_ns: p.tick_ns,
-            cpu0: usage_thread(),
-            start: start_ns,
-            tick_start: start_ns,
-            tick_base: [[0; 3]; 2],
-            tick_lat: [Histogram::new(), Histogram::new()],
-            next_publish: start_ns,
-            next_event: start_ns,
-        };
-        if tl.measuring {
-            prog.measuring.store(true, Ordering::Relaxed);
-        }
-        let mut setup_note = None;
-        let log = p
-            .log
-            .as_ref()
-            .and_then(|lp| match LogSink::start(lp, start_ns) {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    setup_note = Some(format!("no logs written: {e}"));
-                    None
-                }
-            });
-        let lat = p.lat;
-        // Rate limits, logs and timed replays want the time of every batch.
-        let throttle = p.gtod_reduce
-            && !(lat.slat || lat.clat || lat.lat)
-            && p.log.is_none()
-            && p.write_iolog.is_none()
-            && p.replay.is_none();
-        let pace = Pacer::new(&p.pace, start_ns);
-        // Pacing (rates, think times, latency targets) works from the time
-        // of every batch.
-        let throttle = throttle && !(pace.active || pace.checks || pace.per_completion);
-        let iolog = p.write_iolog.as_ref().and_then(|(path, files)| {
-            match IologWriter::create(path, files, start_ns) {
-                Ok(w) => Some(w),
-                Err(e) => {
-                    let n = format!("write_iolog={} not written: {e}", path.display());
-                    setup_note = Some(match setup_note.take() {
-                        Some(a) => format!("{a}; {n}"),
-                        None => n,
-                    });
-                    None
-                }
-            }
-        });
-        let plain_stage = p.replay.is_none()
-            && !p.serialize_overlap
-            && p.trim == TrimMode::None
-            && !pace.active
-            && iolog.is_none();
-        Worker {
-            plain_stage,
-            lat_all: lat == LatStats::ALL,
-            run: LatRun::default(),
-            stamp_commit: lat.slat || lat.clat,
-            clock: ClockThrottle {
-                on: throttle,
-                every: 1,
-                left: 1,
-            },
-            eng,
-            hook,
-            stop,
-            prog,
-            res: WorkerResult {
-                ticks: Vec::with_capacity(MAX_TICKS),
-                setup_note,
-                ..Default::default()
-            },
-            slots: Slots::new(depth),
-            depth,
-            batch,
-            complete_min: p.complete_min.max(1),
-            reap_max: match p.complete_max as usize {
-                0 => depth,
-                n => n.clamp(p.complete_min.max(1) as usize, depth),
-            },
-            tl,
-            pace,
-            inflight: 0,
-            issuing: true,
-            measured_bytes: 0,
-            issued_bytes: 0,
-            issued_ios: 0,
-            writes_since_sync: 0,
-            last_write_fd: p.fds.first().copied().unwrap_or(-1),
-            now: clk.now(),
-            clk,
-            log,
-            deferred: None,
-            replay_idx: 0,
-            replay_due: 0,
-            iolog,
-            steps: p
-                .pace
-                .step
-                .as_ref()
-                .map(|s| Box::new(super::stepped::StepKeep::new(s.levels.len()))),
-            p,
-        }
-    }
-
     /// Stop issuing on the runner's stop flag, a signal, or the watcher's
     /// halt. Checked at timeline events (at least every 250 µs while
     /// measuring, every turn during the ramp) and in the loop's sleeps, not
