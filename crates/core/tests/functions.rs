@@ -14,11 +14,8 @@ const OVER: &[(&str, &str)] = &[
     ("core/src/commands/compare.rs", "parse"),
     ("core/src/commands/compare.rs", "run_both"),
     ("core/src/experiment/compare.rs", "compare"),
-    ("core/src/job/spec.rs", "blank"),
-    ("core/src/job/units.rs", "eval"),
     ("core/src/render/html_experiments.rs", "comparison"),
     ("core/src/render/html_experiments.rs", "sweep"),
-    ("core/src/render/sweep_text.rs", "render"),
     ("core/src/runner/buffers.rs", "read_back"),
     ("core/src/runner/iolog.rs", "parse"),
     ("core/src/runner/resolve.rs", "resolve"),
@@ -27,8 +24,6 @@ const OVER: &[(&str, &str)] = &[
     ("core/src/runner/worker/plan.rs", "new"),
     ("core/src/runner/offsets.rs", "with"),
     ("core/src/runner/preflight.rs", "check"),
-    ("core/src/targets/mod.rs", "layout"),
-    ("core/src/targets/mod.rs", "open_one"),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
