@@ -147,29 +147,10 @@ pub fn postrun_output(j: &JobSpec, _: &Shape) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
-/// The exec engine's `std_redirect`: the program's output in
-/// `JOB.stdout` and `JOB.stderr`.
-pub fn redirects(j: &JobSpec, _: &Shape) -> Vec<PathBuf> {
-    // An engine that takes std_redirect (exec) runs a program.
-    if !j.ioengine.options().contains(&"std_redirect") || !j.engine_params.std_redirect {
-        return Vec::new();
-    }
-    let (o, e) = crate::engines::exec::redirect_files(&j.name);
-    vec![o, e]
-}
-
-/// e4defrag's `donorname`: the donor file (in `directory=` when relative).
-pub fn donor_file(j: &JobSpec) -> Option<PathBuf> {
-    if !j.ioengine.options().contains(&"donorname") {
-        return None;
-    }
-    let name = PathBuf::from(j.engine_params.donorname.as_deref()?);
-    Some(match &j.directory {
-        Some(d) if name.is_relative() => PathBuf::from(d).join(name),
-        _ => name,
-    })
-}
-
-pub fn donor(j: &JobSpec, _: &Shape) -> Vec<PathBuf> {
-    donor_file(j).into_iter().collect()
+/// The files the job's engine makes from its own options (exec's
+/// `std_redirect`: `JOB.stdout` and `JOB.stderr`; e4defrag's `donorname`,
+/// in `directory=` when relative), as the engine declares them.
+pub fn engine_files(j: &JobSpec, _: &Shape) -> Vec<PathBuf> {
+    j.engine_params
+        .created(j.ioengine, &j.name, j.directory.as_deref())
 }

@@ -418,7 +418,7 @@ pub fn apply(
             value
         }
     };
-    if matches!(def.apply, Apply::Job(_)) && def.name != "name" {
+    if def.apply.is_job() && def.name != "name" {
         // "job options" in the JSON: last one wins, as in fio.
         job.given.retain(|(k, _)| k != def.name);
         job.given.push((def.name.to_string(), value));

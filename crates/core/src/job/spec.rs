@@ -499,7 +499,7 @@ impl Default for JobSpec {
         DEFAULT
             .get_or_init(|| {
                 let (mut j, mut g) = (JobSpec::blank(), GlobalSettings::blank());
-                apply_defaults(&mut j, &mut g, |o| matches!(o.apply, Apply::Job(_)));
+                apply_defaults(&mut j, &mut g, |o| o.apply.is_job());
                 j
             })
             .clone()

@@ -38,6 +38,16 @@ pub enum Kind {
 pub enum Apply {
     Job(fn(&mut JobSpec, &str) -> Result<(), UnitError>),
     Global(fn(&mut GlobalSettings, &str) -> Result<(), UnitError>),
+    /// The job's engine parameters, through the `apply` the engine declares
+    /// with the option (`EngineDef::OWN_OPTIONS`).
+    Engine,
+}
+
+impl Apply {
+    /// Whether the option sets the job (its own fields or its engine's).
+    pub fn is_job(&self) -> bool {
+        !matches!(self, Apply::Global(_))
+    }
 }
 
 pub struct OptDef {
@@ -219,6 +229,7 @@ impl OptDef {
         match self.apply {
             Apply::Job(f) => f(job, value),
             Apply::Global(f) => f(global, value),
+            Apply::Engine => engines::apply(self, job, value),
         }
     }
 }
@@ -390,14 +401,16 @@ static SECTIONS: &[&[OptDef]] = &[
     logs::LOGS,
     timing::TIMING,
     output::OUTPUT,
-    engines::ENGINES,
 ];
 
 pub mod buffers;
 
 /// Every option dioscope understands, in table order.
 pub fn all() -> impl Iterator<Item = &'static OptDef> + Clone {
-    SECTIONS.iter().flat_map(|s| s.iter())
+    SECTIONS
+        .iter()
+        .flat_map(|s| s.iter())
+        .chain(engines::ENGINES.iter())
 }
 
 /// The core options: targets, sizes, patterns, engines, time, groups, output.
