@@ -162,7 +162,7 @@ impl EngineDef for Def {
 }
 
 /// One worker's CPU burner.
-pub struct CpuBurn {
+struct CpuBurn {
     chunk_ns: u64,
     mode: CpuMode,
     exit_on_io_done: bool,

@@ -166,7 +166,7 @@ impl EngineDef for Def {
 }
 
 /// One worker's defragmenter.
-pub struct Defrag {
+struct Defrag {
     fds: Vec<RawFd>,
     donor: OwnedFd,
     /// The file system's block (the ioctl counts in blocks).

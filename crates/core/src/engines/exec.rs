@@ -144,7 +144,7 @@ impl EngineDef for Def {
 
 /// `arguments` with fio's `%r` (runtime, whole seconds) and `%n` (job
 /// name), split at spaces as fio splits them (no quoting).
-pub fn expand_arguments(args: &str, runtime_us: u64, name: &str) -> Vec<String> {
+fn expand_arguments(args: &str, runtime_us: u64, name: &str) -> Vec<String> {
     args.replace("%r", &(runtime_us / 1_000_000).to_string())
         .replace("%n", name)
         .split(' ')
@@ -155,7 +155,7 @@ pub fn expand_arguments(args: &str, runtime_us: u64, name: &str) -> Vec<String> 
 
 /// Where `std_redirect` sends the program's output: `JOB.stdout` and
 /// `JOB.stderr` (job/created.rs checks these names before the run).
-pub fn redirect_files(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+fn redirect_files(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     (
         format!("{name}.stdout").into(),
         format!("{name}.stderr").into(),

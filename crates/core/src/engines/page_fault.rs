@@ -45,7 +45,7 @@ impl EngineDef for Def {
 }
 
 /// One worker's mapping.
-pub struct Faulting {
+struct Faulting {
     map: FileMap,
 }
 

@@ -86,7 +86,7 @@ pub struct RawJob {
 
 /// Replace `${VAR}` from the environment and fio's built-in `$pagesize`,
 /// `$ncpus`, `$mb_memory`.
-pub fn substitute(line: &str, env: &dyn Fn(&str) -> Option<String>) -> String {
+fn substitute(line: &str, env: &dyn Fn(&str) -> Option<String>) -> String {
     let mut out = String::with_capacity(line.len());
     let mut rest = line;
     while let Some(i) = rest.find('$') {

@@ -41,7 +41,7 @@ fn leading_expr(s: &str) -> Result<(f64, &str), UnitError> {
 /// How deeply parentheses, unary minus and `^` may nest in [`eval`]. Each
 /// level is a few stack frames, and job files and arguments have no length
 /// limit, so without a bound `((((...1))))` overflows the stack.
-pub const MAX_EXPR_DEPTH: usize = 64;
+const MAX_EXPR_DEPTH: usize = 64;
 
 /// The state of [`eval`]: the expression, where it is, how deeply it nests.
 struct Expr<'a> {
@@ -144,7 +144,7 @@ impl Expr<'_> {
 }
 
 /// A tiny recursive-descent evaluator for + - * / % ^ and parentheses.
-pub fn eval(expr: &str) -> Result<f64, UnitError> {
+fn eval(expr: &str) -> Result<f64, UnitError> {
     let mut p = Expr {
         b: expr.as_bytes(),
         i: 0,
@@ -353,7 +353,7 @@ pub fn parse_range(s: &str) -> Result<(u64, u64), UnitError> {
 }
 
 /// The most CPUs a `cpu_set_t` (what `sched_setaffinity` takes) can name.
-pub const MAX_CPUS: usize = libc::CPU_SETSIZE as usize;
+const MAX_CPUS: usize = libc::CPU_SETSIZE as usize;
 
 /// A CPU list `0-3,6,8-9`. CPU numbers are below [`MAX_CPUS`], which also
 /// keeps a range such as `0-99999999999` from expanding into a huge list.

@@ -28,7 +28,7 @@ pub fn table_metrics(s: &Sweep) -> Vec<usize> {
 
 /// `mean ± σ [low, high] (n)` of a cell's statistic in unit `u` (the
 /// interval is the 95 % CI of the mean); `mean (1)` for one trial.
-pub fn stat_text(u: &str, st: &CellStat) -> String {
+fn stat_text(u: &str, st: &CellStat) -> String {
     match stddev_from_half(st.half, st.n) {
         Some(sd) => format!(
             "{} ± {} [{}, {}] ({})",
@@ -43,7 +43,7 @@ pub fn stat_text(u: &str, st: &CellStat) -> String {
 }
 
 /// [`stat_text`] of metric `k`, with the findings count.
-pub fn cell_text(c: &SweepCell, job: &str, ks: &[usize]) -> String {
+fn cell_text(c: &SweepCell, job: &str, ks: &[usize]) -> String {
     match c.status {
         CellStatus::Pending => return "(not run)".into(),
         CellStatus::Failed => return "FAILED".into(),

@@ -61,27 +61,6 @@ macro_rules! checks {
     };
 }
 
-checks! {
-    target,
-    direct_io,
-    really_direct,
-    job_options,
-    page_cache,
-    device_sharing,
-    written_data,
-    fragmentation,
-    trials,
-    cpu,
-    governor,
-    polled_io,
-    other_openers,
-    auto_trials,
-    // docs/ARCHITECTURE.md's "Add a check" followed to the letter by a
-    // test-only check (it plants the test-only finding of "Add a finding").
-    #[cfg(test)]
-    example_check,
-}
-
 /// Walk the doctor side of every check.
 pub fn doctor_all(ctx: &mut DoctorCtx) {
     for c in CHECKS {
@@ -107,6 +86,27 @@ pub fn after_run_all(ctx: &RunCtx) -> Vec<Finding> {
         }
     }
     out
+}
+
+checks! {
+    target,
+    direct_io,
+    really_direct,
+    job_options,
+    page_cache,
+    device_sharing,
+    written_data,
+    fragmentation,
+    trials,
+    cpu,
+    governor,
+    polled_io,
+    other_openers,
+    auto_trials,
+    // docs/ARCHITECTURE.md's "Add a check" followed to the letter by a
+    // test-only check (it plants the test-only finding of "Add a finding").
+    #[cfg(test)]
+    example_check,
 }
 
 #[cfg(test)]

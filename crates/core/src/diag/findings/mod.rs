@@ -220,34 +220,6 @@ macro_rules! findings {
     };
 }
 
-findings! {
-    page_cache_on_target::PageCacheOnTarget,
-    page_cache_kept::PageCacheKept,
-    other_openers::OtherOpeners,
-    other_device_io::OtherDeviceIo,
-    silently_buffered::SilentlyBuffered,
-    reads_of_unwritten_regions::ReadsOfUnwrittenRegions,
-    zram_never_written::ZramNeverWritten,
-    buffered_io::BufferedIo,
-    misaligned::Misaligned,
-    outlier_trials::OutlierTrials,
-    bimodal_trials::BimodalTrials,
-    drift_across_trials::DriftAcrossTrials,
-    trials_not_converged::TrialsNotConverged,
-    drift_within_trial::DriftWithinTrial,
-    high_variance::HighVariance,
-    tool_bottleneck::ToolBottleneck,
-    kernel_cpu_bound::KernelCpuBound,
-    cpu_contention::CpuContention,
-    fragmented_file::FragmentedFile,
-    governor_not_performance::GovernorNotPerformance,
-    hipri_without_poll::HipriWithoutPoll,
-    // docs/ARCHITECTURE.md's "Add a finding" followed to the letter by a
-    // test-only finding (its test `adding_a_finding_is_one_file_and_one_line`).
-    #[cfg(test)]
-    example_finding::ExampleFinding,
-}
-
 pub use cpu_contention::CpuProcess;
 pub use other_device_io::IoProcess;
 
@@ -303,6 +275,34 @@ fn list(v: &[usize]) -> String {
 
 fn pct(share: f64) -> String {
     format!("{:+.1} %", share * 100.0)
+}
+
+findings! {
+    page_cache_on_target::PageCacheOnTarget,
+    page_cache_kept::PageCacheKept,
+    other_openers::OtherOpeners,
+    other_device_io::OtherDeviceIo,
+    silently_buffered::SilentlyBuffered,
+    reads_of_unwritten_regions::ReadsOfUnwrittenRegions,
+    zram_never_written::ZramNeverWritten,
+    buffered_io::BufferedIo,
+    misaligned::Misaligned,
+    outlier_trials::OutlierTrials,
+    bimodal_trials::BimodalTrials,
+    drift_across_trials::DriftAcrossTrials,
+    trials_not_converged::TrialsNotConverged,
+    drift_within_trial::DriftWithinTrial,
+    high_variance::HighVariance,
+    tool_bottleneck::ToolBottleneck,
+    kernel_cpu_bound::KernelCpuBound,
+    cpu_contention::CpuContention,
+    fragmented_file::FragmentedFile,
+    governor_not_performance::GovernorNotPerformance,
+    hipri_without_poll::HipriWithoutPoll,
+    // docs/ARCHITECTURE.md's "Add a finding" followed to the letter by a
+    // test-only finding (its test `adding_a_finding_is_one_file_and_one_line`).
+    #[cfg(test)]
+    example_finding::ExampleFinding,
 }
 
 #[cfg(test)]

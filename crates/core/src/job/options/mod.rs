@@ -200,7 +200,7 @@ impl OptDef {
     /// `value`'s numbers against [`OptDef::range`]: each `,`-separated part
     /// that reads as a number must be in the range (a part that does not is
     /// left to `apply`, whose error says what it expected).
-    pub fn check_range(&self, value: &str) -> Result<(), UnitError> {
+    fn check_range(&self, value: &str) -> Result<(), UnitError> {
         let Some(r) = self.range else { return Ok(()) };
         for part in value.split(',') {
             if let Ok(n) = parse_size(part) {
@@ -1799,14 +1799,14 @@ fn full_help(o: &OptDef) -> String {
 }
 
 /// The options of one category, in table order.
-pub fn in_category(c: Category) -> impl Iterator<Item = &'static OptDef> {
+fn in_category(c: Category) -> impl Iterator<Item = &'static OptDef> {
     all().filter(move |o| o.category == c)
 }
 
 impl OptDef {
     /// `default 4k`, `default 1, at least 1`, `from 0 to 100`: what the
     /// option is when not given and the numbers it takes (empty for neither).
-    pub fn default_and_range(&self) -> String {
+    fn default_and_range(&self) -> String {
         let d = self.default.map(|d| format!("default {d}"));
         let r = self.range.map(|r| r.describe(self.kind));
         d.into_iter().chain(r).collect::<Vec<_>>().join(", ")
