@@ -486,13 +486,19 @@ macro_rules! engine_list {
                 None
             }
 
-            /// The files the options of `kind` make for the job `name` in
-            /// `directory` (the other engines' options make nothing).
-            pub fn created(&self, kind: EngineKind, name: &str, directory: Option<&str>) -> Vec<PathBuf> {
+            /// The files the option `option` of `kind` makes for the job
+            /// `name` in `directory` (another engine's option makes nothing).
+            pub fn created(
+                &self,
+                kind: EngineKind,
+                option: &str,
+                name: &str,
+                directory: Option<&str>,
+            ) -> Vec<PathBuf> {
                 match kind {
                     $($(#[$a])* EngineKind::$Kind => <$module::Def as EngineDef>::OWN_OPTIONS
                         .iter()
-                        .filter(|o| o.info.creates)
+                        .filter(|o| o.info.creates && o.info.name == option)
                         .flat_map(|o| (o.creates)(&self.$module, name, directory))
                         .collect(),)*
                 }

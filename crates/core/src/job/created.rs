@@ -147,10 +147,27 @@ pub fn postrun_output(j: &JobSpec, _: &Shape) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
-/// The files the job's engine makes from its own options (exec's
-/// `std_redirect`: `JOB.stdout` and `JOB.stderr`; e4defrag's `donorname`,
-/// in `directory=` when relative), as the engine declares them.
-pub fn engine_files(j: &JobSpec, _: &Shape) -> Vec<PathBuf> {
+/// The files the job's engine makes from the `I`-th engine option that
+/// creates files, in table order (exec's `std_redirect`: `JOB.stdout` and
+/// `JOB.stderr`; e4defrag's `donorname`, in `directory=` when relative), as
+/// the engine declares them.
+fn engine_files<const I: usize>(j: &JobSpec, _: &Shape) -> Vec<PathBuf> {
+    let Some(o) = crate::engines::all_options().filter(|o| o.creates).nth(I) else {
+        return Vec::new();
+    };
     j.engine_params
-        .created(j.ioengine, &j.name, j.directory.as_deref())
+        .created(j.ioengine, o.name, &j.name, j.directory.as_deref())
 }
+
+/// One names function per engine option that creates files, so the run
+/// tells which option makes each file (`runner::created_files`).
+pub const ENGINE_FILES: [fn(&JobSpec, &Shape) -> Vec<PathBuf>; 8] = [
+    engine_files::<0>,
+    engine_files::<1>,
+    engine_files::<2>,
+    engine_files::<3>,
+    engine_files::<4>,
+    engine_files::<5>,
+    engine_files::<6>,
+    engine_files::<7>,
+];

@@ -9,6 +9,7 @@ use crate::engines::{OptionKind, OptionValue};
 /// The options of engines that take their own: each engine declares them
 /// in its file (`EngineDef::OWN_OPTIONS`); this is their row in the table.
 pub(super) static ENGINES: std::sync::LazyLock<Vec<OptDef>> = std::sync::LazyLock::new(|| {
+    let mut creating = created::ENGINE_FILES.iter();
     crate::engines::all_options()
         .map(|o| OptDef {
             name: o.name,
@@ -20,7 +21,10 @@ pub(super) static ENGINES: std::sync::LazyLock<Vec<OptDef>> = std::sync::LazyLoc
                 OptionKind::Choice(c) => Kind::Choice(c),
             },
             creates: match o.creates {
-                true => Creates::Job(created::engine_files),
+                true => Creates::Job(*creating.next().expect(
+                    "more engine options create files than created::ENGINE_FILES has entries: \
+                     add one",
+                )),
                 false => Creates::Nothing,
             },
             default: o.default,
