@@ -665,8 +665,9 @@ mod tests {
 
     /// Adding an engine is one file and one line: every file of this
     /// directory that defines an engine is in `engine_list!`, and no code
-    /// outside `engines/` names an engine's kind — it asks for its `Caps` —
-    /// except the two defaults (fio's psync, SPEC's io_uring job).
+    /// of crates/*/src or src/ outside `engines/` names an engine's kind —
+    /// it asks for its `Caps` — except the two defaults (fio's psync,
+    /// SPEC's io_uring job) as a value, never in a condition or match arm.
     #[test]
     fn an_engine_is_one_file_and_one_line() {
         use std::path::Path;
@@ -689,8 +690,11 @@ mod tests {
         listed.sort();
         assert_eq!(defs, listed, "engine files vs engine_list!");
 
+        // The two defaults are data (a field's value); even there, a kind
+        // in a condition or a match arm is not allowed.
         let allowed = [("spec.rs", "Psync"), ("parse.rs", "IoUring")];
-        let mut dirs = vec![src.clone()];
+        let core = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut dirs = vec![src.clone(), core.join("../sys/src"), core.join("../../src")];
         let mut found = Vec::new();
         while let Some(d) = dirs.pop() {
             for e in std::fs::read_dir(&d).unwrap().flatten() {
@@ -704,11 +708,28 @@ mod tests {
                 let text = std::fs::read_to_string(&p).unwrap_or_default();
                 let code = text.split("#[cfg(test)]").next().unwrap_or("");
                 let file = p.file_name().unwrap().to_string_lossy().into_owned();
-                for (_, kind) in EngineKind::LIST {
-                    if code.contains(&format!("EngineKind::{kind}"))
-                        && !allowed.contains(&(file.as_str(), *kind))
-                    {
-                        found.push(format!("{} names EngineKind::{kind}", p.display()));
+                for (n, line) in code.lines().enumerate() {
+                    let line = line.split("//").next().unwrap_or("");
+                    for (_, kind) in EngineKind::LIST {
+                        let Some(at) = line.find(&format!("EngineKind::{kind}")) else {
+                            continue;
+                        };
+                        // A kind before `=>` is a match arm's pattern; two
+                        // kinds on a line, an or-pattern or a comparison.
+                        let arm = line.find("=>").is_some_and(|a| a > at);
+                        let condition = arm
+                            || line.matches("EngineKind::").count() > 1
+                            || ["==", "!=", "matches!", "if "]
+                                .iter()
+                                .any(|op| line.contains(op));
+                        if condition || !allowed.contains(&(file.as_str(), *kind)) {
+                            found.push(format!(
+                                "{}:{}: EngineKind::{kind} in `{}`",
+                                p.display(),
+                                n + 1,
+                                line.trim()
+                            ));
+                        }
                     }
                 }
             }
