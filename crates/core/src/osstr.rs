@@ -70,7 +70,7 @@ pub fn escape(s: &OsStr) -> String {
 }
 
 /// Text → the bytes it stands for.
-pub fn unescape_bytes(s: &str) -> Vec<u8> {
+fn unescape_bytes(s: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(s.len());
     for c in s.chars() {
         if is_escape(c) {

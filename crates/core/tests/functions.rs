@@ -14,13 +14,8 @@ const OVER: &[(&str, &str)] = &[
     ("core/src/commands/compare.rs", "parse"),
     ("core/src/commands/compare.rs", "run_both"),
     ("core/src/experiment/compare.rs", "compare"),
-    ("core/src/job/spec.rs", "blank"),
-    ("core/src/job/units.rs", "eval"),
     ("core/src/render/html_experiments.rs", "comparison"),
     ("core/src/render/html_experiments.rs", "sweep"),
-    ("core/src/render/sweep_text.rs", "render"),
-    ("core/src/targets/mod.rs", "layout"),
-    ("core/src/targets/mod.rs", "open_one"),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

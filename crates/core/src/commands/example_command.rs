@@ -18,3 +18,13 @@ fn main(args: &[String]) -> i32 {
     let _ = file;
     0
 }
+
+#[cfg(test)]
+mod tests {
+    /// The recipe's files are what this command took (its behaviour is
+    /// tested in commands/mod.rs, `adding_a_command_is_one_file_and_one_line`).
+    #[test]
+    fn the_command_recipe_lists_what_this_command_took() {
+        crate::recipe_check::recipe_took("Add a command", "my_command", "example_command");
+    }
+}

@@ -26,7 +26,7 @@ macro_rules! commands {
     ($($(#[$a:meta])* $m:ident),* $(,)?) => {
         $($(#[$a])* pub mod $m;)*
         /// Every command, in the order `--help` lists them.
-        pub static COMMANDS: &[Command] = &[$($(#[$a])* $m::COMMAND),*];
+        static COMMANDS: &[Command] = &[$($(#[$a])* $m::COMMAND),*];
     };
 }
 
@@ -92,7 +92,7 @@ fn dispatch(args: &[String]) -> i32 {
 
 /// The size of the world an MPI launcher (or srun) started this process
 /// in, and the variable that says so; `None` when none did.
-pub fn launched_world() -> Option<(u64, &'static str)> {
+fn launched_world() -> Option<(u64, &'static str)> {
     const VARS: &[&str] = &[
         "OMPI_COMM_WORLD_SIZE",
         "PMI_SIZE",

@@ -67,7 +67,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
 }
 
 /// Read one result file (`-`: standard input) into a report input.
-pub fn read_input(path: &str) -> Result<Input, String> {
+fn read_input(path: &str) -> Result<Input, String> {
     // Bounded: a regular file or a pipe, never a device that never ends.
     let text = crate::infile::read(path, "report", crate::infile::MAX_INPUT_BYTES)?;
     // fio writes notes ("<host> …") before its JSON when it has something to
@@ -114,7 +114,7 @@ pub fn read_input(path: &str) -> Result<Input, String> {
 
 /// Check where the report goes before any work (exit 2): a stream or a
 /// regular file of its own, never a target of `targets` or an input.
-pub fn check_report(
+fn check_report(
     what: &str,
     path: &str,
     targets: &[std::path::PathBuf],

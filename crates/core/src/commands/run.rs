@@ -67,7 +67,7 @@ fn main(args: &[String]) -> i32 {
 
 /// `--showcmd`, `--parse-only`, `--cmdhelp`, `--enghelp`: answered without
 /// running anything; `Some(exit code)` when the invocation was one of them.
-pub fn answer_without_running(args: &[String]) -> Option<i32> {
+fn answer_without_running(args: &[String]) -> Option<i32> {
     let (flags, rest) = match crate::job::flags::split(args) {
         Ok(x) => x,
         Err(e) => return Some(eprint_err(&e)),

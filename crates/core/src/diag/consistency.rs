@@ -124,11 +124,11 @@ pub fn series_findings(metric: &str, trial: usize, series: &[f64]) -> Vec<Findin
 
 /// A worker this busy on its CPU is the bottleneck (the rest is the kernel's
 /// accounting granularity and the time the thread sleeps between batches).
-pub const BOTTLENECK_CPU_PCT: f64 = 95.0;
+const BOTTLENECK_CPU_PCT: f64 = 95.0;
 
 /// Share of the workers' CPU time in user space from which dioscope's own
 /// code, not the kernel, is what a saturated worker spends its CPU on.
-pub const TOOL_USER_SHARE: f64 = 0.5;
+const TOOL_USER_SHARE: f64 = 0.5;
 
 /// When the busiest worker of `job` was at ≥ 95 % of a CPU (`busiest` is
 /// its user+system CPU time over its wall time, from
@@ -205,10 +205,10 @@ pub fn high_variance(
 }
 
 /// The CI half-width, in % of the mean, above which a result is too noisy.
-pub const HIGH_VARIANCE_PCT: f64 = 5.0;
+const HIGH_VARIANCE_PCT: f64 = 5.0;
 /// The most trials [`high_variance`] suggests (beyond, the noise needs
 /// removing, not averaging).
-pub const MAX_TRIALS_SUGGESTED: usize = 100;
+const MAX_TRIALS_SUGGESTED: usize = 100;
 
 /// [`Finding::GovernorNotPerformance`] when any CPU's governor is not
 /// `performance`; nothing when the kernel exposes no cpufreq.

@@ -32,7 +32,7 @@ impl Kernel {
     }
 }
 
-pub fn parse_release(r: &str) -> Option<(u32, u32)> {
+fn parse_release(r: &str) -> Option<(u32, u32)> {
     let mut it = r.split(|c: char| !c.is_ascii_digit());
     Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
 }
@@ -52,7 +52,7 @@ impl Cpu {
 
 /// The CPU model from /proc/cpuinfo (x86 `model name`, arm64 has none, some
 /// others `cpu model`/`Processor`).
-pub fn cpu_model(cpuinfo: &str) -> Option<String> {
+fn cpu_model(cpuinfo: &str) -> Option<String> {
     cpuinfo.lines().find_map(|l| {
         let (k, v) = l.split_once(':')?;
         let k = k.trim();
@@ -63,7 +63,7 @@ pub fn cpu_model(cpuinfo: &str) -> Option<String> {
 }
 
 /// Governors under a `/sys/devices/system/cpu`-shaped directory.
-pub fn read_governors(cpu_dir: &Path) -> Vec<(String, usize)> {
+fn read_governors(cpu_dir: &Path) -> Vec<(String, usize)> {
     let Ok(rd) = std::fs::read_dir(cpu_dir) else {
         return Vec::new();
     };
@@ -122,7 +122,7 @@ impl QueueLimits {
 }
 
 /// `mq-deadline kyber [none]` → `none`; a single name stands for itself.
-pub fn active_scheduler(s: &str) -> String {
+fn active_scheduler(s: &str) -> String {
     s.split_whitespace()
         .find_map(|w| w.strip_prefix('[').and_then(|w| w.strip_suffix(']')))
         .unwrap_or(s.trim())

@@ -20,7 +20,7 @@ use super::findings::{BufferedReason, Finding};
 use super::mounts::{mount_for, read_mountinfo};
 
 /// First kernel whose btrfs buffers direct writes to checksummed files.
-pub const BTRFS_DIO_FALLBACK_SINCE: (u32, u32) = (6, 14);
+const BTRFS_DIO_FALLBACK_SINCE: (u32, u32) = (6, 14);
 
 /// Why direct I/O to `path` would be buffered, if it would. A path that does
 /// not exist yet is judged by its directory (new btrfs files inherit NOCOW

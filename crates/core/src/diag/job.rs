@@ -17,7 +17,7 @@ pub struct Alignment {
 
 /// The offset/length alignment of a target: statx `STATX_DIOALIGN` when the
 /// kernel reports it, else the logical block size of its device.
-pub fn required_alignment(t: &TargetEnv) -> Option<Alignment> {
+fn required_alignment(t: &TargetEnv) -> Option<Alignment> {
     if let Some((_, off)) = t.dio_align {
         if off > 0 {
             return Some(Alignment {
@@ -36,7 +36,7 @@ pub fn required_alignment(t: &TargetEnv) -> Option<Alignment> {
 
 /// [`Finding::Misaligned`] when `value` is not a multiple of the alignment.
 /// `zero_ok` for offsets (0 is aligned; sizes must be at least one unit).
-pub fn check_value(option: &str, value: u64, a: &Alignment, zero_ok: bool) -> Option<Finding> {
+fn check_value(option: &str, value: u64, a: &Alignment, zero_ok: bool) -> Option<Finding> {
     if a.bytes == 0 || (value.checked_rem(a.bytes) == Some(0) && (zero_ok || value > 0)) {
         return None;
     }

@@ -9,14 +9,14 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
 
 /// Major and minor of a `dev_t` (glibc's encoding, as `major(3)`).
-pub fn dev_major_minor(dev: u64) -> (u32, u32) {
+fn dev_major_minor(dev: u64) -> (u32, u32) {
     let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
     let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
     (major as u32, minor as u32)
 }
 
 /// Every process id in /proc except our own.
-pub fn other_pids() -> Vec<i32> {
+fn other_pids() -> Vec<i32> {
     let me = std::process::id() as i32;
     let Ok(rd) = fs::read_dir("/proc") else {
         return Vec::new();
@@ -68,7 +68,7 @@ pub fn holders(devs: &[(u32, u32)]) -> Vec<i32> {
 
 /// `read_bytes` and `write_bytes` of a `/proc/PID/io` text: bytes this
 /// process caused to be read from or sent to any block device.
-pub fn parse_io(text: &str) -> Option<(u64, u64)> {
+fn parse_io(text: &str) -> Option<(u64, u64)> {
     let field = |k: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(k)?.trim().parse::<u64>().ok())
@@ -89,7 +89,7 @@ pub fn comm(pid: i32) -> String {
 /// `(comm, utime + stime in clock ticks)` from a `/proc/PID/stat` text (the
 /// whole thread group's). The comm is between the first `(` and the last
 /// `)`, and may itself hold spaces and parentheses.
-pub fn parse_stat_ticks(text: &str) -> Option<(String, u64)> {
+fn parse_stat_ticks(text: &str) -> Option<(String, u64)> {
     let open = text.find('(')?;
     let close = text.rfind(')')?;
     let comm = text.get(open + 1..close)?.to_string();
@@ -100,7 +100,7 @@ pub fn parse_stat_ticks(text: &str) -> Option<(String, u64)> {
     Some((comm, utime + stime))
 }
 
-pub fn stat_ticks(pid: &str) -> Option<(String, u64)> {
+fn stat_ticks(pid: &str) -> Option<(String, u64)> {
     parse_stat_ticks(&fs::read_to_string(Path::new("/proc").join(pid).join("stat")).ok()?)
 }
 
@@ -154,7 +154,7 @@ fn allowed_cpus_in(status: &str) -> Vec<usize> {
 /// `(busy, total)` clock ticks summed over the `cpuN` lines of a
 /// `/proc/stat` text whose N is in `cpus`. Busy is everything but idle and
 /// iowait.
-pub fn parse_cpu_ticks(text: &str, cpus: &[usize]) -> (u64, u64) {
+fn parse_cpu_ticks(text: &str, cpus: &[usize]) -> (u64, u64) {
     let (mut busy, mut total) = (0, 0);
     for l in text.lines() {
         let mut f = l.split_whitespace();

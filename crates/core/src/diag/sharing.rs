@@ -10,12 +10,12 @@ use super::procs;
 
 /// Extra device traffic beyond the benchmark's own that is not reported:
 /// this share of ours…
-pub const OTHER_IO_MIN_SHARE: f64 = 0.10;
+const OTHER_IO_MIN_SHARE: f64 = 0.10;
 /// …or this many bytes, whichever is larger. Journal commits and mtime
 /// updates of a file system under a direct-I/O job are far below it; the
 /// device snapshots bracket the measured interval, so an I/O in flight at
 /// either end may also land on one side only.
-pub const OTHER_IO_MIN_BYTES: u64 = 4 << 20;
+const OTHER_IO_MIN_BYTES: u64 = 4 << 20;
 
 /// The benchmark's bytes (read, write) of one trial, from the run result.
 pub type OurBytes = (u64, u64);
@@ -155,10 +155,10 @@ pub fn sample_device_io(devs: &[BlockDev], dur: std::time::Duration) -> Vec<Find
 
 /// Others' share of our CPUs, in % of one CPU, from which contention is
 /// reported (a quarter of a CPU: less is housekeeping noise)…
-pub const CONTENTION_MIN_OTHERS_PCT: f64 = 25.0;
+const CONTENTION_MIN_OTHERS_PCT: f64 = 25.0;
 /// …when our CPUs were also this busy, in % of their capacity: with an idle
 /// CPU left, the scheduler runs our threads there and nobody waits.
-pub const CONTENTION_MIN_BUSY_PCT: f64 = 90.0;
+const CONTENTION_MIN_BUSY_PCT: f64 = 90.0;
 
 /// [`CpuContention`] when, in some trials, other processes used at least a
 /// quarter of a CPU on the CPUs dioscope may run on and those CPUs were

@@ -20,7 +20,7 @@ pub use crate::results::doctor::{FileLayout, ZramStat};
 /// `(start, end)` pairs, the range clamped to the file size. ext4, XFS and
 /// btrfs also report unwritten extents without cached data as holes; file
 /// systems that do not track holes report none.
-pub fn hole_ranges(fd: RawFd, off: u64, len: u64, file_size: u64) -> io::Result<Vec<(u64, u64)>> {
+fn hole_ranges(fd: RawFd, off: u64, len: u64, file_size: u64) -> io::Result<Vec<(u64, u64)>> {
     let end = off.saturating_add(len).min(file_size);
     let mut pos = off;
     let mut holes = Vec::new();
@@ -99,7 +99,7 @@ fn overlap(start: u64, length: u64, lo: u64, hi: u64) -> u64 {
 }
 
 /// Runs of extents where each continues the previous one physically.
-pub fn count_fragments(ext: &[dioscope_sys::fiemap::Extent]) -> u64 {
+fn count_fragments(ext: &[dioscope_sys::fiemap::Extent]) -> u64 {
     let mut n = 0;
     let mut prev_end: Option<u64> = None;
     for e in ext {
@@ -124,7 +124,7 @@ pub const DEFAULT_FRAGMENT_BS: u64 = 1 << 20;
 /// 1 % the requests-per-I/O and latency figures visibly include the file's
 /// layout rather than the device's behaviour; below it they are within the
 /// run-to-run noise of most devices.
-pub const FRAGMENT_SPLIT_PCT: f64 = 1.0;
+const FRAGMENT_SPLIT_PCT: f64 = 1.0;
 
 /// [`Finding::FragmentedFile`] when more than [`FRAGMENT_SPLIT_PCT`] of
 /// sequential `block_size` I/Os would cross a fragment boundary.
@@ -172,7 +172,7 @@ impl ZramStat {
         Some(s)
     }
 
-    pub fn parse_mm_stat(text: &str) -> Option<ZramStat> {
+    fn parse_mm_stat(text: &str) -> Option<ZramStat> {
         let v: Vec<u64> = text
             .split_whitespace()
             .filter_map(|x| x.parse().ok())

@@ -20,6 +20,7 @@ macro_rules! plain_blocking_engine {
         pub struct Def;
 
         impl $crate::engines::EngineDef for Def {
+            type Params = ();
             const NAMES: &'static [&'static str] = $names;
             const HELP: &'static str = $help;
             const CAPS: $crate::engines::Caps = $crate::engines::Caps {

@@ -8,19 +8,82 @@
 //! changes layout.
 
 use super::one_call::{OneAtATime, OneCall};
-use super::{Caps, EngineDef, EngineOpts, EngineParams, IoDesc, SlotArena, WithEngine};
+use super::{
+    text, Caps, EngineDef, EngineOption, EngineOpts, IoDesc, OptionInfo, OptionKind, OptionValue,
+    SlotArena, WithEngine,
+};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 
 pub struct Def;
 
+/// e4defrag's options.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Params {
+    /// The donor file (in `directory=` when relative).
+    pub donorname: Option<String>,
+    /// Allocate the donor's blocks per I/O and free them after (1), or
+    /// once for the whole file at start (0).
+    pub inplace: bool,
+}
+
+/// The donor file of `donorname` (in `directory` when relative).
+fn donor_path(name: &str, directory: Option<&str>) -> PathBuf {
+    match (directory, PathBuf::from(name)) {
+        (Some(d), n) if n.is_relative() => PathBuf::from(d).join(n),
+        (_, n) => n,
+    }
+}
+
 impl EngineDef for Def {
+    type Params = Params;
     const NAMES: &'static [&'static str] = &["e4defrag"];
     const HELP: &'static str = "no data written: each write is ext4's EXT4_IOC_MOVE_EXT over its \
          range, swapping in the blocks of the donor file donorname= (allocated once, or per I/O \
          with inplace=1); the file's data stays the same, its extents move; ext4 only, writes only";
-    const OPTIONS: &'static [&'static str] = &["donorname", "inplace"];
+    const OWN_OPTIONS: &'static [EngineOption<Params>] = &[
+        EngineOption::creating(
+            OptionInfo::new(
+                "donorname",
+                OptionKind::Str,
+                "file.def",
+                "e4defrag: the donor file whose blocks EXT4_IOC_MOVE_EXT swaps in (in \
+                 directory= when relative; created; mandatory with e4defrag)",
+            ),
+            |p, v| {
+                p.donorname = text(v)?;
+                Ok(())
+            },
+            |p, _, directory| {
+                p.donorname
+                    .iter()
+                    .map(|n| donor_path(n, directory))
+                    .collect()
+            },
+        ),
+        EngineOption::new(
+            OptionInfo::new(
+                "inplace",
+                OptionKind::Choice(&["0", "1"]),
+                "1",
+                "e4defrag: 0 allocates the donor's blocks once at start, 1 allocates them for \
+                 each I/O and frees them after it",
+            )
+            .defaults_to("0"),
+            |p, v| {
+                p.inplace = match v {
+                    OptionValue::Choice("0") => false,
+                    OptionValue::Choice("1") => true,
+                    OptionValue::Choice(o) => {
+                        return Err(format!("'{o}' is not an inplace mode: choose 0 or 1"))
+                    }
+                    o => return Err(format!("{o:?} is not an inplace mode")),
+                };
+                Ok(())
+            },
+        ),
+    ];
     const CAPS: Caps = Caps {
         sync: true,
         moves_data: false,
@@ -28,7 +91,7 @@ impl EngineDef for Def {
         ..Caps::BASE
     };
 
-    fn check(p: &EngineParams) -> Result<(), String> {
+    fn check(p: &Params) -> Result<(), String> {
         if p.donorname.is_none() {
             return Err("ioengine=e4defrag needs donorname= (the donor file whose blocks it \
                         swaps in), for example donorname=file.def"
@@ -43,12 +106,9 @@ impl EngineDef for Def {
         opts: &EngineOpts,
         f: W,
     ) -> Result<(W::Out, Option<String>), super::EngineSetupError> {
-        let p = &opts.job.params;
+        let p = &opts.job.params.e4defrag;
         let name = p.donorname.as_deref().unwrap_or_default();
-        let path = match (&opts.job.directory, PathBuf::from(name)) {
-            (Some(d), n) if n.is_relative() => PathBuf::from(d).join(n),
-            (_, n) => n,
-        };
+        let path = donor_path(name, opts.job.directory.as_deref());
         let setup = |what: &str, e: &io::Error, fix: &str| {
             super::EngineSetupError::new(&format!("{what} {}", path.display()), e, fix)
         };
@@ -106,7 +166,7 @@ impl EngineDef for Def {
 }
 
 /// One worker's defragmenter.
-pub struct Defrag {
+struct Defrag {
     fds: Vec<RawFd>,
     donor: OwnedFd,
     /// The file system's block (the ioctl counts in blocks).

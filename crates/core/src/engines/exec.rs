@@ -6,7 +6,10 @@
 //! that exits with a failure status before the end, is the job's error.
 
 use super::one_call::{OneAtATime, OneCall};
-use super::{Caps, EngineDef, EngineOpts, EngineParams, IoDesc, SlotArena, WithEngine};
+use super::{
+    flag, int, text, Caps, EngineDef, EngineOption, EngineOpts, IoDesc, OptionInfo, OptionKind,
+    SlotArena, WithEngine,
+};
 use dioscope_sys::clock::now_ns;
 use std::io;
 use std::os::fd::RawFd;
@@ -14,13 +17,97 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 
 pub struct Def;
 
+/// exec's options, with fio's defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Params {
+    /// The program and its arguments (`%r` runtime in s, `%n` job name).
+    pub program: Option<String>,
+    pub arguments: Option<String>,
+    /// Seconds between SIGTERM and SIGKILL at the end of the job.
+    pub grace_time_s: u32,
+    /// The program's stdout/stderr go to JOBNAME.stdout/.stderr.
+    pub std_redirect: bool,
+}
+
+impl Default for Params {
+    fn default() -> Params {
+        Params {
+            program: None,
+            arguments: None,
+            grace_time_s: 1,
+            std_redirect: true,
+        }
+    }
+}
+
 impl EngineDef for Def {
+    type Params = Params;
     const NAMES: &'static [&'static str] = &["exec"];
     const HELP: &'static str = "no I/O: runs program= with arguments= (%r: runtime in seconds, %n: \
          job name) for the job's runtime, checking on it every 50 ms; SIGTERM at the end, SIGKILL \
          grace_time seconds later; its output goes to JOBNAME.stdout/.stderr (std_redirect=1); \
          a program that cannot start or exits non-zero fails the job";
-    const OPTIONS: &'static [&'static str] = &["program", "arguments", "grace_time", "std_redirect"];
+    const OWN_OPTIONS: &'static [EngineOption<Params>] = &[
+        EngineOption::new(
+            OptionInfo::new(
+                "program",
+                OptionKind::Str,
+                "/usr/bin/vmstat",
+                "exec: the program to run for the job's runtime (mandatory with exec)",
+            ),
+            |p, v| {
+                p.program = text(v)?;
+                Ok(())
+            },
+        ),
+        EngineOption::new(
+            OptionInfo::new(
+                "arguments",
+                OptionKind::Str,
+                "-w 1",
+                "exec: the program's arguments, split at spaces; %r is the job's runtime in \
+                 seconds, %n its name",
+            ),
+            |p, v| {
+                p.arguments = text(v)?;
+                Ok(())
+            },
+        ),
+        EngineOption::new(
+            OptionInfo::new(
+                "grace_time",
+                OptionKind::Int,
+                "1",
+                "exec: seconds between SIGTERM and SIGKILL when the runtime is over (default 1)",
+            )
+            .defaults_to("1"),
+            |p, v| {
+                p.grace_time_s = int(v)?;
+                Ok(())
+            },
+        ),
+        EngineOption::creating(
+            OptionInfo::new(
+                "std_redirect",
+                OptionKind::Flag,
+                "0",
+                "exec: write the program's stdout and stderr to JOBNAME.stdout and \
+                 JOBNAME.stderr (default 1); 0 leaves them on dioscope's",
+            )
+            .defaults_to("1"),
+            |p, v| {
+                p.std_redirect = flag(v)?;
+                Ok(())
+            },
+            |p, name, _| match p.std_redirect {
+                true => {
+                    let (o, e) = redirect_files(name);
+                    vec![o, e]
+                }
+                false => Vec::new(),
+            },
+        ),
+    ];
     const CAPS: Caps = Caps {
         sync: true,
         real_io: false,
@@ -29,7 +116,7 @@ impl EngineDef for Def {
         ..Caps::BASE
     };
 
-    fn check(p: &EngineParams) -> Result<(), String> {
+    fn check(p: &Params) -> Result<(), String> {
         if p.program.is_none() {
             return Err("ioengine=exec needs program= (the program to run), for example \
                         program=/usr/bin/vmstat"
@@ -38,7 +125,7 @@ impl EngineDef for Def {
         Ok(())
     }
 
-    fn pause_us(_: &EngineParams) -> Option<u64> {
+    fn pause_us(_: &Params) -> Option<u64> {
         Some(50_000)
     }
 
@@ -57,7 +144,7 @@ impl EngineDef for Def {
 
 /// `arguments` with fio's `%r` (runtime, whole seconds) and `%n` (job
 /// name), split at spaces as fio splits them (no quoting).
-pub fn expand_arguments(args: &str, runtime_us: u64, name: &str) -> Vec<String> {
+fn expand_arguments(args: &str, runtime_us: u64, name: &str) -> Vec<String> {
     args.replace("%r", &(runtime_us / 1_000_000).to_string())
         .replace("%n", name)
         .split(' ')
@@ -68,7 +155,7 @@ pub fn expand_arguments(args: &str, runtime_us: u64, name: &str) -> Vec<String> 
 
 /// Where `std_redirect` sends the program's output: `JOB.stdout` and
 /// `JOB.stderr` (job/created.rs checks these names before the run).
-pub fn redirect_files(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+fn redirect_files(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     (
         format!("{name}.stdout").into(),
         format!("{name}.stderr").into(),
@@ -92,7 +179,7 @@ pub struct Exec {
 
 impl Exec {
     pub fn new(opts: &EngineOpts) -> Exec {
-        let p = &opts.job.params;
+        let p = &opts.job.params.exec;
         let name = &opts.job.name;
         Exec {
             program: p.program.clone().unwrap_or_default(),

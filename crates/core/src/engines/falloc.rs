@@ -11,6 +11,7 @@ use std::os::fd::RawFd;
 pub struct Def;
 
 impl EngineDef for Def {
+    type Params = ();
     const NAMES: &'static [&'static str] = &["falloc"];
     const HELP: &'static str = "no data moves: a write is fallocate(2) of its range (mode 0), a read \
          fallocate with FALLOC_FL_KEEP_SIZE, a trim punches a hole; times the file system's \

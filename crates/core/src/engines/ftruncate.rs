@@ -9,6 +9,7 @@ use std::os::fd::RawFd;
 pub struct Def;
 
 impl EngineDef for Def {
+    type Params = ();
     const NAMES: &'static [&'static str] = &["ftruncate"];
     const HELP: &'static str = "no data moves: each write is ftruncate(2) of the file to the write's \
          offset (bs only spaces the offsets); reads fail with EINVAL; one call at a time";

@@ -11,6 +11,7 @@ pub const IORING_MAX_ENTRIES: u64 = 32768;
 pub struct Def;
 
 impl EngineDef for Def {
+    type Params = ();
     const NAMES: &'static [&'static str] = &["io_uring"];
     const HELP: &'static str = "io_uring: one ring per worker, submission and completion queues shared with the kernel; direct and buffered I/O both queue";
     const OPTIONS: &'static [&'static str] = &["hipri", "nowait", "sqthread_poll", "fixedbufs", "registerfiles"];

@@ -7,6 +7,7 @@ use std::os::fd::RawFd;
 pub struct Def;
 
 impl EngineDef for Def {
+    type Params = ();
     const NAMES: &'static [&'static str] = &["libaio"];
     const HELP: &'static str = "Linux native aio: io_submit(2)/io_getevents(2) on a ring of iodepth; queues for real only with direct=1 (buffered aio completes inside io_submit)";
     const OPTIONS: &'static [&'static str] = &["nowait"];

@@ -399,6 +399,7 @@ impl OneCall for MetaOps {
 /// over the job's names.
 macro_rules! meta_def {
     ($op:expr) => {
+        type Params = ();
         const CAPS: super::Caps = super::meta::caps($op);
         fn with<W: super::WithEngine>(
             arena: super::SlotArena,

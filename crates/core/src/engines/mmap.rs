@@ -18,6 +18,7 @@ use std::os::fd::RawFd;
 pub struct Def;
 
 impl EngineDef for Def {
+    type Params = ();
     const NAMES: &'static [&'static str] = &["mmap"];
     const HELP: &'static str = "the target is mapped (mmap(2), MAP_SHARED) and I/O is a memcpy to or \
          from the mapping, one I/O at a time; with direct=1 each write is written back \

@@ -169,55 +169,150 @@ pub fn io_jobs_running() -> usize {
     IO_JOBS_RUNNING.load(std::sync::atomic::Ordering::SeqCst)
 }
 
-/// `cpumode=` of the cpuio engine: how it burns its CPU share.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum CpuMode {
-    /// A loop that only reads the clock.
-    #[default]
-    Noop,
-    /// Sorting arrays (more work per cycle: more power drawn).
-    Qsort,
+/// The kind of value an engine option takes. The option table parses a
+/// value by it (and checks [`OptionInfo::at_least`]) before the engine's
+/// `apply` sees it, as for every option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptionKind {
+    /// A number (`u32`).
+    Int,
+    /// A boolean that may appear bare.
+    Flag,
+    /// Text (empty: none).
+    Str,
+    /// One of these words; `apply` gets the word and refuses another.
+    Choice(&'static [&'static str]),
 }
 
-/// The options of the engines that take their own (`--enghelp=NAME` lists
-/// them; `job/options/engines.rs` parses them), with fio's defaults.
+/// An engine option's value, parsed by its [`OptionKind`].
 #[derive(Debug, Clone, PartialEq)]
-pub struct EngineParams {
-    /// cpuio: percent of one CPU to burn (mandatory for cpuio).
-    pub cpuload: u32,
-    /// cpuio: length of one busy cycle, µs (`cpuchunks`, fio's 50000).
-    pub cpuchunks_us: u32,
-    pub cpumode: CpuMode,
-    /// cpuio: end the job once every job that does I/O is done.
-    pub exit_on_io_done: bool,
-    /// exec: the program and its arguments (`%r` runtime in s, `%n` job name).
-    pub program: Option<String>,
-    pub arguments: Option<String>,
-    /// exec: seconds between SIGTERM and SIGKILL at the end of the job.
-    pub grace_time_s: u32,
-    /// exec: the program's stdout/stderr go to JOBNAME.stdout/.stderr.
-    pub std_redirect: bool,
-    /// e4defrag: the donor file (in `directory=` when relative).
-    pub donorname: Option<String>,
-    /// e4defrag: allocate the donor's blocks per I/O and free them after
-    /// (1), or once for the whole file at start (0).
-    pub inplace: bool,
+pub enum OptionValue<'a> {
+    Int(u32),
+    Flag(bool),
+    Str(Option<String>),
+    Choice(&'a str),
 }
 
-impl Default for EngineParams {
-    fn default() -> EngineParams {
-        EngineParams {
-            cpuload: 0,
-            cpuchunks_us: 50_000,
-            cpumode: CpuMode::Noop,
-            exit_on_io_done: false,
-            program: None,
-            arguments: None,
-            grace_time_s: 1,
-            std_redirect: true,
-            donorname: None,
-            inplace: false,
+/// What the option table shows of an engine option: it lists it under
+/// "Engine-specific options" in `--cmdhelp`, `--enghelp` and
+/// docs/OPTIONS.md like any other option.
+#[derive(Debug, Clone, Copy)]
+pub struct OptionInfo {
+    pub name: &'static str,
+    pub kind: OptionKind,
+    /// The value when not given, as a user would write it.
+    pub default: Option<&'static str>,
+    /// The smallest number it accepts.
+    pub at_least: Option<u64>,
+    /// A valid value, shown in errors and help.
+    pub example: &'static str,
+    /// Its help line, starting with the engine's name (`cpuio: …`).
+    pub help: &'static str,
+    /// Whether its value names files the engine creates besides the
+    /// targets (see [`EngineOption::creates`]).
+    pub creates: bool,
+}
+
+impl OptionInfo {
+    /// An option with no default, no lower bound, that creates nothing.
+    pub const fn new(
+        name: &'static str,
+        kind: OptionKind,
+        example: &'static str,
+        help: &'static str,
+    ) -> OptionInfo {
+        OptionInfo {
+            name,
+            kind,
+            default: None,
+            at_least: None,
+            example,
+            help,
+            creates: false,
         }
+    }
+
+    /// With the default `d`.
+    pub const fn defaults_to(self, d: &'static str) -> OptionInfo {
+        OptionInfo {
+            default: Some(d),
+            ..self
+        }
+    }
+
+    /// Accepting numbers from `n` up.
+    pub const fn min(self, n: u64) -> OptionInfo {
+        OptionInfo {
+            at_least: Some(n),
+            ..self
+        }
+    }
+}
+
+/// One option of an engine, declared in the engine's file
+/// ([`EngineDef::OWN_OPTIONS`]): what the table shows, how a value sets the
+/// engine's [`EngineDef::Params`], and the files it makes.
+pub struct EngineOption<P: 'static> {
+    pub info: OptionInfo,
+    pub apply: fn(&mut P, OptionValue) -> Result<(), String>,
+    /// With [`OptionInfo::creates`]: the files the engine makes from this
+    /// option for the job `name` in `directory` (checked before the first
+    /// I/O, `outfile::check`, and opened through `outfile::open`).
+    pub creates: fn(&P, &str, Option<&str>) -> Vec<PathBuf>,
+}
+
+impl<P> EngineOption<P> {
+    /// An option that creates no file.
+    pub const fn new(
+        info: OptionInfo,
+        apply: fn(&mut P, OptionValue) -> Result<(), String>,
+    ) -> Self {
+        EngineOption {
+            info,
+            apply,
+            creates: |_, _, _| Vec::new(),
+        }
+    }
+
+    /// An option whose value names files the engine creates: `files`
+    /// lists them.
+    pub const fn creating(
+        info: OptionInfo,
+        apply: fn(&mut P, OptionValue) -> Result<(), String>,
+        files: fn(&P, &str, Option<&str>) -> Vec<PathBuf>,
+    ) -> Self {
+        EngineOption {
+            info: OptionInfo {
+                creates: true,
+                ..info
+            },
+            apply,
+            creates: files,
+        }
+    }
+}
+
+/// The text of a value that [`OptionKind::Str`] parsed (or `None`).
+pub fn text(v: OptionValue) -> Result<Option<String>, String> {
+    match v {
+        OptionValue::Str(s) => Ok(s),
+        other => Err(format!("{other:?} is not text")),
+    }
+}
+
+/// The number of an [`OptionKind::Int`] value.
+pub fn int(v: OptionValue) -> Result<u32, String> {
+    match v {
+        OptionValue::Int(n) => Ok(n),
+        other => Err(format!("{other:?} is not a number")),
+    }
+}
+
+/// The boolean of an [`OptionKind::Flag`] value.
+pub fn flag(v: OptionValue) -> Result<bool, String> {
+    match v {
+        OptionValue::Flag(b) => Ok(b),
+        other => Err(format!("{other:?} is not 0 or 1")),
     }
 }
 
@@ -285,20 +380,32 @@ pub trait EngineDef {
     /// One line for `--enghelp` and the docs: what the engine calls, and
     /// what a fio user should know about how it behaves here.
     const HELP: &'static str;
-    /// The job options specific to this engine (`--enghelp=NAME` lists
-    /// them with their help from the option table).
+    /// The values of the engine's own options (`()` for none): its part
+    /// of the job's [`EngineParams`], starting from `Default` and set by
+    /// [`EngineDef::OWN_OPTIONS`].
+    type Params: Default + Clone + std::fmt::Debug + PartialEq + Send + Sync + 'static;
+    /// The options only this engine takes, declared here and nowhere else:
+    /// the option table, `--enghelp=NAME` and docs/OPTIONS.md list them.
+    const OWN_OPTIONS: &'static [EngineOption<Self::Params>] = &[];
+    /// Options of the shared table this engine honours (`hipri`,
+    /// `stat_type`, …), listed by `--enghelp=NAME` after its own.
     const OPTIONS: &'static [&'static str] = &[];
     const CAPS: Caps;
     /// Whether the job's engine options are what this engine needs (a
     /// mandatory one given, values that go together); `Err` says what to
     /// set. Checked when the job is parsed.
-    fn check(_: &EngineParams) -> Result<(), String> {
+    fn check(_: &Self::Params) -> Result<(), String> {
         Ok(())
     }
     /// A pause after each I/O the engine needs, µs, as fio's engines set
     /// their job's thinktime (cpuio's idle share, exec's polling interval).
-    fn pause_us(_: &EngineParams) -> Option<u64> {
+    fn pause_us(_: &Self::Params) -> Option<u64> {
         None
+    }
+    /// With [`Caps::work_only`]: whether the job ends on its own without
+    /// a runtime (cpuio's `exit_on_io_done`).
+    fn ends_itself(_: &Self::Params) -> bool {
+        false
     }
     /// Build the engine on this thread over `arena` and `fds`, and run `f`
     /// with it. Returns `f`'s output and an optional note for the report
@@ -350,29 +457,75 @@ macro_rules! queue_engine {
 pub(crate) use queue_engine;
 
 macro_rules! engine_list {
-    ($($module:ident => $Kind:ident,)*) => {
-        $(pub mod $module;)*
+    ($($(#[$a:meta])* $module:ident => $Kind:ident,)*) => {
+        $($(#[$a])* pub mod $module;)*
 
         /// I/O engine (`ioengine=`).
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub enum EngineKind {
-            $($Kind,)*
+            $($(#[$a])* $Kind,)*
+        }
+
+        /// The values of the engines' own options, one field per engine
+        /// (its [`EngineDef::Params`]), named as its file.
+        #[derive(Debug, Clone, PartialEq, Default)]
+        pub struct EngineParams {
+            $($(#[$a])* pub $module: <$module::Def as EngineDef>::Params,)*
+        }
+
+        impl EngineParams {
+            /// Set the engine option `name` to `v`; `None` when no engine
+            /// has that option.
+            pub fn apply(&mut self, name: &str, v: OptionValue) -> Option<Result<(), String>> {
+                $(
+                    $(#[$a])*
+                    if let Some(o) = <$module::Def as EngineDef>::OWN_OPTIONS.iter().find(|o| o.info.name == name) {
+                        return Some((o.apply)(&mut self.$module, v));
+                    }
+                )*
+                None
+            }
+
+            /// The files the option `option` of `kind` makes for the job
+            /// `name` in `directory` (another engine's option makes nothing).
+            pub fn created(
+                &self,
+                kind: EngineKind,
+                option: &str,
+                name: &str,
+                directory: Option<&str>,
+            ) -> Vec<PathBuf> {
+                match kind {
+                    $($(#[$a])* EngineKind::$Kind => <$module::Def as EngineDef>::OWN_OPTIONS
+                        .iter()
+                        .filter(|o| o.info.creates && o.info.name == option)
+                        .flat_map(|o| (o.creates)(&self.$module, name, directory))
+                        .collect(),)*
+                }
+            }
+        }
+
+        /// Every engine's own options, in the order of the engine list.
+        pub fn all_options() -> impl Iterator<Item = &'static OptionInfo> {
+            let mut all: Vec<&'static OptionInfo> = Vec::new();
+            $($(#[$a])* all.extend(<$module::Def as EngineDef>::OWN_OPTIONS.iter().map(|o| &o.info));)*
+            all.into_iter()
         }
 
         impl EngineKind {
-            pub const ALL: &'static [EngineKind] = &[$(EngineKind::$Kind,)*];
+            pub const ALL: &'static [EngineKind] = &[$($(#[$a])* EngineKind::$Kind,)*];
             /// Each engine's own name (aliases are accepted by [`EngineKind::parse`]).
-            pub const NAMES: &'static [&'static str] = &[$(<$module::Def as EngineDef>::NAMES[0],)*];
+            pub const NAMES: &'static [&'static str] = &[$($(#[$a])* <$module::Def as EngineDef>::NAMES[0],)*];
             /// The list itself, `file => Kind` (for the test that keeps an
             /// engine one file and one line).
             #[cfg(test)]
             const LIST: &'static [(&'static str, &'static str)] =
-                &[$((stringify!($module), stringify!($Kind)),)*];
+                &[$($(#[$a])* (stringify!($module), stringify!($Kind)),)*];
 
             /// The name and the fio aliases of this engine.
             pub fn names(self) -> &'static [&'static str] {
                 match self {
-                    $(EngineKind::$Kind => <$module::Def as EngineDef>::NAMES,)*
+                    $($(#[$a])* EngineKind::$Kind => <$module::Def as EngineDef>::NAMES,)*
                 }
             }
 
@@ -383,14 +536,19 @@ macro_rules! engine_list {
             /// One line: what the engine does (`--enghelp`).
             pub fn help(self) -> &'static str {
                 match self {
-                    $(EngineKind::$Kind => <$module::Def as EngineDef>::HELP,)*
+                    $($(#[$a])* EngineKind::$Kind => <$module::Def as EngineDef>::HELP,)*
                 }
             }
 
-            /// The job options specific to this engine.
-            pub fn options(self) -> &'static [&'static str] {
+            /// The names of the job options specific to this engine: its
+            /// own, then the shared ones it honours.
+            pub fn options(self) -> Vec<&'static str> {
                 match self {
-                    $(EngineKind::$Kind => <$module::Def as EngineDef>::OPTIONS,)*
+                    $($(#[$a])* EngineKind::$Kind => <$module::Def as EngineDef>::OWN_OPTIONS
+                        .iter()
+                        .map(|o| o.info.name)
+                        .chain(<$module::Def as EngineDef>::OPTIONS.iter().copied())
+                        .collect(),)*
                 }
             }
 
@@ -401,20 +559,27 @@ macro_rules! engine_list {
             /// See [`EngineDef::check`].
             pub fn check(self, p: &EngineParams) -> Result<(), String> {
                 match self {
-                    $(EngineKind::$Kind => <$module::Def as EngineDef>::check(p),)*
+                    $($(#[$a])* EngineKind::$Kind => <$module::Def as EngineDef>::check(&p.$module),)*
                 }
             }
 
             /// See [`EngineDef::pause_us`].
             pub fn pause_us(self, p: &EngineParams) -> Option<u64> {
                 match self {
-                    $(EngineKind::$Kind => <$module::Def as EngineDef>::pause_us(p),)*
+                    $($(#[$a])* EngineKind::$Kind => <$module::Def as EngineDef>::pause_us(&p.$module),)*
+                }
+            }
+
+            /// See [`EngineDef::ends_itself`].
+            pub fn ends_itself(self, p: &EngineParams) -> bool {
+                match self {
+                    $($(#[$a])* EngineKind::$Kind => <$module::Def as EngineDef>::ends_itself(&p.$module),)*
                 }
             }
 
             pub fn caps(self) -> Caps {
                 match self {
-                    $(EngineKind::$Kind => <$module::Def as EngineDef>::CAPS,)*
+                    $($(#[$a])* EngineKind::$Kind => <$module::Def as EngineDef>::CAPS,)*
                 }
             }
 
@@ -430,7 +595,7 @@ macro_rules! engine_list {
                 f: W,
             ) -> Result<(W::Out, Option<String>), EngineSetupError> {
                 match self {
-                    $(EngineKind::$Kind => <$module::Def as EngineDef>::with_names(arena, fds, names, opts, f),)*
+                    $($(#[$a])* EngineKind::$Kind => <$module::Def as EngineDef>::with_names(arena, fds, names, opts, f),)*
                 }
             }
         }
@@ -468,6 +633,10 @@ engine_list! {
     page_fault => PageFault,
     exec => Exec,
     e4defrag => E4Defrag,
+    // docs/ARCHITECTURE.md's "Add an engine" followed to the letter by a
+    // test-only engine (its test `adding_an_engine_is_one_file_and_one_line`).
+    #[cfg(test)]
+    example_engine => Example,
 }
 
 #[cfg(test)]
@@ -496,8 +665,9 @@ mod tests {
 
     /// Adding an engine is one file and one line: every file of this
     /// directory that defines an engine is in `engine_list!`, and no code
-    /// outside `engines/` names an engine's kind — it asks for its `Caps` —
-    /// except the two defaults (fio's psync, SPEC's io_uring job).
+    /// of crates/*/src or src/ outside `engines/` names an engine's kind —
+    /// it asks for its `Caps` — except the two defaults (fio's psync,
+    /// SPEC's io_uring job) as a value, never in a condition or match arm.
     #[test]
     fn an_engine_is_one_file_and_one_line() {
         use std::path::Path;
@@ -520,8 +690,11 @@ mod tests {
         listed.sort();
         assert_eq!(defs, listed, "engine files vs engine_list!");
 
+        // The two defaults are data (a field's value); even there, a kind
+        // in a condition or a match arm is not allowed.
         let allowed = [("spec.rs", "Psync"), ("parse.rs", "IoUring")];
-        let mut dirs = vec![src.clone()];
+        let core = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut dirs = vec![src.clone(), core.join("../sys/src"), core.join("../../src")];
         let mut found = Vec::new();
         while let Some(d) = dirs.pop() {
             for e in std::fs::read_dir(&d).unwrap().flatten() {
@@ -535,11 +708,28 @@ mod tests {
                 let text = std::fs::read_to_string(&p).unwrap_or_default();
                 let code = text.split("#[cfg(test)]").next().unwrap_or("");
                 let file = p.file_name().unwrap().to_string_lossy().into_owned();
-                for (_, kind) in EngineKind::LIST {
-                    if code.contains(&format!("EngineKind::{kind}"))
-                        && !allowed.contains(&(file.as_str(), *kind))
-                    {
-                        found.push(format!("{} names EngineKind::{kind}", p.display()));
+                for (n, line) in code.lines().enumerate() {
+                    let line = line.split("//").next().unwrap_or("");
+                    for (_, kind) in EngineKind::LIST {
+                        let Some(at) = line.find(&format!("EngineKind::{kind}")) else {
+                            continue;
+                        };
+                        // A kind before `=>` is a match arm's pattern; two
+                        // kinds on a line, an or-pattern or a comparison.
+                        let arm = line.find("=>").is_some_and(|a| a > at);
+                        let condition = arm
+                            || line.matches("EngineKind::").count() > 1
+                            || ["==", "!=", "matches!", "if "]
+                                .iter()
+                                .any(|op| line.contains(op));
+                        if condition || !allowed.contains(&(file.as_str(), *kind)) {
+                            found.push(format!(
+                                "{}:{}: EngineKind::{kind} in `{}`",
+                                p.display(),
+                                n + 1,
+                                line.trim()
+                            ));
+                        }
                     }
                 }
             }

@@ -8,6 +8,7 @@ use std::os::fd::RawFd;
 pub struct Def;
 
 impl EngineDef for Def {
+    type Params = ();
     const NAMES: &'static [&'static str] = &["null"];
     const HELP: &'static str = "no I/O: every I/O completes at once and no target is opened; what is left is the tool's own cost per I/O";
     const CAPS: Caps = Caps {

@@ -14,6 +14,7 @@ use std::os::fd::RawFd;
 pub struct Def;
 
 impl EngineDef for Def {
+    type Params = ();
     const NAMES: &'static [&'static str] = &["page_fault"];
     const HELP: &'static str = "no file: the I/Os copy into and out of a private anonymous \
          mapping of the job's size (default 1 GiB), so the first touch of each page is a page \
@@ -44,7 +45,7 @@ impl EngineDef for Def {
 }
 
 /// One worker's mapping.
-pub struct Faulting {
+struct Faulting {
     map: FileMap,
 }
 

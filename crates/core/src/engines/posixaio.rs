@@ -23,6 +23,7 @@ use std::os::fd::RawFd;
 pub struct Def;
 
 impl EngineDef for Def {
+    type Params = ();
     const NAMES: &'static [&'static str] = &["posixaio"];
     const HELP: &'static str = "POSIX aio: aio_read(3)/aio_write(3), waits in aio_suspend(3); glibc \
          implements it with a pool of user threads doing pread/pwrite (up to 256 per process \

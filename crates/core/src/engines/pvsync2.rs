@@ -7,6 +7,7 @@ use std::os::fd::RawFd;
 pub struct Def;
 
 impl EngineDef for Def {
+    type Params = ();
     const NAMES: &'static [&'static str] = &["pvsync2"];
     const HELP: &'static str =
         "preadv2(2)/pwritev2(2) with RWF_HIPRI (hipri) and RWF_NOWAIT (nowait), one I/O at a time";

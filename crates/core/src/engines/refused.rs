@@ -339,13 +339,13 @@ pub static REFUSED: &[Refused] = &[
 /// Features of fio's NVMe engines that take several options of their own:
 /// a job that sets one of them without selecting the engine is refused by
 /// the feature's name (`pi`), not by the first of its options.
-pub struct Feature {
+struct Feature {
     pub name: &'static str,
     pub needs: &'static str,
     pub options: &'static [&'static str],
 }
 
-pub static FEATURES: &[Feature] = &[Feature {
+static FEATURES: &[Feature] = &[Feature {
     name: "pi",
     needs: "NVMe end-to-end protection information (metadata per I/O, guard/application/\
             reference tags) on a namespace formatted with it, sent by fio's io_uring_cmd \
@@ -374,7 +374,7 @@ pub fn selected(key: &str, value: &str) -> Option<&'static Refused> {
 }
 
 /// The refused engines whose own option `opt` is.
-pub fn owners(opt: &str) -> impl Iterator<Item = &'static Refused> + '_ {
+fn owners(opt: &str) -> impl Iterator<Item = &'static Refused> + '_ {
     REFUSED.iter().filter(move |r| r.options.contains(&opt))
 }
 

@@ -7,6 +7,7 @@ use std::os::fd::RawFd;
 pub struct Def;
 
 impl EngineDef for Def {
+    type Params = ();
     const NAMES: &'static [&'static str] = &["sync"];
     const HELP: &'static str = "lseek(2) then read(2)/write(2), one I/O at a time (iodepth is 1); \
          each worker reopens its targets for a file position of its own";

@@ -17,6 +17,7 @@ const IOV_MAX: usize = 1024;
 pub struct Def;
 
 impl EngineDef for Def {
+    type Params = ();
     const NAMES: &'static [&'static str] = &["vsync"];
     const HELP: &'static str = "lseek(2) then readv(2)/writev(2); with iodepth > 1 the I/Os of a \
          batch that are adjacent in the file (same file and direction) go in one call, as fio \

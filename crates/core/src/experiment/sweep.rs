@@ -9,12 +9,12 @@ use crate::stats::Summary;
 use serde::{Deserialize, Serialize};
 
 /// Version of the sweep document's layout.
-pub const SWEEP_SCHEMA: u32 = 1;
+const SWEEP_SCHEMA: u32 = 1;
 
 /// The separator between the values of one `--vary`: no fio value form
 /// uses it (`bs=4k,64k` uses `,`, filename lists `:`, bssplit `/` and `:`,
 /// ranges `-`, expressions `()*+`).
-pub const VALUE_SEP: char = '|';
+const VALUE_SEP: char = '|';
 
 /// One option and the values it takes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -101,7 +101,7 @@ fn apply(o: &OptDef, v: &str) -> Option<BTreeMap<String, String>> {
     let (mut j, mut g) = (JobSpec::default(), GlobalSettings::default());
     o.set(&mut j, &mut g, v).ok()?;
     let text = match o.apply {
-        Apply::Job(_) => format!("{j:#?}"),
+        Apply::Job(_) | Apply::Engine => format!("{j:#?}"),
         Apply::Global(_) => format!("{g:#?}"),
     };
     Some(fields(&text))
@@ -109,7 +109,7 @@ fn apply(o: &OptDef, v: &str) -> Option<BTreeMap<String, String>> {
 
 fn default_fields(o: &OptDef) -> BTreeMap<String, String> {
     fields(&match o.apply {
-        Apply::Job(_) => format!("{:#?}", JobSpec::default()),
+        Apply::Job(_) | Apply::Engine => format!("{:#?}", JobSpec::default()),
         Apply::Global(_) => format!("{:#?}", GlobalSettings::default()),
     })
 }
@@ -338,7 +338,7 @@ fn every_option_reaches_code() {
         // 3. Someone reads each field it sets.
         for t in &touched {
             let ty = match o.apply {
-                Apply::Job(_) => "JobSpec",
+                Apply::Job(_) | Apply::Engine => "JobSpec",
                 Apply::Global(_) => "GlobalSettings",
             };
             if !consumed(&src, ty, t) {

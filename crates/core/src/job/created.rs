@@ -147,29 +147,27 @@ pub fn postrun_output(j: &JobSpec, _: &Shape) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
-/// The exec engine's `std_redirect`: the program's output in
-/// `JOB.stdout` and `JOB.stderr`.
-pub fn redirects(j: &JobSpec, _: &Shape) -> Vec<PathBuf> {
-    // An engine that takes std_redirect (exec) runs a program.
-    if !j.ioengine.options().contains(&"std_redirect") || !j.engine_params.std_redirect {
+/// The files the job's engine makes from the `I`-th engine option that
+/// creates files, in table order (exec's `std_redirect`: `JOB.stdout` and
+/// `JOB.stderr`; e4defrag's `donorname`, in `directory=` when relative), as
+/// the engine declares them.
+fn engine_files<const I: usize>(j: &JobSpec, _: &Shape) -> Vec<PathBuf> {
+    let Some(o) = crate::engines::all_options().filter(|o| o.creates).nth(I) else {
         return Vec::new();
-    }
-    let (o, e) = crate::engines::exec::redirect_files(&j.name);
-    vec![o, e]
+    };
+    j.engine_params
+        .created(j.ioengine, o.name, &j.name, j.directory.as_deref())
 }
 
-/// e4defrag's `donorname`: the donor file (in `directory=` when relative).
-pub fn donor_file(j: &JobSpec) -> Option<PathBuf> {
-    if !j.ioengine.options().contains(&"donorname") {
-        return None;
-    }
-    let name = PathBuf::from(j.engine_params.donorname.as_deref()?);
-    Some(match &j.directory {
-        Some(d) if name.is_relative() => PathBuf::from(d).join(name),
-        _ => name,
-    })
-}
-
-pub fn donor(j: &JobSpec, _: &Shape) -> Vec<PathBuf> {
-    donor_file(j).into_iter().collect()
-}
+/// One names function per engine option that creates files, so the run
+/// tells which option makes each file (`runner::created_files`).
+pub const ENGINE_FILES: [fn(&JobSpec, &Shape) -> Vec<PathBuf>; 8] = [
+    engine_files::<0>,
+    engine_files::<1>,
+    engine_files::<2>,
+    engine_files::<3>,
+    engine_files::<4>,
+    engine_files::<5>,
+    engine_files::<6>,
+    engine_files::<7>,
+];

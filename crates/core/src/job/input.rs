@@ -9,7 +9,7 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
 /// The largest job file read: real ones are a few KiB.
-pub const MAX_JOB_FILE_BYTES: u64 = 1 << 20;
+const MAX_JOB_FILE_BYTES: u64 = 1 << 20;
 /// Files read for one run, includes counted each time they are read.
 pub const MAX_INCLUDED_FILES: usize = 1024;
 /// Lines of all job files of one run, includes expanded.

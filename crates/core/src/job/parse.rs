@@ -86,7 +86,7 @@ pub struct RawJob {
 
 /// Replace `${VAR}` from the environment and fio's built-in `$pagesize`,
 /// `$ncpus`, `$mb_memory`.
-pub fn substitute(line: &str, env: &dyn Fn(&str) -> Option<String>) -> String {
+fn substitute(line: &str, env: &dyn Fn(&str) -> Option<String>) -> String {
     let mut out = String::with_capacity(line.len());
     let mut rest = line;
     while let Some(i) = rest.find('$') {
@@ -418,7 +418,7 @@ pub fn apply(
             value
         }
     };
-    if matches!(def.apply, Apply::Job(_)) && def.name != "name" {
+    if def.apply.is_job() && def.name != "name" {
         // "job options" in the JSON: last one wins, as in fio.
         job.given.retain(|(k, _)| k != def.name);
         job.given.push((def.name.to_string(), value));

@@ -41,107 +41,111 @@ fn leading_expr(s: &str) -> Result<(f64, &str), UnitError> {
 /// How deeply parentheses, unary minus and `^` may nest in [`eval`]. Each
 /// level is a few stack frames, and job files and arguments have no length
 /// limit, so without a bound `((((...1))))` overflows the stack.
-pub const MAX_EXPR_DEPTH: usize = 64;
+const MAX_EXPR_DEPTH: usize = 64;
+
+/// The state of [`eval`]: the expression, where it is, how deeply it nests.
+struct Expr<'a> {
+    b: &'a [u8],
+    i: usize,
+    depth: usize,
+}
+impl Expr<'_> {
+    /// Run `f` one nesting level deeper, refusing past [`MAX_EXPR_DEPTH`].
+    fn nested(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<f64, UnitError>,
+    ) -> Result<f64, UnitError> {
+        if self.depth >= MAX_EXPR_DEPTH {
+            return Err(format!("expression nests more than {MAX_EXPR_DEPTH} deep"));
+        }
+        self.depth += 1;
+        let v = f(self);
+        self.depth -= 1;
+        v
+    }
+    fn ws(&mut self) {
+        while self.i < self.b.len() && self.b[self.i].is_ascii_whitespace() {
+            self.i += 1;
+        }
+    }
+    fn peek(&mut self) -> Option<u8> {
+        self.ws();
+        self.b.get(self.i).copied()
+    }
+    fn sum(&mut self) -> Result<f64, UnitError> {
+        let mut v = self.product()?;
+        while let Some(c @ (b'+' | b'-')) = self.peek() {
+            self.i += 1;
+            let r = self.product()?;
+            v = if c == b'+' { v + r } else { v - r };
+        }
+        Ok(v)
+    }
+    fn product(&mut self) -> Result<f64, UnitError> {
+        let mut v = self.power()?;
+        while let Some(c @ (b'*' | b'/' | b'%')) = self.peek() {
+            self.i += 1;
+            let r = self.power()?;
+            v = match c {
+                b'*' => v * r,
+                b'/' if r == 0.0 => return Err("division by zero".into()),
+                b'/' => v / r,
+                _ if r == 0.0 => return Err("modulo by zero".into()),
+                _ => v % r,
+            };
+        }
+        Ok(v)
+    }
+    fn power(&mut self) -> Result<f64, UnitError> {
+        let b = self.atom()?;
+        if self.peek() == Some(b'^') {
+            self.i += 1;
+            let e = self.nested(Self::power)?;
+            return Ok(b.powf(e));
+        }
+        Ok(b)
+    }
+    fn atom(&mut self) -> Result<f64, UnitError> {
+        match self.peek() {
+            Some(b'(') => {
+                self.i += 1;
+                let v = self.nested(Self::sum)?;
+                if self.peek() != Some(b')') {
+                    return Err("missing ')'".into());
+                }
+                self.i += 1;
+                Ok(v)
+            }
+            Some(b'-') => {
+                self.i += 1;
+                Ok(-self.nested(Self::atom)?)
+            }
+            Some(c) if c.is_ascii_digit() || c == b'.' => self.number(),
+            _ => Err(format!(
+                "unexpected '{}' in expression",
+                std::str::from_utf8(&self.b[self.i..]).unwrap_or("?")
+            )),
+        }
+    }
+    /// A number with an optional size suffix (`4k`, `1.5`).
+    fn number(&mut self) -> Result<f64, UnitError> {
+        let st = self.i;
+        while self.i < self.b.len()
+            && (self.b[self.i].is_ascii_alphanumeric() || self.b[self.i] == b'.')
+        {
+            self.i += 1;
+        }
+        let tok = std::str::from_utf8(&self.b[st..self.i]).unwrap();
+        parse_size(tok).map(|v| v as f64).or_else(|_| {
+            tok.parse::<f64>()
+                .map_err(|_| format!("'{tok}' is not a number"))
+        })
+    }
+}
 
 /// A tiny recursive-descent evaluator for + - * / % ^ and parentheses.
-pub fn eval(expr: &str) -> Result<f64, UnitError> {
-    struct P<'a> {
-        b: &'a [u8],
-        i: usize,
-        depth: usize,
-    }
-    impl P<'_> {
-        /// Run `f` one nesting level deeper, refusing past [`MAX_EXPR_DEPTH`].
-        fn nested(
-            &mut self,
-            f: impl FnOnce(&mut Self) -> Result<f64, UnitError>,
-        ) -> Result<f64, UnitError> {
-            if self.depth >= MAX_EXPR_DEPTH {
-                return Err(format!("expression nests more than {MAX_EXPR_DEPTH} deep"));
-            }
-            self.depth += 1;
-            let v = f(self);
-            self.depth -= 1;
-            v
-        }
-        fn ws(&mut self) {
-            while self.i < self.b.len() && self.b[self.i].is_ascii_whitespace() {
-                self.i += 1;
-            }
-        }
-        fn peek(&mut self) -> Option<u8> {
-            self.ws();
-            self.b.get(self.i).copied()
-        }
-        fn sum(&mut self) -> Result<f64, UnitError> {
-            let mut v = self.product()?;
-            while let Some(c @ (b'+' | b'-')) = self.peek() {
-                self.i += 1;
-                let r = self.product()?;
-                v = if c == b'+' { v + r } else { v - r };
-            }
-            Ok(v)
-        }
-        fn product(&mut self) -> Result<f64, UnitError> {
-            let mut v = self.power()?;
-            while let Some(c @ (b'*' | b'/' | b'%')) = self.peek() {
-                self.i += 1;
-                let r = self.power()?;
-                v = match c {
-                    b'*' => v * r,
-                    b'/' if r == 0.0 => return Err("division by zero".into()),
-                    b'/' => v / r,
-                    _ if r == 0.0 => return Err("modulo by zero".into()),
-                    _ => v % r,
-                };
-            }
-            Ok(v)
-        }
-        fn power(&mut self) -> Result<f64, UnitError> {
-            let b = self.atom()?;
-            if self.peek() == Some(b'^') {
-                self.i += 1;
-                let e = self.nested(Self::power)?;
-                return Ok(b.powf(e));
-            }
-            Ok(b)
-        }
-        fn atom(&mut self) -> Result<f64, UnitError> {
-            match self.peek() {
-                Some(b'(') => {
-                    self.i += 1;
-                    let v = self.nested(Self::sum)?;
-                    if self.peek() != Some(b')') {
-                        return Err("missing ')'".into());
-                    }
-                    self.i += 1;
-                    Ok(v)
-                }
-                Some(b'-') => {
-                    self.i += 1;
-                    Ok(-self.nested(Self::atom)?)
-                }
-                Some(c) if c.is_ascii_digit() || c == b'.' => {
-                    let st = self.i;
-                    while self.i < self.b.len()
-                        && (self.b[self.i].is_ascii_alphanumeric() || self.b[self.i] == b'.')
-                    {
-                        self.i += 1;
-                    }
-                    let tok = std::str::from_utf8(&self.b[st..self.i]).unwrap();
-                    parse_size(tok).map(|v| v as f64).or_else(|_| {
-                        tok.parse::<f64>()
-                            .map_err(|_| format!("'{tok}' is not a number"))
-                    })
-                }
-                _ => Err(format!(
-                    "unexpected '{}' in expression",
-                    std::str::from_utf8(&self.b[self.i..]).unwrap_or("?")
-                )),
-            }
-        }
-    }
-    let mut p = P {
+fn eval(expr: &str) -> Result<f64, UnitError> {
+    let mut p = Expr {
         b: expr.as_bytes(),
         i: 0,
         depth: 0,
@@ -349,7 +353,7 @@ pub fn parse_range(s: &str) -> Result<(u64, u64), UnitError> {
 }
 
 /// The most CPUs a `cpu_set_t` (what `sched_setaffinity` takes) can name.
-pub const MAX_CPUS: usize = libc::CPU_SETSIZE as usize;
+const MAX_CPUS: usize = libc::CPU_SETSIZE as usize;
 
 /// A CPU list `0-3,6,8-9`. CPU numbers are below [`MAX_CPUS`], which also
 /// keeps a range such as `0-99999999999` from expanding into a huge list.

@@ -24,7 +24,7 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// The manifest's name inside a private folder.
-pub const MANIFEST: &str = ".dioscope-owner";
+const MANIFEST: &str = ".dioscope-owner";
 const MAGIC: &str = "dioscope private folder v1";
 
 /// A process, as it can be told from a later one that got the same pid:

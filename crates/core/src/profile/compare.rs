@@ -27,12 +27,12 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// σ multiple beyond which a change counts.
-pub const NOISE_SIGMAS: f64 = 3.0;
+const NOISE_SIGMAS: f64 = 3.0;
 /// Functions listed per group (the largest changes first).
-pub const TOP_CHANGES: usize = 20;
+const TOP_CHANGES: usize = 20;
 
 /// The rule, as the outputs state it.
-pub const RULE: &str = "beyond the noise: |B − A| > 3 σ, σ from Poisson sampling counts \
+const RULE: &str = "beyond the noise: |B − A| > 3 σ, σ from Poisson sampling counts \
                         (σ(n) = √n samples per side, n ≥ 1); run-to-run variation is not included";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

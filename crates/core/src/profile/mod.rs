@@ -73,9 +73,9 @@ pub fn check_tmpdir() -> Result<(), String> {
 }
 
 /// How many functions a profile lists by name (the rest are summed).
-pub const TOP_FUNCTIONS: usize = 25;
+const TOP_FUNCTIONS: usize = 25;
 /// How many for the kernel threads outside the process.
-pub const TOP_OUTSIDE: usize = 8;
+const TOP_OUTSIDE: usize = 8;
 
 impl ProfileResult {
     pub(crate) fn without(status: ProfileStatus, why: Unavailable) -> ProfileResult {

@@ -11,19 +11,19 @@
 
 /// The subsystems a profile is grouped by, in the order they are printed
 /// when costs tie.
-pub const IO_URING: &str = "io_uring";
+const IO_URING: &str = "io_uring";
 pub const AIO: &str = "aio";
-pub const BLOCK: &str = "block";
-pub const FS: &str = "file system";
+const BLOCK: &str = "block";
+const FS: &str = "file system";
 pub const DRIVER: &str = "driver";
-pub const MEMORY: &str = "page cache & memory";
+const MEMORY: &str = "page cache & memory";
 pub const SCHED: &str = "scheduler";
-pub const SYSCALL: &str = "syscall entry/exit";
-pub const IRQ: &str = "interrupts & timers";
+const SYSCALL: &str = "syscall entry/exit";
+const IRQ: &str = "interrupts & timers";
 pub const OTHER_KERNEL: &str = "other kernel";
 pub const USER_DIOSCOPE: &str = "dioscope (user)";
-pub const USER_LIBC: &str = "libc (user)";
-pub const USER_OTHER: &str = "other user";
+const USER_LIBC: &str = "libc (user)";
+const USER_OTHER: &str = "other user";
 
 /// Kernel symbol prefixes, checked in order (the first match wins, so the
 /// more specific prefixes come first: `io_schedule` before `io_`).

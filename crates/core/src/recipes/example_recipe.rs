@@ -62,4 +62,10 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert!(v.to_string().contains("example-recipe"), "{json}");
     }
+
+    /// The recipe's files are what this recipe took.
+    #[test]
+    fn the_recipe_recipe_lists_what_this_recipe_took() {
+        crate::recipe_check::recipe_took("Add a recipe", "my_recipe", "example_recipe");
+    }
 }

@@ -205,7 +205,7 @@ struct Budget {
 
 /// Seconds of trials a full run (`trials=auto`) may take in all; with
 /// set-up and tear-down a recipe takes about three minutes.
-pub const FULL_BUDGET_S: u64 = 150;
+const FULL_BUDGET_S: u64 = 150;
 
 /// The least `--max-time` a cell gets, however late it comes (the first
 /// trial always runs).

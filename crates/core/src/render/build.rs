@@ -393,7 +393,7 @@ fn io_error(e: &IoErrorInfo, path: &str) -> IoError {
 
 /// The block sizes as given: `4.00 KiB`, `4.00 KiB-64.0 KiB`,
 /// `4.00 KiB/60:64.0 KiB/40`, and `R,W` when reads and writes differ.
-pub fn bs_text(spec: &JobSpec) -> String {
+fn bs_text(spec: &JobSpec) -> String {
     use crate::job::BlockSizes;
     let one = |b: &BlockSizes| match b {
         BlockSizes::Fixed(x) => human_bytes(*x),

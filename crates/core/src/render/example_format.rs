@@ -43,4 +43,10 @@ mod tests {
         }
         assert!(crate::commands::usage().contains("  example"));
     }
+
+    /// The recipe's files are what this format took.
+    #[test]
+    fn the_format_recipe_lists_what_this_format_took() {
+        crate::recipe_check::recipe_took("Add a format", "my_format", "example_format");
+    }
 }

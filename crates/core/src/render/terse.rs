@@ -17,7 +17,7 @@ use super::{Exporter, Format};
 use crate::results::model::{Dir, DiskUtil, Job, Lat};
 use crate::results::RunDoc;
 
-pub struct Terse;
+struct Terse;
 
 pub const FORMAT: Format<RunDoc> = Format {
     name: "terse",
@@ -27,7 +27,7 @@ pub const FORMAT: Format<RunDoc> = Format {
 };
 
 /// The only terse version dioscope writes.
-pub const VERSION: u32 = 3;
+const VERSION: u32 = 3;
 
 /// fio writes exactly this many completion-latency percentile fields.
 const PERCENTILE_FIELDS: usize = 20;

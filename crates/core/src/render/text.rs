@@ -330,7 +330,7 @@ fn verify_block(out: &mut String, d: &Dioscope) {
 }
 
 /// One line per device: requests per I/O, request size, merges, utilisation.
-pub fn device_line(d: &DeviceTotal) -> String {
+fn device_line(d: &DeviceTotal) -> String {
     let role = d.role_text();
     let mut s = format!("device {} ({role}):", d.device);
     match d.metric("requests_per_io") {

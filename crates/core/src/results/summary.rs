@@ -136,7 +136,7 @@ pub fn per_second(n: u64, ms: f64) -> f64 {
 }
 
 /// IOPS (both directions) per measured interval of a tick series.
-pub fn tick_iops(ticks: &[Tick]) -> Vec<f64> {
+fn tick_iops(ticks: &[Tick]) -> Vec<f64> {
     ticks
         .iter()
         .filter(|t| !t.ramp)

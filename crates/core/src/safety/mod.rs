@@ -341,7 +341,7 @@ impl Opened {
 }
 
 /// Same block device, or same inode.
-pub fn same_object(a: &fs::Metadata, b: &fs::Metadata) -> bool {
+fn same_object(a: &fs::Metadata, b: &fs::Metadata) -> bool {
     if a.file_type().is_block_device() || b.file_type().is_block_device() {
         return b.file_type().is_block_device()
             && a.file_type().is_block_device()
@@ -360,7 +360,7 @@ pub enum Decision {
 
 impl Decision {
     /// `Err` with the first reason, for callers that report one.
-    pub fn into_result(self) -> Result<(), SafetyError> {
+    fn into_result(self) -> Result<(), SafetyError> {
         match self {
             Decision::Allow => Ok(()),
             Decision::Refuse(mut r) => Err(r.remove(0)),

@@ -54,13 +54,13 @@ impl Identity {
 }
 
 /// The `flags:` line of `/proc/PID/fdinfo/FD` (octal `open(2)` flags).
-pub fn parse_fdinfo_flags(text: &str) -> Option<u32> {
+fn parse_fdinfo_flags(text: &str) -> Option<u32> {
     let v = text.lines().find_map(|l| l.strip_prefix("flags:"))?;
     u32::from_str_radix(v.trim(), 8).ok()
 }
 
 /// Whether open flags allow writing (`O_WRONLY` or `O_RDWR` in `O_ACCMODE`).
-pub fn flags_writable(flags: u32) -> bool {
+fn flags_writable(flags: u32) -> bool {
     let acc = flags & libc::O_ACCMODE as u32;
     acc == libc::O_WRONLY as u32 || acc == libc::O_RDWR as u32
 }

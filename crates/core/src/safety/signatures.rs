@@ -66,7 +66,7 @@ impl Signature {
     }
 
     /// From a blkid `TYPE`/`PTTYPE` value.
-    pub fn from_blkid(name: &str) -> Signature {
+    fn from_blkid(name: &str) -> Signature {
         [
             Signature::Gpt,
             Signature::Mbr,
@@ -159,7 +159,7 @@ fn mbr_types(buf: &[u8]) -> Option<Vec<u8>> {
 
 /// The signatures our own magic-byte checks find in the first bytes of a
 /// device (`head`, normally [`PROBE_BYTES`] long; shorter is fine).
-pub fn detect_magic(head: &[u8]) -> Vec<Signature> {
+fn detect_magic(head: &[u8]) -> Vec<Signature> {
     let mut out = Vec::new();
     // GPT header ("EFI PART") in LBA 1, for 512-byte and 4096-byte sectors.
     let gpt = has(head, 512, b"EFI PART") || has(head, 4096, b"EFI PART");
@@ -217,7 +217,7 @@ pub fn detect_magic(head: &[u8]) -> Vec<Signature> {
 /// The signatures in the last bytes of a range: a GPT backup header, md
 /// superblocks kept at the end (0.90, 1.0) and the ZFS labels L2/L3.
 /// `tail` holds the last `tail.len()` bytes of a range `size` bytes long.
-pub fn detect_tail(tail: &[u8], size: u64) -> Vec<Signature> {
+fn detect_tail(tail: &[u8], size: u64) -> Vec<Signature> {
     let mut out = Vec::new();
     let base = size.saturating_sub(tail.len() as u64);
     let at_abs =
@@ -329,8 +329,8 @@ fn drop_cache(f: &File) {
 }
 
 /// Bytes read at each end of a probed range.
-pub const HEAD_BYTES: usize = 512 * 1024;
-pub const TAIL_BYTES: usize = 1024 * 1024;
+const HEAD_BYTES: usize = 512 * 1024;
+const TAIL_BYTES: usize = 1024 * 1024;
 
 fn read_full(f: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
     let mut len = 0;
@@ -358,7 +358,7 @@ pub fn size_of(f: &File) -> io::Result<u64> {
 
 /// Our own magic-byte checks over `len` bytes of `f` from `start`: its head
 /// and its tail, read-only, through the descriptor (never a path).
-pub fn probe_magic_fd(f: &File, start: u64, len: u64) -> io::Result<Vec<Signature>> {
+fn probe_magic_fd(f: &File, start: u64, len: u64) -> io::Result<Vec<Signature>> {
     let mut head = vec![0u8; HEAD_BYTES.min(len as usize)];
     let n = read_full(f, &mut head, start)?;
     head.truncate(n);
@@ -404,7 +404,7 @@ pub fn find_blkid() -> Option<PathBuf> {
 }
 
 /// Parse `blkid -p -o export` output: the `TYPE` and `PTTYPE` values.
-pub fn parse_blkid_export(text: &str) -> Vec<Signature> {
+fn parse_blkid_export(text: &str) -> Vec<Signature> {
     text.lines()
         .filter_map(|l| {
             l.strip_prefix("TYPE=")
@@ -417,7 +417,7 @@ pub fn parse_blkid_export(text: &str) -> Vec<Signature> {
 /// Whether text is what `blkid -o export` prints: `KEY=value` lines with
 /// upper-case keys, DEVNAME among them. Anything else came from another
 /// program or another format, and proves nothing.
-pub fn is_blkid_export(text: &str) -> bool {
+fn is_blkid_export(text: &str) -> bool {
     let mut devname = false;
     for l in text.lines().filter(|l| !l.is_empty()) {
         let Some((k, _)) = l.split_once('=') else {

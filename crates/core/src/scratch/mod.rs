@@ -160,7 +160,7 @@ impl Item {
     }
 
     /// Whether its creator still runs (pid, start time and boot alike).
-    pub fn creator_alive(&self) -> bool {
+    fn creator_alive(&self) -> bool {
         self.creator().alive()
     }
 

@@ -17,11 +17,11 @@ use std::fmt::Write;
 
 /// Okabe–Ito: blue, orange, bluish green, reddish purple, sky blue,
 /// vermillion, black (its yellow is left out: too pale on white).
-pub const PALETTE: [&str; 7] = [
+const PALETTE: [&str; 7] = [
     "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000",
 ];
 /// Solid, dashed, dotted, dash-dot.
-pub const DASHES: [&str; 4] = ["", "6 3", "2 3", "8 3 2 3"];
+const DASHES: [&str; 4] = ["", "6 3", "2 3", "8 3 2 3"];
 
 const W: f64 = 720.0;
 const H: f64 = 300.0;
@@ -30,7 +30,7 @@ const MR: f64 = 16.0;
 const MT: f64 = 34.0;
 const MB: f64 = 48.0;
 /// Points drawn per line at most; longer series are averaged into this many.
-pub const MAX_POINTS: usize = 400;
+const MAX_POINTS: usize = 400;
 
 /// One line of a line chart.
 #[derive(Debug, Clone, Default)]
@@ -218,7 +218,7 @@ impl Scale {
 
 /// Average a long series down to at most `max` points (mean of x and y per
 /// bucket), so a day-long run does not make a multi-megabyte page.
-pub fn downsample(points: &[(f64, f64)], max: usize) -> Vec<(f64, f64)> {
+fn downsample(points: &[(f64, f64)], max: usize) -> Vec<(f64, f64)> {
     if points.len() <= max || max == 0 {
         return points.to_vec();
     }

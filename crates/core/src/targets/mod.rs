@@ -453,40 +453,140 @@ fn check_one(
 /// Phase two: create a missing file, lay out a short one, and open the
 /// descriptor the run uses — always through the judged descriptor.
 fn open_one(n: &TargetNeed, checked: Option<crate::safety::Opened>) -> Result<Target, TargetError> {
-    use crate::safety::Opened;
-    use std::os::unix::fs::{FileTypeExt, MetadataExt};
-    let p = || n.path.display().to_string();
-    let mode = if n.write { "read-write" } else { "read-only" };
-    let direct_flag = if n.direct { libc::O_DIRECT } else { 0 };
+    use std::os::unix::fs::FileTypeExt;
     let (opened, created) = match checked {
         Some(o) => (o, false),
-        None => {
-            if n.make_dirs {
-                if let Some(d) = n.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(d).map_err(|e| io_err(&n.path, "create", e))?;
-                }
-            }
-            // create_new (O_CREAT|O_EXCL, no symlink followed): the inode is ours.
-            let f = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .mode(0o644)
-                .open(&n.path)
-                .map_err(|e| io_err(&n.path, "create", e))?;
-            let meta = f.metadata().map_err(|e| io_err(&n.path, "fstat", e))?;
-            dioscope_sys::signal::register_scratch(&n.path);
-            (
-                Opened {
-                    file: f,
-                    meta,
-                    exclusive: true,
-                    claimed: true,
-                },
-                true,
-            )
-        }
+        None => (create_target(n)?, true),
     };
+    if is_null_device(&opened.meta) {
+        return open_null_device(n, opened);
+    }
+    if opened.meta.file_type().is_block_device() {
+        return open_block_device(n, opened);
+    }
+    open_file(n, opened, created)
+}
+
+/// How a target's descriptor is opened: `read-write` or `read-only` (for
+/// errors) and the O_DIRECT flag when the job asks for it.
+fn open_mode(n: &TargetNeed) -> (&'static str, i32) {
+    let mode = if n.write { "read-write" } else { "read-only" };
+    (mode, if n.direct { libc::O_DIRECT } else { 0 })
+}
+
+/// A missing target file, created (with its directories when the job
+/// asks): the inode is ours, registered for removal on a stop signal.
+fn create_target(n: &TargetNeed) -> Result<crate::safety::Opened, TargetError> {
+    if n.make_dirs {
+        if let Some(d) = n.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(d).map_err(|e| io_err(&n.path, "create", e))?;
+        }
+    }
+    // create_new (O_CREAT|O_EXCL, no symlink followed): the inode is ours.
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .open(&n.path)
+        .map_err(|e| io_err(&n.path, "create", e))?;
+    let meta = f.metadata().map_err(|e| io_err(&n.path, "fstat", e))?;
+    dioscope_sys::signal::register_scratch(&n.path);
+    Ok(crate::safety::Opened {
+        file: f,
+        meta,
+        exclusive: true,
+        claimed: true,
+    })
+}
+
+/// `/dev/null` or `/dev/zero` as a target: the job's `size` is its size.
+fn open_null_device(n: &TargetNeed, opened: crate::safety::Opened) -> Result<Target, TargetError> {
+    let p = || n.path.display().to_string();
+    let (mode, direct_flag) = open_mode(n);
+    if n.min_size == 0 {
+        return Err(TargetError::Refused(format!(
+            "{} has no size of its own; add size=, for example size=1g",
+            p()
+        )));
+    }
+    let file = match opened.reopen(n.write, direct_flag) {
+        Ok(f) => f,
+        Err(e) if n.direct && e.raw_os_error() == Some(libc::EINVAL) => {
+            return Err(TargetError::Refused(format!(
+                "{}: the kernel refuses O_DIRECT on this character device (EINVAL; fio \
+                 fails the same way); use direct=0",
+                p()
+            )))
+        }
+        Err(e) => return Err(io_err(&n.path, mode, e)),
+    };
+    Ok(Target {
+        file,
+        checked: Some(opened),
+        identity: None,
+        info: TargetInfo {
+            path: n.path.clone(),
+            kind: TargetKind::NullDevice,
+            size: n.min_size,
+            offset_align: 512,
+            mem_align: 512,
+            align_source: "a character device (no alignment of its own)".into(),
+            direct: n.direct,
+            writable: n.write,
+            created: false,
+            prior_size: n.min_size,
+        },
+    })
+}
+
+/// A block device: its size and logical block size from the kernel.
+fn open_block_device(n: &TargetNeed, opened: crate::safety::Opened) -> Result<Target, TargetError> {
+    use std::os::unix::fs::MetadataExt;
+    let (mode, direct_flag) = open_mode(n);
+    let file = opened
+        .reopen(n.write, direct_flag)
+        .map_err(|e| io_err(&n.path, mode, e))?;
+    let size = dioscope_sys::block::size_bytes(file.as_raw_fd())
+        .map_err(|e| io_err(&n.path, "BLKGETSIZE64", e))?;
+    let rdev = crate::safety::DevNum::from_dev_t(opened.meta.rdev());
+    let lbs = dioscope_sys::block::logical_block_size(file.as_raw_fd())
+        .ok()
+        .or_else(|| {
+            sysfs_block_attr((rdev.major, rdev.minor), "queue/logical_block_size")
+                .and_then(|s| s.parse().ok())
+        })
+        .unwrap_or(512);
+    Ok(Target {
+        file,
+        checked: Some(opened),
+        identity: None,
+        info: TargetInfo {
+            path: n.path.clone(),
+            kind: TargetKind::BlockDevice,
+            size,
+            offset_align: lbs,
+            mem_align: lbs,
+            align_source: "the device's logical block size".into(),
+            direct: n.direct,
+            writable: n.write,
+            created: false,
+            prior_size: size,
+        },
+    })
+}
+
+/// A regular file: laid out to the job's size when short, then opened
+/// with its direct-I/O alignment; a file created here is removed again
+/// when this fails.
+fn open_file(
+    n: &TargetNeed,
+    opened: crate::safety::Opened,
+    created: bool,
+) -> Result<Target, TargetError> {
+    use std::os::unix::fs::MetadataExt;
+    let p = || n.path.display().to_string();
+    let (mode, direct_flag) = open_mode(n);
     let identity = created.then(|| (opened.meta.dev(), opened.meta.ino()));
     let undo = |e: TargetError| {
         if let Some((dev, ino)) = identity {
@@ -495,75 +595,6 @@ fn open_one(n: &TargetNeed, checked: Option<crate::safety::Opened>) -> Result<Ta
         }
         e
     };
-    let ft = opened.meta.file_type();
-    if is_null_device(&opened.meta) {
-        if n.min_size == 0 {
-            return Err(TargetError::Refused(format!(
-                "{} has no size of its own; add size=, for example size=1g",
-                p()
-            )));
-        }
-        let file = match opened.reopen(n.write, direct_flag) {
-            Ok(f) => f,
-            Err(e) if n.direct && e.raw_os_error() == Some(libc::EINVAL) => {
-                return Err(TargetError::Refused(format!(
-                    "{}: the kernel refuses O_DIRECT on this character device (EINVAL; fio \
-                     fails the same way); use direct=0",
-                    p()
-                )))
-            }
-            Err(e) => return Err(io_err(&n.path, mode, e)),
-        };
-        return Ok(Target {
-            file,
-            checked: Some(opened),
-            identity: None,
-            info: TargetInfo {
-                path: n.path.clone(),
-                kind: TargetKind::NullDevice,
-                size: n.min_size,
-                offset_align: 512,
-                mem_align: 512,
-                align_source: "a character device (no alignment of its own)".into(),
-                direct: n.direct,
-                writable: n.write,
-                created: false,
-                prior_size: n.min_size,
-            },
-        });
-    }
-    if ft.is_block_device() {
-        let file = opened
-            .reopen(n.write, direct_flag)
-            .map_err(|e| io_err(&n.path, mode, e))?;
-        let size = dioscope_sys::block::size_bytes(file.as_raw_fd())
-            .map_err(|e| io_err(&n.path, "BLKGETSIZE64", e))?;
-        let rdev = crate::safety::DevNum::from_dev_t(opened.meta.rdev());
-        let lbs = dioscope_sys::block::logical_block_size(file.as_raw_fd())
-            .ok()
-            .or_else(|| {
-                sysfs_block_attr((rdev.major, rdev.minor), "queue/logical_block_size")
-                    .and_then(|s| s.parse().ok())
-            })
-            .unwrap_or(512);
-        return Ok(Target {
-            file,
-            checked: Some(opened),
-            identity: None,
-            info: TargetInfo {
-                path: n.path.clone(),
-                kind: TargetKind::BlockDevice,
-                size,
-                offset_align: lbs,
-                mem_align: lbs,
-                align_source: "the device's logical block size".into(),
-                direct: n.direct,
-                writable: n.write,
-                created: false,
-                prior_size: size,
-            },
-        });
-    }
     let have = opened.meta.len();
     if have < n.min_size && !n.no_layout {
         let w = opened
@@ -691,28 +722,10 @@ fn layout(
         need,
         free: 0,
     };
-    // fio's `fallocate=`: how the space is reserved before the data is
-    // written (the data is written in every mode, so reads never hit holes).
-    let reserved = match how {
-        Fallocate::None => Ok(()),
-        Fallocate::Native => dioscope_sys::fs::fallocate(fd, have, need - have),
-        Fallocate::Posix => dioscope_sys::fs::posix_fallocate(fd, have, need - have),
-        Fallocate::Keep => dioscope_sys::fs::fallocate_keep_size(fd, have, need - have),
-        Fallocate::Truncate => dioscope_sys::fs::ftruncate(fd, need),
-    };
-    match reserved {
-        Ok(()) => {}
-        Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => return Err(cleanup(no_space(have))),
-        Err(e) if how == Fallocate::Posix => {
-            return Err(cleanup(io_err(
-                path,
-                "posix_fallocate (fallocate=posix)",
-                e,
-            )))
-        }
-        // Not supported (e.g. some filesystems): write it out instead.
-        Err(_) => {}
-    }
+    reserve(path, fd, how, have, need).map_err(|e| match e {
+        Some(e) => cleanup(e),
+        None => cleanup(no_space(have)),
+    })?;
     if !fill {
         // overwrite=0: the size is the file's, the data is the job's writes.
         dioscope_sys::fs::ftruncate(fd, need).map_err(|e| cleanup(io_err(path, "truncate", e)))?;
@@ -724,23 +737,8 @@ fn layout(
     let mut seed = 0x5eed_u64 ^ need;
     let mut off = have;
     if direct && !have.is_multiple_of(4096) {
-        // Up to the next aligned boundary through the page cache, so the
-        // existing bytes of the partial block are kept.
-        let head = (have.next_multiple_of(4096).min(need) - have) as usize;
-        arena.fill_random(seed);
-        let wrote = (|| -> io::Result<usize> {
-            let n = dioscope_sys::io::pwrite(plain.as_raw_fd(), &arena.slot_mut(0)[..head], have)?;
-            dioscope_sys::io::fdatasync(plain.as_raw_fd())?;
-            Ok(n)
-        })();
-        match wrote {
-            Ok(n) if n == head => off += n as u64,
-            Ok(_) => return Err(cleanup(no_space(have))),
-            Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => {
-                return Err(cleanup(no_space(have)))
-            }
-            Err(e) => return Err(cleanup(io_err(path, "write (layout)", e))),
-        }
+        off += write_unaligned_head(path, plain, &mut arena, seed, have, need)
+            .map_err(|e| cleanup(e.unwrap_or_else(|| no_space(have))))?;
     }
     while off < need {
         if dioscope_sys::signal::stop_count() > 0 {
@@ -780,6 +778,61 @@ fn layout(
     dioscope_sys::io::fsync(fd).map_err(|e| cleanup(io_err(path, "fsync", e)))?;
     let _ = dioscope_sys::fs::fadvise_dontneed(fd);
     Ok(())
+}
+
+/// fio's `fallocate=`: reserve the space from `have` to `need` before the
+/// data is written (the data is written in every mode, so reads never hit
+/// holes). `Err(None)`: no space left; a mode the file system lacks is no
+/// error (the data is written out instead), except `posix`.
+fn reserve(
+    path: &Path,
+    fd: RawFd,
+    how: Fallocate,
+    have: u64,
+    need: u64,
+) -> Result<(), Option<TargetError>> {
+    let reserved = match how {
+        Fallocate::None => Ok(()),
+        Fallocate::Native => dioscope_sys::fs::fallocate(fd, have, need - have),
+        Fallocate::Posix => dioscope_sys::fs::posix_fallocate(fd, have, need - have),
+        Fallocate::Keep => dioscope_sys::fs::fallocate_keep_size(fd, have, need - have),
+        Fallocate::Truncate => dioscope_sys::fs::ftruncate(fd, need),
+    };
+    match reserved {
+        Ok(()) => Ok(()),
+        Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => Err(None),
+        Err(e) if how == Fallocate::Posix => {
+            Err(Some(io_err(path, "posix_fallocate (fallocate=posix)", e)))
+        }
+        // Not supported (e.g. some filesystems): write it out instead.
+        Err(_) => Ok(()),
+    }
+}
+
+/// Up to the next aligned boundary through the page cache (`plain`), so
+/// the existing bytes of the partial block are kept: the bytes written.
+/// `Err(None)`: no space left.
+fn write_unaligned_head(
+    path: &Path,
+    plain: &File,
+    arena: &mut dioscope_sys::queue::SlotArena,
+    seed: u64,
+    have: u64,
+    need: u64,
+) -> Result<u64, Option<TargetError>> {
+    let head = (have.next_multiple_of(4096).min(need) - have) as usize;
+    arena.fill_random(seed);
+    let wrote = (|| -> io::Result<usize> {
+        let n = dioscope_sys::io::pwrite(plain.as_raw_fd(), &arena.slot_mut(0)[..head], have)?;
+        dioscope_sys::io::fdatasync(plain.as_raw_fd())?;
+        Ok(n)
+    })();
+    match wrote {
+        Ok(n) if n == head => Ok(n as u64),
+        Ok(_) => Err(None),
+        Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => Err(None),
+        Err(e) => Err(Some(io_err(path, "write (layout)", e))),
+    }
 }
 
 /// Check that `value` is a multiple of the target's alignment.

@@ -262,7 +262,7 @@ impl VerifySpec {
 
     /// Blocks are the bare pattern, without a header (`verify=pattern` with
     /// `verify_pattern`).
-    pub fn headerless(&self) -> bool {
+    fn headerless(&self) -> bool {
         self.algo == Algo::Pattern && self.pattern.is_some()
     }
 }
@@ -295,7 +295,7 @@ fn header_crc(h: &[u8]) -> u32 {
 }
 
 /// Write one interval's header and payload into `buf` (its whole length).
-pub fn fill_interval(spec: &VerifySpec, buf: &mut [u8], offset: u64) {
+fn fill_interval(spec: &VerifySpec, buf: &mut [u8], offset: u64) {
     if let (true, Some(p)) = (spec.headerless(), &spec.pattern) {
         p.fill(buf, offset);
         return;
@@ -528,7 +528,7 @@ impl Written {
         }
     }
 
-    pub fn is_set(&self, file: u32, offset: u64) -> bool {
+    fn is_set(&self, file: u32, offset: u64) -> bool {
         self.index(file, offset)
             .map(|(w, b)| self.files[file as usize].1[w] & (1 << b) != 0)
             .unwrap_or(false)

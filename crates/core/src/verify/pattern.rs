@@ -15,7 +15,7 @@
 //! so every repetition carries the same offset (fio does the same).
 
 /// The longest pattern fio accepts; longer input is refused.
-pub const MAX_PATTERN: usize = 512;
+const MAX_PATTERN: usize = 512;
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Pattern {

@@ -38,7 +38,7 @@ fn after_run(ctx: &RunCtx) -> Vec<Finding> {
 /// spread and can look bimodal), then two modes (searched, or the trials
 /// under a measured condition against the rest), then single outliers.
 /// The measured conditions themselves are named by the finding before this.
-pub fn likely_cause(
+fn likely_cause(
     values: &[f64],
     conditions: &[TrialCondition],
     higher_is_better: bool,

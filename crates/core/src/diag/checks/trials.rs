@@ -58,7 +58,7 @@ pub fn conditions(ctx: &RunCtx, phase: u32) -> Vec<TrialCondition> {
 /// what dioscope measured during them (`conditions`, 1-based trials).
 /// Interrupted trials and those that did no I/O are left out; only a prefix
 /// of the trials is used, so trial numbers stay those of the run.
-pub fn metric_findings(
+fn metric_findings(
     job: &str,
     trials: &[TrialMetrics],
     conditions: &[TrialCondition],

@@ -167,8 +167,8 @@ pub trait Describe {
 /// Declares the finding modules and generates [`Finding`] with one variant
 /// per module (`code::Type`), its `severity`, `code`, `Display` and `From`.
 macro_rules! findings {
-    ($($code:ident :: $T:ident,)*) => {
-        $(mod $code; pub use $code::$T;)*
+    ($($(#[$a:meta])* $code:ident :: $T:ident,)*) => {
+        $($(#[$a])* mod $code; $(#[$a])* pub use $code::$T;)*
 
         /// Everything dioscope can tell the user about a target or a run.
         /// The JSON form is `{"kind": code, ...fields}` ([`Finding::reported`]
@@ -176,20 +176,20 @@ macro_rules! findings {
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
         #[serde(tag = "kind", rename_all = "snake_case")]
         pub enum Finding {
-            $($T($T),)*
+            $($(#[$a])* $T($T),)*
         }
 
         impl Finding {
             pub fn severity(&self) -> Severity {
                 match self {
-                    $(Finding::$T(x) => x.severity(),)*
+                    $($(#[$a])* Finding::$T(x) => x.severity(),)*
                 }
             }
 
             /// Stable snake-case identifier; also the `kind` of the JSON form.
             pub fn code(&self) -> &'static str {
                 match self {
-                    $(Finding::$T(_) => stringify!($code),)*
+                    $($(#[$a])* Finding::$T(_) => stringify!($code),)*
                 }
             }
         }
@@ -197,51 +197,27 @@ macro_rules! findings {
         impl fmt::Display for Finding {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 match self {
-                    $(Finding::$T(x) => x.describe(f),)*
+                    $($(#[$a])* Finding::$T(x) => x.describe(f),)*
                 }
             }
         }
 
         /// Every finding's code, in the order listed.
-        pub const CODES: &[&str] = &[$(stringify!($code),)*];
+        pub const CODES: &[&str] = &[$($(#[$a])* stringify!($code),)*];
 
         /// One example of every finding (each file's `example()`), for the
         /// tests that check every text.
         #[cfg(test)]
         pub(crate) fn examples() -> Vec<Finding> {
-            vec![$($code::example(),)*]
+            [$($(#[$a])* $code::example(),)*].into()
         }
 
-        $(impl From<$T> for Finding {
+        $($(#[$a])* impl From<$T> for Finding {
             fn from(x: $T) -> Finding {
                 Finding::$T(x)
             }
         })*
     };
-}
-
-findings! {
-    page_cache_on_target::PageCacheOnTarget,
-    page_cache_kept::PageCacheKept,
-    other_openers::OtherOpeners,
-    other_device_io::OtherDeviceIo,
-    silently_buffered::SilentlyBuffered,
-    reads_of_unwritten_regions::ReadsOfUnwrittenRegions,
-    zram_never_written::ZramNeverWritten,
-    buffered_io::BufferedIo,
-    misaligned::Misaligned,
-    outlier_trials::OutlierTrials,
-    bimodal_trials::BimodalTrials,
-    drift_across_trials::DriftAcrossTrials,
-    trials_not_converged::TrialsNotConverged,
-    drift_within_trial::DriftWithinTrial,
-    high_variance::HighVariance,
-    tool_bottleneck::ToolBottleneck,
-    kernel_cpu_bound::KernelCpuBound,
-    cpu_contention::CpuContention,
-    fragmented_file::FragmentedFile,
-    governor_not_performance::GovernorNotPerformance,
-    hipri_without_poll::HipriWithoutPoll,
 }
 
 pub use cpu_contention::CpuProcess;
@@ -299,6 +275,34 @@ fn list(v: &[usize]) -> String {
 
 fn pct(share: f64) -> String {
     format!("{:+.1} %", share * 100.0)
+}
+
+findings! {
+    page_cache_on_target::PageCacheOnTarget,
+    page_cache_kept::PageCacheKept,
+    other_openers::OtherOpeners,
+    other_device_io::OtherDeviceIo,
+    silently_buffered::SilentlyBuffered,
+    reads_of_unwritten_regions::ReadsOfUnwrittenRegions,
+    zram_never_written::ZramNeverWritten,
+    buffered_io::BufferedIo,
+    misaligned::Misaligned,
+    outlier_trials::OutlierTrials,
+    bimodal_trials::BimodalTrials,
+    drift_across_trials::DriftAcrossTrials,
+    trials_not_converged::TrialsNotConverged,
+    drift_within_trial::DriftWithinTrial,
+    high_variance::HighVariance,
+    tool_bottleneck::ToolBottleneck,
+    kernel_cpu_bound::KernelCpuBound,
+    cpu_contention::CpuContention,
+    fragmented_file::FragmentedFile,
+    governor_not_performance::GovernorNotPerformance,
+    hipri_without_poll::HipriWithoutPoll,
+    // docs/ARCHITECTURE.md's "Add a finding" followed to the letter by a
+    // test-only finding (its test `adding_a_finding_is_one_file_and_one_line`).
+    #[cfg(test)]
+    example_finding::ExampleFinding,
 }
 
 #[cfg(test)]

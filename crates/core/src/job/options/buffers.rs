@@ -10,7 +10,7 @@ use crate::verify::pattern::Pattern;
 
 /// One `cmdprio_bssplit` entry: block size, percentage, and a class and
 /// level of its own (`None`: `cmdprio_class`/`cmdprio`).
-pub type BsPrio = (u64, u32, Option<u32>, Option<u32>);
+type BsPrio = (u64, u32, Option<u32>, Option<u32>);
 
 /// Per-I/O priorities (`cmdprio_percentage`, `cmdprio_class`, `cmdprio`,
 /// `cmdprio_bssplit`), read then write.

@@ -4,186 +4,58 @@
 
 use super::*;
 use crate::engines::refused::{self, REFUSED};
-use crate::engines::CpuMode;
+use crate::engines::{OptionKind, OptionValue};
 
-/// The options of engines that take their own, with fio's semantics
-/// (each engine lists its own in `EngineDef::OPTIONS`).
-pub(super) static ENGINES: &[OptDef] = &[
-    OptDef {
-        name: "cpuload",
-        aliases: &[],
-        kind: Kind::Int,
-        creates: Creates::Nothing,
-        default: None,
-        range: Some(Range::at_least(1)),
-        category: Category::EngineOptions,
-        example: "50",
-        help: "cpuio: percent of one CPU each job burns (1-100; mandatory with cpuio; \
-               numjobs=N loads N CPUs)",
-        apply: job!(|j, v| {
-            let n = u32v(v)?;
-            // fio caps it at 100.
-            j.engine_params.cpuload = n.min(100);
-            Ok(())
-        }),
-    },
-    OptDef {
-        name: "cpuchunks",
-        aliases: &[],
-        kind: Kind::Int,
-        creates: Creates::Nothing,
-        default: Some("50000"),
-        range: Some(Range::at_least(1)),
-        category: Category::EngineOptions,
-        example: "50000",
-        help: "cpuio: length of one busy cycle in microseconds (fio's default 50000); \
-               each is followed by the idle time that makes the load cpuload",
-        apply: job!(|j, v| {
-            j.engine_params.cpuchunks_us = u32v(v)?;
-            Ok(())
-        }),
-    },
-    OptDef {
-        name: "cpumode",
-        aliases: &[],
-        kind: Kind::Choice(&["noop", "qsort"]),
-        creates: Creates::Nothing,
-        default: Some("noop"),
-        range: None,
-        category: Category::EngineOptions,
-        example: "qsort",
-        help: "cpuio: burn cycles in a clock-reading loop (noop) or by sorting arrays (qsort, \
-               more power drawn)",
-        apply: job!(|j, v| {
-            j.engine_params.cpumode = match v.trim() {
-                "noop" => CpuMode::Noop,
-                "qsort" => CpuMode::Qsort,
-                o => return Err(format!("'{o}' is not a CPU mode: choose noop or qsort")),
-            };
-            Ok(())
-        }),
-    },
-    OptDef {
-        name: "exit_on_io_done",
-        aliases: &[],
-        kind: Kind::Flag,
-        creates: Creates::Nothing,
-        default: Some("0"),
-        range: None,
-        category: Category::EngineOptions,
-        example: "1",
-        help: "cpuio: end the job once the jobs that do I/O beside it are done",
-        apply: job!(|j, v| {
-            j.engine_params.exit_on_io_done = parse_bool(v)?;
-            Ok(())
-        }),
-    },
-    OptDef {
-        name: "program",
-        aliases: &[],
-        kind: Kind::Str,
-        creates: Creates::Nothing,
-        default: None,
-        range: None,
-        category: Category::EngineOptions,
-        example: "/usr/bin/vmstat",
-        help: "exec: the program to run for the job's runtime (mandatory with exec)",
-        apply: job!(|j, v| {
-            j.engine_params.program = opt_str(v);
-            Ok(())
-        }),
-    },
-    OptDef {
-        name: "arguments",
-        aliases: &[],
-        kind: Kind::Str,
-        creates: Creates::Nothing,
-        default: None,
-        range: None,
-        category: Category::EngineOptions,
-        example: "-w 1",
-        help: "exec: the program's arguments, split at spaces; %r is the job's runtime in \
-               seconds, %n its name",
-        apply: job!(|j, v| {
-            j.engine_params.arguments = opt_str(v);
-            Ok(())
-        }),
-    },
-    OptDef {
-        name: "grace_time",
-        aliases: &[],
-        kind: Kind::Int,
-        creates: Creates::Nothing,
-        default: Some("1"),
-        range: None,
-        category: Category::EngineOptions,
-        example: "1",
-        help: "exec: seconds between SIGTERM and SIGKILL when the runtime is over (default 1)",
-        apply: job!(|j, v| {
-            j.engine_params.grace_time_s = u32v(v)?;
-            Ok(())
-        }),
-    },
-    OptDef {
-        name: "std_redirect",
-        aliases: &[],
-        kind: Kind::Flag,
-        creates: Creates::Job(created::redirects),
-        default: Some("1"),
-        range: None,
-        category: Category::EngineOptions,
-        example: "0",
-        help: "exec: write the program's stdout and stderr to JOBNAME.stdout and \
-               JOBNAME.stderr (default 1); 0 leaves them on dioscope's",
-        apply: job!(|j, v| {
-            j.engine_params.std_redirect = parse_bool(v)?;
-            Ok(())
-        }),
-    },
-    OptDef {
-        name: "donorname",
-        aliases: &[],
-        kind: Kind::Str,
-        creates: Creates::Job(created::donor),
-        default: None,
-        range: None,
-        category: Category::EngineOptions,
-        example: "file.def",
-        help: "e4defrag: the donor file whose blocks EXT4_IOC_MOVE_EXT swaps in (in \
-               directory= when relative; created; mandatory with e4defrag)",
-        apply: job!(|j, v| {
-            j.engine_params.donorname = opt_str(v);
-            Ok(())
-        }),
-    },
-    OptDef {
-        name: "inplace",
-        aliases: &[],
-        kind: Kind::Choice(&["0", "1"]),
-        creates: Creates::Nothing,
-        default: Some("0"),
-        range: None,
-        category: Category::EngineOptions,
-        example: "1",
-        help: "e4defrag: 0 allocates the donor's blocks once at start, 1 allocates them for \
-               each I/O and frees them after it",
-        apply: job!(|j, v| {
-            j.engine_params.inplace = match v.trim() {
-                "0" => false,
-                "1" => true,
-                o => return Err(format!("'{o}' is not an inplace mode: choose 0 or 1")),
-            };
-            Ok(())
-        }),
-    },
-];
+/// The options of engines that take their own: each engine declares them
+/// in its file (`EngineDef::OWN_OPTIONS`); this is their row in the table.
+pub(super) static ENGINES: std::sync::LazyLock<Vec<OptDef>> = std::sync::LazyLock::new(|| {
+    let mut creating = created::ENGINE_FILES.iter();
+    crate::engines::all_options()
+        .map(|o| OptDef {
+            name: o.name,
+            aliases: &[],
+            kind: match o.kind {
+                OptionKind::Int => Kind::Int,
+                OptionKind::Flag => Kind::Flag,
+                OptionKind::Str => Kind::Str,
+                OptionKind::Choice(c) => Kind::Choice(c),
+            },
+            creates: match o.creates {
+                true => Creates::Job(*creating.next().expect(
+                    "more engine options create files than created::ENGINE_FILES has entries: \
+                     add one",
+                )),
+                false => Creates::Nothing,
+            },
+            default: o.default,
+            range: o.at_least.map(Range::at_least),
+            category: Category::EngineOptions,
+            example: o.example,
+            help: o.help,
+            apply: Apply::Engine,
+        })
+        .collect()
+});
+
+/// Set the engine option `o` of the job to `v`, parsed by its kind.
+pub(super) fn apply(o: &OptDef, j: &mut JobSpec, v: &str) -> Result<(), UnitError> {
+    let value = match o.kind {
+        Kind::Int => OptionValue::Int(u32v(v)?),
+        Kind::Flag => OptionValue::Flag(parse_bool(v)?),
+        Kind::Choice(_) => OptionValue::Choice(v.trim()),
+        _ => OptionValue::Str(opt_str(v)),
+    };
+    j.engine_params
+        .apply(o.name, value)
+        .unwrap_or_else(|| Err(format!("no engine has the option {}", o.name)))
+}
 
 /// A job's engine-specific options, as its engine needs them (cpuio's
 /// cpuload, exec's program, e4defrag's donor).
 pub fn validate(j: &JobSpec) -> Result<(), String> {
     j.ioengine.check(&j.engine_params)?;
     let p = &j.engine_params;
-    if j.ioengine.caps().work_only && j.runtime_us == 0 && !p.exit_on_io_done {
+    if j.ioengine.caps().work_only && j.runtime_us == 0 && !j.ioengine.ends_itself(p) {
         return Err(format!(
             "ioengine={} does no I/O and never ends on its own: give runtime= (for example \
              runtime=30s){}",

@@ -38,6 +38,16 @@ pub enum Kind {
 pub enum Apply {
     Job(fn(&mut JobSpec, &str) -> Result<(), UnitError>),
     Global(fn(&mut GlobalSettings, &str) -> Result<(), UnitError>),
+    /// The job's engine parameters, through the `apply` the engine declares
+    /// with the option (`EngineDef::OWN_OPTIONS`).
+    Engine,
+}
+
+impl Apply {
+    /// Whether the option sets the job (its own fields or its engine's).
+    pub fn is_job(&self) -> bool {
+        !matches!(self, Apply::Global(_))
+    }
 }
 
 pub struct OptDef {
@@ -190,7 +200,7 @@ impl OptDef {
     /// `value`'s numbers against [`OptDef::range`]: each `,`-separated part
     /// that reads as a number must be in the range (a part that does not is
     /// left to `apply`, whose error says what it expected).
-    pub fn check_range(&self, value: &str) -> Result<(), UnitError> {
+    fn check_range(&self, value: &str) -> Result<(), UnitError> {
         let Some(r) = self.range else { return Ok(()) };
         for part in value.split(',') {
             if let Ok(n) = parse_size(part) {
@@ -219,6 +229,7 @@ impl OptDef {
         match self.apply {
             Apply::Job(f) => f(job, value),
             Apply::Global(f) => f(global, value),
+            Apply::Engine => engines::apply(self, job, value),
         }
     }
 }
@@ -390,14 +401,16 @@ static SECTIONS: &[&[OptDef]] = &[
     logs::LOGS,
     timing::TIMING,
     output::OUTPUT,
-    engines::ENGINES,
 ];
 
 pub mod buffers;
 
 /// Every option dioscope understands, in table order.
 pub fn all() -> impl Iterator<Item = &'static OptDef> + Clone {
-    SECTIONS.iter().flat_map(|s| s.iter())
+    SECTIONS
+        .iter()
+        .flat_map(|s| s.iter())
+        .chain(engines::ENGINES.iter())
 }
 
 /// The core options: targets, sizes, patterns, engines, time, groups, output.
@@ -1786,14 +1799,14 @@ fn full_help(o: &OptDef) -> String {
 }
 
 /// The options of one category, in table order.
-pub fn in_category(c: Category) -> impl Iterator<Item = &'static OptDef> {
+fn in_category(c: Category) -> impl Iterator<Item = &'static OptDef> {
     all().filter(move |o| o.category == c)
 }
 
 impl OptDef {
     /// `default 4k`, `default 1, at least 1`, `from 0 to 100`: what the
     /// option is when not given and the numbers it takes (empty for neither).
-    pub fn default_and_range(&self) -> String {
+    fn default_and_range(&self) -> String {
         let d = self.default.map(|d| format!("default {d}"));
         let r = self.range.map(|r| r.describe(self.kind));
         d.into_iter().chain(r).collect::<Vec<_>>().join(", ")

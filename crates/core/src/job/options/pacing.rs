@@ -473,7 +473,7 @@ fn errno_value(s: &str) -> Result<i32, UnitError> {
 
 /// `READ,WRITE,VERIFY`, each a `:` list of errnos; an empty part leaves
 /// that type as it is.
-pub fn parse_ignore_error(v: &str) -> Result<[Option<Vec<i32>>; 3], UnitError> {
+fn parse_ignore_error(v: &str) -> Result<[Option<Vec<i32>>; 3], UnitError> {
     let parts: Vec<&str> = v.split(',').collect();
     if parts.len() > 3 {
         return Err(format!("'{v}': at most READ,WRITE,VERIFY lists"));

@@ -955,7 +955,7 @@ mod tests {
 
     fn set(j: &mut JobSpec, name: &str, v: &str) -> Result<(), UnitError> {
         let o = lookup(name).unwrap_or_else(|| panic!("{name}"));
-        assert!(matches!(o.apply, Apply::Job(_)), "{name} is global");
+        assert!(o.apply.is_job(), "{name} is global");
         o.set(j, &mut GlobalSettings::default(), v)
     }
 
