@@ -8,7 +8,8 @@
 //! finish (I/O errors or a failed set-up), 128+N stopped by signal N.
 
 use super::{eprint_err, Command};
-use crate::experiment::compare::{compare, is_clear, parse_metrics, RunLog};
+use crate::experiment::compare::{compare, design, gates, parse_metrics, Looks, RunLog};
+use crate::experiment::sequential::{self, Step, Stop};
 use crate::experiment::sweep::Sweep;
 use crate::experiment::{CompareSettings, Comparison, Input};
 use crate::job::{self, Plan};
@@ -154,6 +155,14 @@ fn parse(args: &[String]) -> Result<Args, String> {
     }
     if run && (a.len() != 1 || b.len() != 1) {
         return Err("compare --run takes two job files: compare --run A.fio B.fio".into());
+    }
+    if run {
+        // The looks of the sequential design: after every pair from the
+        // floor of the U test to --max-trials.
+        s.sequential = Some(Looks {
+            min_n: min_trials_per_side(s.alpha).min(max_trials),
+            max_n: max_trials,
+        });
     }
     Ok(Args {
         a,
@@ -320,7 +329,6 @@ fn run_both(a: &Args) -> Result<Comparison, i32> {
         side_plan(&a.a[0], &a.pass).map_err(|e| eprint_err(&e))?,
         side_plan(&a.b[0], &a.pass).map_err(|e| eprint_err(&e))?,
     ];
-    let floor = min_trials_per_side(a.settings.alpha).min(a.max_trials);
     let t0 = std::time::Instant::now();
     let mut docs: [Vec<RunDoc>; 2] = [Vec::new(), Vec::new()];
     let mut order = String::new();
@@ -387,16 +395,23 @@ fn run_both(a: &Args) -> Result<Comparison, i32> {
             stopped_because = "the sides differ in what nobody named".to_string();
             break;
         }
-        if na >= floor && is_clear(&c) {
-            stopped_because = format!("the verdict is clear after {na} runs per side");
+        let Some(d) = design(&a.settings, &c) else {
+            stopped_because = "no sequential design".to_string();
             break;
-        }
-        if na >= a.max_trials {
-            stopped_because = format!(
-                "--max-trials={} reached; the verdict is not clear",
-                a.max_trials
-            );
-            break;
+        };
+        match sequential::decide(&gates(&c), &d, a.settings.threshold_pct) {
+            Step::Stop(Stop::Clear, _) => {
+                stopped_because = format!("the verdict is clear after {na} runs per side");
+                break;
+            }
+            Step::Stop(Stop::MaxTrials, _) => {
+                stopped_because = format!(
+                    "--max-trials={} reached; the verdict is not clear",
+                    a.max_trials
+                );
+                break;
+            }
+            Step::Continue => {}
         }
         // Would one more pair overrun the time? Use the mean time per pair.
         let per_pair = elapsed / na as f64;

@@ -36,13 +36,14 @@ pub fn comparison(o: &mut String, name: &str, c: &Comparison) {
         Outcome::NoChange => ("", "no change"),
         Outcome::Undecided => ("sev-warning", "undecided (too few trials)"),
         Outcome::Incomparable => ("sev-critical", "INCOMPARABLE"),
+        Outcome::Confounded => ("sev-critical", "CONFOUNDED"),
     };
     let _ = write!(
         o,
         "<section id=\"cmp\"><h2>Comparison {}</h2>\
          <p><b>A</b> = {} ({} trials) &nbsp; <b>B</b> = {} ({} trials)</p>\
          <p>Outcome: <span class=\"{cls}\" id=\"cmp-outcome\">{what}</span> (exit code {}). \
-         Test: {}, α = {}, threshold ±{} %; at least {} trials per side can reach α.</p>",
+         {}, α = {}, threshold ±{} %; at least {} trials per side can reach the gates' level.</p>",
         esc(name),
         esc(&format!("{} {}", c.a.label, c.a.files.join(", "))),
         c.a.trials,
@@ -63,6 +64,18 @@ pub fn comparison(o: &mut String, name: &str, c: &Comparison) {
             r.elapsed_s
         );
     }
+    let _ = write!(
+        o,
+        "<p id=\"cmp-outcome-line\">{}</p>",
+        esc(&super::compare_text::outcome_line(c))
+    );
+    if !c.environment.is_empty() {
+        o.push_str("<h3>Environment of each side</h3><ul id=\"cmp-env\">");
+        for l in super::compare_text::environment_lines(c) {
+            let _ = write!(o, "<li><code>{}</code></li>", esc(&l));
+        }
+        o.push_str("</ul>");
+    }
     if !c.differences.is_empty() {
         o.push_str("<h3>Differences between A and B</h3><ul>");
         for d in &c.differences {
@@ -77,8 +90,8 @@ pub fn comparison(o: &mut String, name: &str, c: &Comparison) {
     for (j, job) in c.jobs.iter().enumerate() {
         let _ = write!(
             o,
-            "<h3>{} (group {})</h3><table id=\"cmp-table-{j}\"><tr><th class=\"l\">metric</th><th>A</th><th>B</th>\
-             <th>change B vs A</th><th>95 % CI of the change</th><th>p (adjusted)</th><th class=\"l\">verdict</th></tr>",
+            "<h3>{} (group {})</h3><table id=\"cmp-table-{j}\"><tr><th class=\"l\">metric</th><th>A median</th><th>B median</th>\
+             <th>change B vs A</th><th>interval of the change (level)</th><th class=\"l\">verdict</th></tr>",
             esc(&job.name),
             job.group
         );
@@ -93,21 +106,14 @@ pub fn comparison(o: &mut String, name: &str, c: &Comparison) {
             let f = |v: Option<f64>| v.map(|x| fmt_unit(&m.unit, x)).unwrap_or("–".into());
             let _ = write!(
                 o,
-                "<tr><td class=\"l\">{}{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td class=\"l {}\">{}</td></tr>",
+                "<tr><td class=\"l\">{}{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td class=\"l {}\">{}</td></tr>",
                 esc(&m.label),
                 if m.gate { "" } else { " <span class=\"muted\">(not gating)</span>" },
                 esc(&f(m.a)),
                 esc(&f(m.b)),
                 verdict_class(m.verdict),
                 m.change_pct.map(|x| format!("{x:+.1} %")).unwrap_or("–".into()),
-                m.ci_pct
-                    .map(|(l, h)| format!("[{l:+.1} %, {h:+.1} %]"))
-                    .unwrap_or("–".into()),
-                match (m.p, m.p_adjusted) {
-                    (Some(p), Some(q)) => format!("{p:.3} ({q:.3})"),
-                    (Some(p), None) => format!("{p:.3}"),
-                    _ => "–".into(),
-                },
+                esc(&super::compare_text::interval_text(m)),
                 verdict_class(m.verdict),
                 m.verdict.text()
             );
@@ -120,7 +126,7 @@ pub fn comparison(o: &mut String, name: &str, c: &Comparison) {
         o.push_str("</table>");
         o.push_str(&chart::line_chart(&LineChart {
             id: &format!("cmp-change-{j}"),
-            title: &format!("{}: change of B against A, with its 95 % CI", job.name),
+            title: &format!("{}: change of B against A, with its interval", job.name),
             x_label: "metric",
             y_label: "change (%)",
             lines: vec![line],
@@ -132,7 +138,7 @@ pub fn comparison(o: &mut String, name: &str, c: &Comparison) {
     for n in &c.notes {
         let _ = write!(o, "<p class=\"muted\">note: {}</p>", esc(n));
     }
-    o.push_str("<p class=\"muted\">Higher is better for IOPS and bandwidth, lower for latency and CPU. The verdict needs both significance (the test above) and a change beyond the threshold.</p></section>");
+    o.push_str("<p class=\"muted\">Higher is better for IOPS and bandwidth, lower for latency and CPU. The verdict is read off the interval: significant exactly when it lies outside ±threshold.</p></section>");
     if let Some(p) = &c.profile {
         crate::profile::compare::render_html(o, p);
     }

@@ -172,6 +172,110 @@ fn erfc(x: f64) -> f64 {
     }
 }
 
+/// The standard normal quantile: the z with `P(Z ≤ z) = p`, by bisection on
+/// [`normal_sf`] (60 halvings: far below the 1.2e-7 error of `erfc`).
+pub fn normal_quantile(p: f64) -> f64 {
+    let (mut lo, mut hi) = (-40.0f64, 40.0f64);
+    for _ in 0..60 {
+        let mid = 0.5 * (lo + hi);
+        if 1.0 - normal_sf(mid) < p {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+/// The critical value of the two-sided U test at level `alpha`: the largest
+/// `c` with `P(U ≤ c) ≤ alpha/2` under H0 for `m` against `n` values, so the
+/// test rejects when `U ≤ c` or `U ≥ m·n − c`. Exact (the permutation
+/// distribution, as in [`mann_whitney`]) up to [`EXACT_MAX`] per side, the
+/// normal approximation with continuity correction beyond. `None` when
+/// even `U = 0` is more likely than `alpha/2`: with so few values no
+/// interval at this level exists (1 against 1, 3 against 3 at 5 %).
+pub fn u_critical(m: usize, n: usize, alpha: f64) -> Option<usize> {
+    if m == 0 || n == 0 || alpha <= 0.0 {
+        return None;
+    }
+    if m <= EXACT_MAX && n <= EXACT_MAX {
+        let dist = u_distribution(m, n);
+        let total: f64 = dist.iter().sum();
+        let mut cum = 0.0;
+        let mut c = None;
+        for (u, w) in dist.iter().enumerate() {
+            cum += w / total;
+            if cum > alpha / 2.0 * (1.0 + 1e-12) {
+                break;
+            }
+            c = Some(u);
+        }
+        return c;
+    }
+    let (mf, nf) = (m as f64, n as f64);
+    let sd = (mf * nf * (mf + nf + 1.0) / 12.0).sqrt();
+    let c = mf * nf / 2.0 - normal_quantile(1.0 - alpha / 2.0) * sd - 0.5;
+    (c >= 0.0).then(|| c.floor() as usize)
+}
+
+/// The two-sided probability `2·P(U ≤ c)` of the U test's rejection region
+/// for `m` against `n` (exact up to [`EXACT_MAX`] per side): one minus the
+/// level of the interval [`shift_interval`] gives with `c`.
+pub fn u_tail(m: usize, n: usize, c: usize) -> f64 {
+    if m <= EXACT_MAX && n <= EXACT_MAX {
+        let dist = u_distribution(m, n);
+        let total: f64 = dist.iter().sum();
+        let k = c.min(dist.len() - 1);
+        return (2.0 * dist[..=k].iter().sum::<f64>() / total).min(1.0);
+    }
+    let (mf, nf) = (m as f64, n as f64);
+    let sd = (mf * nf * (mf + nf + 1.0) / 12.0).sqrt();
+    (2.0 * normal_sf((mf * nf / 2.0 - c as f64 - 0.5) / sd)).min(1.0)
+}
+
+/// The Hodges–Lehmann estimate of the shift of `b` against `a` and its
+/// interval inverted from the U test with critical value `c` (Hodges &
+/// Lehmann 1963, "Estimates of location based on rank tests", Ann. Math.
+/// Statist. 34:598–611; Moses' interval, Hollander & Wolfe 1999 §4.3,
+/// Lehmann 1975 "Nonparametrics" §2.6): of the m·n differences `b_j − a_i`,
+/// sorted as D(1) ≤ … ≤ D(mn), the estimate is their median and the
+/// interval is [D(c+1), D(mn−c)]. It excludes 0 exactly when the U test
+/// with critical value `c` rejects (no ties at 0): the interval *is* the
+/// test. Under the shift model (b is a shifted by δ) it covers δ with
+/// probability 1 − [`u_tail`]`(m, n, c)` whatever the distribution.
+/// `None` when a side is empty.
+pub fn shift_interval(a: &[f64], b: &[f64], c: Option<usize>) -> Option<Shift> {
+    if a.is_empty() || b.is_empty() {
+        return None;
+    }
+    let mut d: Vec<f64> = Vec::with_capacity(a.len() * b.len());
+    for &y in b {
+        d.extend(a.iter().map(|&x| y - x));
+    }
+    let n = d.len();
+    let mut nth = |k: usize| {
+        let (_, v, _) = d.select_nth_unstable_by(k, |x, y| x.total_cmp(y));
+        *v
+    };
+    let estimate = if n % 2 == 1 {
+        nth(n / 2)
+    } else {
+        0.5 * (nth(n / 2 - 1) + nth(n / 2))
+    };
+    let interval = c.filter(|&c| 2 * c < n).map(|c| (nth(c), nth(n - 1 - c)));
+    Some(Shift { estimate, interval })
+}
+
+/// [`shift_interval`]'s answer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shift {
+    /// The Hodges–Lehmann estimate: the median of the pairwise differences.
+    pub estimate: f64,
+    /// The interval inverted from the U test; `None` when the test cannot
+    /// reject at the level asked with so few values.
+    pub interval: Option<(f64, f64)>,
+}
+
 /// The fewest trials per side (equal sides) with which a two-sided exact
 /// U test can give `p < alpha` at all: the smallest possible p with n
 /// against n is 2/C(2n, n) (complete separation), so 3 against 3 never goes
@@ -384,10 +488,21 @@ pub struct AutoOutcome {
 
 /// Steele's SplitMix64 (Steele, Lea & Flood 2014, "Fast splittable
 /// pseudorandom number generators", OOPSLA): small, fast, good enough for
-/// resampling indices.
-struct SplitMix64(u64);
+/// resampling indices and for the simulations that calibrate and check the
+/// comparison's boundaries.
+pub struct SplitMix64(u64);
 
 impl SplitMix64 {
+    pub fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.next()
+    }
+    /// A uniform value in [0, 1).
+    pub fn uniform(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
     fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
@@ -395,7 +510,7 @@ impl SplitMix64 {
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     }
-    fn below(&mut self, n: usize) -> usize {
+    pub fn below(&mut self, n: usize) -> usize {
         ((self.next() >> 11) as f64 / (1u64 << 53) as f64 * n as f64) as usize % n
     }
 }
