@@ -5,7 +5,8 @@
 //!
 //! Exit codes: 0 no regression beyond the threshold, 1 a significant
 //! regression, 2 bad or incomparable input, 3 a run of `--run` could not
-//! finish (I/O errors or a failed set-up), 128+N stopped by signal N.
+//! finish (I/O errors or a failed set-up), 4 a significant change while the
+//! sides' environments differed (confounded), 128+N stopped by signal N.
 
 use super::{eprint_err, Command};
 use crate::experiment::compare::{compare, design, gates, parse_metrics, Looks, RunLog};
@@ -22,8 +23,9 @@ pub const COMMAND: Command = Command {
     usage: &[
         (
             "compare A.json B.json",
-            "did B change? per job and metric: change with 95 % CI, p-value,\n\
+            "did B change? per job and metric: change with its interval,\n\
              better/worse (--threshold=2%); exit 1 on a significant regression,\n\
+             4 when it is confounded with a difference in the environment,\n\
              2 when the sides differ in what --expect-different=OPT,... does\n\
              not name (--allow-different: anything); --gate=iops,lat_p99: the\n\
              metrics that decide the exit code; --output-format=normal|json|markdown",

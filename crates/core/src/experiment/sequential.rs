@@ -99,7 +99,12 @@ pub fn judge(
     threshold_pct: f64,
     higher_is_better: bool,
 ) -> Option<Judged> {
-    if a.is_empty() || b.is_empty() || a.iter().chain(b).any(|x| !(*x > 0.0) || !x.is_finite()) {
+    if a.is_empty()
+        || b.is_empty()
+        || a.iter()
+            .chain(b)
+            .any(|x| x.is_nan() || *x <= 0.0 || x.is_infinite())
+    {
         return None;
     }
     let la: Vec<f64> = a.iter().map(|x| x.ln()).collect();
@@ -156,15 +161,11 @@ impl Design {
     /// The boundary at `n` trials per side; `None` before the first look or
     /// when the look may not reject (nothing spent yet).
     pub fn boundary(&self, n: usize) -> Option<Boundary> {
-        if n < self.min_n || n > self.max_n {
+        let first = self.min_n.max(1);
+        if n < first || n > self.max_n {
             return None;
         }
-        let cs = boundaries(self);
-        let c = cs[n - self.min_n]?;
-        Some(Boundary {
-            c,
-            level: 1.0 - u_tail(n, n, c),
-        })
+        boundaries(self).get(n - first).copied().flatten()
     }
 }
 
@@ -180,14 +181,27 @@ type Key = (usize, usize, u64);
 /// `c_k` is the largest value for which the share of paths that crossed at
 /// any look up to k stays within the spending function's α(n_k / max_n).
 /// A look whose c would be below 0 cannot reject (`None`).
-fn boundaries(d: &Design) -> Arc<Vec<Option<usize>>> {
-    static CACHE: OnceLock<Mutex<HashMap<Key, Arc<Vec<Option<usize>>>>>> = OnceLock::new();
+fn boundaries(d: &Design) -> Arc<Vec<Option<Boundary>>> {
+    type Table = Arc<Vec<Option<Boundary>>>;
+    static CACHE: OnceLock<Mutex<HashMap<Key, Table>>> = OnceLock::new();
     let key = (d.min_n, d.max_n, d.alpha.to_bits());
     let cache = CACHE.get_or_init(Default::default);
     if let Some(v) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
         return v.clone();
     }
-    let v = Arc::new(calibrate(d));
+    let v: Table = Arc::new(
+        calibrate(d)
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let n = d.min_n.max(1) + i;
+                c.map(|c| Boundary {
+                    c,
+                    level: 1.0 - u_tail(n, n, c),
+                })
+            })
+            .collect(),
+    );
     cache
         .lock()
         .unwrap_or_else(|e| e.into_inner())

@@ -29,7 +29,9 @@ fn verdict_class(v: Verdict) -> &'static str {
 }
 
 /// A comparison: outcome, per job a table and a chart of the changes.
-pub fn comparison(o: &mut String, name: &str, c: &Comparison) {
+/// `id` prefixes the ids of its section, tables and charts (`cmp` for a
+/// comparison's JSON).
+pub fn comparison(o: &mut String, name: &str, c: &Comparison, id: &str) {
     let (cls, what) = match c.outcome {
         Outcome::Regression => ("sev-critical", "REGRESSION"),
         Outcome::Improvement => ("sev-info", "improvement"),
@@ -40,9 +42,9 @@ pub fn comparison(o: &mut String, name: &str, c: &Comparison) {
     };
     let _ = write!(
         o,
-        "<section id=\"cmp\"><h2>Comparison {}</h2>\
+        "<section id=\"{id}\"><h2>Comparison {}</h2>\
          <p><b>A</b> = {} ({} trials) &nbsp; <b>B</b> = {} ({} trials)</p>\
-         <p>Outcome: <span class=\"{cls}\" id=\"cmp-outcome\">{what}</span> (exit code {}). \
+         <p>Outcome: <span class=\"{cls}\" id=\"{id}-outcome\">{what}</span> (exit code {}). \
          {}, α = {}, threshold ±{} %; at least {} trials per side can reach the gates' level.</p>",
         esc(name),
         esc(&format!("{} {}", c.a.label, c.a.files.join(", "))),
@@ -66,11 +68,11 @@ pub fn comparison(o: &mut String, name: &str, c: &Comparison) {
     }
     let _ = write!(
         o,
-        "<p id=\"cmp-outcome-line\">{}</p>",
+        "<p id=\"{id}-outcome-line\">{}</p>",
         esc(&super::compare_text::outcome_line(c))
     );
     if !c.environment.is_empty() {
-        o.push_str("<h3>Environment of each side</h3><ul id=\"cmp-env\">");
+        o.push_str("<h3>Environment of each side</h3><ul>");
         for l in super::compare_text::environment_lines(c) {
             let _ = write!(o, "<li><code>{}</code></li>", esc(&l));
         }
@@ -90,7 +92,7 @@ pub fn comparison(o: &mut String, name: &str, c: &Comparison) {
     for (j, job) in c.jobs.iter().enumerate() {
         let _ = write!(
             o,
-            "<h3>{} (group {})</h3><table id=\"cmp-table-{j}\"><tr><th class=\"l\">metric</th><th>A median</th><th>B median</th>\
+            "<h3>{} (group {})</h3><table id=\"{id}-table-{j}\"><tr><th class=\"l\">metric</th><th>A median</th><th>B median</th>\
              <th>change B vs A</th><th>interval of the change (level)</th><th class=\"l\">verdict</th></tr>",
             esc(&job.name),
             job.group
@@ -125,7 +127,7 @@ pub fn comparison(o: &mut String, name: &str, c: &Comparison) {
         }
         o.push_str("</table>");
         o.push_str(&chart::line_chart(&LineChart {
-            id: &format!("cmp-change-{j}"),
+            id: &format!("{id}-change-{j}"),
             title: &format!("{}: change of B against A, with its interval", job.name),
             x_label: "metric",
             y_label: "change (%)",
