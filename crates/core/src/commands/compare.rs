@@ -158,6 +158,14 @@ fn parse(args: &[String]) -> Result<Args, String> {
     if run && (a.len() != 1 || b.len() != 1) {
         return Err("compare --run takes two job files: compare --run A.fio B.fio".into());
     }
+    if run && max_trials > 100 {
+        // The boundaries are calibrated by simulation in O(max-trials²)
+        // per path: beyond 100 per side it would take minutes.
+        return Err(format!(
+            "--max-trials={max_trials}: compare --run looks at up to 100 trials per side; \
+             give --max-trials=100 or fewer"
+        ));
+    }
     if run {
         // The looks of the sequential design: after every pair from the
         // floor of the U test to --max-trials.
@@ -406,11 +414,21 @@ fn run_both(a: &Args) -> Result<Comparison, i32> {
                 stopped_because = format!("the verdict is clear after {na} runs per side");
                 break;
             }
-            Step::Stop(Stop::MaxTrials, _) => {
-                stopped_because = format!(
-                    "--max-trials={} reached; the verdict is not clear",
-                    a.max_trials
-                );
+            Step::Stop(Stop::MaxTrials, judged) => {
+                let clear = judged.iter().all(|j| {
+                    j.is_some_and(|j| {
+                        sequential::significant(j.verdict)
+                            || j.verdict == crate::experiment::Verdict::NoMeaningfulChange
+                    })
+                });
+                stopped_because = if clear {
+                    format!("the verdict is clear after {na} runs per side (--max-trials)")
+                } else {
+                    format!(
+                        "--max-trials={} reached; the verdict is not clear",
+                        a.max_trials
+                    )
+                };
                 break;
             }
             Step::Continue => {}
@@ -497,6 +515,18 @@ mod tests {
         .unwrap();
         assert_eq!(a.pass, s(&["--runtime=1"]));
         assert_eq!(a.max_time_s, 30.0);
+        assert!(parse(&s(&["--run", "a", "b", "--max-trials=101"]))
+            .err()
+            .unwrap()
+            .contains("100"));
+        let a = parse(&s(&["--run", "a", "b", "--max-trials=12"])).unwrap();
+        assert_eq!(
+            a.settings.sequential,
+            Some(Looks {
+                min_n: 4,
+                max_n: 12
+            })
+        );
         assert!(parse(&s(&["a", "b", "--output-format=xml"]))
             .err()
             .unwrap()
