@@ -877,6 +877,39 @@ fn cpu_hog_on_our_cpu_is_found_and_named() {
     }
 }
 
+/// What the run measured during its trials, as its environment findings
+/// record it (CPU contention, other I/O on the device, page-cache pages a
+/// trial started with or met): the conditions the trial findings name.
+fn measured_conditions(j: &Value) -> Vec<dioscope_core::diag::findings::TrialCondition> {
+    use dioscope_core::diag::findings::{Condition, TrialCondition};
+    let trials_of = |kind: &str| -> Vec<usize> {
+        let mut t: Vec<usize> = of_kind(j, kind)
+            .iter()
+            .flat_map(|f| f["trials"].as_array().cloned().unwrap_or_default())
+            .filter_map(|t| t.as_u64().map(|t| t as usize))
+            .collect();
+        t.sort_unstable();
+        t.dedup();
+        t
+    };
+    let mut pages: Vec<usize> = of_kind(j, "page_cache_on_target")
+        .iter()
+        .filter(|f| f["phase"] == "during" || (f["phase"] == "before" && f["dropped"] == false))
+        .filter_map(|f| f["trial"].as_u64().map(|t| t as usize))
+        .collect();
+    pages.sort_unstable();
+    pages.dedup();
+    [
+        (Condition::CpuContention, trials_of("cpu_contention")),
+        (Condition::OtherDeviceIo, trials_of("other_device_io")),
+        (Condition::PageCache, pages),
+    ]
+    .into_iter()
+    .filter(|(_, t)| !t.is_empty())
+    .map(|(condition, trials)| TrialCondition { condition, trials })
+    .collect()
+}
+
 /// The noise policy (docs/STATISTICS.md) on real repeated runs: the findings
 /// of a 5-trial run are exactly what the rules say about the per-trial IOPS
 /// the run recorded, and they obey the policy's invariants: no pattern under
@@ -916,9 +949,10 @@ fn noise_policy_holds_on_real_repeated_runs() {
             .collect();
         assert_eq!(iops.len(), 5);
         let metric = "n IOPS";
-        let mut expected: Vec<String> = trial_findings(metric, &iops)
+        let conditions = measured_conditions(&j);
+        let mut expected: Vec<String> = trial_findings(metric, &iops, &conditions)
             .into_iter()
-            .chain(high_variance(metric, &iops))
+            .chain(high_variance(metric, &iops, &conditions))
             .map(|f| f.code().to_string())
             .collect();
         expected.sort();
@@ -935,7 +969,7 @@ fn noise_policy_holds_on_real_repeated_runs() {
             .map(str::to_string)
             .collect();
         got.sort();
-        println!("{rw}: IOPS per trial {iops:?} → {got:?}");
+        println!("{rw}: IOPS per trial {iops:?}, measured {conditions:?} → {got:?}");
         assert_eq!(got, expected, "{rw}: {iops:?}");
         // The invariants, on the run's own numbers.
         let s = &job["summary"]["iops"];

@@ -302,7 +302,9 @@ fn sweep_interrupted_and_resumed_runs_every_cell_once() {
     }
     let out = stdout(&o);
     assert!(out.contains("iodepth \\ bs"), "{out}");
-    assert!(out.contains(" ± "), "{out}");
+    // mean ± σ, then the 95 % CI as [low, high], the legend saying which.
+    assert!(out.contains(" ± ") && out.contains("] (2)"), "{out}");
+    assert!(out.contains("mean ± σ [95 % CI low, high]"), "{out}");
     // Every cell in the CSV, and a cell compares with another.
     let o = run_in(
         d.path(),

@@ -5,6 +5,7 @@ mod common;
 mod blockdev;
 mod buffers;
 mod cli;
+mod conventions;
 mod diag;
 mod engines;
 mod engines2;

@@ -190,11 +190,12 @@ fn run_recipe(name: &str) {
         o.status
     );
     eprintln!("{name}: {took:?}\n{stdout}");
-    // The table: a header row and a separator, a CI in the cells, a verdict.
+    // The table: a header row and a separator, mean ± σ in the cells (and
+    // the legend that says so), a verdict.
     assert!(stdout.contains("|--"), "{name}: no table:\n{stdout}");
     assert!(
-        stdout.contains(" ± "),
-        "{name}: no CI in the table:\n{stdout}"
+        stdout.contains(" ± ") && stdout.contains("(mean ± σ over the cell's trials"),
+        "{name}: no spread in the table:\n{stdout}"
     );
     assert!(
         stdout.contains("This kernel: ")

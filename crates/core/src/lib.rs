@@ -18,6 +18,7 @@
 #![forbid(unsafe_code)]
 
 pub mod commands;
+pub mod console;
 pub mod diag;
 #[cfg(feature = "mpi")]
 pub mod dist;
@@ -27,6 +28,7 @@ pub mod infile;
 pub mod job;
 pub mod osstr;
 pub mod outfile;
+pub mod pipeline;
 pub mod profile;
 pub mod recipes;
 pub mod render;
@@ -35,5 +37,6 @@ pub mod runner;
 pub mod safety;
 pub mod scratch;
 pub mod stats;
+pub mod svg;
 pub mod targets;
 pub mod verify;

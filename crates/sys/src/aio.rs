@@ -102,72 +102,6 @@ impl Drop for AioContext {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn layout_matches_kernel_abi() {
-        assert_eq!(std::mem::size_of::<Iocb>(), 64);
-        assert_eq!(std::mem::size_of::<IoEvent>(), 32);
-    }
-
-    #[test]
-    fn read_a_file() {
-        use std::io::Write;
-        use std::os::fd::AsRawFd;
-        let mut f = tempfile_in_tmp();
-        f.write_all(&[0xab; 8192]).unwrap();
-        let ctx = AioContext::new(8).unwrap();
-        let mut buf = vec![0u8; 4096];
-        let mut cb = Iocb {
-            aio_data: 42,
-            aio_lio_opcode: IOCB_CMD_PREAD,
-            aio_fildes: f.as_raw_fd() as u32,
-            aio_buf: buf.as_mut_ptr() as u64,
-            aio_nbytes: 4096,
-            aio_offset: 4096,
-            ..Default::default()
-        };
-        let mut ptrs = [&mut cb as *mut Iocb];
-        // SAFETY: cb and buf outlive the completion we wait for below.
-        assert_eq!(unsafe { ctx.submit(&mut ptrs) }.unwrap(), 1);
-        let mut ev = [IoEvent::default(); 1];
-        assert_eq!(ctx.getevents(1, &mut ev).unwrap(), 1);
-        assert_eq!(ev[0].data, 42);
-        assert_eq!(ev[0].res, 4096);
-        assert!(buf.iter().all(|&b| b == 0xab));
-    }
-
-    #[test]
-    #[should_panic(expected = "into slot")]
-    fn stage_refuses_a_slot_outside_the_arena() {
-        let arena = crate::queue::SlotArena::new(2, 4096).unwrap();
-        let mut q = AioQueue::new(arena, &[0], 0).unwrap();
-        q.stage(crate::queue::IoDesc {
-            slot: 2,
-            write: false,
-            file: 0,
-            offset: 0,
-            len: 512,
-            prio: 0,
-        });
-    }
-
-    fn tempfile_in_tmp() -> std::fs::File {
-        let p = std::env::temp_dir().join(format!("dioscope-aio-{}", std::process::id()));
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&p)
-            .unwrap();
-        std::fs::remove_file(&p).unwrap();
-        f
-    }
-}
-
 use crate::queue::{Completion, IoDesc, SlotArena};
 
 /// A libaio queue owning its slot arena, so every buffer handed to the kernel
@@ -297,5 +231,71 @@ impl Drop for AioQueue {
                 Err(_) => break,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_matches_kernel_abi() {
+        assert_eq!(std::mem::size_of::<Iocb>(), 64);
+        assert_eq!(std::mem::size_of::<IoEvent>(), 32);
+    }
+
+    #[test]
+    fn read_a_file() {
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        let mut f = tempfile_in_tmp();
+        f.write_all(&[0xab; 8192]).unwrap();
+        let ctx = AioContext::new(8).unwrap();
+        let mut buf = vec![0u8; 4096];
+        let mut cb = Iocb {
+            aio_data: 42,
+            aio_lio_opcode: IOCB_CMD_PREAD,
+            aio_fildes: f.as_raw_fd() as u32,
+            aio_buf: buf.as_mut_ptr() as u64,
+            aio_nbytes: 4096,
+            aio_offset: 4096,
+            ..Default::default()
+        };
+        let mut ptrs = [&mut cb as *mut Iocb];
+        // SAFETY: cb and buf outlive the completion we wait for below.
+        assert_eq!(unsafe { ctx.submit(&mut ptrs) }.unwrap(), 1);
+        let mut ev = [IoEvent::default(); 1];
+        assert_eq!(ctx.getevents(1, &mut ev).unwrap(), 1);
+        assert_eq!(ev[0].data, 42);
+        assert_eq!(ev[0].res, 4096);
+        assert!(buf.iter().all(|&b| b == 0xab));
+    }
+
+    #[test]
+    #[should_panic(expected = "into slot")]
+    fn stage_refuses_a_slot_outside_the_arena() {
+        let arena = crate::queue::SlotArena::new(2, 4096).unwrap();
+        let mut q = AioQueue::new(arena, &[0], 0).unwrap();
+        q.stage(crate::queue::IoDesc {
+            slot: 2,
+            write: false,
+            file: 0,
+            offset: 0,
+            len: 512,
+            prio: 0,
+        });
+    }
+
+    fn tempfile_in_tmp() -> std::fs::File {
+        let p = std::env::temp_dir().join(format!("dioscope-aio-{}", std::process::id()));
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&p)
+            .unwrap();
+        std::fs::remove_file(&p).unwrap();
+        f
     }
 }

@@ -115,6 +115,14 @@ pub fn stderr_is_tty() -> bool {
     unsafe { libc::isatty(2) == 1 }
 }
 
+/// Send `sig` to process `pid` (`kill(2)`), e.g. SIGTERM to a child before
+/// its grace time runs out.
+pub fn signal_process(pid: u32, sig: i32) -> io::Result<()> {
+    let pid = libc::pid_t::try_from(pid).map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
+    // SAFETY: kill takes integers only.
+    crate::cvt(unsafe { libc::kill(pid, sig) }).map(drop)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,12 +138,4 @@ mod tests {
         let b = usage_self();
         assert!(b.user_us + b.sys_us > a.user_us + a.sys_us);
     }
-}
-
-/// Send `sig` to process `pid` (`kill(2)`), e.g. SIGTERM to a child before
-/// its grace time runs out.
-pub fn signal_process(pid: u32, sig: i32) -> io::Result<()> {
-    let pid = libc::pid_t::try_from(pid).map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
-    // SAFETY: kill takes integers only.
-    crate::cvt(unsafe { libc::kill(pid, sig) }).map(drop)
 }

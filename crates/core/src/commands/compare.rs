@@ -359,7 +359,7 @@ fn run_both(a: &Args) -> Result<Comparison, i32> {
         );
         // Scratch files stay for the next run of the side (laid out once);
         // removed when compare --run ends, however it ends.
-        let done = match super::run::execute_keeping(&plans[side], true) {
+        let done = match crate::pipeline::execute_keeping(&plans[side], true) {
             Ok(mut d) => {
                 created.append(&mut d.created);
                 d
@@ -380,7 +380,7 @@ fn run_both(a: &Args) -> Result<Comparison, i32> {
         let failed = if done.result.interrupted {
             let sig = done.result.signal;
             Some(if sig > 0 { 128 + sig } else { 130 })
-        } else if super::run::exit_code(&done.result) != 0 {
+        } else if crate::pipeline::exit_code(&done.result) != 0 {
             eprintln!(
                 "dioscope: error: compare --run: the {label} run had {} I/O error(s); no comparison",
                 done.result.io_errors()

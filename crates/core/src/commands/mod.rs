@@ -23,17 +23,30 @@ pub struct Command {
 /// Declares the command modules and [`COMMANDS`] from one list: each
 /// module has a `pub const COMMAND: Command`.
 macro_rules! commands {
-    ($($m:ident),* $(,)?) => {
-        $(pub mod $m;)*
+    ($($(#[$a:meta])* $m:ident),* $(,)?) => {
+        $($(#[$a])* pub mod $m;)*
         /// Every command, in the order `--help` lists them.
-        pub static COMMANDS: &[Command] = &[$($m::COMMAND),*];
+        pub static COMMANDS: &[Command] = &[$($(#[$a])* $m::COMMAND),*];
     };
 }
 
-commands!(run, compare, sweep, report, doctor, scratch, recipe, options);
+commands!(
+    run,
+    compare,
+    sweep,
+    report,
+    doctor,
+    scratch,
+    recipe,
+    options,
+    // docs/ARCHITECTURE.md's "Add a command", followed to the letter by a
+    // test-only command (the test `adding_a_command_is_one_file_and_one_line`).
+    #[cfg(test)]
+    example_command,
+);
 
-/// fio's invocation flags that are not job options (the run command's).
-pub mod flags;
+pub use crate::console::{clip_words, eprint_err, stdout};
+use crate::job::flags;
 
 /// The command `name` names, if any.
 pub fn find(name: &str) -> Option<&'static Command> {
@@ -136,24 +149,6 @@ fn launched_without_mpi() -> Result<(), i32> {
     }
 }
 
-/// `dioscope: error: MSG` on stderr; the exit code of bad input.
-pub fn eprint_err(msg: &str) -> i32 {
-    eprintln!("dioscope: error: {}", crate::osstr::shown(&clip_words(msg)));
-    2
-}
-
-/// A message with each overlong word (a 1 MB bad value echoed back) cut to
-/// its start and its length, so the message stays readable.
-pub fn clip_words(msg: &str) -> String {
-    if msg.len() <= 2000 {
-        return msg.to_string();
-    }
-    msg.split(' ')
-        .map(crate::outfile::shown)
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// `--help`: generated from the command table, the run formats and the
 /// option table.
 pub fn usage() -> String {
@@ -213,20 +208,6 @@ pub fn usage() -> String {
     out
 }
 
-/// Write to standard output. A reader that went away (`dioscope … | head`)
-/// is not an error: the run itself has finished and its result file (if
-/// any) is written; other write errors are said on stderr. (`print!` would
-/// panic on EPIPE, since Rust ignores SIGPIPE.)
-pub fn stdout(text: &str) {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-        Err(e) => eprintln!("dioscope: error: cannot write to standard output: {e}"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,6 +225,23 @@ mod tests {
         for f in flags::FLAGS {
             assert!(u.contains(&format!("--{}", f.name)), "{u}");
         }
+    }
+
+    /// docs/ARCHITECTURE.md's "Add a command": `example_command.rs` (one
+    /// file) and its name in `commands!` (one line) make a command that
+    /// dispatches, answers bad input with exit 2 and is in `--help`. When a
+    /// command needs one more registration, this test fails.
+    #[test]
+    fn adding_a_command_is_one_file_and_one_line() {
+        assert!(find("example-command").is_some());
+        assert!(
+            usage().contains("dioscope example-command FILE"),
+            "{}",
+            usage()
+        );
+        let a = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(dispatch(&a(&["example-command"])), 2);
+        assert_eq!(dispatch(&a(&["example-command", "x"])), 0);
     }
 
     #[test]

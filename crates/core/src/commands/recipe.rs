@@ -16,7 +16,7 @@ pub const COMMAND: Command = Command {
         ),
         (
             "recipe run NAME [--quick]",
-            "make the scratch devices, run, print the seed's table (mean ± CI),\n\
+            "make the scratch devices, run, print the seed's table (mean ± σ),\n\
              say whether the seed's effect is present, remove the devices\n\
              ([--trials=N|auto] [--output=FILE.json] [--compare-with=SAVED.json];\n\
              --quick: a short run, at most a minute; --profile: every cell with\n\

@@ -7,7 +7,7 @@
 //! created and filled is reused as it is by the others.
 
 use super::{eprint_err, Command};
-use crate::experiment::sweep::{parse_axis, shuffled, Axis, CellStatus, Order, Sweep};
+use crate::experiment::sweep::{parse_axis, shuffled, Axis, CellStatus, Order, Sweep, SweepCell};
 use crate::job::parse::{apply, validate, Origin, RawOpt};
 use crate::job::{self, Plan};
 use crate::render::{self, Format, SWEEP_FORMATS};
@@ -25,7 +25,7 @@ pub const COMMAND: Command = Command {
         ),
         (
             "sweep ... --pivot=ROW,COL",
-            "a table of ROW × COL, each cell mean ± CI (trials) [findings]\n\
+            "a table of ROW × COL, each cell mean ± σ [95 % CI] (trials) [findings]\n\
              (--metrics=bw,sys_cpu_us_per_io); --order=given|random|interleaved;\n\
              --output-format=normal|json|csv",
         ),
@@ -307,26 +307,7 @@ fn save(sweep: &Sweep, path: &str) {
 /// Run the cells not done, in the sweep's order. Returns the exit code.
 fn run_cells(sweep: &mut Sweep, plans: &[Plan], trials: u32, out_path: &str) -> i32 {
     let n = sweep.cells.len();
-    let order: Vec<usize> = match sweep.order {
-        Order::Random => shuffled(n, sweep.seed),
-        _ => (0..n).collect(),
-    };
-    // (cell, pass): with interleaved, one trial of each cell per pass.
-    let passes = if sweep.order == Order::Interleaved {
-        trials.max(1)
-    } else {
-        1
-    };
-    let mut steps: Vec<(usize, u32)> = Vec::new();
-    for p in 0..passes {
-        for &c in &order {
-            let cell = &sweep.cells[c];
-            let runs_needed = if passes > 1 { p as usize + 1 } else { 1 };
-            if cell.status == CellStatus::Pending && cell.runs.len() < runs_needed {
-                steps.push((c, p));
-            }
-        }
-    }
+    let (steps, passes) = steps(sweep, trials);
     let prior = sweep.wall_s;
     let t0 = Instant::now();
     let total = steps.len();
@@ -343,29 +324,11 @@ fn run_cells(sweep: &mut Sweep, plans: &[Plan], trials: u32, out_path: &str) -> 
                 j.trials = 1;
             }
         }
-        let eta = if step_times.is_empty() {
-            "?".to_string()
-        } else {
-            let mean = step_times.iter().sum::<f64>() / step_times.len() as f64;
-            format!("{:.0} s", mean * (total - k) as f64)
-        };
-        eprintln!(
-            "[sweep {}/{} · {}] elapsed {:.0} s · ETA {eta}",
-            k + 1,
-            total,
-            sweep
-                .axes
-                .iter()
-                .zip(&sweep.cells[c].values)
-                .map(|(a, v)| format!("{}={v}", a.option))
-                .collect::<Vec<_>>()
-                .join(" "),
-            t0.elapsed().as_secs_f64()
-        );
+        announce(sweep, c, k, total, &step_times, t0);
         let ts = Instant::now();
         // Files a cell would remove (scratch, unlink=1) stay until the end:
         // targets are laid out once per sweep, not per cell.
-        let res = super::run::execute_keeping(&plan, true);
+        let res = crate::pipeline::execute_keeping(&plan, true);
         let wall = ts.elapsed().as_secs_f64();
         step_times.push(wall);
         let cell = &mut sweep.cells[c];
@@ -393,34 +356,7 @@ fn run_cells(sweep: &mut Sweep, plans: &[Plan], trials: u32, out_path: &str) -> 
                     sweep.interrupted = true;
                     break;
                 }
-                let mut in_trials = 0.0;
-                for g in &done.result.phases {
-                    let ramp = done
-                        .result
-                        .jobs
-                        .iter()
-                        .filter(|j| j.resolved.phase == g.phase)
-                        .map(|j| j.resolved.spec.ramp_time_us)
-                        .max()
-                        .unwrap_or(0) as f64
-                        / 1e6;
-                    in_trials += g
-                        .trials
-                        .iter()
-                        .map(|t| t.wall_ns as f64 / 1e9 + ramp)
-                        .sum::<f64>();
-                }
-                cell.wall_s += wall;
-                cell.trials_s += in_trials.min(wall);
-                let errors = done.result.io_errors();
-                cell.runs.push(done.doc);
-                if super::run::exit_code(&done.result) != 0 {
-                    cell.status = CellStatus::Failed;
-                    cell.error = Some(format!("{errors} I/O error(s); the run's result is kept"));
-                    failed = true;
-                } else if cell.runs.len() as u32 >= passes {
-                    cell.status = CellStatus::Done;
-                }
+                failed |= !record(cell, done, wall, passes);
             }
         }
         sweep.account(t0.elapsed().as_secs_f64(), prior);
@@ -454,6 +390,92 @@ fn run_cells(sweep: &mut Sweep, plans: &[Plan], trials: u32, out_path: &str) -> 
     } else {
         0
     }
+}
+
+/// The runs still to do as (cell, pass), in the sweep's order, and the
+/// passes: with `interleaved`, one trial of each cell per pass.
+fn steps(sweep: &Sweep, trials: u32) -> (Vec<(usize, u32)>, u32) {
+    let n = sweep.cells.len();
+    let order: Vec<usize> = match sweep.order {
+        Order::Random => shuffled(n, sweep.seed),
+        _ => (0..n).collect(),
+    };
+    let passes = if sweep.order == Order::Interleaved {
+        trials.max(1)
+    } else {
+        1
+    };
+    let mut steps: Vec<(usize, u32)> = Vec::new();
+    for p in 0..passes {
+        for &c in &order {
+            let cell = &sweep.cells[c];
+            let runs_needed = if passes > 1 { p as usize + 1 } else { 1 };
+            if cell.status == CellStatus::Pending && cell.runs.len() < runs_needed {
+                steps.push((c, p));
+            }
+        }
+    }
+    (steps, passes)
+}
+
+/// The progress line before run `k` of `total` (cell `c`): its values,
+/// the time so far and the time left at the mean time per run.
+fn announce(sweep: &Sweep, c: usize, k: usize, total: usize, step_times: &[f64], t0: Instant) {
+    let eta = if step_times.is_empty() {
+        "?".to_string()
+    } else {
+        let mean = step_times.iter().sum::<f64>() / step_times.len() as f64;
+        format!("{:.0} s", mean * (total - k) as f64)
+    };
+    eprintln!(
+        "[sweep {}/{} · {}] elapsed {:.0} s · ETA {eta}",
+        k + 1,
+        total,
+        sweep
+            .axes
+            .iter()
+            .zip(&sweep.cells[c].values)
+            .map(|(a, v)| format!("{}={v}", a.option))
+            .collect::<Vec<_>>()
+            .join(" "),
+        t0.elapsed().as_secs_f64()
+    );
+}
+
+/// Keep a finished run in its cell: the run, its wall time and the time in
+/// trials (ramps included). `false` when the run failed (I/O errors).
+fn record(cell: &mut SweepCell, done: crate::pipeline::Finished, wall: f64, passes: u32) -> bool {
+    let mut in_trials = 0.0;
+    for g in &done.result.phases {
+        let ramp = done
+            .result
+            .jobs
+            .iter()
+            .filter(|j| j.resolved.phase == g.phase)
+            .map(|j| j.resolved.spec.ramp_time_us)
+            .max()
+            .unwrap_or(0) as f64
+            / 1e6;
+        in_trials += g
+            .trials
+            .iter()
+            .map(|t| t.wall_ns as f64 / 1e9 + ramp)
+            .sum::<f64>();
+    }
+    cell.wall_s += wall;
+    cell.trials_s += in_trials.min(wall);
+    let errors = done.result.io_errors();
+    let code = crate::pipeline::exit_code(&done.result);
+    cell.runs.push(done.doc);
+    if code != 0 {
+        cell.status = CellStatus::Failed;
+        cell.error = Some(format!("{errors} I/O error(s); the run's result is kept"));
+        return false;
+    }
+    if cell.runs.len() as u32 >= passes {
+        cell.status = CellStatus::Done;
+    }
+    true
 }
 
 #[cfg(test)]

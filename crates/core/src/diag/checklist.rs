@@ -37,24 +37,37 @@ impl Status {
 pub struct Check {
     pub name: &'static str,
     pub status: Status,
-    /// What was found when there is no finding (or why it was skipped).
+    /// What the checklist line says: what was found when there is no
+    /// finding, why it was skipped, or — with findings — their texts, so that
+    /// the JSON says what the text says (never the pass text next to
+    /// findings that contradict it).
     pub detail: String,
     #[serde(serialize_with = "super::findings::serialize_findings")]
     pub findings: Vec<Finding>,
 }
 
 impl Check {
-    /// A check whose status follows from its findings; `detail` is shown when
-    /// there are none.
+    /// A check whose status follows from its findings; `pass` is its detail
+    /// when there are none, else the detail is the findings' texts (what the
+    /// checklist shows).
     pub fn from_findings(
         name: &'static str,
-        detail: impl Into<String>,
+        pass: impl Into<String>,
         findings: Vec<Finding>,
     ) -> Check {
+        let detail = if findings.is_empty() {
+            pass.into()
+        } else {
+            findings
+                .iter()
+                .map(Finding::to_string)
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
         Check {
             name,
             status: Status::of(&findings),
-            detail: detail.into(),
+            detail,
             findings,
         }
     }

@@ -26,6 +26,16 @@ pub const BTRFS_DIO_FALLBACK_SINCE: (u32, u32) = (6, 14);
 /// not exist yet is judged by its directory (new btrfs files inherit NOCOW
 /// from it). `kernel` is `(major, minor)`; unknown means "assume current".
 pub fn silent_buffering(path: &Path, kernel: Option<(u32, u32)>) -> Option<Finding> {
+    silent_buffering_checked(path, kernel).ok().flatten()
+}
+
+/// [`silent_buffering`], or why it could not be judged (the target or its
+/// directory cannot be examined: permission denied, gone): `doctor` says
+/// "skipped" then, not "really direct".
+pub fn silent_buffering_checked(
+    path: &Path,
+    kernel: Option<(u32, u32)>,
+) -> Result<Option<Finding>, String> {
     let target = path.display().to_string();
     let existing: PathBuf = if path.exists() {
         path.to_path_buf()
@@ -33,30 +43,41 @@ pub fn silent_buffering(path: &Path, kernel: Option<(u32, u32)>) -> Option<Findi
         let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
         parent.unwrap_or(Path::new(".")).to_path_buf()
     };
-    let st = dioscope_sys::fs::statx_path(&existing).ok()?;
+    let st = dioscope_sys::fs::statx_path(&existing)
+        .map_err(|e| format!("could not examine {}: {e}", existing.display()))?;
     if !st.is_block_device() {
-        let f = std::fs::File::open(&existing).ok()?;
-        let fs = fsinfo::fstatfs(f.as_raw_fd()).ok()?;
+        let f = std::fs::File::open(&existing).map_err(|e| {
+            format!(
+                "could not open {} to read its file system and flags: {e}",
+                existing.display()
+            )
+        })?;
+        let fs = fsinfo::fstatfs(f.as_raw_fd()).map_err(|e| {
+            format!(
+                "could not read the file system of {}: {e}",
+                existing.display()
+            )
+        })?;
         let fs_name = fsinfo::fs_type_name(fs.fs_type)
             .unwrap_or("unknown")
             .to_string();
         match fs.fs_type {
             fsinfo::TMPFS_MAGIC | fsinfo::RAMFS_MAGIC => {
-                return Some(Finding::SilentlyBuffered(SilentlyBuffered {
+                return Ok(Some(Finding::SilentlyBuffered(SilentlyBuffered {
                     target,
                     fs_type: fs_name,
                     reason: BufferedReason::MemoryFilesystem,
-                }));
+                })));
             }
             fsinfo::BTRFS_SUPER_MAGIC
                 if kernel.is_none_or_at_least(BTRFS_DIO_FALLBACK_SINCE)
                     && btrfs_has_checksums(&f, &existing) =>
             {
-                return Some(Finding::SilentlyBuffered(SilentlyBuffered {
+                return Ok(Some(Finding::SilentlyBuffered(SilentlyBuffered {
                     target,
                     fs_type: fs_name,
                     reason: BufferedReason::BtrfsDataChecksums,
-                }));
+                })));
             }
             _ => {}
         }
@@ -67,16 +88,16 @@ pub fn silent_buffering(path: &Path, kernel: Option<(u32, u32)>) -> Option<Findi
             continue;
         };
         if read_trimmed(&d.sysfs.join("loop/dio")).as_deref() == Some("0") {
-            return Some(Finding::SilentlyBuffered(SilentlyBuffered {
+            return Ok(Some(Finding::SilentlyBuffered(SilentlyBuffered {
                 target,
                 fs_type: "loop".into(),
                 reason: BufferedReason::LoopWithoutDirectIo {
                     backing_file: backing.display().to_string(),
                 },
-            }));
+            })));
         }
     }
-    None
+    Ok(None)
 }
 
 fn btrfs_has_checksums(f: &std::fs::File, path: &Path) -> bool {

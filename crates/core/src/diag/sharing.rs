@@ -30,6 +30,18 @@ fn data_device(d: &DeviceReport) -> bool {
     matches!(d.role, DevRole::Target | DevRole::Filesystem)
 }
 
+/// Whether a data device under the targets moved more than the benchmark
+/// in this trial (the rule of [`other_device_io`]); `ours` as there.
+pub fn other_io(rec: &TrialRecord, ours: Option<OurBytes>) -> bool {
+    let Some((our_r, our_w)) = ours else {
+        return false;
+    };
+    rec.devices.iter().filter(|d| data_device(d)).any(|d| {
+        beyond_ours(d.delta.read_sectors * 512, our_r)
+            || beyond_ours(d.delta.write_sectors * 512, our_w)
+    })
+}
+
 /// [`OtherDeviceIo`] per device that, in some trial, read or wrote more than
 /// the benchmark did (beyond the slack above). `ours(rec)` gives the
 /// benchmark's bytes of that trial, `None` when they cannot be compared
@@ -155,10 +167,9 @@ pub const CONTENTION_MIN_BUSY_PCT: f64 = 90.0;
 pub fn cpu_contention(trials: &[TrialRecord]) -> Option<Finding> {
     let mut f: Option<CpuContention> = None;
     for rec in trials {
-        let Some(c) = &rec.cpu else { continue };
-        if c.others_pct < CONTENTION_MIN_OTHERS_PCT || c.busy_pct < CONTENTION_MIN_BUSY_PCT {
+        let Some(c) = rec.cpu.as_ref().filter(|_| contended(rec)) else {
             continue;
-        }
+        };
         let f = f.get_or_insert_with(|| CpuContention {
             trials: Vec::new(),
             cpus: c.cpus,
@@ -176,6 +187,14 @@ pub fn cpu_contention(trials: &[TrialRecord]) -> Option<Finding> {
         merge_cpu(&mut f.top, &c.top);
     }
     f.map(Finding::from)
+}
+
+/// Whether other processes contended for the CPUs dioscope may run on in
+/// this trial (the rule of [`cpu_contention`]).
+pub fn contended(rec: &TrialRecord) -> bool {
+    rec.cpu.as_ref().is_some_and(|c| {
+        c.others_pct >= CONTENTION_MIN_OTHERS_PCT && c.busy_pct >= CONTENTION_MIN_BUSY_PCT
+    })
 }
 
 fn merge_cpu(into: &mut Vec<CpuProcess>, from: &[CpuProcess]) {

@@ -5,9 +5,9 @@
 use super::hooks::DistHooks;
 use super::merge::{self, RankReport};
 use super::Dist;
-use crate::commands::eprint_err;
-use crate::commands::run as cmd;
+use crate::console::eprint_err;
 use crate::job::{Plan, RankStonewall};
+use crate::pipeline as cmd;
 use crate::runner;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -139,43 +139,9 @@ pub fn main(mut d: Dist, args: &[String]) -> i32 {
     std::env::set_var("DIOSCOPE_RANK", d.rank.to_string());
     std::env::set_var("DIOSCOPE_HOST", &d.host);
     let args: Vec<String> = args.iter().map(|a| expand(a, d.rank, &d.host)).collect();
-
-    let (plan, format) = match cmd::validate(&args) {
+    let (plan, format, resolved, table) = match start(&mut d, &args) {
         Ok(x) => x,
-        Err(e) => {
-            let code = agree(&d, "the jobs", step(&d, Some((e, 2))));
-            return code.unwrap_or(2);
-        }
-    };
-    if let Some(us) = plan.global.rank_timeout_us {
-        d.timeout = std::time::Duration::from_micros(us);
-    }
-    let first = Step {
-        writes: written_paths(&plan),
-        shared_ok: plan.global.rank_shared_files,
-        ..step(&d, None)
-    };
-    if let Some(code) = agree(&d, "the jobs", first) {
-        return code;
-    }
-    // All ranks passed preflight and the guard before any rank writes.
-    if let Some(code) = agree(
-        &d,
-        "preflight",
-        step(&d, guard(&plan).err().map(|e| (e, 2))),
-    ) {
-        return code;
-    }
-    let prepared = cmd::prepare(&plan);
-    let err = prepared.as_ref().err().cloned();
-    if let Some(code) = agree(&d, "setting up the targets", step(&d, err)) {
-        if let Ok((_, table)) = prepared {
-            table.discard();
-        }
-        return code;
-    }
-    let Ok((resolved, table)) = prepared else {
-        return 2;
+        Err(code) => return code,
     };
     let mode = plan.global.rank_stonewall;
     let mut hooks = DistHooks::new(&d, mode);
@@ -210,32 +176,7 @@ pub fn main(mut d: Dist, args: &[String]) -> i32 {
                 .unwrap_or_else(|e| d.abort(&format!("unreadable result from rank {r}: {e}")))
         })
         .collect();
-    let agg = merge::aggregate(&reports, mode != RankStonewall::Off);
-    let merged = merge::merge(&done.result, &reports, &agg);
-    let mut doc = crate::render::build::run_doc(
-        &merged,
-        &done.diagnosis,
-        format!(
-            "{} ranks · {}",
-            d.size,
-            cmd::context_line(&plan, &done.diagnosis)
-        ),
-    );
-    let name = match mode {
-        RankStonewall::Off => "off",
-        RankStonewall::Stop => "stop",
-        RankStonewall::Wearout => "wearout",
-    };
-    let section = merge::section(&reports, agg, name);
-    if let Some(ds) = doc.dioscope.as_mut() {
-        ds.command_line = std::env::args_os()
-            .map(|a| crate::osstr::escape(&a))
-            .collect();
-        if let Ok(v) = serde_json::to_value(&section) {
-            let _ = ds.set_section(crate::results::ranks::KEY, v);
-        }
-    }
-    let text = format.render(&doc);
+    let text = format.render(&merged_doc(&d, &plan, &done, &reports));
     let mut worst = code;
     if let Err(c) = cmd::write_output(&plan, &text) {
         worst = worst.max(c);
@@ -247,6 +188,95 @@ pub fn main(mut d: Dist, args: &[String]) -> i32 {
         worst = worst.max(r.exit_code);
     }
     worst
+}
+
+/// The steps before the trials, every rank agreeing after each: the jobs
+/// (no two ranks of a host writing one file), preflight and the guard, the
+/// targets set up. `Err` is the exit code every rank ends with.
+#[allow(clippy::type_complexity)]
+fn start(
+    d: &mut Dist,
+    args: &[String],
+) -> Result<
+    (
+        Plan,
+        cmd::Formats,
+        Vec<runner::ResolvedJob>,
+        crate::targets::TargetTable,
+    ),
+    i32,
+> {
+    let (plan, format) = match cmd::validate(args) {
+        Ok(x) => x,
+        Err(e) => {
+            let code = agree(d, "the jobs", step(d, Some((e, 2))));
+            return Err(code.unwrap_or(2));
+        }
+    };
+    if let Some(us) = plan.global.rank_timeout_us {
+        d.timeout = std::time::Duration::from_micros(us);
+    }
+    let first = Step {
+        writes: written_paths(&plan),
+        shared_ok: plan.global.rank_shared_files,
+        ..step(d, None)
+    };
+    if let Some(code) = agree(d, "the jobs", first) {
+        return Err(code);
+    }
+    // All ranks passed preflight and the guard before any rank writes.
+    if let Some(code) = agree(d, "preflight", step(d, guard(&plan).err().map(|e| (e, 2)))) {
+        return Err(code);
+    }
+    let prepared = cmd::prepare(&plan);
+    let err = prepared.as_ref().err().cloned();
+    if let Some(code) = agree(d, "setting up the targets", step(d, err)) {
+        if let Ok((_, table)) = prepared {
+            table.discard();
+        }
+        return Err(code);
+    }
+    let Ok((resolved, table)) = prepared else {
+        return Err(2);
+    };
+    Ok((plan, format, resolved, table))
+}
+
+/// Rank 0's result: every rank's run merged into one document, with the
+/// ranks' section.
+fn merged_doc(
+    d: &Dist,
+    plan: &Plan,
+    done: &cmd::Finished,
+    reports: &[RankReport],
+) -> crate::results::RunDoc {
+    let mode = plan.global.rank_stonewall;
+    let agg = merge::aggregate(reports, mode != RankStonewall::Off);
+    let merged = merge::merge(&done.result, reports, &agg);
+    let mut doc = crate::render::build::run_doc(
+        &merged,
+        &done.diagnosis,
+        format!(
+            "{} ranks · {}",
+            d.size,
+            cmd::context_line(plan, &done.diagnosis)
+        ),
+    );
+    let name = match mode {
+        RankStonewall::Off => "off",
+        RankStonewall::Stop => "stop",
+        RankStonewall::Wearout => "wearout",
+    };
+    let section = merge::section(reports, agg, name);
+    if let Some(ds) = doc.dioscope.as_mut() {
+        ds.command_line = std::env::args_os()
+            .map(|a| crate::osstr::escape(&a))
+            .collect();
+        if let Ok(v) = serde_json::to_value(&section) {
+            let _ = ds.set_section(crate::results::ranks::KEY, v);
+        }
+    }
+    doc
 }
 
 /// A rank's errors, one line each (rank 0 prints them with the rank).

@@ -5,7 +5,8 @@
 //! A synchronous engine does its I/O inside `commit`; the runner keeps at most
 //! one I/O in flight for it (`Caps::sync`).
 
-use super::{Completion, Engine, EngineSetupError, IoDesc, SlotArena};
+use super::one_call::{OneAtATime, OneCall};
+use super::{EngineSetupError, IoDesc, SlotArena};
 use dioscope_sys::io::{pread, preadv2, pwrite, pwritev2, RwfFlags};
 use dioscope_sys::vio::{seek_read, seek_write, Pos, SlotVec};
 use std::fs::File;
@@ -52,36 +53,41 @@ pub enum Call {
     Preadv2(RwfFlags),
 }
 
+/// The system call pair of a blocking engine, one call per I/O (under
+/// [`OneAtATime`], the shell of every synchronous engine).
 pub struct Blocking {
-    arena: SlotArena,
     fds: Vec<RawFd>,
     call: Call,
     vec: SlotVec,
-    staged: Option<IoDesc>,
-    done: Option<Completion>,
     /// Descriptors opened for this engine alone (kept open while it runs).
     _own: Vec<File>,
 }
 
 impl Blocking {
-    pub fn new(arena: SlotArena, fds: &[RawFd], call: Call) -> Blocking {
-        Blocking {
-            arena,
-            fds: fds.to_vec(),
-            call,
-            vec: SlotVec::new(1),
-            staged: None,
-            done: None,
-            _own: Vec::new(),
-        }
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(arena: SlotArena, fds: &[RawFd], call: Call) -> OneAtATime<Blocking> {
+        Self::owning_fds(arena, fds, Vec::new(), call)
     }
 
     /// An engine over descriptors it owns (see [`private_fds`]).
-    pub fn owning(arena: SlotArena, own: Vec<File>, call: Call) -> Blocking {
+    pub fn owning(arena: SlotArena, own: Vec<File>, call: Call) -> OneAtATime<Blocking> {
         let fds: Vec<RawFd> = own.iter().map(|f| f.as_raw_fd()).collect();
-        let mut b = Blocking::new(arena, &fds, call);
-        b._own = own;
-        b
+        Self::owning_fds(arena, &fds, own, call)
+    }
+
+    fn owning_fds(
+        arena: SlotArena,
+        fds: &[RawFd],
+        own: Vec<File>,
+        call: Call,
+    ) -> OneAtATime<Blocking> {
+        let b = Blocking {
+            fds: fds.to_vec(),
+            call,
+            vec: SlotVec::new(1),
+            _own: own,
+        };
+        OneAtATime::new(arena, b)
     }
 }
 
@@ -112,32 +118,20 @@ pub fn private_fds(fds: &[RawFd]) -> Result<Vec<File>, EngineSetupError> {
         .collect()
 }
 
-impl Engine for Blocking {
+impl OneCall for Blocking {
     #[inline]
-    fn stage(&mut self, d: IoDesc) {
-        debug_assert!(
-            self.staged.is_none(),
-            "a sync engine runs one I/O at a time"
-        );
-        self.staged = Some(d);
-    }
-
-    #[inline]
-    fn commit(&mut self, _min: u32) -> io::Result<u32> {
-        let Some(d) = self.staged.take() else {
-            return Ok(0);
-        };
+    fn call(&mut self, arena: &mut SlotArena, d: &IoDesc) -> io::Result<usize> {
         let fd = self.fds[d.file as usize];
-        let r = match self.call {
+        match self.call {
             Call::Preadv => self.vec.rw(
                 fd,
-                &mut self.arena,
+                arena,
                 std::iter::once((d.slot, d.len)),
                 d.write,
                 Pos::At(d.offset),
             ),
             call => {
-                let buf = &mut self.arena.slot_mut(d.slot)[..d.len as usize];
+                let buf = &mut arena.slot_mut(d.slot)[..d.len as usize];
                 match (call, d.write) {
                     (Call::Seek, false) => seek_read(fd, buf, d.offset),
                     (Call::Seek, true) => seek_write(fd, buf, d.offset),
@@ -147,30 +141,6 @@ impl Engine for Blocking {
                     (_, true) => pwrite(fd, buf, d.offset),
                 }
             }
-        };
-        let res = match r {
-            Ok(n) => n as i32,
-            Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
-        };
-        self.done = Some(Completion { slot: d.slot, res });
-        Ok(1)
-    }
-
-    #[inline]
-    fn reap(&mut self, out: &mut [Completion]) -> usize {
-        match self.done.take() {
-            Some(c) if !out.is_empty() => {
-                out[0] = c;
-                1
-            }
-            other => {
-                self.done = other;
-                0
-            }
         }
-    }
-
-    fn arena(&mut self) -> &mut SlotArena {
-        &mut self.arena
     }
 }

@@ -7,7 +7,8 @@
 //! (`inplace=1`). Reads are refused (EINVAL), as in fio: the engine only
 //! changes layout.
 
-use super::{Caps, Completion, Engine, EngineDef, EngineOpts, EngineParams, IoDesc, SlotArena, WithEngine};
+use super::one_call::{OneAtATime, OneCall};
+use super::{Caps, EngineDef, EngineOpts, EngineParams, IoDesc, SlotArena, WithEngine};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
@@ -23,6 +24,7 @@ impl EngineDef for Def {
     const CAPS: Caps = Caps {
         sync: true,
         moves_data: false,
+        changes_target: true,
         ..Caps::BASE
     };
 
@@ -82,20 +84,20 @@ impl EngineDef for Def {
             }
         }
         let bsz = (st.blksize as u64).max(512);
-        let mut e = Defrag {
+        let mut e = OneAtATime::new(
             arena,
-            fds: fds.to_vec(),
-            donor,
-            bsz,
-            inplace: p.inplace,
-            moved_blocks: 0,
-            staged: None,
-            done: None,
-        };
+            Defrag {
+                fds: fds.to_vec(),
+                donor,
+                bsz,
+                inplace: p.inplace,
+                moved_blocks: 0,
+            },
+        );
         let out = f.run(&mut e);
         let note = format!(
             "e4defrag: {} blocks of {} bytes moved to the donor's {}",
-            e.moved_blocks,
+            e.inner_mut().moved_blocks,
             bsz,
             path.display()
         );
@@ -105,15 +107,20 @@ impl EngineDef for Def {
 
 /// One worker's defragmenter.
 pub struct Defrag {
-    arena: SlotArena,
     fds: Vec<RawFd>,
     donor: OwnedFd,
     /// The file system's block (the ioctl counts in blocks).
     bsz: u64,
     inplace: bool,
     moved_blocks: u64,
-    staged: Option<IoDesc>,
-    done: Option<Completion>,
+}
+
+impl OneCall for Defrag {
+    fn call(&mut self, _: &mut SlotArena, d: &IoDesc) -> io::Result<usize> {
+        self.defrag(d)
+            .map(|n| n as usize)
+            .map_err(io::Error::from_raw_os_error)
+    }
 }
 
 impl Defrag {
@@ -150,41 +157,5 @@ impl Defrag {
             return Err(libc::EINVAL);
         }
         Ok(bytes)
-    }
-}
-
-impl Engine for Defrag {
-    fn stage(&mut self, d: IoDesc) {
-        debug_assert!(self.staged.is_none(), "one move at a time");
-        self.staged = Some(d);
-    }
-
-    fn commit(&mut self, _min: u32) -> io::Result<u32> {
-        let Some(d) = self.staged.take() else {
-            return Ok(0);
-        };
-        let res = match self.defrag(&d) {
-            Ok(n) => n as i32,
-            Err(e) => -e,
-        };
-        self.done = Some(Completion { slot: d.slot, res });
-        Ok(1)
-    }
-
-    fn reap(&mut self, out: &mut [Completion]) -> usize {
-        match self.done.take() {
-            Some(c) if !out.is_empty() => {
-                out[0] = c;
-                1
-            }
-            other => {
-                self.done = other;
-                0
-            }
-        }
-    }
-
-    fn arena(&mut self) -> &mut SlotArena {
-        &mut self.arena
     }
 }

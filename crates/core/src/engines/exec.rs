@@ -66,6 +66,15 @@ pub fn expand_arguments(args: &str, runtime_us: u64, name: &str) -> Vec<String> 
         .collect()
 }
 
+/// Where `std_redirect` sends the program's output: `JOB.stdout` and
+/// `JOB.stderr` (job/created.rs checks these names before the run).
+pub fn redirect_files(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    (
+        format!("{name}.stdout").into(),
+        format!("{name}.stderr").into(),
+    )
+}
+
 /// One worker's program.
 pub struct Exec {
     program: String,
@@ -93,7 +102,7 @@ impl Exec {
                 .map(|a| expand_arguments(a, opts.job.runtime_us, name))
                 .unwrap_or_default(),
             redirect: p.std_redirect.then(|| {
-                let (o, e) = crate::job::created::redirect_files(name);
+                let (o, e) = redirect_files(name);
                 (o.display().to_string(), e.display().to_string())
             }),
             grace_ns: p.grace_time_s as u64 * 1_000_000_000,

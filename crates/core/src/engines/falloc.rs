@@ -18,6 +18,7 @@ impl EngineDef for Def {
     const CAPS: Caps = Caps {
         sync: true,
         moves_data: false,
+        changes_target: true,
         ..Caps::BASE
     };
     fn with<W: WithEngine>(

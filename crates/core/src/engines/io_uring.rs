@@ -5,6 +5,9 @@ use dioscope_sys::uring::{with_queue, UringOpts, UringQueue};
 use std::io;
 use std::os::fd::RawFd;
 
+/// io_uring refuses rings larger than this (IORING_MAX_ENTRIES).
+pub const IORING_MAX_ENTRIES: u64 = 32768;
+
 pub struct Def;
 
 impl EngineDef for Def {
@@ -18,6 +21,7 @@ impl EngineDef for Def {
         fixed_bufs: true,
         registered_files: true,
         per_io_prio: true,
+        max_depth: Some((IORING_MAX_ENTRIES, "the kernel's IORING_MAX_ENTRIES")),
         ..Caps::BASE
     };
     fn with<W: WithEngine>(

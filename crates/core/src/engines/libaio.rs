@@ -13,6 +13,7 @@ impl EngineDef for Def {
     const CAPS: Caps = Caps {
         nowait: true,
         per_io_prio: true,
+        aio_events: true,
         ..Caps::BASE
     };
     fn with<W: WithEngine>(

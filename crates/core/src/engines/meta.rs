@@ -42,6 +42,18 @@ pub const CAPS: Caps = Caps {
     ..Caps::BASE
 };
 
+/// A metadata engine's capabilities: [`CAPS`], and whether its operation
+/// changes what it acts on (creating, deleting, setting attributes).
+pub const fn caps(op: Op) -> Caps {
+    Caps {
+        changes_target: matches!(
+            op,
+            Op::FileCreate | Op::FileDelete | Op::DirCreate | Op::DirDelete | Op::SetXattr
+        ),
+        ..CAPS
+    }
+}
+
 /// The job options the metadata engines read.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MetaOpts {
@@ -172,118 +184,114 @@ fn refuse(op: Op, p: &Path, why: &str, fix: &str) -> EngineSetupError {
 /// Check each name and make what the operation needs (fio's layout).
 fn prepare(op: Op, names: &[PathBuf], m: &MetaOpts) -> Result<Vec<Name>, EngineSetupError> {
     let mut out: Vec<Name> = Vec::with_capacity(names.len());
-    let fail = |out: &mut Vec<Name>, e: EngineSetupError| {
-        // Nothing this setup made stays behind a refusal.
-        remove_made(op, out);
-        e
-    };
     for p in names {
-        let c = CString::new(p.as_os_str().as_bytes())
-            .map_err(|_| refuse(op, p, "holds a NUL byte", "name the files without one"))?;
-        let mut n = Name {
-            path: p.clone(),
-            c,
-            made: false,
-        };
-        match std::fs::symlink_metadata(p) {
-            Ok(md) => {
-                let ft = md.file_type();
-                let right = if op.on_dirs() {
-                    ft.is_dir()
-                } else {
-                    ft.is_file()
+        let named = CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| refuse(op, p, "holds a NUL byte", "name the files without one"))
+            .and_then(|c| {
+                let mut n = Name {
+                    path: p.clone(),
+                    c,
+                    made: false,
                 };
-                if !right {
-                    let what = if ft.is_dir() {
-                        "a directory"
-                    } else if ft.is_file() {
-                        "a regular file"
-                    } else if ft.is_symlink() {
-                        "a symbolic link"
-                    } else {
-                        "a device or special file"
-                    };
-                    let works_on = if op.on_dirs() {
-                        "directories"
-                    } else {
-                        "regular files"
-                    };
-                    return Err(fail(
-                        &mut out,
-                        refuse(
-                            op,
-                            p,
-                            &format!("is {what}, and this engine works only on {works_on} of its own"),
-                            "point directory= or filename= at names in a file system that do not exist yet",
-                        ),
-                    ));
-                }
-                if op.deletes() || op == Op::DirCreate {
-                    let what = if op.deletes() {
-                        "deletes only names it made itself"
-                    } else {
-                        "times mkdir of new directories"
-                    };
-                    return Err(fail(
-                        &mut out,
-                        refuse(
-                            op,
-                            p,
-                            &format!(
-                                "exists already, so it was not made by this run (or trial); \
-                                 ioengine={} {what}",
-                                op.engine()
-                            ),
-                            "remove it, choose another directory= or filename_format=, or set \
-                             unlink=1 so that each trial removes what it made",
-                        ),
-                    ));
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                if let Some(parent) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(parent).map_err(|e| {
-                        fail(
-                            &mut out,
-                            EngineSetupError::new(
-                                &format!("creating the directory {}", parent.display()),
-                                &e,
-                                "point directory= at a writable place",
-                            ),
-                        )
-                    })?;
-                }
-                let made = match op.prep() {
-                    // filecreate and dircreate make it during the run.
-                    Prep::Nothing => Ok(true),
-                    Prep::Dirs => sys::mkdir(&n.c, 0o700).map(|_| true),
-                    Prep::Files => lay_out(&n.c, m.layout_size).map(|_| true),
-                };
-                n.made = made.map_err(|e| {
-                    fail(
-                        &mut out,
-                        EngineSetupError::new(
-                            &format!("making {}", p.display()),
-                            &e,
-                            "point directory= at a writable file system",
-                        ),
-                    )
-                })?;
-            }
-            Err(e) => {
-                return Err(fail(
-                    &mut out,
-                    EngineSetupError::new(
+                match std::fs::symlink_metadata(p) {
+                    Ok(md) => check_existing(op, p, &md.file_type()),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => make(op, &mut n, m),
+                    Err(e) => Err(EngineSetupError::new(
                         &format!("looking up {}", p.display()),
                         &e,
                         "point directory= at a place this user may read",
-                    ),
-                ))
+                    )),
+                }
+                .map(|()| n)
+            });
+        match named {
+            Ok(n) => out.push(n),
+            Err(e) => {
+                // Nothing this setup made stays behind a refusal.
+                remove_made(op, &out);
+                return Err(e);
             }
         }
-        out.push(n);
     }
     Ok(out)
+}
+
+/// A name that exists already: right only when it is of the kind the
+/// operation works on and the operation neither deletes nor makes it.
+fn check_existing(op: Op, p: &Path, ft: &std::fs::FileType) -> Result<(), EngineSetupError> {
+    let right = if op.on_dirs() {
+        ft.is_dir()
+    } else {
+        ft.is_file()
+    };
+    if !right {
+        let what = if ft.is_dir() {
+            "a directory"
+        } else if ft.is_file() {
+            "a regular file"
+        } else if ft.is_symlink() {
+            "a symbolic link"
+        } else {
+            "a device or special file"
+        };
+        let works_on = if op.on_dirs() {
+            "directories"
+        } else {
+            "regular files"
+        };
+        return Err(refuse(
+            op,
+            p,
+            &format!("is {what}, and this engine works only on {works_on} of its own"),
+            "point directory= or filename= at names in a file system that do not exist yet",
+        ));
+    }
+    if op.deletes() || op == Op::DirCreate {
+        let what = if op.deletes() {
+            "deletes only names it made itself"
+        } else {
+            "times mkdir of new directories"
+        };
+        return Err(refuse(
+            op,
+            p,
+            &format!(
+                "exists already, so it was not made by this run (or trial); ioengine={} {what}",
+                op.engine()
+            ),
+            "remove it, choose another directory= or filename_format=, or set unlink=1 so that \
+             each trial removes what it made",
+        ));
+    }
+    Ok(())
+}
+
+/// A name that does not exist: its directory, and what the operation needs
+/// before the run (filecreate and dircreate make theirs during the run).
+fn make(op: Op, n: &mut Name, m: &MetaOpts) -> Result<(), EngineSetupError> {
+    let p = &n.path;
+    if let Some(parent) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            EngineSetupError::new(
+                &format!("creating the directory {}", parent.display()),
+                &e,
+                "point directory= at a writable place",
+            )
+        })?;
+    }
+    let made = match op.prep() {
+        Prep::Nothing => Ok(true),
+        Prep::Dirs => sys::mkdir(&n.c, 0o700).map(|_| true),
+        Prep::Files => lay_out(&n.c, m.layout_size).map(|_| true),
+    };
+    n.made = made.map_err(|e| {
+        EngineSetupError::new(
+            &format!("making {}", p.display()),
+            &e,
+            "point directory= at a writable file system",
+        )
+    })?;
+    Ok(())
 }
 
 /// A new file of `size` bytes, written (not sparse) and synced, as fio lays files out.
@@ -391,7 +399,7 @@ impl OneCall for MetaOps {
 /// over the job's names.
 macro_rules! meta_def {
     ($op:expr) => {
-        const CAPS: super::Caps = super::meta::CAPS;
+        const CAPS: super::Caps = super::meta::caps($op);
         fn with<W: super::WithEngine>(
             arena: super::SlotArena,
             _: &[std::os::fd::RawFd],

@@ -9,7 +9,8 @@
 //! touched are then dropped (`MADV_DONTNEED` + `POSIX_FADV_DONTNEED`), so
 //! the next access goes to the device again.
 
-use super::{Caps, Completion, Engine, EngineDef, EngineOpts, EngineSetupError, IoDesc, SlotArena, WithEngine};
+use super::one_call::{OneAtATime, OneCall};
+use super::{Caps, EngineDef, EngineOpts, EngineSetupError, IoDesc, SlotArena, WithEngine};
 use dioscope_sys::mmap::{fd_size, FileMap};
 use std::io;
 use std::os::fd::RawFd;
@@ -64,31 +65,39 @@ impl EngineDef for Def {
             }
             maps.push(m);
         }
-        let mut e = Mmap {
+        let mut e = OneAtATime::new(
             arena,
-            maps,
-            fds: fds.to_vec(),
-            direct: opts.direct,
-            staged: None,
-            done: None,
-        };
+            Mmap {
+                maps,
+                fds: fds.to_vec(),
+                direct: opts.direct,
+            },
+        );
         Ok((f.run(&mut e), None))
     }
 }
 
+/// One worker's mappings, one copy per I/O (under [`OneAtATime`]).
 pub struct Mmap {
-    arena: SlotArena,
     maps: Vec<FileMap>,
     fds: Vec<RawFd>,
     direct: bool,
-    staged: Option<IoDesc>,
-    done: Option<Completion>,
+}
+
+impl OneCall for Mmap {
+    #[inline]
+    fn call(&mut self, arena: &mut SlotArena, d: &IoDesc) -> io::Result<usize> {
+        self.io(arena, d)
+            .map(|()| d.len as usize)
+            .map_err(io::Error::from_raw_os_error)
+    }
 }
 
 impl Mmap {
-    fn io(&mut self, d: IoDesc) -> Result<(), i32> {
+    #[inline]
+    fn io(&mut self, arena: &mut SlotArena, d: &IoDesc) -> Result<(), i32> {
         let m = &mut self.maps[d.file as usize];
-        let buf = &mut self.arena.slot_mut(d.slot)[..d.len as usize];
+        let buf = &mut arena.slot_mut(d.slot)[..d.len as usize];
         if d.write {
             m.copy_in(d.offset, buf)?;
         } else {
@@ -103,44 +112,5 @@ impl Mmap {
                 .map_err(errno)?;
         }
         Ok(())
-    }
-}
-
-impl Engine for Mmap {
-    #[inline]
-    fn stage(&mut self, d: IoDesc) {
-        debug_assert!(self.staged.is_none(), "mmap runs one I/O at a time");
-        self.staged = Some(d);
-    }
-
-    #[inline]
-    fn commit(&mut self, _min: u32) -> io::Result<u32> {
-        let Some(d) = self.staged.take() else {
-            return Ok(0);
-        };
-        let res = match self.io(d) {
-            Ok(()) => d.len as i32,
-            Err(e) => -e,
-        };
-        self.done = Some(Completion { slot: d.slot, res });
-        Ok(1)
-    }
-
-    #[inline]
-    fn reap(&mut self, out: &mut [Completion]) -> usize {
-        match self.done.take() {
-            Some(c) if !out.is_empty() => {
-                out[0] = c;
-                1
-            }
-            other => {
-                self.done = other;
-                0
-            }
-        }
-    }
-
-    fn arena(&mut self) -> &mut SlotArena {
-        &mut self.arena
     }
 }

@@ -106,6 +106,16 @@ pub struct Caps {
     /// fio "pretends" this engine's I/O verified (its FIO_FAKEIO null
     /// engine): a job with verify runs, checks nothing, and says so.
     pub fakes_verify: bool,
+    /// Every operation changes the target or its files, whatever `rw=`
+    /// says (falloc allocates on reads, filecreate makes files, e4defrag
+    /// moves extents): `--readonly` refuses the job.
+    pub changes_target: bool,
+    /// The deepest queue the engine accepts and what sets that limit,
+    /// checked before the run (io_uring: the kernel's IORING_MAX_ENTRIES).
+    pub max_depth: Option<(u64, &'static str)>,
+    /// Each I/O in flight takes one of the system's asynchronous I/O events
+    /// (`fs.aio-max-nr`, libaio): the run checks there are enough first.
+    pub aio_events: bool,
 }
 
 impl Caps {
@@ -124,6 +134,9 @@ impl Caps {
         by_name: false,
         work_only: false,
         fakes_verify: false,
+        changes_target: false,
+        max_depth: None,
+        aio_events: false,
     };
 }
 
@@ -535,5 +548,131 @@ mod tests {
             found.is_empty(),
             "code outside engines/ branches on an engine: {found:?}"
         );
+    }
+
+    /// Outside `engines/`, an engine's name is data (a recipe's list, the
+    /// default job's value, a message), never a condition: no `== "libaio"`,
+    /// no `matches!(e, "falloc" | …)`, no match arm on a name. Code that
+    /// needs to know something of an engine asks its `Caps`. The few string
+    /// literals that happen to equal an engine's name but name something
+    /// else are listed with what they are.
+    #[test]
+    fn engine_names_are_data_outside_engines() {
+        use std::path::Path;
+        let not_engines: &[(&str, &str, &str)] = &[
+            (
+                "runner/iolog.rs",
+                "sync",
+                "an iolog action (fio's `sync` line)",
+            ),
+            (
+                "job/options/buffers.rs",
+                "mmap",
+                "a mem= kind (mmap'ed buffers)",
+            ),
+            (
+                "job/options/workload.rs",
+                "sync",
+                "a value of the sync= option",
+            ),
+            ("job/options/mod.rs", "null", "a verify= checksum (none)"),
+            (
+                "job/options/mod.rs",
+                "filecreate",
+                "an rw= value of fio 3.42",
+            ),
+            ("job/options/mod.rs", "filestat", "an rw= value of fio 3.42"),
+            (
+                "job/options/mod.rs",
+                "filedelete",
+                "an rw= value of fio 3.42",
+            ),
+            (
+                "job/options/mod.rs",
+                "dircreate",
+                "an rw= value of fio 3.42",
+            ),
+            ("job/options/mod.rs", "dirstat", "an rw= value of fio 3.42"),
+            (
+                "job/options/mod.rs",
+                "dirdelete",
+                "an rw= value of fio 3.42",
+            ),
+        ];
+        let names: Vec<&str> = EngineKind::ALL
+            .iter()
+            .flat_map(|k| k.names())
+            .copied()
+            .collect();
+        let core = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let roots = [core.join("src"), core.join("../sys/src")];
+        let mut found = Vec::new();
+        let mut used = vec![false; not_engines.len()];
+        for root in &roots {
+            let mut dirs = vec![root.clone()];
+            while let Some(d) = dirs.pop() {
+                for e in std::fs::read_dir(&d).unwrap().flatten() {
+                    let p = e.path();
+                    if p.is_dir() {
+                        if p.file_name().is_some_and(|n| n != "engines") {
+                            dirs.push(p);
+                        }
+                        continue;
+                    }
+                    if p.extension().is_none_or(|x| x != "rs") {
+                        continue;
+                    }
+                    let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                    let text = std::fs::read_to_string(&p).unwrap_or_default();
+                    let code = text.split("#[cfg(test)]").next().unwrap_or("");
+                    for (n, line) in code.lines().enumerate() {
+                        let line = line.split("//").next().unwrap_or("");
+                        // A match arm's pattern is what comes before `=>`
+                        // (an engine's name after it is data).
+                        let (line, arm) = match line.split_once("=>") {
+                            Some((pattern, _)) => (pattern, true),
+                            None => (line, false),
+                        };
+                        let branches = arm
+                            || ["==", "!=", "matches!", "| \"", "\" |"]
+                                .iter()
+                                .any(|op| line.contains(op));
+                        if !branches {
+                            continue;
+                        }
+                        for name in &names {
+                            if !line.contains(&format!("\"{name}\"")) {
+                                continue;
+                            }
+                            if let Some(i) = not_engines
+                                .iter()
+                                .position(|(f, l, _)| rel == *f && l == name)
+                            {
+                                used[i] = true;
+                                continue;
+                            }
+                            found.push(format!(
+                                "{}:{}: \"{name}\" in `{}`",
+                                p.display(),
+                                n + 1,
+                                line.trim()
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(
+            found.is_empty(),
+            "code outside engines/ branches on an engine's name (ask its Caps instead):\n{}",
+            found.join("\n")
+        );
+        // An entry of the list that matches nothing is stale: remove it.
+        for (i, (f, l, _)) in not_engines.iter().enumerate() {
+            assert!(
+                used[i],
+                "not_engines lists \"{l}\" in {f}, which no longer has it"
+            );
+        }
     }
 }

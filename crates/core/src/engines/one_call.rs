@@ -1,9 +1,11 @@
-//! The shell of a synchronous engine that makes one call per I/O inside
-//! `commit` (`Caps::sync`: the runner keeps one I/O in flight): staging,
-//! the one completion and the slot buffers. The call is the engine's
-//! ([`OneCall`]): a space operation (falloc, ftruncate), a metadata
-//! operation (meta.rs), a busy cycle (cpuio), a check on a program (exec),
-//! a copy through anonymous memory (page_fault).
+//! The shell of every synchronous engine, which makes one call per I/O
+//! inside `commit` (`Caps::sync`: the runner keeps one I/O in flight):
+//! staging, the one completion and the slot buffers, written once. The call
+//! is the engine's ([`OneCall`]): a system call pair (blocking.rs: psync,
+//! sync, pvsync, pvsync2), a copy through a mapping (mmap), an extent move
+//! (e4defrag), a space operation (falloc, ftruncate), a metadata operation
+//! (meta.rs), a busy cycle (cpuio), a check on a program (exec), a copy
+//! through anonymous memory (page_fault).
 
 use super::{Completion, Engine, IoDesc, SlotArena};
 use std::io;
@@ -74,6 +76,7 @@ impl<C: OneCall> Engine for OneAtATime<C> {
         self.staged = Some(d);
     }
 
+    #[inline]
     fn commit(&mut self, _min: u32) -> io::Result<u32> {
         let Some(d) = self.staged.take() else {
             return Ok(0);

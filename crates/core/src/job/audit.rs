@@ -98,17 +98,11 @@ const SPELLINGS: &[(&str, &str, &str)] = &[
 
 /// The spec after applying `v`, as one Debug chunk per top-level field.
 fn apply(o: &OptDef, v: &str) -> Option<BTreeMap<String, String>> {
+    let (mut j, mut g) = (JobSpec::default(), GlobalSettings::default());
+    o.set(&mut j, &mut g, v).ok()?;
     let text = match o.apply {
-        Apply::Job(f) => {
-            let mut j = JobSpec::default();
-            f(&mut j, v).ok()?;
-            format!("{j:#?}")
-        }
-        Apply::Global(f) => {
-            let mut g = GlobalSettings::default();
-            f(&mut g, v).ok()?;
-            format!("{g:#?}")
-        }
+        Apply::Job(_) => format!("{j:#?}"),
+        Apply::Global(_) => format!("{g:#?}"),
     };
     Some(fields(&text))
 }

@@ -149,19 +149,12 @@ pub fn postrun_output(j: &JobSpec, _: &Shape) -> Vec<PathBuf> {
 
 /// The exec engine's `std_redirect`: the program's output in
 /// `JOB.stdout` and `JOB.stderr`.
-pub fn redirect_files(name: &str) -> (PathBuf, PathBuf) {
-    (
-        PathBuf::from(format!("{name}.stdout")),
-        PathBuf::from(format!("{name}.stderr")),
-    )
-}
-
 pub fn redirects(j: &JobSpec, _: &Shape) -> Vec<PathBuf> {
     // An engine that takes std_redirect (exec) runs a program.
     if !j.ioengine.options().contains(&"std_redirect") || !j.engine_params.std_redirect {
         return Vec::new();
     }
-    let (o, e) = redirect_files(&j.name);
+    let (o, e) = crate::engines::exec::redirect_files(&j.name);
     vec![o, e]
 }
 

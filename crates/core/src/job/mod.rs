@@ -1,6 +1,9 @@
-//! Jobs: the option table, fio's units, job files and command lines.
+//! Jobs: the option table, fio's units, job files, command lines and fio's
+//! invocation flags.
 
 pub mod created;
+/// fio's invocation flags that are not job options (`--output`, `--section`, …).
+pub mod flags;
 pub mod input;
 pub mod options;
 pub mod parse;

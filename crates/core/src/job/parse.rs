@@ -403,29 +403,18 @@ pub fn apply(
         reason,
         example: def.example.to_string(),
     };
-    let value = match (&def.apply, abbreviation(def, &value)) {
+    let value = match abbreviation(def, &value) {
         // A value as given comes first; only one that fails is read as an
         // abbreviation, so no value that works today changes meaning.
-        (Apply::Job(f), Some(long)) => match f(job, &value) {
+        Some(long) => match def.set(job, global, &value) {
             Ok(()) => value,
             Err(e) => {
-                f(job, &long).map_err(|_| bad(e))?;
+                def.set(job, global, &long).map_err(|_| bad(e))?;
                 long
             }
         },
-        (Apply::Global(f), Some(long)) => match f(global, &value) {
-            Ok(()) => value,
-            Err(e) => {
-                f(global, &long).map_err(|_| bad(e))?;
-                long
-            }
-        },
-        (Apply::Job(f), None) => {
-            f(job, &value).map_err(bad)?;
-            value
-        }
-        (Apply::Global(f), None) => {
-            f(global, &value).map_err(bad)?;
+        None => {
+            def.set(job, global, &value).map_err(bad)?;
             value
         }
     };
@@ -946,6 +935,23 @@ mod tests {
         );
         let e = parse_job_text("[a\n").unwrap_err().to_string();
         assert!(e.contains("closing"), "{e}");
+        // A value outside the option's range: the option, the value, the
+        // range and an example, in one error, before anything is applied.
+        let e = parse_job_text("[a]\niodepth=0\n").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invalid value '0' for option 'iodepth' at <text>:2: 0 is out of range: iodepth must \
+             be at least 1; a valid example: iodepth=32",
+        );
+        let e = parse_args(&["--name=a", "--rwmixread=150"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("from 0 to 100") && e.contains("rwmixread=70"),
+            "{e}"
+        );
+        let e = parse_args(&["--max-trials=0"]).unwrap_err().to_string();
+        assert!(e.contains("max-trials must be at least 1"), "{e}");
     }
 
     #[test]

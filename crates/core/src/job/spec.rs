@@ -1,9 +1,13 @@
-//! The resolved description of one job, with fio's defaults.
+//! The resolved description of one job, with fio's defaults. The defaults
+//! are written once, in the option table (`OptDef::default`):
+//! `JobSpec::default()` is a blank spec with each of them applied.
 
 pub use super::options::buffers::{CmdPrio, CpuPolicy, MemKind, MemPolicy};
 use super::options::pacing::{ExitWhat, RateProcess, SteadyCriterion, SteppedDepth, ThinkBlocks};
-use super::units::SizeOrPct;
+use super::options::{self, Apply, OptDef};
+use super::units::{with_kb_base, SizeOrPct};
 use crate::verify::pattern::Pattern;
+use std::sync::OnceLock;
 
 /// Data direction pattern (`rw=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -486,14 +490,386 @@ pub struct JobSpec {
     pub xattr_size: u32,
 }
 
-/// fio's default clat percentile list.
-pub const DEFAULT_PERCENTILES: &[f64] = &[
-    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
-    99.99,
-];
-
 impl Default for JobSpec {
+    /// fio's defaults (dioscope's where it says so): a blank spec with
+    /// every option's `default` applied through the option itself, so the
+    /// option table (job/options) is the one place a default is written.
     fn default() -> Self {
+        static DEFAULT: OnceLock<JobSpec> = OnceLock::new();
+        DEFAULT
+            .get_or_init(|| {
+                let (mut j, mut g) = (JobSpec::blank(), GlobalSettings::blank());
+                apply_defaults(&mut j, &mut g, |o| matches!(o.apply, Apply::Job(_)));
+                j
+            })
+            .clone()
+    }
+}
+
+/// Apply the `default` of every option `which` picks (in table order) to
+/// `job` and `global`, with fio's units (`kb_base=1024`) whatever the
+/// caller's job file says.
+fn apply_defaults(job: &mut JobSpec, global: &mut GlobalSettings, which: impl Fn(&OptDef) -> bool) {
+    with_kb_base(1024, || {
+        for o in options::all().filter(|o| which(o)) {
+            if let Some(d) = o.default {
+                // options::tests::every_default_parses_and_is_what_a_spec_starts_with
+                // holds every default to this.
+                o.set(job, global, d)
+                    .unwrap_or_else(|e| panic!("the default of {}, '{d}': {e}", o.name));
+            }
+        }
+    });
+}
+
+impl JobSpec {
+    /// Every field at its neutral value (zero, empty, off, `None`, an
+    /// enum's plain variant), before the options' defaults. The structs
+    /// other modules own start from their own `Default`.
+    fn blank() -> Self {
+        JobSpec {
+            name: String::new(),
+            filenames: Vec::new(),
+            directory: None,
+            size: None,
+            filesize: None,
+            offset: SizeOrPct::Bytes(0),
+            offset_increment: 0,
+            bs: [BlockSizes::Fixed(0), BlockSizes::Fixed(0)],
+            rw: RwMode::Read,
+            rwmixread: 0,
+            ioengine: EngineKind::Psync,
+            iodepth: 0,
+            iodepth_batch_submit: 0,
+            iodepth_batch_complete_min: 0,
+            poll_reaps: false,
+            iodepth_batch_complete_max: 0,
+            numjobs: 0,
+            runtime_us: 0,
+            time_based: false,
+            ramp_time_us: 0,
+            loops: 0,
+            startdelay_us: (0, 0),
+            direct: false,
+            invalidate: false,
+            fsync: 0,
+            fdatasync: 0,
+            end_fsync: false,
+            norandommap: false,
+            randrepeat: false,
+            randseed: 0,
+            random_distribution: RandomDist::Uniform,
+            group_reporting: false,
+            stonewall: false,
+            new_group: false,
+            wait_phase: false,
+            cpus_allowed: None,
+            percentile_list: Vec::new(),
+            clat_percentiles: false,
+            lat_percentiles: false,
+            disable_slat: false,
+            disable_clat: false,
+            disable_lat: false,
+            gtod_reduce: false,
+            unlink: false,
+            rate_iops: [0; 3],
+            rate: [0; 3],
+            rate_min: [0; 3],
+            rate_iops_min: [0; 3],
+            rate_cycle_ms: 0,
+            rate_process: RateProcess::Linear,
+            rate_ignore_thinktime: false,
+            thinktime_us: 0,
+            thinktime_spin_us: 0,
+            thinktime_blocks: 0,
+            thinktime_blocks_type: ThinkBlocks::Complete,
+            thinktime_iotime_us: 0,
+            flow: 0,
+            flow_id: 0,
+            flow_sleep_us: 0,
+            steadystate: SteadyCriterion::default(),
+            ss_dur_us: 0,
+            ss_ramp_us: 0,
+            latency_target_ns: 0,
+            latency_window_us: 0,
+            latency_percentile: 0.0,
+            latency_run: false,
+            iodepth_mode: None,
+            exitall: false,
+            exit_what: ExitWhat::Group,
+            exitall_on_error: false,
+            fixedbufs: false,
+            registerfiles: false,
+            engine_params: crate::engines::EngineParams::default(),
+            sqthread_poll: false,
+            hipri: false,
+            nowait: false,
+            create_on_open: false,
+            allow_mounted_write: false,
+            continue_on_error: false,
+            write_bw_log: None,
+            write_iops_log: None,
+            write_lat_log: None,
+            log_avg_msec: 0,
+            log_max_value: false,
+            log_offset: false,
+            per_job_logs: false,
+            write_hist_log: None,
+            log_hist_msec: 0,
+            log_hist_coarseness: 0,
+            log_prio: false,
+            log_unix_epoch: false,
+            log_alternate_epoch: false,
+            log_alternate_epoch_clock_id: 0,
+            log_window_both: false,
+            log_issue_time: false,
+            gtod_cpus: Vec::new(),
+            submit_offload: false,
+            ignore_error: [None, None, None],
+            continue_on: [false; 3],
+            verify: None,
+            do_verify: false,
+            verify_fatal: false,
+            verify_only: false,
+            verify_interval: 0,
+            zero_buffers: false,
+            scramble_buffers: None,
+            refill_buffers: false,
+            buffer_pattern: None,
+            buffer_compress_percentage: None,
+            buffer_compress_chunk: 0,
+            dedupe_percentage: 0,
+            dedupe_working_set: false,
+            dedupe_working_set_percentage: 0,
+            dedupe_global: false,
+            verify_pattern: None,
+            verify_backlog: 0,
+            verify_backlog_batch: 0,
+            verify_state_save: false,
+            verify_state_load: false,
+            experimental_verify: false,
+            verify_dump: false,
+            verify_async: 0,
+            verify_async_cpus: None,
+            verify_write_sequence: false,
+            verify_offset: 0,
+            verify_header_seed: false,
+            prioclass: None,
+            prio: None,
+            cmdprio: CmdPrio::default(),
+            nice: 0,
+            cpus_allowed_policy: CpuPolicy::Shared,
+            numa_cpu_nodes: None,
+            numa_mem_policy: None,
+            iomem: MemKind::Malloc,
+            iomem_align: 0,
+            lockmem: 0,
+            exec_prerun: None,
+            exec_postrun: None,
+            trials: 0,
+            nrfiles: 0,
+            openfiles: 0,
+            filename_format: None,
+            file_service: FileService::RoundRobin,
+            file_service_every: 0,
+            allow_file_create: false,
+            fallocate: Fallocate::None,
+            overwrite: None,
+            wait_for: None,
+            random_sequence_stride: false,
+            fill_device: false,
+            unlink_each_loop: false,
+            rw_offset_mod: 0,
+            rw_sequencer_identical: false,
+            bs_trim: BlockSizes::Fixed(0),
+            offset_align: 0,
+            blockalign: [0; 2],
+            random_generator: RandomGenerator::Tausworthe,
+            sprandom: false,
+            spr_op: 0.0,
+            spr_num_regions: 0,
+            spr_cs: 0,
+            random_center: None,
+            percentage_random: [0; 2],
+            serialize_overlap: false,
+            zonemode: ZoneMode::None,
+            zonesize: 0,
+            zonerange: 0,
+            zoneskip: 0,
+            number_ios: 0,
+            io_size: None,
+            read_iolog: None,
+            write_iolog: None,
+            replay_no_stall: false,
+            replay_redirect: None,
+            replay_align: 0,
+            replay_scale: 0,
+            replay_time_scale: 0,
+            replay_skip: Vec::new(),
+            given: Vec::new(),
+            description: None,
+            stat_type: Default::default(),
+            xattr_count: 0,
+            xattr_size: 0,
+        }
+    }
+}
+
+impl JobSpec {
+    /// The verify interval used: `verify_interval` (default: the smallest
+    /// block size), but never more than the smallest block, as in fio,
+    /// where a block shorter than the interval is one interval of its own
+    /// (`bs=512` with `verify_interval=1m` checks each 512-byte block).
+    pub fn verify_interval_used(&self) -> u64 {
+        let min_bs = self.bs[0].min().min(self.bs[1].min());
+        if self.verify_interval > 0 {
+            self.verify_interval.min(min_bs)
+        } else {
+            min_bs
+        }
+    }
+    /// Largest block size over both directions.
+    pub fn max_bs(&self) -> u64 {
+        self.bs[0].max().max(self.bs[1].max())
+    }
+    /// The job's effective fraction of reads, in percent.
+    pub fn read_pct(&self) -> u32 {
+        match self.rw {
+            RwMode::Read | RwMode::RandRead => 100,
+            RwMode::Write | RwMode::RandWrite => 0,
+            RwMode::ReadWrite | RwMode::RandRw => self.rwmixread,
+            RwMode::Trim | RwMode::RandTrim | RwMode::TrimWrite | RwMode::RandTrimWrite => 0,
+        }
+    }
+}
+
+/// Settings for the whole invocation rather than a job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GlobalSettings {
+    /// What fio only warns about, and dioscope too (the run prints them;
+    /// `--warnings-fatal` makes them errors).
+    pub warnings: Vec<String>,
+    /// `--eta-newline=TIME`: a new progress line every this many seconds.
+    pub eta_newline_s: Option<u64>,
+    /// `--status-interval=TIME`: an interim status every this many ms.
+    pub status_interval_ms: Option<u64>,
+    /// `--output-format` as given (empty: the default). The command
+    /// resolves it in its table of renderers (`render::RUN_FORMATS`), which
+    /// is the one list of formats.
+    pub output_format: String,
+    pub output: Option<String>,
+    /// `--report=FILE`: the HTML report, written after the run too.
+    pub report: Option<String>,
+    /// `--trials` from the command line (overrides every job).
+    pub trials: Option<u32>,
+    /// `--destroy-data-on=DEV`: devices the user allows us to overwrite.
+    pub destroy_data_on: Vec<String>,
+    /// `--eta=` / `--progress=`: when to show the live progress line.
+    pub eta: Eta,
+    /// `--profile`: perf over the measured windows (crate::profile).
+    pub profile: bool,
+    /// `--precision`, `--max-trials`, `--max-time`, `--precision-metric`
+    /// for `trials=auto`.
+    pub auto: crate::stats::significance::AutoTrials,
+    /// `--rank_stonewall`: under mpirun, what the first rank to finish does to the others.
+    pub rank_stonewall: RankStonewall,
+    /// `--rank_shared_files`: ranks on one host may write the same file.
+    pub rank_shared_files: bool,
+    /// `--rank_timeout`: longest wait for another rank in a collective step.
+    pub rank_timeout_us: Option<u64>,
+}
+
+impl Default for GlobalSettings {
+    /// A blank value with the global options' defaults applied, as for
+    /// [`JobSpec`].
+    fn default() -> Self {
+        let (mut j, mut g) = (JobSpec::blank(), GlobalSettings::blank());
+        apply_defaults(&mut j, &mut g, |o| matches!(o.apply, Apply::Global(_)));
+        g
+    }
+}
+
+impl GlobalSettings {
+    fn blank() -> Self {
+        GlobalSettings {
+            warnings: Vec::new(),
+            eta_newline_s: None,
+            status_interval_ms: None,
+            output_format: String::new(),
+            output: None,
+            report: None,
+            trials: None,
+            destroy_data_on: Vec::new(),
+            eta: Eta::Auto,
+            profile: false,
+            auto: crate::stats::significance::AutoTrials {
+                precision: 0.0,
+                max_trials: 0,
+                max_time_s: 0.0,
+                metric: String::new(),
+            },
+            rank_stonewall: RankStonewall::Off,
+            rank_shared_files: false,
+            rank_timeout_us: None,
+        }
+    }
+}
+
+/// Stonewalling across ranks (IOR's `-D`/`-O stoneWallingWearOut`), distinct
+/// from fio's `stonewall` (wait for the previous jobs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RankStonewall {
+    /// Every rank runs its own job to its end.
+    #[default]
+    Off,
+    /// The first rank done stops every other rank.
+    Stop,
+    /// The first rank done marks "first done"; every rank still finishes its work.
+    Wearout,
+}
+
+/// When the live progress line is shown on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Eta {
+    /// When stderr is a terminal.
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+impl Eta {
+    pub fn shows(self, stderr_is_tty: bool) -> bool {
+        match self {
+            Eta::Auto => stderr_is_tty,
+            Eta::Always => true,
+            Eta::Never => false,
+        }
+    }
+}
+
+/// A whole invocation: global settings and the jobs in order, each with its
+/// reporting group.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Plan {
+    pub global: GlobalSettings,
+    pub jobs: Vec<JobSpec>,
+    /// `true` when no job was given and the default job was filled in.
+    pub is_default_job: bool,
+    /// The options `[global]` set, as given (fio's JSON "global options").
+    pub global_options: Vec<(String, String)>,
+    /// The job files and includes read (resolved): inputs, which no file
+    /// dioscope creates may replace.
+    pub inputs: Vec<std::path::PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hand-written default `JobSpec::default()` was before it was
+    /// derived from the option table (kept to prove nothing changed).
+    fn hand_written_default() -> JobSpec {
         JobSpec {
             name: String::new(),
             filenames: Vec::new(),
@@ -535,7 +911,11 @@ impl Default for JobSpec {
             new_group: false,
             wait_phase: false,
             cpus_allowed: None,
-            percentile_list: DEFAULT_PERCENTILES.to_vec(),
+            // fio's default clat percentile list.
+            percentile_list: vec![
+                1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5,
+                99.9, 99.95, 99.99,
+            ],
             clat_percentiles: true,
             lat_percentiles: false,
             disable_slat: false,
@@ -684,116 +1064,21 @@ impl Default for JobSpec {
             xattr_size: 64,
         }
     }
-}
 
-impl JobSpec {
-    /// The verify interval used: `verify_interval` (default: the smallest
-    /// block size), but never more than the smallest block, as in fio,
-    /// where a block shorter than the interval is one interval of its own
-    /// (`bs=512` with `verify_interval=1m` checks each 512-byte block).
-    pub fn verify_interval_used(&self) -> u64 {
-        let min_bs = self.bs[0].min().min(self.bs[1].min());
-        if self.verify_interval > 0 {
-            self.verify_interval.min(min_bs)
-        } else {
-            min_bs
-        }
+    #[test]
+    fn derived_default_is_the_hand_written_one() {
+        assert_eq!(JobSpec::default(), hand_written_default());
+        // GlobalSettings derived its Default before: every field's own.
+        let g = GlobalSettings::default();
+        assert_eq!(g.auto, crate::stats::significance::AutoTrials::default());
+        assert_eq!(
+            g,
+            GlobalSettings {
+                auto: crate::stats::significance::AutoTrials::default(),
+                eta: Eta::default(),
+                rank_stonewall: RankStonewall::default(),
+                ..GlobalSettings::blank()
+            }
+        );
     }
-    /// Largest block size over both directions.
-    pub fn max_bs(&self) -> u64 {
-        self.bs[0].max().max(self.bs[1].max())
-    }
-    /// The job's effective fraction of reads, in percent.
-    pub fn read_pct(&self) -> u32 {
-        match self.rw {
-            RwMode::Read | RwMode::RandRead => 100,
-            RwMode::Write | RwMode::RandWrite => 0,
-            RwMode::ReadWrite | RwMode::RandRw => self.rwmixread,
-            RwMode::Trim | RwMode::RandTrim | RwMode::TrimWrite | RwMode::RandTrimWrite => 0,
-        }
-    }
-}
-
-/// Settings for the whole invocation rather than a job.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct GlobalSettings {
-    /// What fio only warns about, and dioscope too (the run prints them;
-    /// `--warnings-fatal` makes them errors).
-    pub warnings: Vec<String>,
-    /// `--eta-newline=TIME`: a new progress line every this many seconds.
-    pub eta_newline_s: Option<u64>,
-    /// `--status-interval=TIME`: an interim status every this many ms.
-    pub status_interval_ms: Option<u64>,
-    /// `--output-format` as given (empty: the default). The command
-    /// resolves it in its table of renderers (`render::RUN_FORMATS`), which
-    /// is the one list of formats.
-    pub output_format: String,
-    pub output: Option<String>,
-    /// `--report=FILE`: the HTML report, written after the run too.
-    pub report: Option<String>,
-    /// `--trials` from the command line (overrides every job).
-    pub trials: Option<u32>,
-    /// `--destroy-data-on=DEV`: devices the user allows us to overwrite.
-    pub destroy_data_on: Vec<String>,
-    /// `--eta=` / `--progress=`: when to show the live progress line.
-    pub eta: Eta,
-    /// `--profile`: perf over the measured windows (crate::profile).
-    pub profile: bool,
-    /// `--precision`, `--max-trials`, `--max-time`, `--precision-metric`
-    /// for `trials=auto`.
-    pub auto: crate::stats::significance::AutoTrials,
-    /// `--rank_stonewall`: under mpirun, what the first rank to finish does to the others.
-    pub rank_stonewall: RankStonewall,
-    /// `--rank_shared_files`: ranks on one host may write the same file.
-    pub rank_shared_files: bool,
-    /// `--rank_timeout`: longest wait for another rank in a collective step.
-    pub rank_timeout_us: Option<u64>,
-}
-
-/// Stonewalling across ranks (IOR's `-D`/`-O stoneWallingWearOut`), distinct
-/// from fio's `stonewall` (wait for the previous jobs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum RankStonewall {
-    /// Every rank runs its own job to its end.
-    #[default]
-    Off,
-    /// The first rank done stops every other rank.
-    Stop,
-    /// The first rank done marks "first done"; every rank still finishes its work.
-    Wearout,
-}
-
-/// When the live progress line is shown on stderr.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Eta {
-    /// When stderr is a terminal.
-    #[default]
-    Auto,
-    Always,
-    Never,
-}
-
-impl Eta {
-    pub fn shows(self, stderr_is_tty: bool) -> bool {
-        match self {
-            Eta::Auto => stderr_is_tty,
-            Eta::Always => true,
-            Eta::Never => false,
-        }
-    }
-}
-
-/// A whole invocation: global settings and the jobs in order, each with its
-/// reporting group.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Plan {
-    pub global: GlobalSettings,
-    pub jobs: Vec<JobSpec>,
-    /// `true` when no job was given and the default job was filled in.
-    pub is_default_job: bool,
-    /// The options `[global]` set, as given (fio's JSON "global options").
-    pub global_options: Vec<(String, String)>,
-    /// The job files and includes read (resolved): inputs, which no file
-    /// dioscope creates may replace.
-    pub inputs: Vec<std::path::PathBuf>,
 }

@@ -348,50 +348,11 @@ pub fn check(given: &Path, rules: &Rules) -> Result<Output, OutputError> {
         Err(e) => return Err(err(format!("cannot look at it: {e}"))),
     };
     if let Some(m) = &lmeta {
-        if m.file_type().is_symlink() {
-            let to = fs::read_link(given)
-                .map(|t| t.display().to_string())
-                .unwrap_or_default();
-            return Err(err(format!(
-                "is a symbolic link (to {to}): dioscope never writes through a link at the name \
-                 of a file it creates, since one planted there could point anywhere; give the \
-                 real path, or remove the link"
-            )));
-        }
-        if is_dev_null(m) {
-            return Ok(Output::Null);
-        }
-        if let Some(k) = kind(&m.file_type()) {
-            return Err(err(format!(
-                "is {k}, not a file dioscope may write; give a regular file's path"
-            )));
+        if let Some(out) = existing(given, m).map_err(err)? {
+            return Ok(out);
         }
     }
-    let name = given
-        .file_name()
-        .ok_or_else(|| err("has no file name; give a file's path".into()))?
-        .to_owned();
-    let parent = given
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let dir = fs::canonicalize(parent).map_err(|e| {
-        err(format!(
-            "directory {} does not exist ({e}); create it or choose another path",
-            parent.display()
-        ))
-    })?;
-    if !dir.is_dir() {
-        return Err(err(format!("{} is not a directory", parent.display())));
-    }
-    if is_dev_dir(&dir) {
-        return Err(err(format!(
-            "resolves to {}, inside /dev: dioscope never creates regular files there (a typo, \
-             a name derived from a stream like /dev/stdout, or a symlink or .. leading there?); \
-             choose a path outside /dev",
-            dir.join(&name).display()
-        )));
-    }
+    let (dir, name) = directory_of(given).map_err(err)?;
     let final_path = dir.join(&name);
     let id = lmeta.as_ref().map(|m| (m.dev(), m.ino()));
     if let Some(why) = forbidden(rules, id, Some(&final_path)) {
@@ -404,6 +365,61 @@ pub fn check(given: &Path, rules: &Rules) -> Result<Output, OutputError> {
         ))
     })?;
     Ok(Output::File(final_path))
+}
+
+/// What is at the name already: a symbolic link or a node dioscope never
+/// writes (`Err`), `/dev/null` (a discard), or a regular file (`None`: go on).
+fn existing(given: &Path, m: &fs::Metadata) -> Result<Option<Output>, String> {
+    if m.file_type().is_symlink() {
+        let to = fs::read_link(given)
+            .map(|t| t.display().to_string())
+            .unwrap_or_default();
+        return Err(format!(
+            "is a symbolic link (to {to}): dioscope never writes through a link at the name \
+             of a file it creates, since one planted there could point anywhere; give the \
+             real path, or remove the link"
+        ));
+    }
+    if is_dev_null(m) {
+        return Ok(Some(Output::Null));
+    }
+    if let Some(k) = kind(&m.file_type()) {
+        return Err(format!(
+            "is {k}, not a file dioscope may write; give a regular file's path"
+        ));
+    }
+    Ok(None)
+}
+
+/// The directory the file goes in, resolved (it must exist, be a
+/// directory and not be /dev), and the file's name in it.
+fn directory_of(given: &Path) -> Result<(PathBuf, std::ffi::OsString), String> {
+    let name = given
+        .file_name()
+        .ok_or_else(|| "has no file name; give a file's path".to_string())?
+        .to_owned();
+    let parent = given
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let dir = fs::canonicalize(parent).map_err(|e| {
+        format!(
+            "directory {} does not exist ({e}); create it or choose another path",
+            parent.display()
+        )
+    })?;
+    if !dir.is_dir() {
+        return Err(format!("{} is not a directory", parent.display()));
+    }
+    if is_dev_dir(&dir) {
+        return Err(format!(
+            "resolves to {}, inside /dev: dioscope never creates regular files there (a typo, \
+             a name derived from a stream like /dev/stdout, or a symlink or .. leading there?); \
+             choose a path outside /dev",
+            dir.join(&name).display()
+        ));
+    }
+    Ok((dir, name))
 }
 
 /// How [`open`] treats an existing file.
@@ -842,9 +858,9 @@ mod tests {
         let t = d.path().join("t.dat");
         fs::write(&t, b"x").unwrap();
         assert_eq!(check_output("-", &[]).unwrap(), Output::Stdout);
-        assert!(check_output(t.to_str().unwrap(), &[t.clone()]).is_err());
+        assert!(check_output(t.to_str().unwrap(), std::slice::from_ref(&t)).is_err());
         let new_t = d.path().join("new.dat");
-        let e = check_output(new_t.to_str().unwrap(), &[new_t.clone()]).unwrap_err();
+        let e = check_output(new_t.to_str().unwrap(), std::slice::from_ref(&new_t)).unwrap_err();
         assert!(e.to_string().contains("target of this run"), "{e}");
         assert!(check_output(d.path().to_str().unwrap(), &[]).is_err());
         assert_eq!(check_output("/dev/null", &[]).unwrap(), Output::Null);

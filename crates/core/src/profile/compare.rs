@@ -282,67 +282,7 @@ pub fn compare_profiles<'a>(
             notes.push(format!("group {g}: no I/Os recorded on one side"));
             continue;
         }
-        let totals = vec![
-            delta("process (all threads)", None, a, a.total, b, b.total),
-            delta("kernel", None, a, a.kernel, b, b.kernel),
-            delta(
-                "user",
-                None,
-                a,
-                a.total.saturating_sub(a.kernel),
-                b,
-                b.total.saturating_sub(b.kernel),
-            ),
-        ];
-        let by_change = |v: &mut Vec<CostDelta>| {
-            v.sort_by(|x, y| {
-                (y.change != Change::Same)
-                    .cmp(&(x.change != Change::Same))
-                    .then(y.delta_us_per_io.abs().total_cmp(&x.delta_us_per_io.abs()))
-                    .then(x.name.cmp(&y.name))
-            })
-        };
-        let names = |x: &BTreeMap<String, u64>, y: &BTreeMap<String, u64>| {
-            let mut n: Vec<String> = x.keys().chain(y.keys()).cloned().collect();
-            n.sort();
-            n.dedup();
-            n
-        };
-        let mut subsystems: Vec<CostDelta> = names(&a.subsystems, &b.subsystems)
-            .iter()
-            .map(|s| {
-                let c = |m: &BTreeMap<String, u64>| m.get(s).copied().unwrap_or(0);
-                delta(s, None, a, c(&a.subsystems), b, c(&b.subsystems))
-            })
-            .collect();
-        by_change(&mut subsystems);
-        let mut functions: Vec<CostDelta> = names(&a.functions, &b.functions)
-            .iter()
-            .map(|f| {
-                let c = |m: &BTreeMap<String, u64>| m.get(f).copied().unwrap_or(0);
-                let sub = match (a.function_subsystem.get(f), b.function_subsystem.get(f)) {
-                    (Some(x), Some(y)) => Some(if x.1 >= y.1 { x.0.clone() } else { y.0.clone() }),
-                    (Some(x), None) | (None, Some(x)) => Some(x.0.clone()),
-                    (None, None) => None,
-                };
-                delta(f, sub, a, c(&a.functions), b, c(&b.functions))
-            })
-            .collect();
-        by_change(&mut functions);
-        let other = functions.split_off(functions.len().min(TOP_CHANGES));
-        groups.push(GroupDelta {
-            group: *g,
-            jobs: a.jobs.clone(),
-            ios_a: a.ios,
-            ios_b: b.ios,
-            measured_a_us_per_io: a.measured_cpu_us / a.ios as f64,
-            measured_b_us_per_io: b.measured_cpu_us / b.ios as f64,
-            totals,
-            subsystems,
-            functions,
-            other_functions: other.len(),
-            other_beyond_noise: other.iter().filter(|x| x.change != Change::Same).count(),
-        });
+        groups.push(group_delta(*g, a, b));
     }
     for g in sb.keys().filter(|g| !sa.contains_key(g)) {
         notes.push(format!("group {g} was profiled on side B only"));
@@ -352,6 +292,72 @@ pub fn compare_profiles<'a>(
         groups,
         notes,
     })
+}
+
+/// One group's changes from side A to side B: totals, subsystems, and the
+/// functions that changed most.
+fn group_delta(g: u32, a: &SideCounts, b: &SideCounts) -> GroupDelta {
+    let totals = vec![
+        delta("process (all threads)", None, a, a.total, b, b.total),
+        delta("kernel", None, a, a.kernel, b, b.kernel),
+        delta(
+            "user",
+            None,
+            a,
+            a.total.saturating_sub(a.kernel),
+            b,
+            b.total.saturating_sub(b.kernel),
+        ),
+    ];
+    let by_change = |v: &mut Vec<CostDelta>| {
+        v.sort_by(|x, y| {
+            (y.change != Change::Same)
+                .cmp(&(x.change != Change::Same))
+                .then(y.delta_us_per_io.abs().total_cmp(&x.delta_us_per_io.abs()))
+                .then(x.name.cmp(&y.name))
+        })
+    };
+    let names = |x: &BTreeMap<String, u64>, y: &BTreeMap<String, u64>| {
+        let mut n: Vec<String> = x.keys().chain(y.keys()).cloned().collect();
+        n.sort();
+        n.dedup();
+        n
+    };
+    let mut subsystems: Vec<CostDelta> = names(&a.subsystems, &b.subsystems)
+        .iter()
+        .map(|s| {
+            let c = |m: &BTreeMap<String, u64>| m.get(s).copied().unwrap_or(0);
+            delta(s, None, a, c(&a.subsystems), b, c(&b.subsystems))
+        })
+        .collect();
+    by_change(&mut subsystems);
+    let mut functions: Vec<CostDelta> = names(&a.functions, &b.functions)
+        .iter()
+        .map(|f| {
+            let c = |m: &BTreeMap<String, u64>| m.get(f).copied().unwrap_or(0);
+            let sub = match (a.function_subsystem.get(f), b.function_subsystem.get(f)) {
+                (Some(x), Some(y)) => Some(if x.1 >= y.1 { x.0.clone() } else { y.0.clone() }),
+                (Some(x), None) | (None, Some(x)) => Some(x.0.clone()),
+                (None, None) => None,
+            };
+            delta(f, sub, a, c(&a.functions), b, c(&b.functions))
+        })
+        .collect();
+    by_change(&mut functions);
+    let other = functions.split_off(functions.len().min(TOP_CHANGES));
+    GroupDelta {
+        group: g,
+        jobs: a.jobs.clone(),
+        ios_a: a.ios,
+        ios_b: b.ios,
+        measured_a_us_per_io: a.measured_cpu_us / a.ios as f64,
+        measured_b_us_per_io: b.measured_cpu_us / b.ios as f64,
+        totals,
+        subsystems,
+        functions,
+        other_functions: other.len(),
+        other_beyond_noise: other.iter().filter(|x| x.change != Change::Same).count(),
+    }
 }
 
 /// The section of `compare`'s text output.
@@ -475,7 +481,7 @@ pub fn render_markdown(c: &ProfileComparison) -> String {
 /// The section of the HTML report: per group a table and a chart of the
 /// changes (ids `cmp-profile-G`, `cmp-profile-table-G`).
 pub fn render_html(o: &mut String, c: &ProfileComparison) {
-    use crate::render::chart::{self, esc, Line, LineChart};
+    use crate::svg::esc;
     use std::fmt::Write;
     let _ = write!(
         o,
@@ -484,107 +490,114 @@ pub fn render_html(o: &mut String, c: &ProfileComparison) {
         esc(&c.rule)
     );
     for (k, g) in c.groups.iter().enumerate() {
-        let _ = write!(
-            o,
-            "<h3>group {} ({}): measured CPU per I/O {:.3} → {:.3} µs</h3>\
-             <table id=\"cmp-profile-table-{k}\"><tr><th class=\"l\">what</th><th class=\"l\">subsystem</th>\
-             <th>A µs/IO</th><th>B µs/IO</th><th>B − A</th><th>± 3σ</th><th>change</th><th class=\"l\">verdict</th></tr>",
-            g.group,
-            esc(&g.jobs.join(", ")),
-            g.measured_a_us_per_io,
-            g.measured_b_us_per_io
-        );
-        let mut cheaper = Line {
-            name: "cheaper in B".into(),
-            markers: true,
-            dots_only: true,
-            ..Default::default()
-        };
-        let mut dearer = Line {
-            name: "dearer in B".into(),
-            markers: true,
-            dots_only: true,
-            ..Default::default()
-        };
-        let mut same = Line {
-            name: "within noise".into(),
-            markers: true,
-            dots_only: true,
-            ..Default::default()
-        };
-        let mut cats = Vec::new();
-        for (i, r) in g
-            .totals
-            .iter()
-            .chain(&g.subsystems)
-            .chain(&g.functions)
-            .enumerate()
-        {
-            let cls = match r.change {
-                Change::Cheaper => "up",
-                Change::Dearer => "down",
-                Change::Same => "",
-            };
-            let strong = if i < g.totals.len() { "b" } else { "span" };
-            let _ = write!(
-                o,
-                "<tr><td class=\"l\"><{strong}>{}</{strong}></td><td class=\"l\">{}</td><td>{:.3}</td><td>{:.3}</td>\
-                 <td class=\"{cls}\">{:+.3}</td><td>{:.3}</td><td>{}</td><td class=\"l {cls}\">{}</td></tr>",
-                esc(&r.name),
-                esc(r.subsystem.as_deref().unwrap_or("")),
-                r.a_us_per_io,
-                r.b_us_per_io,
-                r.delta_us_per_io,
-                r.noise_us_per_io,
-                r.change_pct.map(|p| format!("{p:+.0} %")).unwrap_or("new".into()),
-                r.change.text()
-            );
-            // The chart: totals and subsystems, then the functions beyond the noise.
-            if i < g.totals.len() + g.subsystems.len() || r.change != Change::Same {
-                let x = cats.len() as f64;
-                let (lo, hi) = (
-                    r.delta_us_per_io - r.noise_us_per_io,
-                    r.delta_us_per_io + r.noise_us_per_io,
-                );
-                let l = match r.change {
-                    Change::Cheaper => &mut cheaper,
-                    Change::Dearer => &mut dearer,
-                    Change::Same => &mut same,
-                };
-                l.points.push((x, r.delta_us_per_io));
-                l.err.push((lo, hi));
-                cats.push(r.name.chars().take(28).collect::<String>());
-            }
-        }
-        o.push_str("</table>");
-        if g.other_functions > 0 {
-            let _ = write!(
-                o,
-                "<p class=\"muted\">{} more functions, {} of them beyond the noise (the JSON has the listed ones).</p>",
-                g.other_functions, g.other_beyond_noise
-            );
-        }
-        o.push_str(&chart::line_chart(&LineChart {
-            id: &format!("cmp-profile-{k}"),
-            title: &format!(
-                "group {}: change of CPU per I/O, B − A, with ± 3σ of the sampling noise",
-                g.group
-            ),
-            x_label: "total, subsystem, function",
-            y_label: "B − A (µs per I/O)",
-            lines: [cheaper, dearer, same]
-                .into_iter()
-                .filter(|l| !l.points.is_empty())
-                .collect(),
-            fmt_y: |v| format!("{v:+.2}"),
-            x_categories: cats,
-            ..Default::default()
-        }));
+        group_html(o, k, g);
     }
     for n in &c.notes {
         let _ = write!(o, "<p class=\"muted\">note: {}</p>", esc(n));
     }
     o.push_str("</section>");
+}
+
+/// One group's table of changes and its chart.
+fn group_html(o: &mut String, k: usize, g: &GroupDelta) {
+    use crate::svg::{self, esc, Line, LineChart};
+    use std::fmt::Write;
+    let _ = write!(
+        o,
+        "<h3>group {} ({}): measured CPU per I/O {:.3} → {:.3} µs</h3>\
+         <table id=\"cmp-profile-table-{k}\"><tr><th class=\"l\">what</th><th class=\"l\">subsystem</th>\
+         <th>A µs/IO</th><th>B µs/IO</th><th>B − A</th><th>± 3σ</th><th>change</th><th class=\"l\">verdict</th></tr>",
+        g.group,
+        esc(&g.jobs.join(", ")),
+        g.measured_a_us_per_io,
+        g.measured_b_us_per_io
+    );
+    let mut cheaper = Line {
+        name: "cheaper in B".into(),
+        markers: true,
+        dots_only: true,
+        ..Default::default()
+    };
+    let mut dearer = Line {
+        name: "dearer in B".into(),
+        markers: true,
+        dots_only: true,
+        ..Default::default()
+    };
+    let mut same = Line {
+        name: "within noise".into(),
+        markers: true,
+        dots_only: true,
+        ..Default::default()
+    };
+    let mut cats = Vec::new();
+    for (i, r) in g
+        .totals
+        .iter()
+        .chain(&g.subsystems)
+        .chain(&g.functions)
+        .enumerate()
+    {
+        let cls = match r.change {
+            Change::Cheaper => "up",
+            Change::Dearer => "down",
+            Change::Same => "",
+        };
+        let strong = if i < g.totals.len() { "b" } else { "span" };
+        let _ = write!(
+            o,
+            "<tr><td class=\"l\"><{strong}>{}</{strong}></td><td class=\"l\">{}</td><td>{:.3}</td><td>{:.3}</td>\
+             <td class=\"{cls}\">{:+.3}</td><td>{:.3}</td><td>{}</td><td class=\"l {cls}\">{}</td></tr>",
+            esc(&r.name),
+            esc(r.subsystem.as_deref().unwrap_or("")),
+            r.a_us_per_io,
+            r.b_us_per_io,
+            r.delta_us_per_io,
+            r.noise_us_per_io,
+            r.change_pct.map(|p| format!("{p:+.0} %")).unwrap_or("new".into()),
+            r.change.text()
+        );
+        // The chart: totals and subsystems, then the functions beyond the noise.
+        if i < g.totals.len() + g.subsystems.len() || r.change != Change::Same {
+            let x = cats.len() as f64;
+            let (lo, hi) = (
+                r.delta_us_per_io - r.noise_us_per_io,
+                r.delta_us_per_io + r.noise_us_per_io,
+            );
+            let l = match r.change {
+                Change::Cheaper => &mut cheaper,
+                Change::Dearer => &mut dearer,
+                Change::Same => &mut same,
+            };
+            l.points.push((x, r.delta_us_per_io));
+            l.err.push((lo, hi));
+            cats.push(r.name.chars().take(28).collect::<String>());
+        }
+    }
+    o.push_str("</table>");
+    if g.other_functions > 0 {
+        let _ = write!(
+            o,
+            "<p class=\"muted\">{} more functions, {} of them beyond the noise (the JSON has the listed ones).</p>",
+            g.other_functions, g.other_beyond_noise
+        );
+    }
+    o.push_str(&svg::line_chart(&LineChart {
+        id: &format!("cmp-profile-{k}"),
+        title: &format!(
+            "group {}: change of CPU per I/O, B − A, with ± 3σ of the sampling noise",
+            g.group
+        ),
+        x_label: "total, subsystem, function",
+        y_label: "B − A (µs per I/O)",
+        lines: [cheaper, dearer, same]
+            .into_iter()
+            .filter(|l| !l.points.is_empty())
+            .collect(),
+        fmt_y: |v| format!("{v:+.2}"),
+        x_categories: cats,
+        ..Default::default()
+    }));
 }
 
 #[cfg(test)]

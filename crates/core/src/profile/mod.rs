@@ -393,115 +393,9 @@ impl Profiler {
         let mut groups: Vec<u32> = self.done.iter().map(|t| t.group).collect();
         groups.dedup();
         for g in groups {
-            let mut tally = Tally::default();
-            let mut trials = Vec::new();
-            let (mut ios, mut measured_us, mut measured_ios) = (0u64, 0u64, 0u64);
-            let (mut vol, mut invol, mut minflt, mut majflt) = (0u64, 0u64, 0u64, 0u64);
-            for t in self.done.iter().filter(|t| t.group == g) {
-                let env = run
-                    .phases
-                    .iter()
-                    .find(|x| x.phase == g)
-                    .and_then(|x| x.trials.get(t.trial as usize));
-                let m_us = env
-                    .map(|e| e.process.user_us + e.process.sys_us)
-                    .unwrap_or(0);
-                let t_ios = env.map(|e| e.ios).unwrap_or(t.ios);
-                // perf's window opens when perf answers `enable`: under load
-                // that can be a good part of a short window late. The I/Os
-                // of the part it recorded, at the trial's mean rate.
-                let wall_us = env.map(|e| e.wall_ns / 1000).unwrap_or(0);
-                let rec_ios = if wall_us > 0 {
-                    (t_ios as f64 * wall_us.saturating_sub(t.enable_latency_us) as f64
-                        / wall_us as f64)
-                        .round() as u64
-                } else {
-                    t_ios
-                };
-                let parsed = match &t.data {
-                    Ok(p) => t.ctx.read(&tool.path, p),
-                    Err(e) => Err(e.clone()),
-                };
-                let mut tp = TrialProfile {
-                    trial: t.trial + 1,
-                    ios: t_ios,
-                    recorded_ios: rec_ios,
-                    samples: 0,
-                    sampled_us_per_io: 0.0,
-                    measured_us_per_io: per_io(m_us as f64, t_ios),
-                    enable_latency_us: t.enable_latency_us,
-                    window_us: t.window_us,
-                    window_cpu_us: t.window_cpu_us,
-                    perf_cpu_share: t
-                        .perf_cpu_us
-                        .filter(|_| t.window_us > 0)
-                        .map(|c| c as f64 / t.window_us as f64),
-                    window_coverage: None,
-                    error: None,
-                };
-                match parsed {
-                    Ok(tt) => {
-                        tp.samples = tt.samples.get(&Owner::Process).copied().unwrap_or(0);
-                        tp.window_coverage = (t.window_cpu_us > 0).then(|| {
-                            tt.ns_of(Owner::Process) as f64 / 1000.0 / t.window_cpu_us as f64
-                        });
-                        tp.sampled_us_per_io =
-                            per_io(tt.ns_of(Owner::Process) as f64 / 1000.0, rec_ios);
-                        tally.add(&tt);
-                        tally.migrations += t.migrations;
-                        ios += rec_ios;
-                        measured_ios += t_ios;
-                        measured_us += m_us;
-                        if let Some(e) = env {
-                            vol += e.process.vol_ctx;
-                            invol += e.process.invol_ctx;
-                            minflt += e.process.minflt;
-                            majflt += e.process.majflt;
-                        }
-                    }
-                    Err(e) => {
-                        errors.push(format!("group {g} trial {}: {e}", t.trial + 1));
-                        tp.error = Some(e);
-                    }
-                }
-                trials.push(tp);
+            if let Some(gp) = self.group(g, run, &tool.path, scope, &mut errors) {
+                res.groups.push(gp);
             }
-            if ios == 0 && trials.iter().all(|t| t.error.is_some()) {
-                continue;
-            }
-            let process = breakdown(&tally, Owner::Process, ios, TOP_FUNCTIONS);
-            let measured = per_io(measured_us as f64, measured_ios);
-            res.groups.push(GroupProfile {
-                group: g,
-                jobs: self
-                    .jobs
-                    .iter()
-                    .filter(|(x, _)| *x == g)
-                    .map(|(_, n)| n.clone())
-                    .collect(),
-                ios,
-                measured_us_per_io: measured,
-                coverage: if measured > 0.0 {
-                    process.us_per_io / measured
-                } else {
-                    0.0
-                },
-                process,
-                kernel_threads: (scope == Scope::SystemWide)
-                    .then(|| breakdown(&tally, Owner::KernelThread, ios, TOP_OUTSIDE)),
-                idle_interrupts_us_per_io: (scope == Scope::SystemWide)
-                    .then(|| per_io(tally.ns_of(Owner::IdleIrq) as f64 / 1000.0, ios)),
-                counters: Counters {
-                    context_switches_per_io: per_io((vol + invol) as f64, ios),
-                    voluntary_switches_per_io: per_io(vol as f64, ios),
-                    page_faults_per_io: per_io((minflt + majflt) as f64, ios),
-                    major_faults_per_io: per_io(majflt as f64, ios),
-                    migrations_per_io: per_io(tally.migrations as f64, ios),
-                    migrations: tally.migrations,
-                },
-                trials,
-                folded: folded(&tally),
-            });
         }
         if !errors.is_empty() {
             res.status = if res.groups.is_empty() {
@@ -514,6 +408,153 @@ impl Profiler {
         }
         res
     }
+
+    /// One run phase's profile over its trials (`None` when no trial of it
+    /// could be read).
+    fn group(
+        &self,
+        g: u32,
+        run: &RunResult,
+        perf: &std::path::Path,
+        scope: Scope,
+        errors: &mut Vec<String>,
+    ) -> Option<GroupProfile> {
+        let mut sums = GroupSums::default();
+        let trials: Vec<TrialProfile> = self
+            .done
+            .iter()
+            .filter(|t| t.group == g)
+            .map(|t| trial_profile(t, run, perf, &mut sums, errors))
+            .collect();
+        if sums.ios == 0 && trials.iter().all(|t| t.error.is_some()) {
+            return None;
+        }
+        let (tally, ios) = (&sums.tally, sums.ios);
+        let process = breakdown(tally, Owner::Process, ios, TOP_FUNCTIONS);
+        let measured = per_io(sums.measured_us as f64, sums.measured_ios);
+        Some(GroupProfile {
+            group: g,
+            jobs: self
+                .jobs
+                .iter()
+                .filter(|(x, _)| *x == g)
+                .map(|(_, n)| n.clone())
+                .collect(),
+            ios,
+            measured_us_per_io: measured,
+            coverage: if measured > 0.0 {
+                process.us_per_io / measured
+            } else {
+                0.0
+            },
+            process,
+            kernel_threads: (scope == Scope::SystemWide)
+                .then(|| breakdown(tally, Owner::KernelThread, ios, TOP_OUTSIDE)),
+            idle_interrupts_us_per_io: (scope == Scope::SystemWide)
+                .then(|| per_io(tally.ns_of(Owner::IdleIrq) as f64 / 1000.0, ios)),
+            counters: Counters {
+                context_switches_per_io: per_io((sums.vol + sums.invol) as f64, ios),
+                voluntary_switches_per_io: per_io(sums.vol as f64, ios),
+                page_faults_per_io: per_io((sums.minflt + sums.majflt) as f64, ios),
+                major_faults_per_io: per_io(sums.majflt as f64, ios),
+                migrations_per_io: per_io(tally.migrations as f64, ios),
+                migrations: tally.migrations,
+            },
+            trials,
+            folded: folded(tally),
+        })
+    }
+}
+
+/// Sums over the trials of a run phase whose recordings could be read.
+#[derive(Default)]
+struct GroupSums {
+    tally: Tally,
+    /// I/Os of the recorded part of the trials.
+    ios: u64,
+    /// The process's own CPU time and I/Os, as the run measured them.
+    measured_us: u64,
+    measured_ios: u64,
+    vol: u64,
+    invol: u64,
+    minflt: u64,
+    majflt: u64,
+}
+
+/// One trial's profile beside the run's own measurement of it; what parsed
+/// is added to `sums`, what did not to `errors`.
+fn trial_profile(
+    t: &TrialRec,
+    run: &RunResult,
+    perf: &std::path::Path,
+    sums: &mut GroupSums,
+    errors: &mut Vec<String>,
+) -> TrialProfile {
+    let g = t.group;
+    let env = run
+        .phases
+        .iter()
+        .find(|x| x.phase == g)
+        .and_then(|x| x.trials.get(t.trial as usize));
+    let m_us = env
+        .map(|e| e.process.user_us + e.process.sys_us)
+        .unwrap_or(0);
+    let t_ios = env.map(|e| e.ios).unwrap_or(t.ios);
+    // perf's window opens when perf answers `enable`: under load that can
+    // be a good part of a short window late. The I/Os of the part it
+    // recorded, at the trial's mean rate.
+    let wall_us = env.map(|e| e.wall_ns / 1000).unwrap_or(0);
+    let rec_ios = if wall_us > 0 {
+        (t_ios as f64 * wall_us.saturating_sub(t.enable_latency_us) as f64 / wall_us as f64).round()
+            as u64
+    } else {
+        t_ios
+    };
+    let parsed = match &t.data {
+        Ok(p) => t.ctx.read(perf, p),
+        Err(e) => Err(e.clone()),
+    };
+    let mut tp = TrialProfile {
+        trial: t.trial + 1,
+        ios: t_ios,
+        recorded_ios: rec_ios,
+        samples: 0,
+        sampled_us_per_io: 0.0,
+        measured_us_per_io: per_io(m_us as f64, t_ios),
+        enable_latency_us: t.enable_latency_us,
+        window_us: t.window_us,
+        window_cpu_us: t.window_cpu_us,
+        perf_cpu_share: t
+            .perf_cpu_us
+            .filter(|_| t.window_us > 0)
+            .map(|c| c as f64 / t.window_us as f64),
+        window_coverage: None,
+        error: None,
+    };
+    match parsed {
+        Ok(tt) => {
+            tp.samples = tt.samples.get(&Owner::Process).copied().unwrap_or(0);
+            tp.window_coverage = (t.window_cpu_us > 0)
+                .then(|| tt.ns_of(Owner::Process) as f64 / 1000.0 / t.window_cpu_us as f64);
+            tp.sampled_us_per_io = per_io(tt.ns_of(Owner::Process) as f64 / 1000.0, rec_ios);
+            sums.tally.add(&tt);
+            sums.tally.migrations += t.migrations;
+            sums.ios += rec_ios;
+            sums.measured_ios += t_ios;
+            sums.measured_us += m_us;
+            if let Some(e) = env {
+                sums.vol += e.process.vol_ctx;
+                sums.invol += e.process.invol_ctx;
+                sums.minflt += e.process.minflt;
+                sums.majflt += e.process.majflt;
+            }
+        }
+        Err(e) => {
+            errors.push(format!("group {g} trial {}: {e}", t.trial + 1));
+            tp.error = Some(e);
+        }
+    }
+    tp
 }
 
 impl Default for Profiler {

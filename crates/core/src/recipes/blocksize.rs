@@ -4,7 +4,7 @@
 //! job spreading over one file per device), buffered and direct; plus the
 //! raw-device variant, loop devices with 512- and 4096-byte sectors.
 
-use super::{apart, derived, job, pm, Ctx, Outcome, Recipe, Stop, Table};
+use super::{apart, derived, job, pm, run_steps, Ctx, Recipe, Steps, Stop, Table};
 use crate::experiment::samples::M;
 use crate::scratch::{FsSpec, LoopSpec};
 
@@ -13,185 +13,232 @@ pub const RECIPE: Recipe = Recipe {
     seed: "002",
     reproduces: "sequential MB/s and system time by XFS block size (4k/16k/64k) × devices, \
                  buffered and direct, and 512 vs 4096-byte sectors (large blocksize, seed 002)",
-    run,
+    run: run_steps::<Blocksize>,
 };
 
 const GIB: f64 = (1u64 << 30) as f64;
+const MODES: [&str; 2] = ["buffered", "direct"];
+const SECTORS: [u32; 2] = [512, 4096];
+const RAW_BS: [&str; 2] = ["4k", "64k"];
 
-fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
-    let (disks, sizes, per_dev): (Vec<usize>, Vec<&str>, u64) = if ctx.quick {
-        (vec![1, 2], vec!["4k", "64k"], 64 << 20)
-    } else {
-        (vec![1, 2, 4], vec!["4k", "16k", "64k"], 128 << 20)
-    };
-    let modes = ["buffered", "direct"];
-    let trials = if ctx.quick { "2" } else { "auto" };
-    let maxd = *disks.last().unwrap_or(&1);
-    // Buffered and direct × devices × sizes × write/read, then 2 sectors ×
-    // 2 directions × 2 block sizes on raw devices.
-    ctx.plan(modes.len() * disks.len() * sizes.len() * 2 + 8, 0);
-    for bsz in &sizes {
-        // One XFS per device (this kernel has no md or device-mapper);
-        // mkfs.xfs wants 300 MiB at least.
-        let fs = ctx.fs(&FsSpec {
-            fstype: "xfs".into(),
-            mkfs: format!("-b size={bsz}"),
-            on: "zram".into(),
-            devices: maxd,
-            // Two files (buffered and direct) per device, plus XFS's log.
-            size: (2 * per_dev + (192 << 20)).max(320 << 20),
-            ..FsSpec::default()
-        })?;
-        let mps = fs.mountpoints();
-        for mode in modes {
-            for &d in &disks {
-                let files: Vec<String> = mps[..d].iter().map(|m| format!("{m}/f-{mode}")).collect();
-                for rw in ["write", "read"] {
-                    let mut o: Vec<(&str, String)> = vec![
-                        ("filename", files.join(":")),
-                        ("size", (per_dev * d as u64).to_string()),
-                        ("rw", rw.into()),
-                        ("bs", "1m".into()),
-                        ("ioengine", "psync".into()),
-                        ("direct", if mode == "direct" { "1" } else { "0" }.into()),
-                    ];
-                    if mode == "buffered" && rw == "write" {
-                        // Throughput to the devices, not into the page cache.
-                        o.push(("end_fsync", "1".into()));
-                    }
-                    ctx.cell(&format!("{mode}-d{d}-{bsz}-{rw}"), &job("seq", &o), trials)?;
-                }
+struct Blocksize;
+
+/// The grid: devices, XFS block sizes and bytes per device. The file
+/// systems are made per block size inside `cells` (one size's go before
+/// the next size's are made), so set-up only chooses the grid.
+struct Setup {
+    disks: Vec<usize>,
+    sizes: Vec<&'static str>,
+    per_dev: u64,
+    raw_size: u64,
+}
+
+impl Steps for Blocksize {
+    type Setup = Setup;
+    const SEED_REPORTED: &'static str = "2007, dm raid0 (512k stripe), 32 GB files, buffered: 1 \
+        disk 4k 89 MB/s 18 s sys → 64k 75 MB/s 12 s sys; 8 disks 4k 415 → 64k 664 MB/s; system \
+        time fell by a third with 16k/64k blocks";
+
+    fn setup(ctx: &mut Ctx) -> Result<Setup, Stop> {
+        Ok(if ctx.quick {
+            Setup {
+                disks: vec![1, 2],
+                sizes: vec!["4k", "64k"],
+                per_dev: 64 << 20,
+                raw_size: 16 << 20,
             }
-        }
-        // The file systems go before the next block size's are made.
-        ctx.session.teardown();
-    }
-    // Raw devices: 512 vs 4096-byte logical sectors.
-    let raw_size: u64 = if ctx.quick { 16 << 20 } else { 256 << 20 };
-    for sector in [512u32, 4096] {
-        let dev = ctx.loopdev(&LoopSpec {
-            size: raw_size,
-            sector_size: sector,
-            direct_io: true,
-            // Memory-backed: the sector size's cost, not a disk's.
-            on: Some("/dev/shm".into()),
-        })?;
-        let path = dev.devices()[0].clone();
-        for rw in ["write", "read"] {
-            for bs in ["4k", "64k"] {
-                let o: Vec<(&str, String)> = vec![
-                    ("filename", path.clone()),
-                    ("size", raw_size.to_string()),
-                    ("rw", rw.into()),
-                    ("bs", bs.into()),
-                    ("ioengine", "psync".into()),
-                    ("direct", "1".into()),
-                    ("destroy-data-on", path.clone()),
-                ];
-                ctx.cell(&format!("raw-s{sector}-{bs}-{rw}"), &job("raw", &o), trials)?;
+        } else {
+            Setup {
+                disks: vec![1, 2, 4],
+                sizes: vec!["4k", "16k", "64k"],
+                per_dev: 128 << 20,
+                raw_size: 256 << 20,
             }
-        }
+        })
     }
-    let mut tables = Vec::new();
-    for mode in modes {
-        let mut t = Table::new(
-            &format!(
-                "{mode} I/O, 1 MiB sequential, {} per device; XFS per device on zram (tput MB/s, sys = \
-                 system-wide CPU s per GiB)",
-                crate::results::units::human_bytes(per_dev)
-            ),
-            &["disks", "blksz", "write tput", "write sys", "read tput", "read sys"],
+
+    fn cells(ctx: &mut Ctx, s: &Setup) -> Result<(), Stop> {
+        // Buffered and direct × devices × sizes × write/read, then 2 sectors
+        // × 2 directions × 2 block sizes on raw devices.
+        ctx.plan(MODES.len() * s.disks.len() * s.sizes.len() * 2 + 8, 0);
+        for bsz in &s.sizes {
+            xfs_cells(ctx, s, bsz)?;
+        }
+        for sector in SECTORS {
+            raw_cells(ctx, s, sector)?;
+        }
+        Ok(())
+    }
+
+    fn tables(ctx: &Ctx, s: &Setup) -> Vec<Table> {
+        let mut tables: Vec<Table> = MODES.iter().map(|mode| xfs_table(ctx, s, mode)).collect();
+        let mut raw = Table::new(
+            "raw loop devices (backing file in /dev/shm): O_DIRECT sequential MB/s",
+            &[
+                "sector",
+                "bs",
+                "write tput",
+                "read tput",
+                "write µs/IO CPU",
+                "read µs/IO CPU",
+            ],
         );
-        for &d in &disks {
-            for bsz in &sizes {
-                let c = |rw: &str| format!("{mode}-d{d}-{bsz}-{rw}");
-                let sys = |rw: &str| {
-                    let s = ctx.stat(&c(rw), M::SYS_CPU);
-                    let per = ctx.bytes_per_io(&c(rw)).unwrap_or(1.0 * 1048576.0);
-                    derived(s, move |v| v * (GIB / per) / 1e6, 2)
-                };
-                t.rows.push(vec![
-                    d.to_string(),
-                    bsz.to_string(),
+        for sector in SECTORS {
+            for bs in RAW_BS {
+                let c = |rw: &str| format!("raw-s{sector}-{bs}-{rw}");
+                raw.rows.push(vec![
+                    sector.to_string(),
+                    bs.to_string(),
                     pm(ctx.stat(&c("write"), M::BW), 1e-6, 0),
-                    sys("write"),
                     pm(ctx.stat(&c("read"), M::BW), 1e-6, 0),
-                    sys("read"),
+                    pm(ctx.stat(&c("write"), M::CPU), 1.0, 1),
+                    pm(ctx.stat(&c("read"), M::CPU), 1.0, 1),
                 ]);
             }
         }
-        tables.push(t);
+        tables.push(raw);
+        tables
     }
-    let mut raw = Table::new(
-        "raw loop devices (backing file in /dev/shm): O_DIRECT sequential MB/s",
-        &[
-            "sector",
-            "bs",
-            "write tput",
-            "read tput",
-            "write µs/IO CPU",
-            "read µs/IO CPU",
-        ],
+
+    fn verdict(ctx: &Ctx, s: &Setup) -> String {
+        // The seed's claim: larger blocks cut buffered system time.
+        let (small, large) = (s.sizes[0], s.sizes[s.sizes.len() - 1]);
+        let sys_of = |bsz: &str| {
+            let c = format!("buffered-d1-{bsz}-write");
+            let per = ctx.bytes_per_io(&c)?;
+            Some(ctx.stat(&c, M::SYS_CPU)?.mean * (GIB / per) / 1e6)
+        };
+        let bw_of = |bsz: &str| Some(ctx.stat(&format!("buffered-d1-{bsz}-write"), M::BW)?.mean);
+        let sure = apart(
+            ctx.stat(&format!("buffered-d1-{small}-write"), M::SYS_CPU),
+            ctx.stat(&format!("buffered-d1-{large}-write"), M::SYS_CPU),
+        );
+        match (sys_of(small), sys_of(large), bw_of(small), bw_of(large)) {
+            (Some(_), Some(_), Some(_), Some(_)) if !sure => format!(
+                "INCONCLUSIVE at this precision: the system time of {small} and {large} blocks \
+                 overlaps within the 95 % intervals (run without --quick, on a quiet machine)"
+            ),
+            (Some(s4), Some(s64), Some(b4), Some(b64)) => format!(
+                "buffered writes on one device: {large} blocks {:.0} MB/s and {:.2} s sys/GiB vs {small} \
+                 blocks {:.0} MB/s and {:.2} s/GiB — {}",
+                b64 / 1e6,
+                s64,
+                b4 / 1e6,
+                s4,
+                if s64 < 0.85 * s4 {
+                    "larger blocks cut system time: the seed's effect is PRESENT"
+                } else {
+                    "no system-time saving from larger blocks: the seed's effect is ABSENT (large \
+                     folios in the page cache already batch the per-page work the series amortised)"
+                }
+            ),
+            _ => "no result: a cell did not run".into(),
+        }
+    }
+
+    fn notes(_: &Ctx, _: &Setup) -> Vec<String> {
+        vec!["devices are zram (CPU-bound): throughput shows per-byte CPU cost, not spindles; \
+              the seed's multi-disk rows were bandwidth-bound"
+            .into()]
+    }
+}
+
+/// One XFS block size: an XFS per device (this kernel has no md or
+/// device-mapper), buffered and direct × devices × write/read, then the
+/// file systems go before the next size's are made.
+fn xfs_cells(ctx: &mut Ctx, s: &Setup, bsz: &str) -> Result<(), Stop> {
+    let trials = if ctx.quick { "2" } else { "auto" };
+    let maxd = *s.disks.last().unwrap_or(&1);
+    // mkfs.xfs wants 300 MiB at least.
+    let fs = ctx.fs(&FsSpec {
+        fstype: "xfs".into(),
+        mkfs: format!("-b size={bsz}"),
+        on: "zram".into(),
+        devices: maxd,
+        // Two files (buffered and direct) per device, plus XFS's log.
+        size: (2 * s.per_dev + (192 << 20)).max(320 << 20),
+        ..FsSpec::default()
+    })?;
+    let mps = fs.mountpoints();
+    for mode in MODES {
+        for &d in &s.disks {
+            let files: Vec<String> = mps[..d].iter().map(|m| format!("{m}/f-{mode}")).collect();
+            for rw in ["write", "read"] {
+                let mut o: Vec<(&str, String)> = vec![
+                    ("filename", files.join(":")),
+                    ("size", (s.per_dev * d as u64).to_string()),
+                    ("rw", rw.into()),
+                    ("bs", "1m".into()),
+                    ("ioengine", "psync".into()),
+                    ("direct", if mode == "direct" { "1" } else { "0" }.into()),
+                ];
+                if mode == "buffered" && rw == "write" {
+                    // Throughput to the devices, not into the page cache.
+                    o.push(("end_fsync", "1".into()));
+                }
+                ctx.cell(&format!("{mode}-d{d}-{bsz}-{rw}"), &job("seq", &o), trials)?;
+            }
+        }
+    }
+    ctx.session.teardown();
+    Ok(())
+}
+
+/// Raw devices: a memory-backed loop device with `sector`-byte logical
+/// sectors (the sector size's cost, not a disk's).
+fn raw_cells(ctx: &mut Ctx, s: &Setup, sector: u32) -> Result<(), Stop> {
+    let trials = if ctx.quick { "2" } else { "auto" };
+    let dev = ctx.loopdev(&LoopSpec {
+        size: s.raw_size,
+        sector_size: sector,
+        direct_io: true,
+        on: Some("/dev/shm".into()),
+    })?;
+    let path = dev.devices()[0].clone();
+    for rw in ["write", "read"] {
+        for bs in RAW_BS {
+            let o: Vec<(&str, String)> = vec![
+                ("filename", path.clone()),
+                ("size", s.raw_size.to_string()),
+                ("rw", rw.into()),
+                ("bs", bs.into()),
+                ("ioengine", "psync".into()),
+                ("direct", "1".into()),
+                ("destroy-data-on", path.clone()),
+            ];
+            ctx.cell(&format!("raw-s{sector}-{bs}-{rw}"), &job("raw", &o), trials)?;
+        }
+    }
+    Ok(())
+}
+
+/// One mode's table: devices × block sizes, throughput and system time.
+fn xfs_table(ctx: &Ctx, s: &Setup, mode: &str) -> Table {
+    let mut t = Table::new(
+        &format!(
+            "{mode} I/O, 1 MiB sequential, {} per device; XFS per device on zram (tput MB/s, sys = \
+             system-wide CPU s per GiB)",
+            crate::results::units::human_bytes(s.per_dev)
+        ),
+        &["disks", "blksz", "write tput", "write sys", "read tput", "read sys"],
     );
-    for sector in [512, 4096] {
-        for bs in ["4k", "64k"] {
-            let c = |rw: &str| format!("raw-s{sector}-{bs}-{rw}");
-            raw.rows.push(vec![
-                sector.to_string(),
-                bs.to_string(),
+    for &d in &s.disks {
+        for bsz in &s.sizes {
+            let c = |rw: &str| format!("{mode}-d{d}-{bsz}-{rw}");
+            let sys = |rw: &str| {
+                let st = ctx.stat(&c(rw), M::SYS_CPU);
+                let per = ctx.bytes_per_io(&c(rw)).unwrap_or(1.0 * 1048576.0);
+                derived(st, move |v| v * (GIB / per) / 1e6, 2)
+            };
+            t.rows.push(vec![
+                d.to_string(),
+                bsz.to_string(),
                 pm(ctx.stat(&c("write"), M::BW), 1e-6, 0),
+                sys("write"),
                 pm(ctx.stat(&c("read"), M::BW), 1e-6, 0),
-                pm(ctx.stat(&c("write"), M::CPU), 1.0, 1),
-                pm(ctx.stat(&c("read"), M::CPU), 1.0, 1),
+                sys("read"),
             ]);
         }
     }
-    tables.push(raw);
-    // The seed's claim: larger blocks cut buffered system time.
-    let (small, large) = (sizes[0], sizes[sizes.len() - 1]);
-    let sys_of = |bsz: &str| {
-        let c = format!("buffered-d1-{bsz}-write");
-        let per = ctx.bytes_per_io(&c)?;
-        Some(ctx.stat(&c, M::SYS_CPU)?.mean * (GIB / per) / 1e6)
-    };
-    let bw_of = |bsz: &str| Some(ctx.stat(&format!("buffered-d1-{bsz}-write"), M::BW)?.mean);
-    let sure = apart(
-        ctx.stat(&format!("buffered-d1-{small}-write"), M::SYS_CPU),
-        ctx.stat(&format!("buffered-d1-{large}-write"), M::SYS_CPU),
-    );
-    let verdict = match (sys_of(small), sys_of(large), bw_of(small), bw_of(large)) {
-        (Some(_), Some(_), Some(_), Some(_)) if !sure => format!(
-            "INCONCLUSIVE at this precision: the system time of {small} and {large} blocks \
-             overlaps within the 95 % intervals (run without --quick, on a quiet machine)"
-        ),
-        (Some(s4), Some(s64), Some(b4), Some(b64)) => format!(
-            "buffered writes on one device: {large} blocks {:.0} MB/s and {:.2} s sys/GiB vs {small} \
-             blocks {:.0} MB/s and {:.2} s/GiB — {}",
-            b64 / 1e6,
-            s64,
-            b4 / 1e6,
-            s4,
-            if s64 < 0.85 * s4 {
-                "larger blocks cut system time: the seed's effect is PRESENT"
-            } else {
-                "no system-time saving from larger blocks: the seed's effect is ABSENT (large \
-                 folios in the page cache already batch the per-page work the series amortised)"
-            }
-        ),
-        _ => "no result: a cell did not run".into(),
-    };
-    Ok(Outcome {
-        tables,
-        verdict,
-        seed_reported:
-            "2007, dm raid0 (512k stripe), 32 GB files, buffered: 1 disk 4k 89 MB/s 18 s \
-                        sys → 64k 75 MB/s 12 s sys; 8 disks 4k 415 → 64k 664 MB/s; system time \
-                        fell by a third with 16k/64k blocks"
-                .into(),
-        notes: vec![
-            "devices are zram (CPU-bound): throughput shows per-byte CPU cost, not spindles; the \
-             seed's multi-disk rows were bandwidth-bound"
-                .into(),
-        ],
-    })
+    t
 }

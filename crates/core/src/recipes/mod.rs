@@ -17,6 +17,7 @@
 use crate::experiment::samples::M;
 use crate::experiment::sweep::{cell_stat, Axis, CellStat, CellStatus, Order, Sweep, SweepCell};
 use crate::scratch::{self, Geometry, Item, Session};
+use crate::stats::summary::stddev_from_half;
 use serde::Serialize;
 
 /// One recipe.
@@ -26,16 +27,50 @@ pub struct Recipe {
     pub seed: &'static str,
     /// One line: what it reproduces.
     pub reproduces: &'static str,
+    /// Its steps in order: `run_steps::<TheRecipe>`.
     pub run: fn(&mut Ctx) -> Result<Outcome, Stop>,
+}
+
+/// The steps of a recipe, in order: make the scratch devices (`setup`),
+/// run the cells on them (`cells`), then from the cells' results build the
+/// tables shaped like the seed's (`tables`) and say whether the seed's
+/// effect is present here (`verdict`, with `notes` on how to read it).
+/// [`run_steps`] runs them; each is a function of its own, so a recipe reads
+/// top to bottom and the shared helpers (cells, statistics, formatting) are
+/// here in mod.rs.
+pub trait Steps {
+    /// What set-up made that the other steps need (devices, paths, sizes).
+    type Setup;
+    /// What the seed reported, shown beside this kernel's result.
+    const SEED_REPORTED: &'static str;
+    fn setup(ctx: &mut Ctx) -> Result<Self::Setup, Stop>;
+    fn cells(ctx: &mut Ctx, s: &Self::Setup) -> Result<(), Stop>;
+    fn tables(ctx: &Ctx, s: &Self::Setup) -> Vec<Table>;
+    fn verdict(ctx: &Ctx, s: &Self::Setup) -> String;
+    fn notes(_ctx: &Ctx, _s: &Self::Setup) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// A recipe's run: set-up, cells, tables, verdict.
+pub fn run_steps<R: Steps>(ctx: &mut Ctx) -> Result<Outcome, Stop> {
+    let setup = R::setup(ctx)?;
+    R::cells(ctx, &setup)?;
+    Ok(Outcome {
+        tables: R::tables(ctx, &setup),
+        verdict: R::verdict(ctx, &setup),
+        seed_reported: R::SEED_REPORTED.into(),
+        notes: R::notes(ctx, &setup),
+    })
 }
 
 /// Declares the recipe modules and [`RECIPES`] from one list: each module
 /// has a `pub const RECIPE: Recipe`.
 macro_rules! recipes {
-    ($($m:ident),* $(,)?) => {
-        $(pub mod $m;)*
+    ($($(#[$a:meta])* $m:ident),* $(,)?) => {
+        $($(#[$a])* pub mod $m;)*
         /// Every recipe, in the order `recipe list` shows them.
-        pub static RECIPES: &[Recipe] = &[$($m::RECIPE),*];
+        pub static RECIPES: &[Recipe] = &[$($(#[$a])* $m::RECIPE),*];
     };
 }
 
@@ -45,6 +80,10 @@ recipes!(
     blocksize,
     submit_cost,
     pagecache_interference,
+    // docs/ARCHITECTURE.md's "Add a recipe" followed by a test-only recipe
+    // (the test `adding_a_recipe_is_one_file_and_one_line`).
+    #[cfg(test)]
+    example_recipe,
 );
 
 pub fn find(name: &str) -> Option<&'static Recipe> {
@@ -116,6 +155,9 @@ impl Table {
         o.push_str(&sep);
         for r in &self.rows {
             o.push_str(&line(r));
+        }
+        if self.rows.iter().flatten().any(|c| c.contains(" ± ")) {
+            o.push_str("(mean ± σ over the cell's trials; a value alone: one trial)\n");
         }
         o
     }
@@ -313,13 +355,13 @@ impl Ctx {
         eprintln!("[recipe · {name}] dioscope {}", full.join(" "));
         let plan =
             crate::job::parse_args(&full).map_err(|e| Stop::Failed(format!("cell {name}: {e}")))?;
-        let res = crate::commands::run::prepare(&plan)
+        let res = crate::pipeline::prepare(&plan)
             .map_err(|(msg, code)| {
-                crate::commands::eprint_err(&msg);
+                crate::console::eprint_err(&msg);
                 code
             })
             .and_then(|(resolved, table)| {
-                crate::commands::run::run_prepared(&plan, resolved, table, false, hooks)
+                crate::pipeline::run_prepared(&plan, resolved, table, false, hooks)
             });
         let done = match res {
             Err(c) if c >= 128 => return Err(Stop::Interrupted),
@@ -373,7 +415,7 @@ impl Ctx {
         self.sweep.cells.iter().find(|c| c.values[0] == name)
     }
 
-    /// Metric `k` of cell `name` (first job), mean ± CI.
+    /// Metric `k` of cell `name` (first job): mean and 95 % CI half-width.
     pub fn stat(&self, name: &str, k: usize) -> Option<CellStat> {
         self.get(name).and_then(|c| cell_stat(c, None, k))
     }
@@ -416,25 +458,28 @@ pub fn stop_check() -> Result<(), Stop> {
     }
 }
 
-/// `mean ± half` of a statistic scaled by `f`, with `d` decimals.
+/// `mean ± σ` of a statistic scaled by `f`, with `d` decimals (σ the
+/// standard deviation over the trials, the convention of every output; one
+/// trial: the value alone). The 95 % intervals decide [`apart`].
 pub fn pm(s: Option<CellStat>, f: f64, d: usize) -> String {
     match s {
-        Some(s) if s.n >= 2 => format!("{:.d$} ± {:.d$}", s.mean * f, s.half * f),
-        Some(s) => format!("{:.d$}", s.mean * f),
+        Some(s) => match stddev_from_half(s.half, s.n) {
+            Some(sd) => format!("{:.d$} ± {:.d$}", s.mean * f, sd * f),
+            None => format!("{:.d$}", s.mean * f),
+        },
         None => "—".into(),
     }
 }
 
-/// A derived value `g(mean)` with its CI carried by the relative half-width
-/// (first order: good for the small CIs of trials).
+/// A derived value `g(mean)` with its σ carried by the relative σ (first
+/// order: good for the small spreads of trials).
 pub fn derived(s: Option<CellStat>, g: impl Fn(f64) -> f64, d: usize) -> String {
     match s {
         Some(s) if s.mean != 0.0 => {
             let v = g(s.mean);
-            if s.n >= 2 {
-                format!("{v:.d$} ± {:.d$}", (v * s.half / s.mean).abs())
-            } else {
-                format!("{v:.d$}")
+            match stddev_from_half(s.half, s.n) {
+                Some(sd) => format!("{v:.d$} ± {:.d$}", (v * sd / s.mean).abs()),
+                None => format!("{v:.d$}"),
             }
         }
         _ => "—".into(),

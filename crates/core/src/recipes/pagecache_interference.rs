@@ -11,7 +11,7 @@
 //! seed's: the last close of a block device drops its page cache, so without
 //! an opener the reader's pages would be gone before the run.
 
-use super::{apart, job, pm, Ctx, Outcome, Recipe, Stop, Table};
+use super::{apart, job, pm, run_steps, Ctx, Recipe, Steps, Stop, Table};
 use crate::diag::pagecache::{drop_cache, resident_fd};
 use crate::experiment::samples::M;
 use crate::runner::{ResolvedJob, TrialHooks};
@@ -27,7 +27,7 @@ pub const RECIPE: Recipe = Recipe {
     seed: "004",
     reproduces: "O_DIRECT random writes to a block device with and without page-cache pages from \
                  a buffered reader, intermittent, and with dioscope's hygiene (seed 004)",
-    run,
+    run: run_steps::<PagecacheInterference>,
 };
 
 const MODES: &[(&str, &str)] = &[
@@ -128,91 +128,168 @@ impl TrialHooks for Intermittent<'_> {
     }
 }
 
-fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
-    let size: u64 = if ctx.quick { 128 << 20 } else { 1 << 30 };
-    let z = ctx.zram(size, true)?;
-    let dev = z.devices()[0].clone();
-    // Held open to the end (dropped before the scratch session's teardown).
-    let held = std::fs::File::open(&dev)
-        .map_err(|e| Stop::Failed(format!("cannot open {dev}: {e}")))?;
-    let runtime = if ctx.quick { "1" } else { "3" };
-    // The intermittent cell's trials are fixed (9 × 3 s, and set-up).
-    ctx.plan(MODES.len() - 1, 35);
-    let mut cached_pages = 0;
-    for (mode, _) in MODES {
-        let invalidate = if matches!(*mode, "clean" | "hygiene") {
-            "1"
-        } else {
-            "0"
-        };
-        let o: Vec<(&str, String)> = vec![
-            ("filename", dev.clone()),
-            ("rw", "randwrite".into()),
-            ("bs", "4k".into()),
-            ("direct", "1".into()),
-            ("ioengine", "psync".into()),
-            ("numjobs", "2".into()),
-            ("group_reporting", "1".into()),
-            ("runtime", runtime.into()),
-            ("time_based", "1".into()),
-            ("invalidate", invalidate.into()),
-            ("destroy-data-on", dev.clone()),
-        ];
-        // Each mode starts from an empty cache.
-        let _ = drop_cache(held.as_raw_fd(), true);
-        if matches!(*mode, "cached" | "hygiene") {
-            buffered_read(&dev)
-                .map_err(|e| Stop::Failed(format!("buffered read of {dev}: {e}")))?;
-            if *mode == "cached" {
-                cached_pages = resident_fd(held.as_raw_fd(), 0, size)
-                    .map(|r| r.pages)
-                    .unwrap_or(0);
+struct PagecacheInterference;
+
+/// A filled zram device, held open from set-up to the end (the last close
+/// of a block device drops its page cache; dropped before the scratch
+/// session's teardown).
+struct Setup {
+    dev: String,
+    size: u64,
+    held: std::fs::File,
+}
+
+impl Steps for PagecacheInterference {
+    type Setup = Setup;
+    const SEED_REPORTED: &'static str = "2006 (raw/blockdev O_DIRECT rework): the generic \
+        direct-I/O path did page cache bookkeeping per I/O on a block device; users saw slow, \
+        bimodal direct writes when a buffered reader had left pages behind";
+
+    fn setup(ctx: &mut Ctx) -> Result<Setup, Stop> {
+        let size: u64 = if ctx.quick { 128 << 20 } else { 1 << 30 };
+        let z = ctx.zram(size, true)?;
+        let dev = z.devices()[0].clone();
+        let held = std::fs::File::open(&dev)
+            .map_err(|e| Stop::Failed(format!("cannot open {dev}: {e}")))?;
+        Ok(Setup { dev, size, held })
+    }
+
+    fn cells(ctx: &mut Ctx, s: &Setup) -> Result<(), Stop> {
+        let runtime = if ctx.quick { "1" } else { "3" };
+        // The intermittent cell's trials are fixed (9 × 3 s, and set-up).
+        ctx.plan(MODES.len() - 1, 35);
+        for (mode, _) in MODES {
+            let invalidate = if matches!(*mode, "clean" | "hygiene") {
+                "1"
+            } else {
+                "0"
+            };
+            let o: Vec<(&str, String)> = vec![
+                ("filename", s.dev.clone()),
+                ("rw", "randwrite".into()),
+                ("bs", "4k".into()),
+                ("direct", "1".into()),
+                ("ioengine", "psync".into()),
+                ("numjobs", "2".into()),
+                ("group_reporting", "1".into()),
+                ("runtime", runtime.into()),
+                ("time_based", "1".into()),
+                ("invalidate", invalidate.into()),
+                ("destroy-data-on", s.dev.clone()),
+            ];
+            // Each mode starts from an empty cache.
+            let fd = s.held.as_raw_fd();
+            let _ = drop_cache(fd, true);
+            if matches!(*mode, "cached" | "hygiene") {
+                buffered_read(&s.dev)
+                    .map_err(|e| Stop::Failed(format!("buffered read of {}: {e}", s.dev)))?;
+                if *mode == "cached" {
+                    let pages = resident_fd(fd, 0, s.size).map(|r| r.pages).unwrap_or(0);
+                    ctx.extra.insert("cached.pages_before".into(), pages.into());
+                }
+            }
+            if *mode == "intermittent" {
+                // Fixed trials: the split needs both groups, two or more each.
+                let trials = if ctx.quick { "6" } else { "9" };
+                let mut hooks = Intermittent {
+                    dev: &s.dev,
+                    size: s.size,
+                    held: &s.held,
+                    reader: None,
+                };
+                ctx.cell_with(mode, &job("w", &o), trials, &mut hooks)?;
+            } else {
+                ctx.cell(mode, &job("w", &o), if ctx.quick { "3" } else { "auto" })?;
             }
         }
-        if *mode == "intermittent" {
-            // Fixed trials: the split needs both groups, two or more each.
-            let trials = if ctx.quick { "6" } else { "9" };
-            let mut hooks = Intermittent {
-                dev: &dev,
-                size,
-                held: &held,
-                reader: None,
-            };
-            ctx.cell_with(mode, &job("w", &o), trials, &mut hooks)?;
-        } else {
-            ctx.cell(mode, &job("w", &o), if ctx.quick { "3" } else { "auto" })?;
+        Ok(())
+    }
+
+    fn tables(ctx: &Ctx, s: &Setup) -> Vec<Table> {
+        let mut t = Table::new(
+            &format!("4 KiB O_DIRECT random writes, 2 jobs, psync, on {} (zram, filled)", s.dev),
+            &[
+                "mode",
+                "kIOPS",
+                "MB/s",
+                "µs per block",
+                "CPU µs/IO",
+                "findings",
+                "what",
+            ],
+        );
+        for (mode, what) in MODES {
+            let f = ctx.findings(mode);
+            t.rows.push(vec![
+                mode.to_string(),
+                pm(ctx.stat(mode, M::IOPS), 1e-3, 1),
+                pm(ctx.stat(mode, M::BW), 1e-6, 0),
+                pm(ctx.stat(mode, M::LAT_MEAN), 1e-3, 2),
+                pm(ctx.stat(mode, M::CPU), 1.0, 2),
+                if f.is_empty() {
+                    "—".into()
+                } else {
+                    f.join(" ")
+                },
+                what.to_string(),
+            ]);
         }
+        vec![t, intermittent_table(ctx)]
     }
-    drop(held);
-    let mut t = Table::new(
-        &format!("4 KiB O_DIRECT random writes, 2 jobs, psync, on {dev} (zram, filled)"),
-        &[
-            "mode",
-            "kIOPS",
-            "MB/s",
-            "µs per block",
-            "CPU µs/IO",
-            "findings",
-            "what",
-        ],
-    );
-    for (mode, what) in MODES {
-        let f = ctx.findings(mode);
-        t.rows.push(vec![
-            mode.to_string(),
-            pm(ctx.stat(mode, M::IOPS), 1e-3, 1),
-            pm(ctx.stat(mode, M::BW), 1e-6, 0),
-            pm(ctx.stat(mode, M::LAT_MEAN), 1e-3, 2),
-            pm(ctx.stat(mode, M::CPU), 1.0, 2),
-            if f.is_empty() {
-                "—".into()
+
+    fn verdict(ctx: &Ctx, _: &Setup) -> String {
+        let cached_pages = ctx
+            .extra
+            .get("cached.pages_before")
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0);
+        let lat = |m: &str| ctx.stat(m, M::LAT_MEAN).map(|s| s.mean);
+        let (Some(c), Some(k), Some(h)) = (lat("clean"), lat("cached"), lat("hygiene")) else {
+            return "no result: a cell did not run".into();
+        };
+        let shown = apart(ctx.stat("clean", M::LAT_MEAN), ctx.stat("cached", M::LAT_MEAN));
+        format!(
+            "with {cached_pages} cached pages a block takes {:.2} µs vs {:.2} µs clean ({:+.0} %){}; \
+             with dioscope's invalidate before each trial {:.2} µs ({:+.0} % vs clean): {}.{}",
+            k / 1e3,
+            c / 1e3,
+            (k / c - 1.0) * 100.0,
+            if !shown {
+                " — within the noise (95 % intervals overlap): no interference shown at this \
+                 precision"
+            } else if k > c * 1.1 {
+                " — the interference is PRESENT on this kernel"
             } else {
-                f.join(" ")
+                " — no lasting interference: each page is dropped by the first direct write to it"
             },
-            what.to_string(),
-        ]);
+            h / 1e3,
+            (h / c - 1.0) * 100.0,
+            if !shown {
+                "nothing for it to remove here"
+            } else if h < c * 1.1 {
+                "the hygiene removes it"
+            } else {
+                "the hygiene does not fully remove it"
+            },
+            intermittent_split(ctx),
+        )
     }
-    // The intermittent cell trial by trial: with and without the reader.
+
+    fn notes(_: &Ctx, _: &Setup) -> Vec<String> {
+        vec![
+            "findings are dioscope's diagnosis of each cell's run (e.g. page_cache_on_target, \
+             other_openers, bimodal_trials)"
+                .into(),
+            "the recipe holds the device open throughout, as fio held the seed's: a block \
+             device's last close drops its page cache, so the reader's pages stay only while \
+             someone holds it open"
+                .into(),
+        ]
+    }
+}
+
+/// The intermittent cell trial by trial: with and without the reader.
+fn intermittent_table(ctx: &Ctx) -> Table {
     let iops = ctx.trial_values("intermittent", M::IOPS);
     let lats = ctx.trial_values("intermittent", M::LAT_MEAN);
     let mut per = Table::new(
@@ -243,6 +320,14 @@ fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
             format!("{:.2}", l / 1e3),
         ]);
     }
+    per
+}
+
+/// The verdict's sentence on the intermittent reader: the mean latency of
+/// the trials it ran in against the others, and whether dioscope saw two
+/// modes.
+fn intermittent_split(ctx: &Ctx) -> String {
+    let lats = ctx.trial_values("intermittent", M::LAT_MEAN);
     let mean = |with: bool| {
         let v: Vec<f64> = lats
             .iter()
@@ -256,67 +341,22 @@ fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
         .findings("intermittent")
         .iter()
         .any(|f| f == "bimodal_trials");
-    let split = match (mean(true), mean(false)) {
-        (Some(w), Some(wo)) => format!(
-            " The intermittent reader: {:.2} µs per block in the trials it ran in vs {:.2} µs \
-             without ({:+.0} %); {}",
-            w / 1e3,
-            wo / 1e3,
-            (w / wo - 1.0) * 100.0,
-            if bimodal {
-                "the trials split in two and dioscope's bimodal_trials finding fired: the seed's \
-                 bimodality is PRESENT."
-            } else {
-                "the trials did NOT split into two groups (no bimodal_trials finding): the seed's \
-                 bimodality is ABSENT here at this precision (the per-trial values are in the \
-                 second table)."
-            }
-        ),
-        _ => String::new(),
+    let (Some(w), Some(wo)) = (mean(true), mean(false)) else {
+        return String::new();
     };
-    let lat = |m: &str| ctx.stat(m, M::LAT_MEAN).map(|s| s.mean);
-    let verdict = match (lat("clean"), lat("cached"), lat("hygiene")) {
-        (Some(c), Some(k), Some(h)) => format!(
-            "with {cached_pages} cached pages a block takes {:.2} µs vs {:.2} µs clean ({:+.0} %){}; \
-             with dioscope's invalidate before each trial {:.2} µs ({:+.0} % vs clean): {}.{split}",
-            k / 1e3,
-            c / 1e3,
-            (k / c - 1.0) * 100.0,
-            if !apart(ctx.stat("clean", M::LAT_MEAN), ctx.stat("cached", M::LAT_MEAN)) {
-                " — within the noise (95 % intervals overlap): no interference shown at this \
-                 precision"
-            } else if k > c * 1.1 {
-                " — the interference is PRESENT on this kernel"
-            } else {
-                " — no lasting interference: each page is dropped by the first direct write to it"
-            },
-            h / 1e3,
-            (h / c - 1.0) * 100.0,
-            if !apart(ctx.stat("clean", M::LAT_MEAN), ctx.stat("cached", M::LAT_MEAN)) {
-                "nothing for it to remove here"
-            } else if h < c * 1.1 {
-                "the hygiene removes it"
-            } else {
-                "the hygiene does not fully remove it"
-            },
-        ),
-        _ => "no result: a cell did not run".into(),
-    };
-    Ok(Outcome {
-        tables: vec![t, per],
-        verdict,
-        seed_reported: "2006 (raw/blockdev O_DIRECT rework): the generic direct-I/O path did page \
-                        cache bookkeeping per I/O on a block device; users saw slow, bimodal \
-                        direct writes when a buffered reader had left pages behind"
-            .into(),
-        notes: vec![
-            "findings are dioscope's diagnosis of each cell's run (e.g. page_cache_on_target, \
-             other_openers, bimodal_trials)"
-                .into(),
-            "the recipe holds the device open throughout, as fio held the seed's: a block \
-             device's last close drops its page cache, so the reader's pages stay only while \
-             someone holds it open"
-                .into(),
-        ],
-    })
+    format!(
+        " The intermittent reader: {:.2} µs per block in the trials it ran in vs {:.2} µs \
+         without ({:+.0} %); {}",
+        w / 1e3,
+        wo / 1e3,
+        (w / wo - 1.0) * 100.0,
+        if bimodal {
+            "the trials split in two and dioscope's bimodal_trials finding fired: the seed's \
+             bimodality is PRESENT."
+        } else {
+            "the trials did NOT split into two groups (no bimodal_trials finding): the seed's \
+             bimodality is ABSENT here at this precision (the per-trial values are in the \
+             second table)."
+        }
+    )
 }

@@ -4,7 +4,7 @@
 //! device and on a file on it, with the kernel profile per I/O when perf
 //! is there (`--profile`).
 
-use super::{job, pm, Ctx, Outcome, Recipe, Stop, Table};
+use super::{job, pm, run_steps, Ctx, Recipe, Steps, Stop, Table};
 use crate::experiment::samples::M;
 use crate::scratch::FsSpec;
 
@@ -13,7 +13,7 @@ pub const RECIPE: Recipe = Recipe {
     seed: "003",
     reproduces: "CPU µs per 4 KiB O_DIRECT I/O per engine (psync, pvsync2, libaio, io_uring), \
                  block device vs file, with the kernel profile (seed 003)",
-    run,
+    run: run_steps::<SubmitCost>,
 };
 
 const ENGINES: &[&str] = &["psync", "pvsync2", "libaio", "io_uring"];
@@ -22,93 +22,124 @@ fn have_perf() -> bool {
     crate::profile::perf::find().is_ok()
 }
 
-fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
-    let size: u64 = if ctx.quick { 256 << 20 } else { 1 << 30 };
-    let fs = ctx.fs(&FsSpec {
-        fstype: "ext4".into(),
-        mkfs: "-E nodiscard".into(),
-        on: "zram".into(),
-        size,
-        fill: true,
-        ..FsSpec::default()
-    })?;
-    let dev = fs.devices()[0].clone();
-    let file = format!("{}/f", fs.mountpoints()[0]);
-    // The kernel profile per I/O whenever perf is there. perf costs about
-    // 7 s per trial here (start-up, then `perf script`): --quick (at most a
-    // minute) profiles the first engine's cells only, the full run all.
-    let perf = have_perf();
-    // `recipe run --profile` profiles every engine in --quick too.
-    let quick = ctx.quick && !ctx.profile;
-    let profiled = |e: &str| perf && (!quick || e == ENGINES[0]);
-    let runtime = if ctx.quick { "1" } else { "3" };
-    ctx.plan(ENGINES.len() * 2, 0);
-    let trials = if ctx.quick { "2" } else { "auto" };
-    for &e in ENGINES {
-        for (t, path) in [("bdev", &dev), ("file", &file)] {
-            let mut o: Vec<(&str, String)> = vec![
-                ("filename", path.clone()),
-                ("size", (size / 2).to_string()),
-                ("rw", "randread".into()),
-                ("bs", "4k".into()),
-                ("direct", "1".into()),
-                ("ioengine", e.into()),
-                ("iodepth", "1".into()),
-                ("runtime", runtime.into()),
-                ("time_based", "1".into()),
-            ];
-            if profiled(e) {
-                o.push(("profile", "1".into()));
-            }
-            ctx.cell(&format!("{e}-{t}"), &job("r", &o), trials)?;
-        }
-    }
-    let mut header = vec![
-        "engine",
-        "bdev µs/IO",
-        "bdev system-wide µs/IO",
-        "file µs/IO",
-        "file system-wide µs/IO",
-        "file − bdev",
-    ];
-    if perf {
-        header.extend(["bdev kernel top", "file kernel top"]);
-    }
-    let mut tab = Table::new(
-        &format!("CPU per 4 KiB O_DIRECT random read, QD 1, on {dev} (zram) and ext4 on it"),
-        &header,
-    );
-    for &e in ENGINES {
-        let b = ctx.stat(&format!("{e}-bdev"), M::CPU);
-        let f = ctx.stat(&format!("{e}-file"), M::CPU);
-        let mut row = vec![
-            e.to_string(),
-            pm(b, 1.0, 2),
-            pm(ctx.stat(&format!("{e}-bdev"), M::SYS_CPU), 1.0, 2),
-            pm(f, 1.0, 2),
-            pm(ctx.stat(&format!("{e}-file"), M::SYS_CPU), 1.0, 2),
-            match (b, f) {
-                (Some(b), Some(f)) => format!("{:+.2}", f.mean - b.mean),
-                _ => "—".into(),
-            },
-        ];
-        if perf {
-            row.push(top_subsystems(ctx, &format!("{e}-bdev")));
-            row.push(top_subsystems(ctx, &format!("{e}-file")));
-        }
-        tab.rows.push(row);
-    }
-    let gaps: Vec<f64> = ENGINES
-        .iter()
-        .filter_map(|e| {
-            let b = ctx.stat(&format!("{e}-bdev"), M::CPU)?;
-            let f = ctx.stat(&format!("{e}-file"), M::CPU)?;
-            Some(f.mean / b.mean)
+struct SubmitCost;
+
+/// ext4 on a zram device: the device and a file on it.
+struct Setup {
+    size: u64,
+    dev: String,
+    file: String,
+    /// perf is there: the kernel profile per I/O.
+    perf: bool,
+    /// Profile the first engine's cells only (--quick without --profile).
+    quick: bool,
+}
+
+impl Steps for SubmitCost {
+    type Setup = Setup;
+    const SEED_REPORTED: &'static str = "2006: a tight block-device O_DIRECT loop gave ~20 % in \
+        a micro-benchmark and ~2 % in a database benchmark over the generic direct_io_worker";
+
+    fn setup(ctx: &mut Ctx) -> Result<Setup, Stop> {
+        let size: u64 = if ctx.quick { 256 << 20 } else { 1 << 30 };
+        let fs = ctx.fs(&FsSpec {
+            fstype: "ext4".into(),
+            mkfs: "-E nodiscard".into(),
+            on: "zram".into(),
+            size,
+            fill: true,
+            ..FsSpec::default()
+        })?;
+        // The kernel profile per I/O whenever perf is there. perf costs about
+        // 7 s per trial here (start-up, then `perf script`): --quick (at most
+        // a minute) profiles the first engine's cells only, the full run all;
+        // `recipe run --profile` profiles every engine in --quick too.
+        Ok(Setup {
+            size,
+            dev: fs.devices()[0].clone(),
+            file: format!("{}/f", fs.mountpoints()[0]),
+            perf: have_perf(),
+            quick: ctx.quick && !ctx.profile,
         })
-        .collect();
-    let verdict = if gaps.is_empty() {
-        "no result: a cell did not run".into()
-    } else {
+    }
+
+    fn cells(ctx: &mut Ctx, s: &Setup) -> Result<(), Stop> {
+        let runtime = if ctx.quick { "1" } else { "3" };
+        ctx.plan(ENGINES.len() * 2, 0);
+        let trials = if ctx.quick { "2" } else { "auto" };
+        for &e in ENGINES {
+            for (t, path) in [("bdev", &s.dev), ("file", &s.file)] {
+                let mut o: Vec<(&str, String)> = vec![
+                    ("filename", path.clone()),
+                    ("size", (s.size / 2).to_string()),
+                    ("rw", "randread".into()),
+                    ("bs", "4k".into()),
+                    ("direct", "1".into()),
+                    ("ioengine", e.into()),
+                    ("iodepth", "1".into()),
+                    ("runtime", runtime.into()),
+                    ("time_based", "1".into()),
+                ];
+                if s.perf && (!s.quick || e == ENGINES[0]) {
+                    o.push(("profile", "1".into()));
+                }
+                ctx.cell(&format!("{e}-{t}"), &job("r", &o), trials)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn tables(ctx: &Ctx, s: &Setup) -> Vec<Table> {
+        let mut header = vec![
+            "engine",
+            "bdev µs/IO",
+            "bdev system-wide µs/IO",
+            "file µs/IO",
+            "file system-wide µs/IO",
+            "file − bdev",
+        ];
+        if s.perf {
+            header.extend(["bdev kernel top", "file kernel top"]);
+        }
+        let mut tab = Table::new(
+            &format!("CPU per 4 KiB O_DIRECT random read, QD 1, on {} (zram) and ext4 on it", s.dev),
+            &header,
+        );
+        for &e in ENGINES {
+            let b = ctx.stat(&format!("{e}-bdev"), M::CPU);
+            let f = ctx.stat(&format!("{e}-file"), M::CPU);
+            let mut row = vec![
+                e.to_string(),
+                pm(b, 1.0, 2),
+                pm(ctx.stat(&format!("{e}-bdev"), M::SYS_CPU), 1.0, 2),
+                pm(f, 1.0, 2),
+                pm(ctx.stat(&format!("{e}-file"), M::SYS_CPU), 1.0, 2),
+                match (b, f) {
+                    (Some(b), Some(f)) => format!("{:+.2}", f.mean - b.mean),
+                    _ => "—".into(),
+                },
+            ];
+            if s.perf {
+                row.push(top_subsystems(ctx, &format!("{e}-bdev")));
+                row.push(top_subsystems(ctx, &format!("{e}-file")));
+            }
+            tab.rows.push(row);
+        }
+        vec![tab]
+    }
+
+    fn verdict(ctx: &Ctx, _: &Setup) -> String {
+        let gaps: Vec<f64> = ENGINES
+            .iter()
+            .filter_map(|e| {
+                let b = ctx.stat(&format!("{e}-bdev"), M::CPU)?;
+                let f = ctx.stat(&format!("{e}-file"), M::CPU)?;
+                Some(f.mean / b.mean)
+            })
+            .collect();
+        if gaps.is_empty() {
+            return "no result: a cell did not run".into();
+        }
         let mut sorted = gaps.clone();
         sorted.sort_by(f64::total_cmp);
         // The median: one noisy engine does not decide.
@@ -127,34 +158,30 @@ fn run(ctx: &mut Ctx) -> Result<Outcome, Stop> {
                  block-device fast path made both short)"
             }
         )
-    };
-    let mut notes = vec![
-        "µs/IO: the process's CPU time (user + system) per I/O (getrusage); system-wide: all CPUs' \
-         busy time per I/O (includes other processes on this machine)"
-            .into(),
-    ];
-    if perf && quick {
-        notes.push(format!(
-            "quick run: the kernel profile for {} only (perf costs seconds per trial); the full \
-             run profiles every engine",
-            ENGINES[0]
-        ));
     }
-    if !perf {
-        notes.push(
-            "perf was not found: no kernel profile, CPU µs per I/O alone (install perf for the \
-             kernel profile per I/O)"
+
+    fn notes(_: &Ctx, s: &Setup) -> Vec<String> {
+        let mut notes = vec![
+            "µs/IO: the process's CPU time (user + system) per I/O (getrusage); system-wide: all \
+             CPUs' busy time per I/O (includes other processes on this machine)"
                 .into(),
-        );
+        ];
+        if s.perf && s.quick {
+            notes.push(format!(
+                "quick run: the kernel profile for {} only (perf costs seconds per trial); the \
+                 full run profiles every engine",
+                ENGINES[0]
+            ));
+        }
+        if !s.perf {
+            notes.push(
+                "perf was not found: no kernel profile, CPU µs per I/O alone (install perf for \
+                 the kernel profile per I/O)"
+                    .into(),
+            );
+        }
+        notes
     }
-    Ok(Outcome {
-        tables: vec![tab],
-        verdict,
-        seed_reported: "2006: a tight block-device O_DIRECT loop gave ~20 % in a micro-benchmark \
-                        and ~2 % in a database benchmark over the generic direct_io_worker"
-            .into(),
-        notes,
-    })
 }
 
 /// The kernel subsystems costing most per I/O in the cell's profile.

@@ -12,13 +12,13 @@
 //! verdicts as `dioscope compare`). Every chart's `id` is stable (`r1-iops-0`, …) so
 //! tests can find them.
 
-use super::chart::{self, esc, ns, num, BarRow, DotGroup, Line, LineChart};
+use crate::svg::{self, esc, ns, num, BarRow, DotGroup, Line, LineChart};
 use super::{Exporter, Format};
 use crate::experiment::compare::Comparison;
 use crate::experiment::sweep::Sweep;
 use crate::results::model::{DioscopeJob, Job, Lat, Severity};
 use crate::results::series::TrialSeries;
-use crate::results::RunDoc;
+use crate::results::{units::ci95, RunDoc};
 use crate::stats::Summary;
 use serde_json::Value;
 use std::fmt::Write;
@@ -222,9 +222,13 @@ const DIRS: [&str; 2] = ["read", "write"];
 fn dir_trials(v: &JobView, d: usize) -> Vec<(f64, f64)> {
     if let Some(ds) = v.ds {
         if !ds.series.is_empty() {
+            // Interrupted trials are listed, not averaged in.
+            let interrupted =
+                |n: u32| ds.trials.iter().any(|t| t.trial == n && t.interrupted);
             return ds
                 .series
                 .iter()
+                .filter(|s| !interrupted(s.trial))
                 .filter_map(|s| measured_rate(s, d))
                 .collect();
         }
@@ -238,7 +242,7 @@ fn dir_trials(v: &JobView, d: usize) -> Vec<(f64, f64)> {
             return ds
                 .trials
                 .iter()
-                .filter(|t| t.runtime_ms > 0.0)
+                .filter(|t| t.runtime_ms > 0.0 && !t.interrupted)
                 .map(|t| {
                     let iops = if d == 0 { t.read_iops } else { t.write_iops };
                     (iops, iops * per_io)
@@ -263,12 +267,15 @@ fn measured_rate(s: &TrialSeries, d: usize) -> Option<(f64, f64)> {
     (t > 0.0).then(|| (ios / t, bytes / t))
 }
 
+/// `mean ± σ` and the 95 % CI as `[low, high]` (the conventions of every
+/// output, `results::units::interval`); the mean alone for one trial.
 fn ci_text(s: &Summary, fmt: fn(f64) -> String) -> String {
     if s.n >= 2 && s.ci95.0.is_finite() {
         format!(
-            "{} <span class=\"muted\">± {}</span>",
+            "{} <span class=\"muted\">± {}<br>{}</span>",
             esc(&fmt(s.mean)),
-            esc(&fmt((s.ci95.1 - s.ci95.0) / 2.0))
+            esc(&fmt(s.stddev)),
+            esc(&ci95(&fmt(s.ci95.0), &fmt(s.ci95.1)))
         )
     } else {
         esc(&fmt(s.mean))
@@ -342,7 +349,7 @@ fn summary_table(o: &mut String, p: &str, views: &[JobView]) {
     let _ = write!(
         o,
         "<h2 id=\"{p}-summary\">Summary</h2><table id=\"{p}-summary-table\"><tr><th class=\"l\">job</th><th class=\"l\">direction</th>\
-         <th>trials</th><th>IOPS (mean ± 95 % CI)</th><th>bandwidth</th><th>latency mean</th><th>p50</th><th>p99</th><th>p99.9</th><th>max</th></tr>"
+         <th>trials</th><th>IOPS (mean ± σ, 95 % CI)</th><th>bandwidth</th><th>latency mean</th><th>p50</th><th>p99</th><th>p99.9</th><th>max</th></tr>"
     );
     for v in views {
         for &d in &v.dirs {
@@ -383,7 +390,7 @@ fn summary_table(o: &mut String, p: &str, views: &[JobView]) {
             }
         }
     }
-    o.push_str("</table><p class=\"muted\">Per direction: the mean over trials with the 95 % confidence interval of the mean (Student's t); latency percentiles from the histogram merged over all trials (completion latency, as fio reports it). \"all\": both directions, CI over trials.</p>");
+    o.push_str("</table><p class=\"muted\">Per direction: the mean over the trials that ran to their end ± their standard deviation σ, and the 95 % confidence interval of the mean (Student's t) as [low, high]; one trial has no spread and no interval; interrupted trials are left out; latency percentiles from the histogram merged over all trials (completion latency, as fio reports it). \"all\": both directions, CI over trials.</p>");
 }
 
 fn secs(x: f64) -> String {
@@ -441,7 +448,7 @@ fn time_series(o: &mut String, p: &str, views: &[JobView]) {
             out
         };
         let _ = write!(o, "<h3>{}</h3>", esc(&v.name));
-        o.push_str(&chart::line_chart(&LineChart {
+        o.push_str(&svg::line_chart(&LineChart {
             id: &format!("{p}-iops-{j}"),
             title: &format!("{}: IOPS per interval, each trial", v.name),
             x_label: "time since the job's start (s)",
@@ -452,7 +459,7 @@ fn time_series(o: &mut String, p: &str, views: &[JobView]) {
             fmt_x: secs,
             ..Default::default()
         }));
-        o.push_str(&chart::line_chart(&LineChart {
+        o.push_str(&svg::line_chart(&LineChart {
             id: &format!("{p}-bw-{j}"),
             title: &format!("{}: bandwidth per interval, each trial", v.name),
             x_label: "time since the job's start (s)",
@@ -466,7 +473,7 @@ fn time_series(o: &mut String, p: &str, views: &[JobView]) {
         let mut lat = lines(&|s, d, i| s.dir(d).lat_p99_ns[i] as f64, " p99", 0);
         let mut p50 = lines(&|s, d, i| s.dir(d).lat_p50_ns[i] as f64, " p50", 2);
         lat.append(&mut p50);
-        o.push_str(&chart::line_chart(&LineChart {
+        o.push_str(&svg::line_chart(&LineChart {
             id: &format!("{p}-latt-{j}"),
             title: &format!("{}: latency per interval, p99 and p50 (dotted)", v.name),
             x_label: "time since the job's start (s)",
@@ -545,7 +552,7 @@ fn latency(o: &mut String, p: &str, views: &[JobView]) {
                 ..Default::default()
             });
         }
-        o.push_str(&chart::line_chart(&LineChart {
+        o.push_str(&svg::line_chart(&LineChart {
             id: &format!("{p}-pct-{j}"),
             title: &format!("{}: latency percentiles, all trials merged", v.name),
             x_label: "percentile (log scale of 1 − p: p90, p99, p99.9 equally spaced)",
@@ -563,7 +570,7 @@ fn latency(o: &mut String, p: &str, views: &[JobView]) {
                 let _ = write!(o, "<p class=\"muted\">{} {}: no histogram in this result (write it with --output-format=json+).</p>", esc(&v.name), DIRS[d]);
                 continue;
             }
-            o.push_str(&chart::histogram(
+            o.push_str(&svg::histogram(
                 &format!("{p}-hist-{j}-{}", DIRS[d]),
                 &format!("{}: {} {what} histogram", v.name, DIRS[d]),
                 &bins,
@@ -638,7 +645,7 @@ fn spread(o: &mut String, p: &str, views: &[JobView]) {
                     values: ds
                         .trials
                         .iter()
-                        .filter(|t| t.runtime_ms > 0.0)
+                        .filter(|t| t.runtime_ms > 0.0 && !t.interrupted)
                         .map(get)
                         .collect(),
                     mean: s.mean / scale,
@@ -646,7 +653,7 @@ fn spread(o: &mut String, p: &str, views: &[JobView]) {
                 }
             })
             .collect();
-        o.push_str(&chart::dot_plot(
+        o.push_str(&svg::dot_plot(
             &format!("{p}-spread-{key}"),
             &format!("{title}: each trial a dot, mean and 95 % CI"),
             unit,
@@ -699,7 +706,7 @@ fn cpu(o: &mut String, p: &str, doc: &RunDoc, views: &[JobView]) {
             });
         }
     }
-    o.push_str(&chart::bars(
+    o.push_str(&svg::bars(
         &format!("{p}-cpu-chart"),
         "CPU time per I/O",
         "CPU per I/O (µs)",
@@ -749,7 +756,7 @@ fn devices(o: &mut String, p: &str, doc: &RunDoc) {
                 })
             })
             .collect();
-        o.push_str(&chart::bars(
+        o.push_str(&svg::bars(
             &format!("{p}-dev-chart"),
             "Device requests per application I/O",
             "requests per I/O",
@@ -985,7 +992,7 @@ fn comparison(o: &mut String, runs: &[(&str, &RunDoc)]) {
         }
     }
     o.push_str("</table><p class=\"muted\">Each result's own figures; how each differs from A, with its interval and verdict, follows: the comparison of <code>dioscope compare</code>.</p>");
-    o.push_str(&chart::dot_plot(
+    o.push_str(&svg::dot_plot(
         "compare-iops",
         "IOPS per trial, each result",
         "IOPS",

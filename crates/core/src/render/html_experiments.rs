@@ -4,10 +4,11 @@
 //! against the varied option, one line per combination of the other
 //! options, 95 % CI bars). Chart ids: `cmp-change-J`, `sweep-KEY`.
 
-use super::chart::{self, esc, ns, num, Line, LineChart};
 use crate::experiment::compare::{Comparison, Outcome, Verdict};
 use crate::experiment::samples::METRICS;
 use crate::experiment::sweep::{cell_stat, CellStatus, Sweep};
+use crate::stats::summary::stddev_from_half;
+use crate::svg::{self, esc, ns, num, Line, LineChart};
 use std::fmt::Write;
 
 /// A metric's value as text, by its unit.
@@ -126,7 +127,7 @@ pub fn comparison(o: &mut String, name: &str, c: &Comparison, id: &str) {
             }
         }
         o.push_str("</table>");
-        o.push_str(&chart::line_chart(&LineChart {
+        o.push_str(&svg::line_chart(&LineChart {
             id: &format!("{id}-change-{j}"),
             title: &format!("{}: change of B against A, with its interval", job.name),
             x_label: "metric",
@@ -253,7 +254,7 @@ pub fn sweep(o: &mut String, name: &str, s: &Sweep) {
             "us" => format!("{} (µs)", def.label),
             _ => def.label.to_string(),
         };
-        o.push_str(&chart::line_chart(&LineChart {
+        o.push_str(&svg::line_chart(&LineChart {
             id: &format!("sweep-{key}"),
             title: &format!("{} vs {} (mean, 95 % CI bars)", def.label, x_axis.option),
             x_label: &x_axis.option,
@@ -291,12 +292,17 @@ pub fn sweep(o: &mut String, name: &str, s: &Sweep) {
         for key in ["iops", "bw", "lat_p99"] {
             let k = METRICS.iter().position(|m| m.key == key).unwrap_or(0);
             let txt = match cell_stat(c, None, k) {
-                Some(st) if st.n >= 2 => format!(
-                    "{} ± {} ({})",
-                    fmt_unit(METRICS[k].unit, st.mean),
-                    fmt_unit(METRICS[k].unit, st.half),
-                    st.n
-                ),
+                Some(st) if st.n >= 2 => {
+                    let u = METRICS[k].unit;
+                    format!(
+                        "{} ± {} [{}, {}] ({})",
+                        fmt_unit(u, st.mean),
+                        fmt_unit(u, stddev_from_half(st.half, st.n).unwrap_or(f64::NAN)),
+                        fmt_unit(u, st.mean - st.half),
+                        fmt_unit(u, st.mean + st.half),
+                        st.n
+                    )
+                }
                 Some(st) => format!("{} ({})", fmt_unit(METRICS[k].unit, st.mean), st.n),
                 None => "–".into(),
             };
@@ -308,5 +314,5 @@ pub fn sweep(o: &mut String, name: &str, s: &Sweep) {
             esc(&c.findings().join(", "))
         );
     }
-    o.push_str("</table><p class=\"muted\">Each cell: mean over its trials ± the 95 % CI half-width (trials). The first job is shown in the table; the charts have a line per job.</p></section>");
+    o.push_str("</table><p class=\"muted\">Each cell: mean over its trials ± σ (their standard deviation), the 95 % CI of the mean as [low, high], (trials); one trial: the value alone. The first job is shown in the table; the charts have a line per job.</p></section>");
 }

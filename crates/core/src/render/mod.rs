@@ -13,7 +13,6 @@
 //! the `run_formats!` list below.
 
 pub mod build;
-pub mod chart;
 pub mod compare_markdown;
 pub mod compare_text;
 pub mod doctor;
@@ -50,15 +49,25 @@ impl<R: ?Sized> std::fmt::Debug for Format<R> {
 /// Declares the run formats' modules and [`RUN_FORMATS`] from one list:
 /// each module has a `pub const FORMAT: Format<RunDoc>`.
 macro_rules! run_formats {
-    ($($m:ident),* $(,)?) => {
-        $(pub mod $m;)*
+    ($($(#[$a:meta])* $m:ident),* $(,)?) => {
+        $($(#[$a])* pub mod $m;)*
         /// The formats of a run's result, in `--help`'s order; the first is
         /// the default.
-        pub static RUN_FORMATS: &[Format<RunDoc>] = &[$($m::FORMAT),*];
+        pub static RUN_FORMATS: &[Format<RunDoc>] = &[$($(#[$a])* $m::FORMAT),*];
     };
 }
 
-run_formats!(text, json, json_plus, html, terse);
+run_formats!(
+    text,
+    json,
+    json_plus,
+    html,
+    terse,
+    // docs/ARCHITECTURE.md's "Add a format" followed by a test-only format
+    // (the test `adding_a_format_is_one_file_and_one_line`).
+    #[cfg(test)]
+    example_format,
+);
 
 /// The formats of a comparison (`dioscope compare`); the first is the default.
 pub static COMPARISON_FORMATS: &[Format<Comparison>] = &[
@@ -87,7 +96,8 @@ pub static SWEEP_FORMATS: &[Format<Sweep>] = &[
     Format {
         name: "normal",
         aliases: &["text"],
-        help: "tables (--pivot ROW,COL), each cell mean ± CI (trials) and its findings count",
+        help:
+            "tables (--pivot ROW,COL), each cell mean ± σ [95 % CI] (trials) and its findings count",
         exporter: &sweep_text::SweepText,
     },
     Format {

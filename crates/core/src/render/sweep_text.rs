@@ -1,12 +1,14 @@
 //! A sweep as tables shaped like seed 002: with `--pivot ROW,COL` one
 //! table per job (and per combination of the other varied options), rows
-//! and columns the two options' values, each cell `mean ± CI (n)` per
-//! metric and its findings count; without a pivot one row per cell.
+//! and columns the two options' values, each cell `mean ± σ [95 % CI low,
+//! high] (n)` per metric (one trial: the value alone) and its findings
+//! count; without a pivot one row per cell.
 
 use super::Exporter;
 use crate::experiment::samples::{metric_index, METRICS};
 use crate::experiment::show;
-use crate::experiment::sweep::{cell_stat, job_names, CellStatus, Sweep, SweepCell};
+use crate::experiment::sweep::{cell_stat, job_names, CellStat, CellStatus, Sweep, SweepCell};
+use crate::stats::summary::stddev_from_half;
 
 pub struct SweepText;
 
@@ -24,7 +26,23 @@ pub fn table_metrics(s: &Sweep) -> Vec<usize> {
     }
 }
 
-/// `mean ± half (n)` of metric `k`, with the findings count.
+/// `mean ± σ [low, high] (n)` of a cell's statistic in unit `u` (the
+/// interval is the 95 % CI of the mean); `mean (1)` for one trial.
+pub fn stat_text(u: &str, st: &CellStat) -> String {
+    match stddev_from_half(st.half, st.n) {
+        Some(sd) => format!(
+            "{} ± {} [{}, {}] ({})",
+            show(u, st.mean),
+            show(u, sd),
+            show(u, st.mean - st.half),
+            show(u, st.mean + st.half),
+            st.n
+        ),
+        None => format!("{} ({})", show(u, st.mean), st.n),
+    }
+}
+
+/// [`stat_text`] of metric `k`, with the findings count.
 pub fn cell_text(c: &SweepCell, job: &str, ks: &[usize]) -> String {
     match c.status {
         CellStatus::Pending => return "(not run)".into(),
@@ -34,10 +52,7 @@ pub fn cell_text(c: &SweepCell, job: &str, ks: &[usize]) -> String {
     let mut parts: Vec<String> = ks
         .iter()
         .map(|&k| match cell_stat(c, Some(job), k) {
-            Some(st) => {
-                let u = METRICS[k].unit;
-                format!("{} ± {} ({})", show(u, st.mean), show(u, st.half), st.n)
-            }
+            Some(st) => stat_text(METRICS[k].unit, &st),
             None => "-".into(),
         })
         .collect();
@@ -179,7 +194,7 @@ impl Exporter<Sweep> for SweepText {
                 c.error.as_deref().unwrap_or("")
             ));
         }
-        out.push_str("\nmean ± 95 % CI half-width (trials); [n findings]: see the cell's result in the JSON\n");
+        out.push_str("\nmean ± σ [95 % CI low, high] (trials; one trial: no spread, no interval); [n findings]: see the cell's result in the JSON\n");
         out
     }
 }

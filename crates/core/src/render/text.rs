@@ -5,7 +5,11 @@
 
 use super::{Exporter, Format};
 use crate::results::model::{DeviceTotal, Dioscope, DioscopeJob, Dir, Job, Severity};
-use crate::results::{human_bytes, human_count, human_ns, human_rate, units::wrap, RunDoc};
+use crate::results::{
+    human_bytes, human_count, human_ns, human_rate,
+    units::{ci95, wrap},
+    RunDoc,
+};
 use std::fmt::Write;
 
 /// The `normal` format.
@@ -221,20 +225,42 @@ fn trials_block(out: &mut String, d: &DioscopeJob) {
     if d.trials.len() <= 1 {
         return;
     }
+    // The statistics are over the trials that ran to their end
+    // (results::summary::trial_stats); an interrupted one is listed as such.
     let st = &d.summary.iops;
-    let _ = writeln!(
-        out,
-        "  trials: IOPS {} ± {} (median {}, range {}…{}, 95% CI {}…{}, CV {:.1}%)",
-        human_count(st.mean),
-        human_count(st.stddev),
-        human_count(st.median),
-        human_count(st.min),
-        human_count(st.max),
-        human_count(st.ci95.0),
-        human_count(st.ci95.1),
-        100.0 * st.cv
-    );
-    let per: Vec<String> = d.trials.iter().map(|t| human_count(t.iops)).collect();
+    if st.n >= 2 {
+        let _ = writeln!(
+            out,
+            "  trials: IOPS {} ± {} (mean ± σ over {} trials; median {}, range {}…{}, {}, CV {:.1}%)",
+            human_count(st.mean),
+            human_count(st.stddev),
+            st.n,
+            human_count(st.median),
+            human_count(st.min),
+            human_count(st.max),
+            ci95(&human_count(st.ci95.0), &human_count(st.ci95.1)),
+            100.0 * st.cv
+        );
+    } else if st.n == 1 {
+        let _ = writeln!(
+            out,
+            "  trials: IOPS {} (one complete trial: no spread, no interval)",
+            human_count(st.mean)
+        );
+    } else {
+        let _ = writeln!(out, "  trials: no complete trial");
+    }
+    let per: Vec<String> = d
+        .trials
+        .iter()
+        .map(|t| {
+            if t.interrupted {
+                "interrupted".to_string()
+            } else {
+                human_count(t.iops)
+            }
+        })
+        .collect();
     let _ = writeln!(out, "          per trial: {}", per.join(", "));
 }
 

@@ -274,13 +274,15 @@ fn add_group_env(s: &mut JobSummary, sys: &mut SysCpu, m: &mut TrialMetrics, e: 
     sys.add(&e.system);
 }
 
-/// The statistics over the trials that measured anything.
+/// The statistics over the trials that ran to their end and measured
+/// anything: an interrupted trial measured a different (shorter) window, so
+/// it is listed as interrupted, not averaged in.
 pub fn trial_stats(trials: &[TrialMetrics]) -> TrialStats {
     let col = |f: fn(&TrialMetrics) -> f64| {
         Summary::of(
             &trials
                 .iter()
-                .filter(|t| t.runtime_ms > 0.0)
+                .filter(|t| t.runtime_ms > 0.0 && !t.interrupted)
                 .map(f)
                 .collect::<Vec<_>>(),
         )

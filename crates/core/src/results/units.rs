@@ -20,6 +20,18 @@ pub fn human_count(v: f64) -> String {
     }
 }
 
+/// The conventions every output follows (docs/STATISTICS.md): `±` is the
+/// standard deviation (mean ± σ), and an interval is `LEVEL [low, high]`,
+/// e.g. `95 % CI [9.80k, 10.2k]`, never a bare `±` half-width.
+pub fn interval(level: &str, low: &str, high: &str) -> String {
+    format!("{level} [{low}, {high}]")
+}
+
+/// The 95 % confidence interval of a mean, in the convention of [`interval`].
+pub fn ci95(low: &str, high: &str) -> String {
+    interval("95 % CI", low, high)
+}
+
 /// Bytes in binary units with three significant digits: `512 B`,
 /// `4.00 KiB`, `64.0 KiB`, `482 MiB`.
 pub fn human_bytes(b: u64) -> String {

@@ -10,12 +10,14 @@
 //! Everything per I/O lives in one [`JobHook`]; a job that asks for none of
 //! it runs with `NoHook`, whose calls compile away.
 
+use super::clock::{Clock, SysClock};
+use super::execute::Execution;
 use super::iolog::{IoLog, Op, OpKind};
 use super::offsets::{BsPicker, OffsetGen};
-use super::{
-    job_err, run_worker, worker_plan, Execution, FileUse, Gate, Progress, SetupError, WorkerPlan,
-    WorkerResult,
-};
+use super::paths::job_err;
+use super::result::{FileUse, SetupError};
+use super::start::{run_worker, Gate};
+use super::worker::{Progress, WorkerPlan, WorkerResult};
 use crate::engines::EngineSetupError;
 use crate::job::spec::{CpuPolicy, MemKind};
 use crate::job::{JobSpec, Plan};
@@ -415,7 +417,7 @@ fn verify_read_plan(
     regions: &[(u64, u64)],
     interval: u64,
 ) -> WorkerPlan {
-    let mut p = worker_plan(j, files, table, 0, 0);
+    let mut p = WorkerPlan::new(j, files, table, 0, 0);
     let big = (j.max_bs().max(interval).div_ceil(interval) * interval)
         .min(1 << 20)
         .max(interval);
@@ -465,7 +467,7 @@ const READ_BACK_BATCH: usize = 1 << 16;
 /// The plan of one read-back reader: the reads `ops`, in order, as fast as
 /// the engine goes.
 fn read_back_plan(j: &JobSpec, files: &[FileUse], table: &TargetTable, ops: &[Op]) -> WorkerPlan {
-    let mut p = worker_plan(j, files, table, 0, 0);
+    let mut p = WorkerPlan::new(j, files, table, 0, 0);
     quiet_read(&mut p);
     p.io_limit = 0;
     p.replay = Some(Arc::new(IoLog {
@@ -490,7 +492,7 @@ pub(super) fn trial_plan(
     clone: u32,
     trial: u32,
 ) -> (WorkerPlan, HookKind) {
-    let mut plan = worker_plan(j, files, table, clone, trial);
+    let mut plan = WorkerPlan::new(j, files, table, clone, trial);
     let seed = plan.offsets.rng.clone().next_u64();
     let mut hook = JobHook {
         prio: PrioPicker::of(j, seed ^ 0xc0de),
@@ -550,13 +552,14 @@ fn paths(files: &[FileUse]) -> Vec<String> {
     files.iter().map(|f| f.path.display().to_string()).collect()
 }
 
-pub(super) fn run_hooked(
+pub(super) fn run_hooked<C: Clock>(
     j: &JobSpec,
     plan: WorkerPlan,
     b: &Gate,
     s: &AtomicBool,
     p: &Progress,
     hook: HookKind,
+    clock: C,
 ) -> (WorkerResult, HookOut) {
     let mut out = HookOut {
         written: None,
@@ -564,9 +567,12 @@ pub(super) fn run_hooked(
         read_errors: (0, None),
     };
     let Some(mut h) = hook else {
-        return (run_worker(j, plan, b, s, p, &mut super::NoHook), out);
+        return (
+            run_worker(j, plan, b, s, p, &mut super::worker::NoHook, clock),
+            out,
+        );
     };
-    let r = run_worker(j, plan, b, s, p, h.as_mut());
+    let r = run_worker(j, plan, b, s, p, h.as_mut(), clock);
     let h = *h;
     out.written = h.writer.map(|w| w.written);
     out.checked.extend(h.checker);
@@ -577,7 +583,7 @@ pub(super) fn run_hooked(
     (r, out)
 }
 
-impl Execution<'_> {
+impl<C: Clock> Execution<'_, C> {
     /// Keep what a worker's block hook leaves: the intervals it wrote, or
     /// the blocks it checked.
     pub(super) fn keep_hook_out(&mut self, i: usize, clone: usize, out: HookOut) {
@@ -672,10 +678,12 @@ impl Execution<'_> {
                     .chunks(per)
                     .map(|part| read_back_plan(&spec, files, self.table, part))
                     .collect();
+                // Untimed (no ramp, runtime or rate): the process's clock.
+                let clock = SysClock::get();
                 let read = |plan: WorkerPlan, ck: &mut Checker| {
                     let barrier = Gate::new(1);
                     let (stop, prog) = (AtomicBool::new(false), Progress::default());
-                    run_worker(&spec, plan, &barrier, &stop, &prog, ck)
+                    run_worker(&spec, plan, &barrier, &stop, &prog, ck, clock)
                 };
                 // One reader runs on this thread; verify_async=N on N threads.
                 let results: Vec<WorkerResult> = if plans.len() == 1 {

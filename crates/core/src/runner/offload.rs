@@ -25,8 +25,10 @@
 //! results into one.
 
 use super::buffers::{run_hooked, HookKind, HookOut};
+use super::clock::Clock;
+use super::result::FileUse;
+use super::start::Gate;
 use super::worker::{Progress, WorkerPlan, WorkerResult};
-use super::{FileUse, Gate};
 use crate::job::JobSpec;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -119,11 +121,12 @@ pub(super) fn share_plan(p: &mut WorkerPlan, whole: &WorkerPlan, k: usize, n: us
 
 /// The pool's coordinator: run the submitters, stand in for them at the
 /// trial's gate and in its progress, and merge their results.
-pub(super) fn run_pool(
+pub(super) fn run_pool<C: Clock>(
     subs: Vec<Submitter>,
     gate: &Gate,
     stop: &AtomicBool,
     prog: &Progress,
+    clock: C,
 ) -> (WorkerResult, HookOut) {
     let n = subs.len();
     let local = Gate::new(n + 1);
@@ -136,10 +139,12 @@ pub(super) fn run_pool(
     let results = std::thread::scope(|sc| {
         let mut handles = Vec::with_capacity(n);
         for (k, (spec, plan, hook)) in subs.into_iter().enumerate() {
-            let (local, p) = (&local, &progs[k]);
+            let (local, p, clock) = (&local, &progs[k], clock.clone());
             let h = std::thread::Builder::new()
                 .name(format!("{base}.s{k}"))
-                .spawn_scoped(sc, move || run_hooked(&spec, plan, local, stop, p, hook).0);
+                .spawn_scoped(sc, move || {
+                    run_hooked(&spec, plan, local, stop, p, hook, clock).0
+                });
             match h {
                 Ok(h) => handles.push(h),
                 Err(_) => {
@@ -154,7 +159,7 @@ pub(super) fn run_pool(
         forward(prog, &progs);
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| super::panicked_worker()))
+            .map(|h| h.join().unwrap_or_else(|_| super::start::panicked_worker()))
             .collect::<Vec<_>>()
     });
     let mut r = WorkerResult::default();

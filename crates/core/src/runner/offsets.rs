@@ -1169,7 +1169,7 @@ mod tests {
         let p = BsPicker::new(&BlockSizes::Range(4096, 16384), 4096);
         for _ in 0..1000 {
             let b = p.pick(&mut rng);
-            assert!(b % 4096 == 0 && (4096..=16384).contains(&b));
+            assert!(b.is_multiple_of(4096) && (4096..=16384).contains(&b));
         }
     }
 
@@ -1357,7 +1357,7 @@ mod tests {
             "reads use 512-byte boundaries"
         );
         assert!(reads.iter().all(|o| o % 512 == 0));
-        assert!((0..2000).all(|_| g.next_dir(4096, true).1 % 8192 == 0));
+        assert!((0..2000).all(|_| g.next_dir(4096, true).1.is_multiple_of(8192)));
     }
 
     #[test]

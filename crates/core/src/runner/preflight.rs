@@ -11,8 +11,6 @@ use crate::engines::caps;
 use crate::job::units::SizeOrPct;
 use crate::job::{JobSpec, Plan};
 
-/// io_uring refuses rings larger than this (IORING_MAX_ENTRIES).
-pub const IORING_MAX_ENTRIES: u64 = 32768;
 /// Worker threads one group may start, whatever the system allows: beyond
 /// this a run measures the scheduler, not the storage.
 pub const MAX_WORKERS_PER_GROUP: u64 = 4096;
@@ -144,7 +142,7 @@ pub fn check(plan: &Plan) -> Result<(), SetupError> {
         }
         let aio_events: u64 = jobs
             .iter()
-            .filter(|j| j.ioengine.as_str() == "libaio")
+            .filter(|j| caps(j.ioengine).aio_events)
             .map(|j| u64::from(j.iodepth.max(1)) * u64::from(j.numjobs))
             .sum();
         if let Some(free) = aio_free.filter(|&f| aio_events > f) {
@@ -190,15 +188,18 @@ fn check_job(
     online_set: Option<&[usize]>,
 ) -> Result<(), SetupError> {
     crate::job::options::pacing::check(j).map_err(|m| err(j, m))?;
-    if j.ioengine.as_str() == "io_uring" && u64::from(j.iodepth) > IORING_MAX_ENTRIES {
-        return Err(err(
-            j,
-            format!(
-                "iodepth={} is more than io_uring accepts ({IORING_MAX_ENTRIES} entries, the \
-                 kernel's IORING_MAX_ENTRIES); use iodepth={IORING_MAX_ENTRIES} or less",
-                j.iodepth
-            ),
-        ));
+    if let Some((max, why)) = caps(j.ioengine).max_depth {
+        if u64::from(j.iodepth) > max {
+            return Err(err(
+                j,
+                format!(
+                    "iodepth={} is more than {} accepts ({max} entries, {why}); use \
+                     iodepth={max} or less",
+                    j.iodepth,
+                    j.ioengine.as_str()
+                ),
+            ));
+        }
     }
     if let (Some(cpus), Some(set), Some(text)) = (&j.cpus_allowed, online_set, online) {
         if let Some(c) = cpus.iter().find(|c| !set.contains(c)) {

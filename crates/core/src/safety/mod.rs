@@ -455,6 +455,9 @@ fn sys() -> &'static Path {
     Path::new("/sys")
 }
 
+/// Why a block device must not be written: its family (partitions,
+/// holders) mounted, swapped on or stacked; the layers below it in use;
+/// other processes holding it; no exclusive open; signatures of data.
 fn block_reasons(o: &Opened, name: &Path, proc: &ProcView, out: &mut Vec<SafetyError>) {
     let dev = name.to_path_buf();
     let rdev = DevNum::from_dev_t(o.meta.rdev());
@@ -469,7 +472,33 @@ fn block_reasons(o: &Opened, name: &Path, proc: &ProcView, out: &mut Vec<SafetyE
             return;
         }
     };
-    for m in &family {
+    family_in_use(&dev, &family, proc, out);
+    let (users, files_below) = layers_below(&dev, rdev, &family, proc, out);
+    held_open(&dev, users, files_below, out);
+    let exclusive = o.exclusive
+        || (!o.claimed
+            && fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_EXCL | libc::O_NONBLOCK)
+                .open(format!("/proc/self/fd/{}", o.file.as_raw_fd()))
+                .is_ok());
+    if !exclusive {
+        out.push(SafetyError::Busy {
+            device: dev.clone(),
+        });
+    }
+    signatures_on(&dev, o, rdev, out);
+}
+
+/// A member of the device's family mounted, used as swap, or stacked.
+fn family_in_use(
+    dev: &Path,
+    family: &[holders::Member],
+    proc: &ProcView,
+    out: &mut Vec<SafetyError>,
+) {
+    let dev = dev.to_path_buf();
+    for m in family {
         if let Some(mount) = proc.mounted(m.devnum) {
             out.push(SafetyError::Mounted {
                 device: dev.clone(),
@@ -488,12 +517,24 @@ fn block_reasons(o: &Opened, name: &Path, proc: &ProcView, out: &mut Vec<SafetyE
     }
     if let Some(m) = family.iter().find(|m| m.is_stacked()) {
         out.push(SafetyError::Stacked {
-            device: dev.clone(),
+            device: dev,
             member: m.to_string(),
         });
     }
-    // Looking down: the disk under a partition, the device or file under a
-    // loop device (and further down, a loop over a loop).
+}
+
+/// Looking down: the disk under a partition, the device or file under a
+/// loop device (and further down, a loop over a loop). Returns every block
+/// device that is this one's data (for the openers' check) and the files
+/// at the bottom with what to call them.
+fn layers_below(
+    dev: &Path,
+    rdev: DevNum,
+    family: &[holders::Member],
+    proc: &ProcView,
+    out: &mut Vec<SafetyError>,
+) -> (HashSet<DevNum>, Vec<(fs::Metadata, String)>) {
+    let dev = dev.to_path_buf();
     let mut users: HashSet<DevNum> = family.iter().map(|m| m.devnum).collect();
     let mut cur = rdev;
     let mut files_below: Vec<(fs::Metadata, String)> = Vec::new();
@@ -543,7 +584,7 @@ fn block_reasons(o: &Opened, name: &Path, proc: &ProcView, out: &mut Vec<SafetyE
                 }
                 if b.meta.file_type().is_block_device() {
                     let bdev = DevNum::from_dev_t(b.meta.rdev());
-                    below_in_use(&dev, bdev, &what, Some(&family), proc, out);
+                    below_in_use(&dev, bdev, &what, Some(family), proc, out);
                     users.insert(bdev);
                     cur = bdev;
                 } else {
@@ -553,6 +594,17 @@ fn block_reasons(o: &Opened, name: &Path, proc: &ProcView, out: &mut Vec<SafetyE
             }
         }
     }
+    (users, files_below)
+}
+
+/// Other processes holding the device (any of `users`) or a file below it.
+fn held_open(
+    dev: &Path,
+    users: HashSet<DevNum>,
+    files_below: Vec<(fs::Metadata, String)>,
+    out: &mut Vec<SafetyError>,
+) {
+    let dev = dev.to_path_buf();
     let id = openers::Identity::Block(users);
     match persistent_openers(&id) {
         Ok(openers) if !openers.is_empty() => out.push(SafetyError::OpenedByOthers {
@@ -577,18 +629,11 @@ fn block_reasons(o: &Opened, name: &Path, proc: &ProcView, out: &mut Vec<SafetyE
             Err(u) => out.push(unreadable(&dev, u)),
         }
     }
-    let exclusive = o.exclusive
-        || (!o.claimed
-            && fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_EXCL | libc::O_NONBLOCK)
-                .open(format!("/proc/self/fd/{}", o.file.as_raw_fd()))
-                .is_ok());
-    if !exclusive {
-        out.push(SafetyError::Busy {
-            device: dev.clone(),
-        });
-    }
+}
+
+/// Signatures of data on the device, and on each of its partitions.
+fn signatures_on(dev: &Path, o: &Opened, rdev: DevNum, out: &mut Vec<SafetyError>) {
+    let dev = dev.to_path_buf();
     let len = match signatures::size_of(&o.file) {
         Ok(l) => l,
         Err(e) => {

@@ -268,9 +268,9 @@ pub fn create_loop(spec: &LoopSpec) -> Result<Item> {
     create_loop_in(spec, None)
 }
 
-fn create_loop_in(spec: &LoopSpec, parent: Option<&str>) -> Result<Item> {
-    use std::os::unix::fs::MetadataExt;
-    need_root("create loop")?;
+/// The directory of a loop device's backing file, once the spec's sector
+/// size and size are ones a loop device takes.
+fn backing_dir(spec: &LoopSpec) -> Result<PathBuf> {
     if ![512, 1024, 2048, 4096].contains(&spec.sector_size) {
         return Err(Error::Input(format!(
             "--sector-size={}: choose 512, 1024, 2048 or 4096",
@@ -290,6 +290,13 @@ fn create_loop_in(spec: &LoopSpec, parent: Option<&str>) -> Result<Item> {
             dir.display()
         )));
     }
+    Ok(dir)
+}
+
+fn create_loop_in(spec: &LoopSpec, parent: Option<&str>) -> Result<Item> {
+    use std::os::unix::fs::MetadataExt;
+    need_root("create loop")?;
+    let dir = backing_dir(spec)?;
     let name = format!(
         "dioscope-scratch-{}-{}.img",
         std::process::id(),
@@ -459,7 +466,13 @@ pub fn create_fs(spec: &FsSpec) -> Result<Item> {
     Ok(it)
 }
 
-fn build_fs(spec: &FsSpec, mkfs_tool: &str, uuid: &str, it: &mut Item) -> Result<()> {
+/// The devices under a new file system, each recorded as its child and
+/// held open (pinned, with its diskseq) until the file system is mounted.
+#[allow(clippy::type_complexity)]
+fn fs_devices(
+    spec: &FsSpec,
+    it: &mut Item,
+) -> Result<(Vec<String>, Vec<(String, u64, std::fs::File)>)> {
     let mut devs = Vec::new();
     // Each device stays open (pinned) until the file system is mounted.
     let mut pins = Vec::new();
@@ -490,6 +503,11 @@ fn build_fs(spec: &FsSpec, mkfs_tool: &str, uuid: &str, it: &mut Item) -> Result
         pins.push((dev.clone(), seq, pin(&dev, seq)?));
         devs.push(dev);
     }
+    Ok((devs, pins))
+}
+
+fn build_fs(spec: &FsSpec, mkfs_tool: &str, uuid: &str, it: &mut Item) -> Result<()> {
+    let (devs, pins) = fs_devices(spec, it)?;
     // Still the devices made (diskseq), by name, right before and after
     // each step that names them.
     let verify = |pins: &[(String, u64, std::fs::File)]| -> Result<()> {

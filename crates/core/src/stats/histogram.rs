@@ -112,7 +112,7 @@ impl Histogram {
 
     /// Record `n` values of `v` at once: histograms read back from json+
     /// bins (counts per value), and the worker's runs of I/Os with equal
-    /// latencies (runner/worker.rs, `LatRun`). The same state as `n`
+    /// latencies (runner/worker/mod.rs, `LatRun`). The same state as `n`
     /// calls of [`Self::record`], but for the sum of squares' rounding (one
     /// multiply instead of `n` additions).
     #[inline(always)]

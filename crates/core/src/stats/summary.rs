@@ -5,6 +5,7 @@ use serde::Serialize;
 
 /// Summary of a small sample (one value per trial).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize, Default)]
+#[serde(from = "SummaryJson", into = "SummaryJson")]
 pub struct Summary {
     pub n: usize,
     pub mean: f64,
@@ -13,10 +14,56 @@ pub struct Summary {
     pub median: f64,
     pub min: f64,
     pub max: f64,
-    /// 95 % confidence interval of the mean (Student's t), as (low, high).
+    /// 95 % confidence interval of the mean (Student's t), as (low, high);
+    /// with one value, (mean, mean), which no output shows: the JSON says
+    /// `null` and the renderers print no interval below 2 values.
     pub ci95: (f64, f64),
     /// σ / mean (0 when the mean is 0).
     pub cv: f64,
+}
+
+/// [`Summary`] as the JSON has it: no interval (`null`) for fewer than two
+/// values.
+#[derive(Serialize, serde::Deserialize)]
+struct SummaryJson {
+    n: usize,
+    mean: f64,
+    stddev: f64,
+    median: f64,
+    min: f64,
+    max: f64,
+    ci95: Option<(f64, f64)>,
+    cv: f64,
+}
+
+impl From<Summary> for SummaryJson {
+    fn from(s: Summary) -> Self {
+        SummaryJson {
+            n: s.n,
+            mean: s.mean,
+            stddev: s.stddev,
+            median: s.median,
+            min: s.min,
+            max: s.max,
+            ci95: (s.n >= 2).then_some(s.ci95),
+            cv: s.cv,
+        }
+    }
+}
+
+impl From<SummaryJson> for Summary {
+    fn from(s: SummaryJson) -> Self {
+        Summary {
+            n: s.n,
+            mean: s.mean,
+            stddev: s.stddev,
+            median: s.median,
+            min: s.min,
+            max: s.max,
+            ci95: s.ci95.unwrap_or((s.mean, s.mean)),
+            cv: s.cv,
+        }
+    }
 }
 
 /// Two-sided 97.5 % quantile of Student's t with `df` degrees of freedom.
@@ -33,6 +80,13 @@ pub fn t975(df: usize) -> f64 {
         61..=120 => 2.000 - (df - 60) as f64 * (2.000 - 1.980) / 60.0,
         _ => 1.960,
     }
+}
+
+/// The sample standard deviation behind a 95 % CI half-width of `n`
+/// values (Student's t, as [`Summary::of`] computes it): what a renderer
+/// shows as `±` when it only has the interval. `None` below 2 values.
+pub fn stddev_from_half(half: f64, n: usize) -> Option<f64> {
+    (n >= 2).then(|| half * (n as f64).sqrt() / t975(n - 1))
 }
 
 pub fn median(xs: &[f64]) -> f64 {
@@ -96,6 +150,9 @@ mod tests {
         assert_eq!((s.min, s.max), (2.0, 9.0));
         let half = 2.365 * s.stddev / 8f64.sqrt();
         assert!((s.ci95.1 - 5.0 - half).abs() < 1e-9);
+        let sd = stddev_from_half(s.ci95.1 - s.mean, s.n).unwrap();
+        assert!((sd - s.stddev).abs() < 1e-9);
+        assert_eq!(stddev_from_half(0.0, 1), None);
         assert!((s.cv - s.stddev / 5.0).abs() < 1e-12);
     }
 
@@ -103,5 +160,13 @@ mod tests {
     fn single_value() {
         let s = Summary::of(&[3.0]);
         assert_eq!((s.mean, s.stddev, s.ci95), (3.0, 0.0, (3.0, 3.0)));
+        // No interval in the JSON, and it reads back the same.
+        let j = serde_json::to_value(s).unwrap();
+        assert_eq!(j["ci95"], serde_json::Value::Null, "{j}");
+        assert_eq!(serde_json::from_value::<Summary>(j).unwrap(), s);
+        let two = Summary::of(&[3.0, 5.0]);
+        let j = serde_json::to_value(two).unwrap();
+        assert_eq!(j["ci95"][0].as_f64(), Some(two.ci95.0), "{j}");
+        assert_eq!(serde_json::from_value::<Summary>(j).unwrap(), two);
     }
 }

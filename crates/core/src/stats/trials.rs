@@ -288,6 +288,111 @@ pub fn bimodality(xs: &[f64]) -> Option<Bimodality> {
     })
 }
 
+/// The largest one-sided permutation p-value at which the trials under a
+/// measured condition form a group of their own ([`conditioned_split`]).
+pub const CONDITION_ALPHA: f64 = 0.05;
+/// The empty gap between the trials under a condition and the rest, in
+/// pooled within-group standard deviations, that [`conditioned_split`]
+/// needs. Far below the data-searched split's bar (5 σ at 8 values): the
+/// groups are named by a measurement, not found by trying every cut, so
+/// chance has one split to offer, not n − 1. It is still there because on
+/// noisy unimodal data a random group that happens to be the lowest values
+/// sits right next to the others (a gap of about half a σ), while a
+/// condition that moves its trials leaves a clear hole.
+pub const CONDITION_MIN_GAP_SD: f64 = 2.0;
+
+/// `C(n, k)` as a float (exact for the trial counts seen here).
+fn choose(n: usize, k: usize) -> f64 {
+    let k = k.min(n - k);
+    (0..k).fold(1.0, |acc, i| acc * (n - i) as f64 / (i + 1) as f64)
+}
+
+/// Whether the trials under a measured condition (`flagged`: 0-based
+/// indices, e.g. the trials with CPU contention) form a group of their own,
+/// worse than the rest.
+///
+/// The groups are given, not searched for, so the test is a plain
+/// two-sample permutation test: under "the condition did not change the
+/// values" every choice of k of the n trials is equally likely to be the k
+/// worst, and the k flagged ones being *all* worse than every other trial
+/// has probability exactly `1/C(n, k)`, whatever the distribution of the
+/// values. The split is called two modes (`bimodal`) when:
+/// 1. n ≥ [`MIN_PATTERN_VALUES`] and each group has ≥ 2 trials (one trial
+///    is an outlier, not a mode);
+/// 2. every flagged trial is worse than every other (complete separation;
+///    worse = lower when `higher_is_better`), so p = 1/C(n, k) ≤
+///    [`CONDITION_ALPHA`] (8 trials: 2 flagged give 1/28, 3 give 1/56);
+/// 3. the empty gap between the groups is ≥ [`CONDITION_MIN_GAP_SD`] pooled
+///    within-group σ;
+/// 4. the group means differ by ≥ [`PRACTICAL_REL`] of the median.
+///
+/// `None` below 4 values. `split.low` is the worse group when it is the
+/// flagged one (the usual case) — in general the group with the lower mean.
+pub fn conditioned_split(
+    xs: &[f64],
+    flagged: &[usize],
+    higher_is_better: bool,
+) -> Option<Bimodality> {
+    let n = xs.len();
+    if n < 4 {
+        return None;
+    }
+    let is_flagged = |i: usize| flagged.contains(&i);
+    let (f, rest): (Vec<usize>, Vec<usize>) = (0..n).partition(|&i| is_flagged(i));
+    let mean_of = |ix: &[usize]| ix.iter().map(|&i| xs[i]).sum::<f64>() / ix.len().max(1) as f64;
+    let ss_of = |ix: &[usize]| {
+        let m = mean_of(ix);
+        ix.iter().map(|&i| (xs[i] - m).powi(2)).sum::<f64>()
+    };
+    let (fm, rm) = (mean_of(&f), mean_of(&rest));
+    let (low, high) = if fm <= rm {
+        (f.clone(), rest.clone())
+    } else {
+        (rest.clone(), f.clone())
+    };
+    let max_of = |ix: &[usize]| ix.iter().map(|&i| xs[i]).fold(f64::NEG_INFINITY, f64::max);
+    let min_of = |ix: &[usize]| ix.iter().map(|&i| xs[i]).fold(f64::INFINITY, f64::min);
+    let gap = min_of(&high) - max_of(&low);
+    let all_mean = xs.iter().sum::<f64>() / n as f64;
+    let sst: f64 = xs.iter().map(|x| (x - all_mean).powi(2)).sum();
+    let ssw = ss_of(&low) + ss_of(&high);
+    let split = TwoMeans {
+        low_mean: mean_of(&low),
+        high_mean: mean_of(&high),
+        low,
+        high,
+        gap,
+        within_sd: if n > 2 {
+            (ssw / (n - 2) as f64).sqrt()
+        } else {
+            0.0
+        },
+        explained: if sst > 0.0 { 1.0 - ssw / sst } else { 0.0 },
+    };
+    let med = median(xs).abs();
+    let rel_gap = if med > 0.0 {
+        (split.high_mean - split.low_mean) / med
+    } else {
+        0.0
+    };
+    let k = f.len();
+    let flagged_worse = if higher_is_better { fm < rm } else { fm > rm };
+    let bimodal = n >= MIN_PATTERN_VALUES
+        && k >= 2
+        && n - k >= 2
+        && flagged_worse
+        && gap > 0.0
+        && 1.0 / choose(n, k) < CONDITION_ALPHA
+        && gap >= CONDITION_MIN_GAP_SD * split.within_sd
+        && rel_gap >= PRACTICAL_REL;
+    Some(Bimodality {
+        bimodal,
+        split,
+        coefficient: bimodality_coefficient(xs),
+        rel_gap,
+    })
+}
+
 /// Significance level of the drift test.
 pub const DRIFT_ALPHA: f64 = 0.05;
 /// Smallest change over the series reported as drift: the shared practical

@@ -783,7 +783,7 @@ fn layout(
 }
 
 /// Check that `value` is a multiple of the target's alignment.
-pub fn check_aligned(t: &Target, what: &'static str, value: u64) -> Result<(), TargetError> {
+pub fn check_aligned(t: &TargetInfo, what: &'static str, value: u64) -> Result<(), TargetError> {
     let a = t.offset_align.max(1) as u64;
     if value.is_multiple_of(a) {
         return Ok(());

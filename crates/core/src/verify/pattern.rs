@@ -24,6 +24,65 @@ pub struct Pattern {
     offsets: Vec<usize>,
 }
 
+/// A `0x…` element of a pattern (`s`, for messages) at the start of
+/// `rest`, appended to `bytes`: the characters it used.
+fn hex(s: &str, rest: &str, bytes: &mut Vec<u8>) -> Result<usize, String> {
+    let digits = &rest[2..];
+    let mut n = digits
+        .find(|c: char| !c.is_ascii_hexdigit())
+        .unwrap_or(digits.len());
+    // `0xff0x14`: the 0 of the next 0x is not a digit of this one.
+    if n < digits.len() && n > 0 && matches!(digits.as_bytes()[n], b'x' | b'X') {
+        n -= 1;
+    }
+    if n == 0 {
+        return Err(format!("'{s}': 0x without hex digits"));
+    }
+    let d = &digits[..n];
+    let (first, tail) = d.split_at(n % 2);
+    if !first.is_empty() {
+        bytes.push(u8::from_str_radix(first, 16).expect("hex digit"));
+    }
+    for i in (0..tail.len()).step_by(2) {
+        bytes.push(u8::from_str_radix(&tail[i..i + 2], 16).expect("hex digits"));
+    }
+    Ok(2 + n)
+}
+
+/// A decimal element (a 32-bit value, its bytes little-endian without
+/// leading zeros) at the start of `rest`: the characters it used.
+fn decimal(s: &str, rest: &str, bytes: &mut Vec<u8>) -> Result<usize, String> {
+    // A decimal number, up to the next element.
+    let end = rest
+        .char_indices()
+        .skip(1)
+        .find(|&(i, c)| {
+            !c.is_ascii_digit() || rest[i..].starts_with("0x") || rest[i..].starts_with("0X")
+        })
+        .map(|(i, _)| i)
+        .unwrap_or(rest.len());
+    let v: i64 = rest[..end].parse().map_err(|_| {
+        format!(
+            "'{s}': '{}' is not a pattern element; use 0x hex, a decimal number, \"text\", 'file' or %o",
+            &rest[..end]
+        )
+    })?;
+    if v > i32::MAX as i64 || v < i32::MIN as i64 {
+        return Err(format!(
+            "'{s}': {v} is outside the 32-bit range of a decimal element; write larger values in hex (0x…)"
+        ));
+    }
+    let mut u = v as i32 as u32;
+    if u == 0 {
+        bytes.push(0);
+    }
+    while u != 0 {
+        bytes.push(u as u8);
+        u >>= 8;
+    }
+    Ok(end)
+}
+
 impl Pattern {
     /// Parse fio's pattern syntax. (fio's buffer_pattern takes no `%o`;
     /// dioscope's does, so a written block can name its own offset.)
@@ -66,60 +125,9 @@ impl Pattern {
                 p.bytes.extend_from_slice(&[0; 8]);
                 2
             } else if rest.len() > 2 && (rest.starts_with("0x") || rest.starts_with("0X")) {
-                let digits = &rest[2..];
-                let mut n = digits
-                    .find(|c: char| !c.is_ascii_hexdigit())
-                    .unwrap_or(digits.len());
-                // `0xff0x14`: the 0 of the next 0x is not a digit of this one.
-                if n < digits.len() && n > 0 && matches!(digits.as_bytes()[n], b'x' | b'X') {
-                    n -= 1;
-                }
-                if n == 0 {
-                    return Err(format!("'{s}': 0x without hex digits"));
-                }
-                let d = &digits[..n];
-                let (first, tail) = d.split_at(n % 2);
-                if !first.is_empty() {
-                    p.bytes
-                        .push(u8::from_str_radix(first, 16).expect("hex digit"));
-                }
-                for i in (0..tail.len()).step_by(2) {
-                    p.bytes
-                        .push(u8::from_str_radix(&tail[i..i + 2], 16).expect("hex digits"));
-                }
-                2 + n
+                hex(s, rest, &mut p.bytes)?
             } else {
-                // A decimal number, up to the next element.
-                let end = rest
-                    .char_indices()
-                    .skip(1)
-                    .find(|&(i, c)| {
-                        !c.is_ascii_digit()
-                            || rest[i..].starts_with("0x")
-                            || rest[i..].starts_with("0X")
-                    })
-                    .map(|(i, _)| i)
-                    .unwrap_or(rest.len());
-                let v: i64 = rest[..end].parse().map_err(|_| {
-                    format!(
-                        "'{s}': '{}' is not a pattern element; use 0x hex, a decimal number, \"text\", 'file' or %o",
-                        &rest[..end]
-                    )
-                })?;
-                if v > i32::MAX as i64 || v < i32::MIN as i64 {
-                    return Err(format!(
-                        "'{s}': {v} is outside the 32-bit range of a decimal element; write larger values in hex (0x…)"
-                    ));
-                }
-                let mut u = v as i32 as u32;
-                if u == 0 {
-                    p.bytes.push(0);
-                }
-                while u != 0 {
-                    p.bytes.push(u as u8);
-                    u >>= 8;
-                }
-                end
+                decimal(s, rest, &mut p.bytes)?
             };
             rest = &rest[used.min(rest.len())..];
             if p.bytes.len() > MAX_PATTERN {

@@ -17,7 +17,7 @@ pub const CHECK: CheckDef = CheckDef {
 /// The bytes the group's jobs read and wrote in the trial; `None` when a
 /// job does buffered I/O (what reaches the device is then the kernel's
 /// choice, not the job's).
-fn ours(ctx: &RunCtx, rec: &TrialRecord) -> Option<OurBytes> {
+pub(super) fn ours(ctx: &RunCtx, rec: &TrialRecord) -> Option<OurBytes> {
     let mut b = (0, 0);
     for j in ctx
         .result

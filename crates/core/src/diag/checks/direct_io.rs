@@ -19,7 +19,19 @@ fn doctor(ctx: &mut DoctorCtx) -> Option<Check> {
         .open(ctx.path);
     let t = &ctx.target;
     Some(match (open, t.dio_align) {
-        (Err(e), _) => Check {
+        // Not allowed to open it: nothing is known about direct I/O here.
+        (Err(e), _) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => {
+            Check::skip(
+                CHECK.name,
+                format!(
+                    "could not open {} to try O_DIRECT ({e}); run doctor as a user who may \
+                     read it (or as root) to check",
+                    ctx.name
+                ),
+            )
+        }
+        // EINVAL is how open(2) says the file system refuses O_DIRECT.
+        (Err(e), _) if e.raw_os_error() == Some(libc::EINVAL) => Check {
             name: CHECK.name,
             status: Status::Fail,
             detail: format!(
@@ -27,6 +39,12 @@ fn doctor(ctx: &mut DoctorCtx) -> Option<Check> {
                  support direct I/O; put the test file elsewhere",
                 ctx.name
             ),
+            findings: Vec::new(),
+        },
+        (Err(e), _) => Check {
+            name: CHECK.name,
+            status: Status::Fail,
+            detail: format!("opening {} with O_DIRECT failed: {e}", ctx.name),
             findings: Vec::new(),
         },
         (Ok(_), Some((m, o))) if m > 0 => Check::from_findings(

@@ -4,6 +4,7 @@ use super::{CheckDef, DoctorCtx, RunCtx};
 use crate::diag::checklist::Check;
 use crate::diag::findings::{Finding, Opener, OtherOpeners};
 use crate::diag::hooks::openers_of;
+use crate::safety::openers::{scan_strict, Identity};
 
 pub const CHECK: CheckDef = CheckDef {
     name: "other openers",
@@ -12,7 +13,33 @@ pub const CHECK: CheckDef = CheckDef {
 };
 
 fn doctor(ctx: &mut DoctorCtx) -> Option<Check> {
-    let openers = openers_of(ctx.path);
+    let Some(id) = Identity::of(ctx.path) else {
+        return Some(Check::skip(
+            CHECK.name,
+            format!("could not examine {} to recognise its openers", ctx.name),
+        ));
+    };
+    let self_pid = std::process::id() as i32;
+    let openers = match scan_strict(std::path::Path::new("/proc"), &id, self_pid) {
+        Ok(o) => o,
+        Err(u) => {
+            // Some processes' descriptors are closed to us (another user's,
+            // without root): those we could read may still name openers, but
+            // "no other process has it open" cannot be said.
+            let seen = openers_of(ctx.path);
+            if seen.is_empty() {
+                return Some(Check::skip(
+                    CHECK.name,
+                    format!(
+                        "could not read every process's open files ({}: {}); run doctor \
+                         as root to check",
+                        u.what, u.error
+                    ),
+                ));
+            }
+            seen
+        }
+    };
     let findings = if openers.is_empty() {
         Vec::new()
     } else {

@@ -70,6 +70,90 @@ pub struct TrialValue {
     pub score: f64,
 }
 
+/// A condition dioscope measured during a trial that changes what the trial
+/// measures besides the device: the per-trial facts of the environment
+/// findings (`cpu_contention`, `other_device_io`, the page-cache findings).
+/// The findings about trials that disagree (outliers, two groups, drift,
+/// high variance, trials=auto not converging) carry them and name them before
+/// any device cause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Condition {
+    /// Other processes kept the CPUs dioscope may run on saturated.
+    CpuContention,
+    /// The device moved more data than the benchmark did.
+    OtherDeviceIo,
+    /// Page-cache pages of a direct-I/O target were resident when the trial
+    /// started or while it ran.
+    PageCache,
+}
+
+impl Condition {
+    /// What it is, for the texts.
+    pub fn what(self) -> &'static str {
+        match self {
+            Condition::CpuContention => "CPU contention (cpu_contention)",
+            Condition::OtherDeviceIo => "other I/O on the device (other_device_io)",
+            Condition::PageCache => "page-cache pages on the target (page_cache_on_target)",
+        }
+    }
+
+    /// What to do about it: an imperative.
+    pub fn remedy(self) -> &'static str {
+        match self {
+            Condition::CpuContention => {
+                "Stop the other processes on dioscope's CPUs or pin them apart (cpus_allowed=, taskset)"
+            }
+            Condition::OtherDeviceIo => "Stop the other I/O on the device (find it with `iotop -o`)",
+            Condition::PageCache => {
+                "Stop whoever reads the target without O_DIRECT (find it with `fuser -v`)"
+            }
+        }
+    }
+}
+
+/// One measured condition and the 1-based trials it touched.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrialCondition {
+    pub condition: Condition,
+    pub trials: Vec<usize>,
+}
+
+/// The conditions that touched any of `about` (1-based trials), each with
+/// the trials of `about` it touched: "CPU contention (cpu_contention) in
+/// trials 2, 5". `None` when none did.
+fn touched(conds: &[TrialCondition], about: &[usize]) -> Option<String> {
+    let parts: Vec<String> = conds
+        .iter()
+        .filter_map(|c| {
+            let hit: Vec<usize> = c
+                .trials
+                .iter()
+                .copied()
+                .filter(|t| about.contains(t))
+                .collect();
+            (!hit.is_empty()).then(|| {
+                let s = if hit.len() == 1 { "" } else { "s" };
+                format!("{} in trial{s} {}", c.condition.what(), list(&hit))
+            })
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(" and "))
+}
+
+/// The remedies of the conditions that touched any of `about`, as
+/// sentences.
+fn remedies(conds: &[TrialCondition], about: &[usize]) -> String {
+    let mut out = String::new();
+    for c in conds {
+        if c.trials.iter().any(|t| about.contains(t)) && !out.contains(c.condition.remedy()) {
+            out.push_str(c.condition.remedy());
+            out.push_str(". ");
+        }
+    }
+    out
+}
+
 /// What every finding says about itself.
 pub trait Describe {
     /// How much it matters; may depend on the facts (a writable opener is

@@ -1,7 +1,7 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-use super::{Describe, Severity};
+use super::{remedies, touched, Describe, Severity, TrialCondition};
 
 /// `trials=auto` stopped at a limit before the primary metric's 95 % CI
 /// was within the precision asked for.
@@ -19,6 +19,10 @@ pub struct TrialsNotConverged {
     /// The likely cause from the trial series: `drift`, `bimodal`,
     /// `outliers`, or `noise` when none of those explains it.
     pub cause: String,
+    /// What dioscope measured during the trials (CPU contention, other I/O,
+    /// page cache): named before the shape of the series.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<TrialCondition>,
 }
 
 impl Describe for TrialsNotConverged {
@@ -29,7 +33,7 @@ impl Describe for TrialsNotConverged {
     fn describe(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let reached = self
             .half_width_pct
-            .map(|h| format!("±{} %", pct(h)))
+            .map(|h| format!("a 95 % CI half-width of {} % of the mean", pct(h)))
             .unwrap_or_else(|| "no interval".into());
         let why = match self.cause.as_str() {
             "drift" => "the trials drift in one direction (warm-up, thermal throttling, a filling SSD, background work): precondition the target or lengthen ramp_time, then rerun",
@@ -39,14 +43,26 @@ impl Describe for TrialsNotConverged {
         };
         write!(
             f,
-            "trials=auto did not converge for group {}: {} reached {reached} (95 % CI) after {} trials, \
-             not the ±{} % asked for; it stopped at --{}. Look at the likely cause: {why}.",
+            "trials=auto did not converge for group {}: {} reached {reached} after {} trials, \
+             not the {} % asked for; it stopped at --{}. ",
             self.group,
             self.metric,
             self.trials,
             pct(self.precision_pct),
             self.stopped_by
-        )
+        )?;
+        let all: Vec<usize> = (1..=self.trials as usize).collect();
+        if let Some(measured) = touched(&self.conditions, &all) {
+            write!(
+                f,
+                "dioscope measured {measured}, the first suspect for trials that disagree. \
+                 {}Then rerun; if it still does not converge, look at the likely cause \
+                 the shape of the series shows: {why}.",
+                remedies(&self.conditions, &all)
+            )
+        } else {
+            write!(f, "Look at the likely cause: {why}.")
+        }
     }
 }
 
@@ -69,6 +85,7 @@ pub(super) fn example() -> super::Finding {
         precision_pct: 2.0,
         stopped_by: "max-trials".into(),
         cause: "drift".into(),
+        conditions: Vec::new(),
     }
     .into()
 }

@@ -223,6 +223,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Buffers,
         example: "1",
         help: "Fill write buffers with zeros (default: random data)",
         apply: job!(|j, v| {
@@ -235,6 +238,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Buffers,
         example: "0",
         help: "Change a few bytes of every 512 of each write, so writes do not deduplicate (default on, off with zero_buffers)",
         apply: job!(|j, v| {
@@ -247,6 +253,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Buffers,
         example: "1",
         help: "Refill the write buffer with new random data before every write",
         apply: job!(|j, v| {
@@ -259,6 +268,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Buffers,
         example: "0xdeadbeef",
         help: "Fill write buffers with this pattern: 0x hex, decimal, \"text\", 'file', %o (the block's offset), concatenated",
         apply: job!(|j, v| {
@@ -274,10 +286,13 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: None,
+        range: Some(Range::PERCENT),
+        category: Category::Buffers,
         example: "50",
         help: "Make write buffers compress to about this percentage (random data, then zeros or buffer_pattern)",
         apply: job!(|j, v| {
-            j.buffer_compress_percentage = Some(pct(v)?);
+            j.buffer_compress_percentage = Some(u32v(v)?);
             Ok(())
         }),
     },
@@ -286,6 +301,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Size,
         creates: Creates::Nothing,
+        default: Some("512"),
+        range: None,
+        category: Category::Buffers,
         example: "4k",
         help: "Size of each random-then-compressible region with buffer_compress_percentage (default 512; 0: the block)",
         apply: job!(|j, v| {
@@ -298,10 +316,13 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: Some(Range::PERCENT),
+        category: Category::Buffers,
         example: "30",
         help: "Make this percentage of writes repeat an earlier write's contents (deduplicable)",
         apply: job!(|j, v| {
-            j.dedupe_percentage = pct(v)?;
+            j.dedupe_percentage = u32v(v)?;
             Ok(())
         }),
     },
@@ -310,6 +331,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Choice(&["repeat", "working_set"]),
         creates: Creates::Nothing,
+        default: Some("repeat"),
+        range: None,
+        category: Category::Buffers,
         example: "working_set",
         help: "How deduplicable writes are made: repeat the last unique write, or pick one of a working set (dedupe_working_set_percentage)",
         apply: job!(|j, v| {
@@ -326,14 +350,13 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("5"),
+        range: Some(Range::between(1, 100)),
+        category: Category::Buffers,
         example: "40",
         help: "dedupe_mode=working_set: the working set, as a percentage of size= (default 5)",
         apply: job!(|j, v| {
-            let p = pct(v)?;
-            if p == 0 {
-                return Err("a working set of 0 % holds no buffer".into());
-            }
-            j.dedupe_working_set_percentage = p;
+            j.dedupe_working_set_percentage = u32v(v)?;
             Ok(())
         }),
     },
@@ -342,6 +365,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Buffers,
         example: "1",
         help: "Deduplicable writes of every job with this option draw from one shared set of buffers",
         apply: job!(|j, v| {
@@ -354,6 +380,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Verify,
         example: "0xff%o\"abcd\"-12",
         help: "Verify with this pattern (forms as buffer_pattern; %o: the block's offset); alone, implies verify=pattern",
         apply: job!(|j, v| {
@@ -369,6 +398,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Verify,
         example: "16",
         help: "Check written blocks every this many writes while the job runs",
         apply: job!(|j, v| {
@@ -381,6 +413,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Verify,
         example: "8",
         help: "How many of the verify_backlog blocks to check (default: all)",
         apply: job!(|j, v| {
@@ -393,6 +428,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Job(created::state_files),
+        default: Some("1"),
+        range: None,
+        category: Category::Verify,
         example: "0",
         help: "When a verifying write job is stopped early, save which blocks it wrote to local-JOB-N-verify.state (default on)",
         apply: job!(|j, v| {
@@ -405,6 +443,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Verify,
         example: "1",
         help: "With verify_only, check only the blocks a saved verify state says were written",
         apply: job!(|j, v| {
@@ -417,6 +458,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Verify,
         example: "1",
         help: "Accepted as in fio; the read-back reads exactly the blocks written either way (from the record the writes leave)",
         apply: job!(|j, v| {
@@ -429,6 +473,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Dynamic,
+        default: Some("0"),
+        range: None,
+        category: Category::Verify,
         example: "1",
         help: "Write each bad block as read and as expected to FILE.OFFSET.received / .expected",
         apply: job!(|j, v| {
@@ -441,6 +488,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Verify,
         example: "2",
         help: "Read back and check with this many threads per job clone",
         apply: job!(|j, v| {
@@ -453,6 +503,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Verify,
         example: "0-1",
         help: "CPUs of the verify_async read-back threads (as cpus_allowed)",
         apply: job!(|j, v| {
@@ -465,6 +518,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("1"),
+        range: None,
+        category: Category::Verify,
         example: "0",
         help: "Treat a block from an earlier trial as bad (stale generation) (default on)",
         apply: job!(|j, v| {
@@ -477,6 +533,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Size,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Verify,
         example: "512",
         help: "Store the verify header at this offset of each block (swapped with the data there)",
         apply: job!(|j, v| {
@@ -489,6 +548,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("1"),
+        range: None,
+        category: Category::Verify,
         example: "0",
         help: "Treat a block header written with another seed as bad (default on)",
         apply: job!(|j, v| {
@@ -501,6 +563,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Placement,
         example: "2",
         help: "I/O priority class of the job's threads: 1 real-time, 2 best-effort, 3 idle",
         apply: job!(|j, v| {
@@ -517,6 +582,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Placement,
         example: "4",
         help: "I/O priority level of the job's threads, 0 (highest) to 7",
         apply: job!(|j, v| {
@@ -533,6 +601,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Placement,
         example: "30",
         help: "Percentage of I/Os issued with their own priority (cmdprio_class/cmdprio); READ,WRITE",
         apply: job!(|j, v| {
@@ -545,6 +616,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Placement,
         example: "1",
         help: "Priority class of those I/Os (default 1, real-time); READ,WRITE",
         apply: job!(|j, v| {
@@ -558,6 +632,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Placement,
         example: "3",
         help: "Priority level of those I/Os (default 0); READ,WRITE",
         apply: job!(|j, v| {
@@ -570,6 +647,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Placement,
         example: "4k/10:64k/50/1/0",
         help: "Per block size: the percentage of I/Os with their own priority (BS/PCT[/CLASS/LEVEL]:…); READ,WRITE",
         apply: job!(|j, v| {
@@ -582,6 +662,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Placement,
         example: "5",
         help: "Nice value of the job's threads (-20..19)",
         apply: job!(|j, v| {
@@ -594,6 +677,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Choice(&["shared", "split"]),
         creates: Creates::Nothing,
+        default: Some("shared"),
+        range: None,
+        category: Category::Placement,
         example: "split",
         help: "shared: every thread may use every allowed CPU; split: one CPU per thread, round robin",
         apply: job!(|j, v| {
@@ -610,13 +696,13 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: None,
+        range: Some(Range::at_least(1)),
+        category: Category::Placement,
         example: "3",
         help: "CPUs the job may run on, as a bit mask (bit N: CPU N); see cpus_allowed",
         apply: job!(|j, v| {
             let m = parse_int(v)?;
-            if m == 0 {
-                return Err("a mask of 0 allows no CPU".into());
-            }
             j.cpus_allowed = Some((0..64).filter(|b| m & (1 << b) != 0).collect());
             Ok(())
         }),
@@ -626,6 +712,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Placement,
         example: "0",
         help: "Run the job's threads on the CPUs of these NUMA nodes (list, ranges or all)",
         apply: job!(|j, v| {
@@ -638,6 +727,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Placement,
         example: "bind:0",
         help: "Memory policy of the job's threads: default, local, prefer:N, bind:NODES, interleave:NODES",
         apply: job!(|j, v| {
@@ -680,6 +772,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &["mem"],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: Some("malloc"),
+        range: None,
+        category: Category::Buffers,
         example: "shm",
         help: "Memory of the I/O buffers: malloc, shm, shmhuge, mmap[:FILE], mmaphuge[:FILE], mmapshared",
         apply: job!(|j, v| {
@@ -692,6 +787,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &["mem_align"],
         kind: Kind::Size,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Buffers,
         example: "64k",
         help: "Alignment of the first I/O buffer (a power of two; the page size at least)",
         apply: job!(|j, v| {
@@ -708,6 +806,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Size,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Buffers,
         example: "64m",
         help: "Pin this much memory per thread with mlock while the job runs (to simulate a smaller machine)",
         apply: job!(|j, v| {
@@ -720,6 +821,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Job(created::prerun_output),
+        default: None,
+        range: None,
+        category: Category::Jobs,
         example: "echo start",
         help: "Run this shell command in each of the job's threads before it starts, each trial (output: JOB.prerun.txt; failing stops the run)",
         apply: job!(|j, v| {
@@ -732,6 +836,9 @@ pub(super) static BUFFERS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Job(created::postrun_output),
+        default: None,
+        range: None,
+        category: Category::Jobs,
         example: "echo done",
         help: "Run this shell command in each of the job's threads after it ends (output: JOB.postrun.txt)",
         apply: job!(|j, v| {

@@ -14,14 +14,14 @@ pub(super) static ENGINES: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: None,
+        range: Some(Range::at_least(1)),
+        category: Category::EngineOptions,
         example: "50",
         help: "cpuio: percent of one CPU each job burns (1-100; mandatory with cpuio; \
                numjobs=N loads N CPUs)",
         apply: job!(|j, v| {
             let n = u32v(v)?;
-            if n == 0 {
-                return Err("cpuio burns cpuload percent of a CPU: give 1 to 100".into());
-            }
             // fio caps it at 100.
             j.engine_params.cpuload = n.min(100);
             Ok(())
@@ -32,11 +32,14 @@ pub(super) static ENGINES: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("50000"),
+        range: Some(Range::at_least(1)),
+        category: Category::EngineOptions,
         example: "50000",
         help: "cpuio: length of one busy cycle in microseconds (fio's default 50000); \
                each is followed by the idle time that makes the load cpuload",
         apply: job!(|j, v| {
-            j.engine_params.cpuchunks_us = pos_u32(v)?;
+            j.engine_params.cpuchunks_us = u32v(v)?;
             Ok(())
         }),
     },
@@ -45,6 +48,9 @@ pub(super) static ENGINES: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Choice(&["noop", "qsort"]),
         creates: Creates::Nothing,
+        default: Some("noop"),
+        range: None,
+        category: Category::EngineOptions,
         example: "qsort",
         help: "cpuio: burn cycles in a clock-reading loop (noop) or by sorting arrays (qsort, \
                more power drawn)",
@@ -62,6 +68,9 @@ pub(super) static ENGINES: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::EngineOptions,
         example: "1",
         help: "cpuio: end the job once the jobs that do I/O beside it are done",
         apply: job!(|j, v| {
@@ -74,6 +83,9 @@ pub(super) static ENGINES: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::EngineOptions,
         example: "/usr/bin/vmstat",
         help: "exec: the program to run for the job's runtime (mandatory with exec)",
         apply: job!(|j, v| {
@@ -86,6 +98,9 @@ pub(super) static ENGINES: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::EngineOptions,
         example: "-w 1",
         help: "exec: the program's arguments, split at spaces; %r is the job's runtime in \
                seconds, %n its name",
@@ -99,6 +114,9 @@ pub(super) static ENGINES: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("1"),
+        range: None,
+        category: Category::EngineOptions,
         example: "1",
         help: "exec: seconds between SIGTERM and SIGKILL when the runtime is over (default 1)",
         apply: job!(|j, v| {
@@ -111,6 +129,9 @@ pub(super) static ENGINES: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Job(created::redirects),
+        default: Some("1"),
+        range: None,
+        category: Category::EngineOptions,
         example: "0",
         help: "exec: write the program's stdout and stderr to JOBNAME.stdout and \
                JOBNAME.stderr (default 1); 0 leaves them on dioscope's",
@@ -124,6 +145,9 @@ pub(super) static ENGINES: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Job(created::donor),
+        default: None,
+        range: None,
+        category: Category::EngineOptions,
         example: "file.def",
         help: "e4defrag: the donor file whose blocks EXT4_IOC_MOVE_EXT swaps in (in \
                directory= when relative; created; mandatory with e4defrag)",
@@ -137,6 +161,9 @@ pub(super) static ENGINES: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Choice(&["0", "1"]),
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::EngineOptions,
         example: "1",
         help: "e4defrag: 0 allocates the donor's blocks once at start, 1 allocates them for \
                each I/O and frees them after it",

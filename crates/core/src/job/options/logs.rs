@@ -29,6 +29,9 @@ pub(super) static LOGS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::OptStr,
         creates: Creates::Job(created::bw_logs),
+        default: None,
+        range: None,
+        category: Category::Logs,
         example: "mylog",
         help: "Write a bandwidth log PREFIX_bw.N.log",
         apply: job!(|j, v| {
@@ -41,6 +44,9 @@ pub(super) static LOGS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::OptStr,
         creates: Creates::Job(created::iops_logs),
+        default: None,
+        range: None,
+        category: Category::Logs,
         example: "mylog",
         help: "Write an IOPS log PREFIX_iops.N.log",
         apply: job!(|j, v| {
@@ -53,6 +59,9 @@ pub(super) static LOGS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::OptStr,
         creates: Creates::Job(created::lat_logs),
+        default: None,
+        range: None,
+        category: Category::Logs,
         example: "mylog",
         help: "Write latency logs PREFIX_{slat,clat,lat}.N.log",
         apply: job!(|j, v| {
@@ -65,6 +74,9 @@ pub(super) static LOGS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Logs,
         example: "1000",
         help: "Average log samples over this many ms",
         apply: job!(|j, v| {
@@ -77,6 +89,9 @@ pub(super) static LOGS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Logs,
         example: "1",
         help: "With log_avg_msec: log each window's maximum instead of its mean",
         apply: job!(|j, v| {
@@ -89,6 +104,9 @@ pub(super) static LOGS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Choice(&["avg", "max", "both"]),
         creates: Creates::Nothing,
+        default: Some("avg"),
+        range: None,
+        category: Category::Logs,
         example: "both",
         help: "With log_avg_msec: log each window's mean (avg, mean, 0), maximum (max, 1) or both \
                (both, 2: the mean, then the maximum, as two value columns); bandwidth and IOPS \
@@ -110,6 +128,9 @@ pub(super) static LOGS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Logs,
         example: "1",
         help: "Per-I/O logs end each line with the I/O's issue time in ns (on the time column's \
                base); windowed lines (log_avg_msec) write 0 there, as they do for the offset",
@@ -123,6 +144,9 @@ pub(super) static LOGS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Logs,
         example: "1",
         help: "Add each I/O's offset to the log lines",
         apply: job!(|j, v| {
@@ -135,6 +159,9 @@ pub(super) static LOGS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("1"),
+        range: None,
+        category: Category::Logs,
         example: "0",
         help: "Name logs PREFIX_TYPE.N.log per job (1, default) or share PREFIX_TYPE.log (0)",
         apply: job!(|j, v| {
@@ -147,6 +174,9 @@ pub(super) static LOGS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::OptStr,
         creates: Creates::Job(created::hist_logs),
+        default: None,
+        range: None,
+        category: Category::Logs,
         example: "mylog",
         help: "Write completion-latency histograms PREFIX_clat_hist.N.log every log_hist_msec (fio's bins; fiologparser_hist.py reads them)",
         apply: job!(|j, v| {
@@ -159,6 +189,9 @@ pub(super) static LOGS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Logs,
         example: "1000",
         help: "Window of the histogram log in ms (0: write_hist_log's file stays empty, as in fio)",
         apply: job!(|j, v| {
@@ -171,14 +204,13 @@ pub(super) static LOGS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: Some(Range::at_most(6)),
+        category: Category::Logs,
         example: "2",
         help: "Histogram log resolution 0-6: each step sums neighbouring bins in pairs (0: 1856 bins)",
         apply: job!(|j, v| {
-            let c = u32v(v)?;
-            if c > 6 {
-                return Err(format!("'{v}' is more than 6 (0 keeps all 1856 bins, 6 sums 64 at a time)"));
-            }
-            j.log_hist_coarseness = c;
+            j.log_hist_coarseness = u32v(v)?;
             Ok(())
         }),
     },
@@ -187,6 +219,9 @@ pub(super) static LOGS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Logs,
         example: "1",
         help: "Log each I/O's priority value (hex) instead of the 0/1 high-priority flag",
         apply: job!(|j, v| {
@@ -199,6 +234,9 @@ pub(super) static LOGS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Logs,
         example: "1",
         help: "Log times in ms since the Unix epoch instead of since the job's start",
         apply: job!(|j, v| {
@@ -211,6 +249,9 @@ pub(super) static LOGS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Logs,
         example: "1",
         help: "Log times in ms on the epoch of the clock log_alternate_epoch_clock_id names",
         apply: job!(|j, v| {
@@ -223,6 +264,9 @@ pub(super) static LOGS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Logs,
         example: "1",
         help: "clock_gettime clock id of the log epoch (0 realtime, default; 1 monotonic; 7 boottime)",
         apply: job!(|j, v| {
@@ -236,6 +280,9 @@ pub(super) static LOGS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("1024"),
+        range: None,
+        category: Category::Logs,
         example: "65536",
         help: "Accepted for fio's job files: dioscope's log buffers are always preallocated (64 Ki records, no allocation while running)",
         apply: job!(|_, v| {
@@ -248,6 +295,9 @@ pub(super) static LOGS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Size,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Logs,
         example: "1m",
         help: "Accepted for fio's job files: fio compresses logs kept in memory; dioscope streams them to disk (8 MiB per worker at most), so the text logs are the same",
         apply: job!(|_, v| {
@@ -260,6 +310,9 @@ pub(super) static LOGS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Logs,
         example: "0",
         help: "Accepted for fio's job files: dioscope runs no log compression threads",
         apply: job!(|_, _| Ok(())),
@@ -269,6 +322,9 @@ pub(super) static LOGS: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Logs,
         example: "0",
         help: "Refused when set: fio's .fz logs hold fio's in-memory sample records, which dioscope does not reproduce",
         apply: job!(|_, v| {

@@ -2,8 +2,15 @@
 //! the option reference in the docs are all generated from [`all`].
 //!
 //! Adding an option means adding one [`OptDef`] here: its name, aliases, the
-//! kind of value it takes, a line of help, an example, and how it sets the
-//! [`JobSpec`] (or the [`GlobalSettings`]).
+//! kind of value it takes, a line of help, an example, its default (as a
+//! user would write it), the numbers it accepts ([`Range`]), its
+//! [`Category`] in the references, the files it creates, and how it sets the
+//! [`JobSpec`] (or the [`GlobalSettings`]). Nothing else: the defaults of
+//! `JobSpec::default()` are the table's, applied through each option's own
+//! `apply`; the parser checks the range before `apply` runs ([`OptDef::set`]);
+//! `--help`, `--cmdhelp` and docs/OPTIONS.md list the option under its
+//! category with its default and range (regenerate OPTIONS.md with
+//! `dioscope options --markdown > docs/OPTIONS.md`: a test compares them).
 
 pub use super::created::{self, Creates};
 use super::spec::{
@@ -46,6 +53,174 @@ pub struct OptDef {
     /// each name before the first I/O (`outfile::check`) and opens it
     /// through `outfile::open`.
     pub creates: Creates,
+    /// The value a job has when the option is not given, as a user would
+    /// write it (fio's default, or dioscope's where it differs and says so).
+    /// `JobSpec::default()` and `GlobalSettings::default()` are these values
+    /// applied to a blank spec; `None` when there is no value to write
+    /// (`filename`), or the default is worked out from other options
+    /// (`verify_interval`: the block size), and the help says so.
+    pub default: Option<&'static str>,
+    /// The numbers the option accepts: [`OptDef::set`] checks a value that
+    /// reads as a number (each part of a `R,W,T` list) before `apply`
+    /// sees it.
+    pub range: Option<Range>,
+    /// Where `--cmdhelp` and docs/OPTIONS.md list the option.
+    pub category: Category,
+}
+
+/// The groups of the option reference, in its order (after fio's HOWTO).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Category {
+    Jobs,
+    Targets,
+    Size,
+    Pattern,
+    BlockSize,
+    Engine,
+    EngineOptions,
+    Pacing,
+    Time,
+    Buffers,
+    Verify,
+    Errors,
+    Placement,
+    Replay,
+    Logs,
+    Output,
+    Trials,
+    Safety,
+    Ranks,
+}
+
+impl Category {
+    pub const ALL: &'static [Category] = &[
+        Category::Jobs,
+        Category::Targets,
+        Category::Size,
+        Category::Pattern,
+        Category::BlockSize,
+        Category::Engine,
+        Category::EngineOptions,
+        Category::Pacing,
+        Category::Time,
+        Category::Buffers,
+        Category::Verify,
+        Category::Errors,
+        Category::Placement,
+        Category::Replay,
+        Category::Logs,
+        Category::Output,
+        Category::Trials,
+        Category::Safety,
+        Category::Ranks,
+    ];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Category::Jobs => "Jobs, groups and synchronization",
+            Category::Targets => "Target files and devices",
+            Category::Size => "I/O size",
+            Category::Pattern => "I/O type, pattern and offsets",
+            Category::BlockSize => "Block sizes",
+            Category::Engine => "I/O engine and depth",
+            Category::EngineOptions => "Engine-specific options",
+            Category::Pacing => "Rate, think time, latency target and steady state",
+            Category::Time => "Run time, repetition and clock",
+            Category::Buffers => "Buffers, data and memory",
+            Category::Verify => "Verification",
+            Category::Errors => "Error handling",
+            Category::Placement => "CPU, NUMA and priority",
+            Category::Replay => "I/O logs and replay",
+            Category::Logs => "Bandwidth, IOPS, latency and histogram logs",
+            Category::Output => "Measurements and reporting",
+            Category::Trials => "Trials and precision (dioscope)",
+            Category::Safety => "Safety (dioscope)",
+            Category::Ranks => "Multi-rank runs under mpirun (dioscope)",
+        }
+    }
+}
+
+/// The whole numbers an option accepts, both ends included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Range {
+    pub min: u64,
+    /// `u64::MAX`: no upper bound.
+    pub max: u64,
+}
+
+impl Range {
+    pub const PERCENT: Range = Range::between(0, 100);
+
+    pub const fn between(min: u64, max: u64) -> Range {
+        Range { min, max }
+    }
+    pub const fn at_least(min: u64) -> Range {
+        Range { min, max: u64::MAX }
+    }
+    pub const fn at_most(max: u64) -> Range {
+        Range { min: 0, max }
+    }
+    pub fn contains(&self, n: u64) -> bool {
+        (self.min..=self.max).contains(&n)
+    }
+    /// The range in words, with sizes in fio's units (`from 0 to 64k`).
+    pub fn describe(&self, kind: Kind) -> String {
+        let n = |v: u64| match kind {
+            Kind::Size => short_size(v),
+            _ => v.to_string(),
+        };
+        match (self.min, self.max) {
+            (lo, u64::MAX) => format!("at least {}", n(lo)),
+            (lo, hi) => format!("from {} to {}", n(lo), n(hi)),
+        }
+    }
+}
+
+/// `65536` as `64k`: the largest binary unit that divides it.
+fn short_size(v: u64) -> String {
+    for (shift, unit) in [(40, "t"), (30, "g"), (20, "m"), (10, "k")] {
+        if v != 0 && v.is_multiple_of(1u64 << shift) {
+            return format!("{}{unit}", v >> shift);
+        }
+    }
+    v.to_string()
+}
+
+impl OptDef {
+    /// `value`'s numbers against [`OptDef::range`]: each `,`-separated part
+    /// that reads as a number must be in the range (a part that does not is
+    /// left to `apply`, whose error says what it expected).
+    pub fn check_range(&self, value: &str) -> Result<(), UnitError> {
+        let Some(r) = self.range else { return Ok(()) };
+        for part in value.split(',') {
+            if let Ok(n) = parse_size(part) {
+                if !r.contains(n) {
+                    return Err(format!(
+                        "{} is out of range: {} must be {}",
+                        part.trim(),
+                        self.name,
+                        r.describe(self.kind)
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Check `value` against the range, then apply it to the job or the
+    /// globals: the one way a value reaches a spec.
+    pub fn set(
+        &self,
+        job: &mut JobSpec,
+        global: &mut GlobalSettings,
+        value: &str,
+    ) -> Result<(), UnitError> {
+        self.check_range(value)?;
+        match self.apply {
+            Apply::Job(f) => f(job, value),
+            Apply::Global(f) => f(global, value),
+        }
+    }
 }
 
 /// fio's `R,W,T` block sizes: an empty value is the default (4k), and the
@@ -232,6 +407,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Jobs,
         example: "randread-test",
         help: "Job name; on the command line each --name starts a new job",
         apply: job!(|j, v| {
@@ -244,6 +422,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Targets,
         example: "/dev/nvme0n1:/data/f2",
         help: "Target file(s) or block device(s), ':'-separated",
         apply: job!(|j, v| {
@@ -280,6 +461,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Targets,
         example: "/mnt/test",
         help: "Directory for files named after the job",
         apply: job!(|j, v| {
@@ -292,6 +476,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Size,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Size,
         example: "1g",
         help: "Total bytes of I/O per job (or % of the target)",
         apply: job!(|j, v| {
@@ -304,6 +491,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Size,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Size,
         example: "256m",
         help: "Size of each file (a range gives a random size per file)",
         apply: job!(|j, v| {
@@ -321,6 +511,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Size,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pattern,
         example: "1m",
         help: "Start I/O at this offset in the target (or % of it)",
         apply: job!(|j, v| {
@@ -333,6 +526,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Size,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pattern,
         example: "1g",
         help: "Each clone of a job (numjobs) starts this much further in",
         apply: job!(|j, v| {
@@ -345,6 +541,9 @@ static CORE: &[OptDef] = &[
         aliases: &["blocksize"],
         kind: Kind::Size,
         creates: Creates::Nothing,
+        default: Some("4k"),
+        range: None,
+        category: Category::BlockSize,
         example: "4k",
         help: "Block size; 'R,W' sets reads and writes separately",
         apply: job!(|j, v| {
@@ -357,6 +556,9 @@ static CORE: &[OptDef] = &[
         aliases: &["blocksize_range"],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::BlockSize,
         example: "4k-64k",
         help: "Random block sizes in a range; 'R,W' per direction",
         apply: job!(|j, v| {
@@ -369,6 +571,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::BlockSize,
         example: "4k/50:64k/50",
         help: "Weighted mix of block sizes; 'R,W' per direction",
         apply: job!(|j, v| {
@@ -381,6 +586,9 @@ static CORE: &[OptDef] = &[
         aliases: &["readwrite"],
         kind: Kind::Choice(RwMode::NAMES),
         creates: Creates::Nothing,
+        default: Some("read"),
+        range: None,
+        category: Category::Pattern,
         example: "randread",
         help: "I/O pattern: read, write, randread, randwrite, rw, randrw, trim, randtrim, trimwrite, randtrimwrite; ':N' after a sequential one skips N bytes after each I/O (negative: backwards), after a random one does N I/Os per random offset. Like every option with a list of values, a value may be abbreviated to the first one it begins (rw=r is read, rw=w write; fio 3.33 itself wants the whole word). filecreate, filestat, filedelete, dircreate, dirstat, dirdelete (fio 3.42's forms for its metadata engines) mean read: the engine does the operation",
         apply: job!(|j, v| {
@@ -426,10 +634,13 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("50"),
+        range: Some(Range::PERCENT),
+        category: Category::Pattern,
         example: "70",
         help: "Percentage of reads in mixed workloads",
         apply: job!(|j, v| {
-            j.rwmixread = pct(v)?;
+            j.rwmixread = u32v(v)?;
             Ok(())
         }),
     },
@@ -438,10 +649,14 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("50"),
+        range: Some(Range::PERCENT),
+        category: Category::Pattern,
         example: "30",
         help: "Percentage of writes in mixed workloads",
         apply: job!(|j, v| {
-            j.rwmixread = 100 - pct(v)?;
+            // The range keeps it at most 100.
+            j.rwmixread = 100u32.saturating_sub(u32v(v)?);
             Ok(())
         }),
     },
@@ -450,6 +665,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Choice(EngineKind::NAMES),
         creates: Creates::Nothing,
+        default: Some("psync"),
+        range: None,
+        category: Category::Engine,
         example: "io_uring",
         help: "I/O engine",
         apply: job!(|j, v| {
@@ -463,10 +681,13 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("1"),
+        range: Some(Range::at_least(1)),
+        category: Category::Engine,
         example: "32",
         help: "I/Os kept in flight per job",
         apply: job!(|j, v| {
-            j.iodepth = pos_u32(v)?;
+            j.iodepth = u32v(v)?;
             Ok(())
         }),
     },
@@ -475,8 +696,13 @@ static CORE: &[OptDef] = &[
         aliases: &["iodepth_batch"],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        // fio defaults to 1 (a syscall per I/O); dioscope submits all that
+        // are ready at once: same I/O, lower cost.
+        default: Some("0"),
+        range: None,
+        category: Category::Engine,
         example: "8",
-        help: "I/Os submitted at once (0 = 1)",
+        help: "I/Os submitted at once (0: all that are ready, up to iodepth)",
         apply: job!(|j, v| {
             // fio: 0 means "iodepth"; dioscope's default (0) is "all that are ready".
             j.iodepth_batch_submit = u32v(v)?;
@@ -488,6 +714,12 @@ static CORE: &[OptDef] = &[
         aliases: &["iodepth_batch_complete"],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        // Not given: iodepth/8, at least 1 (the field's 0 without
+        // poll_reaps). fio waits for 1; reaping a few at a time halves the
+        // system calls at the same depth. Given as 0 it means polling.
+        default: None,
+        range: None,
+        category: Category::Engine,
         example: "8",
         help: "Completions to wait for at least per reap (default: iodepth/8, at least 1); 0: \
                look for completions before sleeping, as fio's 0 does (io_uring: up to 256 \
@@ -503,6 +735,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Engine,
         example: "32",
         help: "Completions to reap at most at once (0 = iodepth)",
         apply: job!(|j, v| {
@@ -515,10 +750,13 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("1"),
+        range: Some(Range::at_least(1)),
+        category: Category::Jobs,
         example: "4",
         help: "Clones of this job, each a thread of its own",
         apply: job!(|j, v| {
-            j.numjobs = pos_u32(v)?;
+            j.numjobs = u32v(v)?;
             Ok(())
         }),
     },
@@ -527,6 +765,9 @@ static CORE: &[OptDef] = &[
         aliases: &["threads"],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Jobs,
         example: "1",
         help: "Accepted for fio compatibility: dioscope always uses threads",
         apply: job!(|_, v| {
@@ -539,6 +780,9 @@ static CORE: &[OptDef] = &[
         aliases: &["timeout"],
         kind: Kind::Time,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Time,
         example: "30s",
         help: "Stop after this long (seconds by default)",
         apply: job!(|j, v| {
@@ -551,6 +795,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Time,
         example: "1",
         help: "Keep going until runtime, repeating the workload",
         apply: job!(|j, v| {
@@ -563,6 +810,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Time,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Time,
         example: "2s",
         help: "Run this long before measuring (repeated per trial)",
         apply: job!(|j, v| {
@@ -575,10 +825,13 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("1"),
+        range: Some(Range::at_least(1)),
+        category: Category::Time,
         example: "3",
         help: "Repeat the workload this many times",
         apply: job!(|j, v| {
-            j.loops = pos_u32(v)?;
+            j.loops = u32v(v)?;
             Ok(())
         }),
     },
@@ -587,6 +840,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pattern,
         example: "1",
         help: "Use O_DIRECT (bypass the page cache)",
         apply: job!(|j, v| {
@@ -599,6 +855,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("1"),
+        range: None,
+        category: Category::Pattern,
         example: "0",
         help: "The opposite of direct",
         apply: job!(|j, v| {
@@ -611,6 +870,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("1"),
+        range: None,
+        category: Category::Pattern,
         example: "1",
         help: "Drop the target's cached pages before each trial",
         apply: job!(|j, v| {
@@ -623,6 +885,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pattern,
         example: "32",
         help: "fsync after this many writes (0 = never)",
         apply: job!(|j, v| {
@@ -635,6 +900,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pattern,
         example: "32",
         help: "fdatasync after this many writes (0 = never)",
         apply: job!(|j, v| {
@@ -647,6 +915,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pattern,
         example: "1",
         help: "fsync the target when the job ends",
         apply: job!(|j, v| {
@@ -659,6 +930,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pattern,
         example: "1",
         help: "Random offsets may repeat within a pass",
         apply: job!(|j, v| {
@@ -671,6 +945,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("1"),
+        range: None,
+        category: Category::Pattern,
         example: "1",
         help: "Same random sequence every run",
         apply: job!(|j, v| {
@@ -683,6 +960,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("0x89"),
+        range: None,
+        category: Category::Pattern,
         example: "1234",
         help: "Seed of the random offsets",
         apply: job!(|j, v| {
@@ -695,6 +975,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: Some("random"),
+        range: None,
+        category: Category::Pattern,
         example: "zipf:1.2",
         help: "random, zipf:THETA[:CENTER], pareto:H[:CENTER], normal|gauss:DEV[:CENTER], zoned:IO%/SIZE%:…, zoned_abs:IO%/BYTES:… ('R,W' zone lists per direction), sequence:I,J,… (these block indices in order, repeated; see random_sequence_stride)",
         apply: job!(|j, v| {
@@ -747,6 +1030,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Output,
         example: "1",
         help: "Report the jobs of a group (and their clones) together",
         apply: job!(|j, v| {
@@ -759,6 +1045,9 @@ static CORE: &[OptDef] = &[
         aliases: &["wait_for_previous"],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Jobs,
         example: "1",
         help: "Wait for the jobs before this one to finish; starts a new run phase and reporting group",
         apply: job!(|j, v| {
@@ -771,6 +1060,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Jobs,
         example: "1",
         help: "Start a new reporting group (groupid); its jobs still run beside the ones before it unless stonewall is set",
         apply: job!(|j, v| {
@@ -783,6 +1075,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Placement,
         example: "0-1",
         help: "Pin the job's threads to these CPUs",
         apply: job!(|j, v| {
@@ -795,6 +1090,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: Some("1:5:10:20:30:40:50:60:70:80:90:95:99:99.5:99.9:99.95:99.99"),
+        range: None,
+        category: Category::Output,
         example: "50:99:99.9",
         help: "Latency percentiles to report, ':'-separated",
         apply: job!(|j, v| {
@@ -818,6 +1116,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("1"),
+        range: None,
+        category: Category::Output,
         example: "1",
         help: "Report completion-latency percentiles",
         apply: job!(|j, v| {
@@ -830,6 +1131,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Output,
         example: "1",
         help: "Report total-latency percentiles",
         apply: job!(|j, v| {
@@ -842,6 +1146,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Targets,
         example: "1",
         help: "Remove the files this job created when it ends",
         apply: job!(|j, v| {
@@ -854,6 +1161,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("1"),
+        range: None,
+        category: Category::EngineOptions,
         example: "1",
         help: "io_uring: register buffers (dioscope's default: on)",
         apply: job!(|j, v| {
@@ -866,6 +1176,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("1"),
+        range: None,
+        category: Category::EngineOptions,
         example: "1",
         help: "io_uring: register the file (dioscope's default: on)",
         apply: job!(|j, v| {
@@ -878,6 +1191,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::EngineOptions,
         example: "1",
         help: "io_uring: a kernel thread polls the submission queue",
         apply: job!(|j, v| {
@@ -890,6 +1206,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::EngineOptions,
         example: "1",
         help: "Polled completions (needs poll queues on the device)",
         apply: job!(|j, v| {
@@ -902,6 +1221,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::EngineOptions,
         example: "1",
         help: "RWF_NOWAIT: fail an I/O rather than block (pvsync2, libaio, io_uring)",
         apply: job!(|j, v| {
@@ -914,6 +1236,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Choice(&["stat", "lstat", "statx"]),
         creates: Creates::Nothing,
+        default: Some("stat"),
+        range: None,
+        category: Category::EngineOptions,
         example: "statx",
         help: "filestat, dirstat: the call that looks each name up: stat(2) (default), lstat(2) or statx(2)",
         apply: job!(|j, v| {
@@ -932,13 +1257,13 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("1"),
+        range: Some(Range::at_least(1)),
+        category: Category::EngineOptions,
         example: "2",
         help: "filesetxattr: extended attributes set on each file (user.dioscope.0 …; default 1)",
         apply: job!(|j, v| {
-            j.xattr_count = u32::try_from(parse_int(v)?)
-                .ok()
-                .filter(|&n| n >= 1)
-                .ok_or_else(|| format!("'{}' is not a count from 1 up", v.trim()))?;
+            j.xattr_count = u32v(v)?;
             Ok(())
         }),
     },
@@ -947,17 +1272,14 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Size,
         creates: Creates::Nothing,
+        default: Some("64"),
+        range: Some(Range::at_most(65536)),
+        category: Category::EngineOptions,
         example: "128",
         help: "filesetxattr: bytes of each attribute's value (default 64; at most 64k, the kernel's limit)",
         apply: job!(|j, v| {
-            let n = parse_size(v)?;
-            if n > 65536 {
-                return Err(format!(
-                    "'{}' is larger than 64k, the largest extended attribute Linux takes",
-                    v.trim()
-                ));
-            }
-            j.xattr_size = n as u32;
+            // The range keeps it at most 64k, the largest attribute Linux takes.
+            j.xattr_size = u32v(v)?;
             Ok(())
         }),
     },
@@ -966,6 +1288,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Targets,
         example: "1",
         help: "Create missing files empty instead of laying them out; the job's writes fill them (write-only jobs)",
         apply: job!(|j, v| {
@@ -978,6 +1303,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Safety,
         example: "1",
         help: "Allow writes to a mounted or in-use block device (destroys data)",
         apply: job!(|j, v| {
@@ -990,6 +1318,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: Some("none"),
+        range: None,
+        category: Category::Errors,
         example: "all",
         help: "Keep going after fio's non-fatal I/O errors, EIO and EILSEQ (or the errnos ignore_error lists), of the types none, all, io, read, write, verify; any other errno still ends the job, as in fio",
         apply: job!(|j, v| {
@@ -1030,6 +1361,9 @@ static CORE: &[OptDef] = &[
             "pattern",
         ]),
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Verify,
         example: "crc32c",
         help: "Write verifiable blocks and check them on read-back",
         apply: job!(|j, v| {
@@ -1057,6 +1391,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("1"),
+        range: None,
+        category: Category::Verify,
         example: "1",
         help: "Run the verify phase after writing",
         apply: job!(|j, v| {
@@ -1069,6 +1406,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Verify,
         example: "1",
         help: "Stop at the first bad block",
         apply: job!(|j, v| {
@@ -1081,6 +1421,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Verify,
         example: "1",
         help: "Only read back and check earlier verify writes",
         apply: job!(|j, v| {
@@ -1093,6 +1436,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Size,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Verify,
         example: "512",
         help: "Verify header every this many bytes (default: block size)",
         apply: job!(|j, v| {
@@ -1105,12 +1451,15 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: Some("1"),
+        range: Some(Range::at_least(1)),
+        category: Category::Trials,
         example: "5",
         help: "Repeat the job this many times and report statistics over trials;\n\
                auto: until the 95 % CI of --precision-metric is within --precision",
         apply: job!(|j, v| {
             // 0 stands for auto (runner: until precise, within the limits).
-            j.trials = if v.trim() == "auto" { 0 } else { pos_u32(v)? };
+            j.trials = if v.trim() == "auto" { 0 } else { u32v(v)? };
             Ok(())
         }),
     },
@@ -1119,6 +1468,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: Some("2%"),
+        range: None,
+        category: Category::Trials,
         example: "5%",
         help: "trials=auto: the 95 % CI half-width to reach, relative to the mean (default 2%)",
         apply: Apply::Global(|g, v| {
@@ -1139,10 +1491,13 @@ static CORE: &[OptDef] = &[
         aliases: &["max_trials"],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("30"),
+        range: Some(Range::at_least(1)),
+        category: Category::Trials,
         example: "30",
         help: "trials=auto: stop after this many trials (default 30)",
         apply: Apply::Global(|g, v| {
-            g.auto.max_trials = pos_u32(v)?;
+            g.auto.max_trials = u32v(v)?;
             Ok(())
         }),
     },
@@ -1151,6 +1506,9 @@ static CORE: &[OptDef] = &[
         aliases: &["max_time"],
         kind: Kind::Time,
         creates: Creates::Nothing,
+        default: Some("10m"),
+        range: None,
+        category: Category::Trials,
         example: "10m",
         help: "trials=auto: do not start a trial that would end after this (default 10m)",
         apply: Apply::Global(|g, v| {
@@ -1163,6 +1521,9 @@ static CORE: &[OptDef] = &[
         aliases: &["precision_metric"],
         kind: Kind::Choice(crate::stats::significance::PRECISION_METRICS),
         creates: Creates::Nothing,
+        default: Some("iops"),
+        range: None,
+        category: Category::Trials,
         example: "bw",
         help: "trials=auto: the metric whose precision decides (default iops)",
         apply: Apply::Global(|g, v| {
@@ -1176,6 +1537,9 @@ static CORE: &[OptDef] = &[
         aliases: &["output_format"],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Output,
         example: "json",
         help: "The output format: one of those listed under OUTPUT FORMATS in --help",
         apply: Apply::Global(|g, v| {
@@ -1188,6 +1552,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Run,
+        default: None,
+        range: None,
+        category: Category::Output,
         example: "result.json",
         help: "Write the result to this file (atomically) instead of stdout",
         apply: Apply::Global(|g, v| {
@@ -1200,6 +1567,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Run,
+        default: None,
+        range: None,
+        category: Category::Output,
         example: "report.html",
         help: "Also write the HTML report of the run to this file (one self-contained page)",
         apply: Apply::Global(|g, v| {
@@ -1212,6 +1582,9 @@ static CORE: &[OptDef] = &[
         aliases: &["destroy_data_on"],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Safety,
         example: "/dev/sdX",
         help: "Allow writing to this block device even if it holds data",
         apply: Apply::Global(|g, v| {
@@ -1224,6 +1597,9 @@ static CORE: &[OptDef] = &[
         aliases: &["progress"],
         kind: Kind::Choice(&["auto", "always", "never"]),
         creates: Creates::Nothing,
+        default: Some("auto"),
+        range: None,
+        category: Category::Output,
         example: "never",
         help: "Live progress on stderr: auto (when a terminal), always, never",
         apply: Apply::Global(|g, v| {
@@ -1242,6 +1618,9 @@ static CORE: &[OptDef] = &[
         aliases: &["rank-stonewall"],
         kind: Kind::Choice(&["off", "stop", "wearout"]),
         creates: Creates::Nothing,
+        default: Some("off"),
+        range: None,
+        category: Category::Ranks,
         example: "stop",
         help: "mpirun: when the first rank finishes its work, stop every rank (stop) or let every rank finish the same work (wearout); both report first- and last-done figures",
         apply: Apply::Global(|g, v| {
@@ -1259,6 +1638,9 @@ static CORE: &[OptDef] = &[
         aliases: &["rank-shared-files"],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Ranks,
         example: "1",
         help: "mpirun: allow ranks on one host to write the same file or device",
         apply: Apply::Global(|g, v| {
@@ -1271,6 +1653,9 @@ static CORE: &[OptDef] = &[
         aliases: &["rank-timeout"],
         kind: Kind::Time,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Ranks,
         example: "120s",
         help: "mpirun: abort the run when a rank does not answer a collective step within this time (default 600s)",
         apply: Apply::Global(|g, v| {
@@ -1287,6 +1672,9 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Run,
+        default: Some("0"),
+        range: None,
+        category: Category::Output,
         example: "1",
         help: "Record the measured windows with perf: CPU per I/O by function and subsystem",
         apply: Apply::Global(|g, v| {
@@ -1397,39 +1785,78 @@ fn full_help(o: &OptDef) -> String {
     }
 }
 
-/// `--help` text, generated from the table.
+/// The options of one category, in table order.
+pub fn in_category(c: Category) -> impl Iterator<Item = &'static OptDef> {
+    all().filter(move |o| o.category == c)
+}
+
+impl OptDef {
+    /// `default 4k`, `default 1, at least 1`, `from 0 to 100`: what the
+    /// option is when not given and the numbers it takes (empty for neither).
+    pub fn default_and_range(&self) -> String {
+        let d = self.default.map(|d| format!("default {d}"));
+        let r = self.range.map(|r| r.describe(self.kind));
+        d.into_iter().chain(r).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// `--help` text (and `--cmdhelp` without a name), generated from the
+/// table: one block per category, each option with its default and range.
 pub fn help_text() -> String {
     let mut s = String::new();
-    for o in all() {
-        let names = std::iter::once(o.name)
-            .chain(o.aliases.iter().copied())
-            .collect::<Vec<_>>()
-            .join(", ");
-        s.push_str(&format!(
-            "  --{:<34} {}\n",
-            format!("{names}={}", o.example),
-            full_help(o)
-        ));
+    for &c in Category::ALL {
+        s.push_str(&format!(" {}:\n", c.title()));
+        for o in in_category(c) {
+            let names = std::iter::once(o.name)
+                .chain(o.aliases.iter().copied())
+                .collect::<Vec<_>>()
+                .join(", ");
+            let facts = match o.default_and_range() {
+                f if f.is_empty() => String::new(),
+                f => format!(" [{f}]"),
+            };
+            s.push_str(&format!(
+                "  --{:<34} {}{facts}\n",
+                format!("{names}={}", o.example),
+                full_help(o)
+            ));
+        }
     }
     s
 }
 
-/// The option reference as a Markdown table (docs/OPTIONS.md is generated from it).
+/// The option reference in Markdown (docs/OPTIONS.md is generated from
+/// it): one section per category, each a table with defaults and ranges.
 pub fn markdown_table() -> String {
-    let mut s =
-        String::from("| option | aliases | example | meaning |\n| --- | --- | --- | --- |\n");
-    for o in all() {
+    let mut s = String::from(
+        "# Options\n\n\
+         Generated from dioscope's option table (`dioscope options --markdown`), grouped \
+         as fio's HOWTO groups them. *default* is what a job has when the option is not \
+         given (blank: no value, or one worked out from other options, as the meaning \
+         says); *range* is the numbers the option accepts, checked before anything runs.\n",
+    );
+    for &c in Category::ALL {
         s.push_str(&format!(
-            "| `{}` | {} | `{}` | {} |\n",
-            o.name,
-            o.aliases
-                .iter()
-                .map(|a| format!("`{a}`"))
-                .collect::<Vec<_>>()
-                .join(" "),
-            o.example,
-            full_help(o)
+            "\n## {}\n\n\
+             | option | aliases | default | range | example | meaning |\n\
+             | --- | --- | --- | --- | --- | --- |\n",
+            c.title()
         ));
+        for o in in_category(c) {
+            s.push_str(&format!(
+                "| `{}` | {} | {} | {} | `{}` | {} |\n",
+                o.name,
+                o.aliases
+                    .iter()
+                    .map(|a| format!("`{a}`"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                o.default.map(|d| format!("`{d}`")).unwrap_or_default(),
+                o.range.map(|r| r.describe(o.kind)).unwrap_or_default(),
+                o.example,
+                full_help(o)
+            ));
+        }
     }
     s.push_str(
         "\n## Not supported by dioscope\n\n\
@@ -1485,12 +1912,185 @@ mod tests {
     #[test]
     fn examples_are_valid() {
         for o in all() {
-            match &o.apply {
-                Apply::Job(f) => f(&mut JobSpec::default(), o.example)
-                    .unwrap_or_else(|e| panic!("{}: {e}", o.name)),
-                Apply::Global(f) => f(&mut GlobalSettings::default(), o.example)
-                    .unwrap_or_else(|e| panic!("{}: {e}", o.name)),
+            o.set(
+                &mut JobSpec::default(),
+                &mut GlobalSettings::default(),
+                o.example,
+            )
+            .unwrap_or_else(|e| panic!("{}: {e}", o.name));
+        }
+    }
+
+    #[test]
+    fn every_default_parses_and_is_what_a_spec_starts_with() {
+        let (j0, g0) = (JobSpec::default(), GlobalSettings::default());
+        let mut with_defaults = 0;
+        for o in all() {
+            let Some(d) = o.default else { continue };
+            with_defaults += 1;
+            assert!(
+                !d.trim().is_empty(),
+                "{}: an empty default (use None)",
+                o.name
+            );
+            let (mut j, mut g) = (j0.clone(), g0.clone());
+            o.set(&mut j, &mut g, d)
+                .unwrap_or_else(|e| panic!("{}: its default '{d}' is refused: {e}", o.name));
+            // Giving the default changes nothing: the table and the spec
+            // agree on it (an option whose default differs from the
+            // value another option's default left fails here).
+            assert_eq!(j, j0, "{}={d} changes the default job", o.name);
+            assert_eq!(g, g0, "{}={d} changes the default settings", o.name);
+        }
+        assert!(with_defaults > 150, "only {with_defaults} defaults");
+        // fio's defaults (FIO-COMPAT.md), as the table states them.
+        for (name, d) in [
+            ("rw", "read"),
+            ("bs", "4k"),
+            ("ioengine", "psync"),
+            ("iodepth", "1"),
+            ("numjobs", "1"),
+            ("direct", "0"),
+            ("invalidate", "1"),
+            ("randrepeat", "1"),
+            ("randseed", "0x89"),
+            ("norandommap", "0"),
+            ("rwmixread", "50"),
+            ("runtime", "0"),
+            ("clat_percentiles", "1"),
+        ] {
+            assert_eq!(lookup(name).unwrap().default, Some(d), "{name}");
+        }
+        assert_eq!(lookup("filename").unwrap().default, None);
+    }
+
+    #[test]
+    fn the_defaults_hold_under_si_units() {
+        // A job file's kb_base=1000 is in force while its options parse;
+        // the defaults are fio's 1024-based ones all the same.
+        let j = with_kb_base(1000, JobSpec::default);
+        assert_eq!(j.bs[0], BlockSizes::Fixed(4096));
+        assert_eq!(j, JobSpec::default());
+    }
+
+    #[test]
+    fn every_option_is_in_a_listed_category_and_every_category_has_options() {
+        let mut sorted = Category::ALL.to_vec();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted, Category::ALL, "Category::ALL: each once, in order");
+        for o in all() {
+            assert!(
+                Category::ALL.contains(&o.category),
+                "{}: {:?} is not in Category::ALL, so no reference lists it",
+                o.name,
+                o.category
+            );
+        }
+        for &c in Category::ALL {
+            assert!(in_category(c).next().is_some(), "{c:?} has no option");
+        }
+        let listed: usize = Category::ALL.iter().map(|&c| in_category(c).count()).sum();
+        assert_eq!(listed, all().count());
+    }
+
+    #[test]
+    fn ranges_are_checked_before_apply_with_one_clear_error() {
+        let mut j = JobSpec::default();
+        let e = set(&mut j, "iodepth", "0").unwrap_err();
+        assert_eq!(e, "0 is out of range: iodepth must be at least 1");
+        let e = set(&mut j, "rwmixread", "101").unwrap_err();
+        assert_eq!(e, "101 is out of range: rwmixread must be from 0 to 100");
+        let e = set(&mut j, "xattr_size", "65537").unwrap_err();
+        assert_eq!(e, "65537 is out of range: xattr_size must be from 0 to 64k");
+        // Each part of a R,W list; the value as written is named.
+        set(&mut j, "percentage_random", "50,0x40").unwrap();
+        assert_eq!(j.percentage_random, [50, 64]);
+        let e = set(&mut j, "percentage_random", "50,120").unwrap_err();
+        assert!(e.starts_with("120 is out of range"), "{e}");
+        // A word is left to the option ("auto" trials).
+        set(&mut j, "trials", "auto").unwrap();
+        assert_eq!(j.trials, 0);
+        assert!(set(&mut j, "trials", "0").is_err());
+        // The ends are in the range.
+        set(&mut j, "iodepth", "1").unwrap();
+        set(&mut j, "rwmixwrite", "100").unwrap();
+        assert_eq!(j.rwmixread, 0);
+        set(&mut j, "xattr_size", "64k").unwrap();
+        assert_eq!(j.xattr_size, 65536);
+        set(&mut j, "log_hist_coarseness", "6").unwrap();
+        assert!(set(&mut j, "log_hist_coarseness", "7").is_err());
+    }
+
+    #[test]
+    fn ranges_hold_their_default_and_example_and_only_numbers_have_one() {
+        for o in all().filter(|o| o.range.is_some()) {
+            let r = o.range.unwrap();
+            assert!(r.min <= r.max, "{}", o.name);
+            assert!(
+                matches!(o.kind, Kind::Int | Kind::Size | Kind::Str),
+                "{}: a range on a {:?}",
+                o.name,
+                o.kind
+            );
+            for v in o.default.into_iter().chain([o.example]) {
+                o.check_range(v)
+                    .unwrap_or_else(|e| panic!("{}: {v} outside its own range: {e}", o.name));
             }
+            // Just outside the range is refused, naming option and range.
+            let outside = if r.min > 0 {
+                r.min - 1
+            } else {
+                r.max.saturating_add(1)
+            };
+            if r.min > 0 || r.max < u64::MAX {
+                let e = o.check_range(&outside.to_string()).unwrap_err();
+                assert!(
+                    e.contains(o.name) && e.contains(&r.describe(o.kind)),
+                    "{}: {e}",
+                    o.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn references_show_categories_defaults_and_ranges() {
+        let h = help_text();
+        for &c in Category::ALL {
+            assert!(h.contains(&format!(" {}:\n", c.title())), "{h}");
+        }
+        let line = |name: &str| {
+            h.lines()
+                .find(|l| l.starts_with(&format!("  --{name}=")))
+                .unwrap_or_else(|| panic!("{name} missing"))
+                .to_string()
+        };
+        assert!(
+            line("iodepth").ends_with("[default 1, at least 1]"),
+            "{}",
+            line("iodepth")
+        );
+        assert!(line("bs, blocksize").ends_with("[default 4k]"));
+        assert!(!line("filename").contains("[default"));
+        let md = markdown_table();
+        assert!(md.contains("\n## Block sizes\n"), "{md}");
+        assert!(
+            md.contains("| `iodepth` |  | `1` | at least 1 | `32` |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| `rwmixread` |  | `50` | from 0 to 100 |"),
+            "{md}"
+        );
+        // Every option once, in its category's section.
+        for o in all() {
+            assert_eq!(
+                md.matches(&format!("\n| `{}` |", o.name)).count(),
+                1,
+                "{}",
+                o.name
+            );
         }
     }
 
@@ -1506,18 +2106,18 @@ mod tests {
     #[test]
     fn block_sizes() {
         let mut j = JobSpec::default();
-        (lookup("bs").unwrap().apply_job())(&mut j, "4k,64k").unwrap();
+        set(&mut j, "bs", "4k,64k").unwrap();
         assert_eq!(j.bs, [BlockSizes::Fixed(4096), BlockSizes::Fixed(65536)]);
-        (lookup("bssplit").unwrap().apply_job())(&mut j, "4k/50:64k").unwrap();
+        set(&mut j, "bssplit", "4k/50:64k").unwrap();
         assert_eq!(j.bs[0], BlockSizes::Split(vec![(4096, 50), (65536, 50)]));
-        (lookup("bsrange").unwrap().apply_job())(&mut j, "4k-16k").unwrap();
+        set(&mut j, "bsrange", "4k-16k").unwrap();
         assert_eq!(j.bs[1], BlockSizes::Range(4096, 16384));
-        assert!((lookup("bs").unwrap().apply_job())(&mut j, "banana").is_err());
+        assert!(set(&mut j, "bs", "banana").is_err());
     }
 
     #[test]
     fn bssplit_percentages_are_bounded_and_add_up() {
-        let split = lookup("bssplit").unwrap().apply_job();
+        let split = |j: &mut JobSpec, v: &str| set(j, "bssplit", v);
         let mut j = JobSpec::default();
         // 4294967346 used to be truncated to 50 by `as u32`; u32::MAX twice
         // overflowed the sum.
@@ -1544,12 +2144,10 @@ mod tests {
         }
     }
 
-    impl OptDef {
-        fn apply_job(&self) -> fn(&mut JobSpec, &str) -> Result<(), UnitError> {
-            match self.apply {
-                Apply::Job(f) => f,
-                Apply::Global(_) => panic!("global option"),
-            }
-        }
+    /// Set a job option the way the parser does (range, then apply).
+    fn set(j: &mut JobSpec, name: &str, v: &str) -> Result<(), UnitError> {
+        lookup(name)
+            .unwrap()
+            .set(j, &mut GlobalSettings::default(), v)
     }
 }

@@ -9,6 +9,9 @@ pub(super) static OUTPUT: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Jobs,
         example: "4k random reads at QD32",
         help: "Free text about the job, shown in the result (JSON desc, the terse line)",
         apply: job!(|j, v| {
@@ -21,6 +24,9 @@ pub(super) static OUTPUT: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Choice(&["1024", "1000"]),
         creates: Creates::Nothing,
+        default: Some("1024"),
+        range: None,
+        category: Category::Output,
         example: "1000",
         help: "Unit prefixes of the job's sizes: 1024 (fio's default: 4k = 4096, 4KiB = 4000) \
                or 1000 (SI: 4k = 4000, 4KiB = 4096)",
@@ -36,6 +42,9 @@ pub(super) static OUTPUT: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Choice(&["0", "8", "1"]),
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Output,
         example: "8",
         help: "Units of the reports: 0 (auto) and 8 are bytes, what dioscope reports; \
                1 (bits) is not supported",

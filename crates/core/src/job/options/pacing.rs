@@ -509,6 +509,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Size,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pacing,
         example: "1m,500k",
         help: "Cap each clone's bandwidth, bytes/s (R,W,T: separate caps; an empty part: none; trims are not paced, a trim cap is refused for jobs that trim); every trial starts its budget afresh",
         apply: job!(|j, v| {
@@ -521,6 +524,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pacing,
         example: "10000",
         help: "Cap each clone at this many I/Os per second (R,W: separate caps; empty: none); with a block-size range the smallest block is the unit, as fio counts it",
         apply: job!(|j, v| {
@@ -533,6 +539,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &["ratemin"],
         kind: Kind::Size,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pacing,
         example: "100k",
         help: "Fail the job when a clone's bandwidth over a ratecycle falls below this, bytes/s (R,W); judged after ramp_time, in each trial",
         apply: job!(|j, v| {
@@ -545,6 +554,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pacing,
         example: "100",
         help: "Fail the job when a clone's IOPS over a ratecycle falls below this (R,W); judged after ramp_time, in each trial",
         apply: job!(|j, v| {
@@ -557,14 +569,13 @@ pub static PACING: &[OptDef] = &[
         aliases: &["ratecycle"],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("1000"),
+        range: Some(Range::at_least(1)),
+        category: Category::Pacing,
         example: "500",
         help: "Milliseconds over which rate_min and rate_iops_min are averaged (default 1000)",
         apply: job!(|j, v| {
-            let ms = parse_int(v)?;
-            if ms == 0 {
-                return Err("it must be at least 1 (milliseconds)".into());
-            }
-            j.rate_cycle_ms = ms;
+            j.rate_cycle_ms = parse_int(v)?;
             Ok(())
         }),
     },
@@ -573,6 +584,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Choice(&["linear", "poisson"]),
         creates: Creates::Nothing,
+        default: Some("linear"),
+        range: None,
+        category: Category::Pacing,
         example: "poisson",
         help: "How rated I/O is spread: linear (even gaps, catching up when behind) or poisson (exponential gaps, reproducible with randseed)",
         apply: job!(|j, v| {
@@ -589,6 +603,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pacing,
         example: "1",
         help: "The form fio's examples/poisson-rate-submission.fio uses: 1 is rate_process=poisson, \
                0 rate_process=linear",
@@ -606,6 +623,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pacing,
         example: "1",
         help: "After a thinktime stall, go on at the rate instead of catching up on the I/O the stall did not issue",
         apply: job!(|j, v| {
@@ -618,6 +638,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Time,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pacing,
         example: "100us",
         help: "Stall this long (microseconds by default) after thinktime_blocks I/Os, with the queue drained; not during ramp_time",
         apply: job!(|j, v| {
@@ -630,6 +653,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Time,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pacing,
         example: "20us",
         help: "Spend this much of each thinktime stall busy on the CPU (microseconds by default), sleeping the rest",
         apply: job!(|j, v| {
@@ -642,14 +668,13 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: None,
+        range: Some(Range::at_least(1)),
+        category: Category::Pacing,
         example: "8",
         help: "I/Os between thinktime stalls (default 1)",
         apply: job!(|j, v| {
-            let n = parse_int(v)?;
-            if n == 0 {
-                return Err("it must be at least 1".into());
-            }
-            j.thinktime_blocks = n;
+            j.thinktime_blocks = parse_int(v)?;
             Ok(())
         }),
     },
@@ -658,6 +683,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Choice(&["complete", "issue"]),
         creates: Creates::Nothing,
+        default: Some("complete"),
+        range: None,
+        category: Category::Pacing,
         example: "issue",
         help: "Whether thinktime_blocks counts completed or issued I/Os",
         apply: job!(|j, v| {
@@ -674,6 +702,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Time,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pacing,
         example: "9s",
         help: "Stall for thinktime after doing I/O this long (seconds by default), or after thinktime_blocks if given, whichever comes first",
         apply: job!(|j, v| {
@@ -686,6 +717,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pacing,
         example: "8",
         help: "Weight of this job in its flow_id: concurrent jobs of a flow issue I/Os in proportion to their weights (a shared counter, new in each trial); a flow with negative and positive weights is balanced instead, as fio's older form: each I/O adds the job's weight to the counter, which is kept near 0 (flow=-8 and flow=1: the second job does 8 I/Os per I/O of the first)",
         apply: job!(|j, v| {
@@ -705,6 +739,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pacing,
         example: "2",
         help: "The flow a job with flow= belongs to (default 0)",
         apply: job!(|j, v| {
@@ -717,6 +754,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Time,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pacing,
         example: "1000",
         help: "Microseconds to wait, queue drained, when a job is ahead of its flow share (default 0: retry at once)",
         apply: job!(|j, v| {
@@ -729,6 +769,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &["ss"],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: Some("iops_slope:0.01%"),
+        range: None,
+        category: Category::Pacing,
         example: "iops_slope:0.1%",
         help: "Stop the job once steady over ss_dur: iops/bw (every second's value within LIMIT of the mean) or iops_slope/bw_slope (least-squares slope under LIMIT); LIMIT may be a % of the mean. Judged in each trial; JSON `steadystate` is fio's",
         apply: job!(|j, v| {
@@ -741,6 +784,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &["ss_dur"],
         kind: Kind::Time,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pacing,
         example: "30",
         help: "Window of steady-state detection, whole seconds (seconds by default); 0, the default, turns detection off",
         apply: job!(|j, v| {
@@ -757,6 +803,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &["ss_ramp"],
         kind: Kind::Time,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pacing,
         example: "10",
         help: "Run this long (seconds by default) before collecting steady-state samples, counted from the job's start (ramp_time included)",
         apply: job!(|j, v| {
@@ -769,6 +818,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Time,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pacing,
         example: "5ms",
         help: "Find the deepest queue (up to iodepth) whose latency_percentile of I/Os complete within this (microseconds by default), then report that depth only; each trial searches afresh",
         apply: job!(|j, v| {
@@ -781,6 +833,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: Some("none"),
+        range: None,
+        category: Category::Engine,
         example: "stepped:10-130/5,5/30",
         help: "stepped:LOW-HIGH/INC[,RAMP/RUN]: probe the peak IOPS at iodepth, then step the load from LOW% to HIGH% (HIGH% = iodepth; under 100%, a rate of that share of the peak) by INC, each step RAMP seconds unmeasured then RUN measured (default 5/30); per-step results in iodepth_steps. none: off",
         apply: job!(|j, v| {
@@ -793,6 +848,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Time,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pacing,
         example: "1s",
         help: "How long each queue depth is tried by latency_target (microseconds by default)",
         apply: job!(|j, v| {
@@ -805,6 +863,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: Some("100"),
+        range: None,
+        category: Category::Pacing,
         example: "99.9",
         help: "Percent of I/Os that must meet latency_target (default 100: one late I/O fails the window, and at depth 1 the job)",
         apply: job!(|j, v| {
@@ -821,6 +882,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pacing,
         example: "1",
         help: "Keep adjusting the depth for latency_target until the runtime ends, instead of ending once found",
         apply: job!(|j, v| {
@@ -833,6 +897,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Jobs,
         example: "1",
         help: "When any job finishes, stop what its exit_what names (as fio, set on one job it holds for every job of the run)",
         apply: job!(|j, v| {
@@ -845,6 +912,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Choice(&["group", "stonewall", "all"]),
         creates: Creates::Nothing,
+        default: Some("group"),
+        range: None,
+        category: Category::Jobs,
         example: "all",
         help: "What exitall stops: group (the jobs of its reporting group, also those not started), stonewall (every running job; later stonewall phases still run), all (every job: no later phase or trial runs)",
         apply: job!(|j, v| {
@@ -862,6 +932,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Jobs,
         example: "1",
         help: "When this job fails, stop what its exit_what names (default: its reporting group)",
         apply: job!(|j, v| {
@@ -874,6 +947,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Choice(&["inline", "offload"]),
         creates: Creates::Nothing,
+        default: Some("inline"),
+        range: None,
+        category: Category::Engine,
         example: "offload",
         help: "inline: each worker submits and reaps its own queue; offload: a pool of iodepth \
                submitter threads per worker, each with its own engine at depth 1, sharing the \
@@ -893,6 +969,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Errors,
         example: "EAGAIN,ENOSPC:EDQUOT",
         help: "READ,WRITE,VERIFY lists of errnos (names or numbers, `:` between them) that a job \
                goes on after (a list turns continue_on_error on for its type, as in fio): such \
@@ -915,6 +994,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Errors,
         example: "0",
         help: "0: report the first I/O error (its offset, errno and file) and the count, which is \
                what dioscope does; 1 (a line per failed I/O) is refused",
@@ -933,6 +1015,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Time,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Time,
         example: "1s-3s",
         help: "Wait this long before starting (seconds by default); a range LO-HI draws a delay per clone and trial from the job's seed",
         apply: job!(|j, v| {
@@ -945,6 +1030,9 @@ pub static PACING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Choice(&["clock_gettime", "gettimeofday", "cpu"]),
         creates: Creates::Nothing,
+        default: Some("clock_gettime"),
+        range: None,
+        category: Category::Time,
         example: "clock_gettime",
         help: "clock_gettime: dioscope always times with clock_gettime(CLOCK_MONOTONIC) via the vDSO; gettimeofday and cpu are not supported",
         apply: job!(|_, v| match v.trim() {
@@ -964,10 +1052,7 @@ mod tests {
             .find(|o| o.name == name || o.aliases.contains(&name))
             .unwrap();
         let mut j = JobSpec::default();
-        match o.apply {
-            Apply::Job(f) => f(&mut j, v)?,
-            Apply::Global(_) => unreachable!(),
-        }
+        o.set(&mut j, &mut GlobalSettings::default(), v)?;
         Ok(j)
     }
 

@@ -1,5 +1,5 @@
 //! fio's clock-reducing options: they turn latency measurements off so the
-//! worker reads the clock less (see `runner/worker.rs`). A latency that is
+//! worker reads the clock less (see `runner/worker/`). A latency that is
 //! not measured reports zeros, as fio's JSON does.
 
 use super::*;
@@ -10,6 +10,9 @@ pub(super) static TIMING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Output,
         example: "1",
         help: "Set CPU N aside, as fio does for its time-keeping thread: no worker of any job \
                runs on it (it is taken out of every job's CPU set, cpus_allowed or the CPUs the \
@@ -30,6 +33,9 @@ pub(super) static TIMING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Output,
         example: "1",
         help: "Measure no latencies (disable_slat, disable_clat, disable_lat), and read the clock \
                only every few batches, adapting so the run still ends on time",
@@ -48,6 +54,9 @@ pub(super) static TIMING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Output,
         example: "1",
         help: "Do not measure total latency (lat_ns reports zeros)",
         apply: job!(|j, v| {
@@ -60,6 +69,9 @@ pub(super) static TIMING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Output,
         example: "1",
         help: "Do not measure completion latency (clat_ns and the latency_* maps report zeros)",
         apply: job!(|j, v| {
@@ -72,6 +84,9 @@ pub(super) static TIMING: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Output,
         example: "1",
         help: "Do not measure submission latency (slat_ns reports zeros)",
         apply: job!(|j, v| {
@@ -84,6 +99,9 @@ pub(super) static TIMING: &[OptDef] = &[
         aliases: &["disable_bw"],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Output,
         example: "1",
         help: "Accepted and changes nothing: bandwidth and IOPS samples come from the \
                once-a-second time series, never from a clock read per I/O (fio 3.33 also \

@@ -322,10 +322,13 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &["nr_files"],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("1"),
+        range: Some(Range::at_least(1)),
+        category: Category::Targets,
         example: "4",
         help: "Files per job clone (named by filename_format; each gets size/nrfiles unless filesize is given)",
         apply: job!(|j, v| {
-            j.nrfiles = pos_u32(v)?;
+            j.nrfiles = u32v(v)?;
             Ok(())
         }),
     },
@@ -334,10 +337,13 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: None,
+        range: Some(Range::at_least(1)),
+        category: Category::Targets,
         example: "2",
         help: "Files kept open at once; dioscope opens each file once per run (no open/close in the measurement), so this only limits which files are served together",
         apply: job!(|j, v| {
-            j.openfiles = pos_u32(v)?;
+            j.openfiles = u32v(v)?;
             Ok(())
         }),
     },
@@ -346,6 +352,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Targets,
         example: "data.$jobnum.$filenum",
         help: "Names of generated files: $jobname, $jobnum (clone), $filenum, $clientuid (the MPI rank, else 0); default $jobname.$jobnum.$filenum",
         apply: job!(|j, v| {
@@ -358,6 +367,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: Some("roundrobin"),
+        range: None,
+        category: Category::Targets,
         example: "random:8",
         help: "Which file the next I/O goes to: roundrobin, sequential, random (':N' I/Os before switching), zipf/pareto/normal/gauss (':PARAM')",
         apply: job!(file_service),
@@ -367,6 +379,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("1"),
+        range: None,
+        category: Category::Targets,
         example: "0",
         help: "May dioscope create missing files (default 1); 0: a missing file is an error",
         apply: job!(|j, v| {
@@ -379,6 +394,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pattern,
         example: "1",
         help: "With random_distribution=sequence: 1 moves each round of the sequence on by its length (3,1,0,2 then 7,5,4,6, …); 0 (default) repeats it",
         apply: job!(|j, v| {
@@ -391,6 +409,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &["fill_fs"],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Size,
         example: "1",
         help: "Write until the file system is full: on a file, the region is the file plus the free space and ENOSPC (or EDQUOT) ends the job without an error, and a job of a later group on that file without size= of its own takes what the fill wrote (sized when it starts, as fio does with create_serialize=0); on a block device, the whole device (size= is ignored)",
         apply: job!(|j, v| {
@@ -403,6 +424,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("1"),
+        range: None,
+        category: Category::Targets,
         example: "1",
         help: "Accepted for fio's job files: dioscope lays out every file one after the other before any job starts, outside the measurement, so 0 and 1 measure the same",
         apply: job!(|_j, v| {
@@ -415,6 +439,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Choice(&["none", "0", "sync", "1", "dsync"]),
         creates: Creates::Nothing,
+        default: Some("none"),
+        range: None,
+        category: Category::Pattern,
         example: "none",
         help: "O_SYNC/O_DSYNC opens: none (0, fio's default) is how dioscope opens files; sync (1) and dsync are refused (use fsync=1 or fdatasync=1 for a flush after each write)",
         apply: job!(|_j, v| match v.trim() {
@@ -431,6 +458,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Jobs,
         example: "writers",
         help: "Start this job once every clone of the named earlier job is done (a job of an earlier run phase already is; one running beside it makes this job start a new run phase, in the same reporting group as fio)",
         apply: job!(|j, v| {
@@ -443,6 +473,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Targets,
         example: "1",
         help: "1 (dioscope's default): a file is filled with data before the job writes over it; 0 (fio's default): a job that only writes gets its new file sized and its space reserved (fallocate=), not filled, so its writes are first writes",
         apply: job!(|j, v| {
@@ -455,6 +488,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Choice(&["none", "native", "posix", "keep", "truncate", "0", "1"]),
         creates: Creates::Nothing,
+        default: Some("native"),
+        range: None,
+        category: Category::Targets,
         example: "posix",
         help: "Space reservation when laying out files: none, native (default), posix, keep (FALLOC_FL_KEEP_SIZE), truncate (ftruncate only); 0=none, 1=posix",
         apply: job!(|j, v| {
@@ -474,6 +510,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Targets,
         example: "1",
         help: "Remove the files this job created after each loop (with loops=1: at the end, as unlink)",
         apply: job!(|j, v| {
@@ -486,6 +525,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Choice(&["sequential", "identical"]),
         creates: Creates::Nothing,
+        default: Some("sequential"),
+        range: None,
+        category: Category::Pattern,
         example: "identical",
         help: "With rw=randread:N: the N-1 I/Os after each random offset continue sequentially (default) or repeat the same offset",
         apply: job!(|j, v| {
@@ -502,6 +544,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Size,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Pattern,
         example: "64k",
         help: "Round a percentage offset up to this (default: the smallest block size)",
         apply: job!(|j, v| {
@@ -514,6 +559,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &["ba"],
         kind: Kind::Size,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::BlockSize,
         example: "8k",
         help: "Boundary of random offsets (default: the block size); 'R,W' per direction; turns off the random map",
         apply: job!(|j, v| {
@@ -544,6 +592,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Choice(&["tausworthe", "lfsr", "tausworthe64"]),
         creates: Creates::Nothing,
+        default: Some("tausworthe"),
+        range: None,
+        category: Category::Pattern,
         example: "lfsr",
         help: "tausworthe: L'Ecuyer's taus88 (tausworthe64, or over 2^32 blocks: lfsr258), each block once per pass with the random map, repeats with norandommap; lfsr: a maximal-length LFSR, each block once per pass without a map; all reproducible from randseed",
         apply: job!(|j, v| {
@@ -561,6 +612,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pattern,
         example: "1",
         help: "SanDisk pseudo-random preconditioning (rw=randwrite): write the file region by region, every block once, rewriting a share of each region's blocks in the next as the SSD's steady state would have them invalid (spr_op, spr_num_regions, spr_cs); the job writes the modelled physical size, size × (1 + spr_op)",
         apply: job!(|j, v| {
@@ -573,6 +627,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: Some("0.15"),
+        range: None,
+        category: Category::Pattern,
         example: "0.2",
         help: "sprandom: the device's over-provisioning ratio, between 0 and 1 (default 0.15)",
         apply: job!(|j, v| {
@@ -592,10 +649,13 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("100"),
+        range: Some(Range::at_least(1)),
+        category: Category::Pattern,
         example: "50",
         help: "sprandom: regions the write pattern is made of (default 100)",
         apply: job!(|j, v| {
-            j.spr_num_regions = pos_u32(v)?;
+            j.spr_num_regions = u32v(v)?;
             Ok(())
         }),
     },
@@ -604,6 +664,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Size,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pattern,
         example: "32k",
         help: "sprandom: the device's write cache in bytes (default 0): with one, each region's rewrites of the previous region come at its end, after more than a cache's worth of other writes; a region must be larger",
         apply: job!(|j, v| {
@@ -616,6 +679,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: Some("100"),
+        range: Some(Range::PERCENT),
+        category: Category::Pattern,
         example: "80",
         help: "In a random workload, the percent of I/Os at random offsets (the rest continue sequentially); 'R,W' per direction",
         apply: job!(|j, v| {
@@ -623,9 +689,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
             if parts.len() > 3 {
                 return Err("at most read, write and trim values".into());
             }
-            let r = if parts[0].trim().is_empty() { 100 } else { pct(parts[0])? };
+            let r = if parts[0].trim().is_empty() { 100 } else { u32v(parts[0])? };
             let w = match parts.get(1) {
-                Some(p) if !p.trim().is_empty() => pct(p)?,
+                Some(p) if !p.trim().is_empty() => u32v(p)?,
                 Some(_) => 100,
                 None => r,
             };
@@ -638,6 +704,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Engine,
         example: "1",
         help: "Never have two in-flight I/Os of a job overlap (waits for the earlier one)",
         apply: job!(|j, v| {
@@ -650,6 +719,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Choice(&["none", "strided"]),
         creates: Creates::Nothing,
+        default: Some("none"),
+        range: None,
+        category: Category::Pattern,
         example: "strided",
         help: "none, or strided: I/O in zones of zonerange bytes, zonesize bytes each, skipping zoneskip between (zbd: not supported)",
         apply: job!(|j, v| {
@@ -672,6 +744,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Size,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pattern,
         example: "64m",
         help: "zonemode=strided: bytes transferred in a zone before moving on",
         apply: job!(|j, v| {
@@ -684,6 +759,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Size,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pattern,
         example: "256m",
         help: "zonemode=strided: size of a zone (default: zonesize)",
         apply: job!(|j, v| {
@@ -696,6 +774,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Size,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pattern,
         example: "1g",
         help: "zonemode=strided: bytes skipped after each zone",
         apply: job!(|j, v| {
@@ -708,6 +789,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Size,
         example: "10000",
         help: "Stop after this many I/Os (if nothing else ends the job first)",
         apply: job!(|j, v| {
@@ -720,6 +804,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &["io_limit"],
         kind: Kind::Size,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Size,
         example: "10g",
         help: "Bytes of I/O to do, independent of the region size= sets (more wraps around, less stops early)",
         apply: job!(|j, v| {
@@ -733,6 +820,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Job(created::iologs),
+        default: None,
+        range: None,
+        category: Category::Replay,
         example: "job.iolog",
         help: "Record every issued I/O in fio's iolog v2 format (one file per job clone: NAME, NAME.1, …)",
         apply: job!(|j, v| {
@@ -745,6 +835,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Replay,
         example: "job.iolog",
         help: "Replay the I/Os of an iolog (fio's v2 or v3 format) instead of generating them",
         apply: job!(|j, v| {
@@ -757,6 +850,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Replay,
         example: "1",
         help: "Replay a v3 iolog as fast as possible instead of at its recorded times",
         apply: job!(|j, v| {
@@ -769,6 +865,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Replay,
         example: "/dev/sdc",
         help: "Replay every I/O of the iolog onto this one file or device",
         apply: job!(|j, v| {
@@ -781,6 +880,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Size,
         creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Replay,
         example: "4k",
         help: "Align replayed offsets down to this power of 2",
         apply: job!(|j, v| {
@@ -797,10 +899,13 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("100"),
+        range: Some(Range::at_least(1)),
+        category: Category::Replay,
         example: "200",
         help: "Replay a timed iolog at this percent of its recorded rate (200: twice as fast)",
         apply: job!(|j, v| {
-            j.replay_time_scale = pos_u32(v)?;
+            j.replay_time_scale = u32v(v)?;
             Ok(())
         }),
     },
@@ -809,6 +914,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Str,
         creates: Creates::Nothing,
+        default: None,
+        range: None,
+        category: Category::Replay,
         example: "write,trim",
         help: "Kinds of the iolog's I/Os not to replay: read, write, trim, sync (comma-separated)",
         apply: job!(|j, v| {
@@ -828,6 +936,9 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Int,
         creates: Creates::Nothing,
+        default: Some("1"),
+        range: None,
+        category: Category::Replay,
         example: "2",
         help: "Divide replayed offsets by this factor",
         apply: job!(|j, v| {
@@ -843,10 +954,9 @@ mod tests {
     use crate::job::spec::RwMode;
 
     fn set(j: &mut JobSpec, name: &str, v: &str) -> Result<(), UnitError> {
-        match &lookup(name).unwrap_or_else(|| panic!("{name}")).apply {
-            Apply::Job(f) => f(j, v),
-            Apply::Global(_) => panic!("global"),
-        }
+        let o = lookup(name).unwrap_or_else(|| panic!("{name}"));
+        assert!(matches!(o.apply, Apply::Job(_)), "{name} is global");
+        o.set(j, &mut GlobalSettings::default(), v)
     }
 
     #[test]

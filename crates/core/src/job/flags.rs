@@ -334,8 +334,9 @@ pub fn help_text() -> String {
     s
 }
 
-/// `--cmdhelp[=OPTION]`: one option's name, aliases, kind, example and
-/// help; every option for "" or "all"; the reason for an option dioscope
+/// `--cmdhelp[=OPTION]`: one option's name, aliases, category, kind,
+/// default, range, example and help; every option (by category, with
+/// defaults and ranges) for "" or "all"; the reason for an option dioscope
 /// does not support.
 pub fn cmdhelp(what: &str) -> Result<String, String> {
     if what.is_empty() || what == "all" {
@@ -356,9 +357,20 @@ pub fn cmdhelp(what: &str) -> Result<String, String> {
         } else {
             format!("\n  aliases: {}", o.aliases.join(", "))
         };
+        let mut facts = String::new();
+        if let Some(d) = o.default {
+            facts.push_str(&format!("\n  default: {}={d}", o.name));
+        }
+        if let Some(r) = o.range {
+            facts.push_str(&format!("\n  range: {}", r.describe(o.kind)));
+        }
         return Ok(format!(
-            "{}: {}{aliases}\n  value: {kind}\n  example: {}={}\n",
-            o.name, o.help, o.name, o.example
+            "{}: {}{aliases}\n  category: {}\n  value: {kind}{facts}\n  example: {}={}\n",
+            o.name,
+            o.help,
+            o.category.title(),
+            o.name,
+            o.example
         ));
     }
     if let Some(why) = options::not_supported(what) {
@@ -531,6 +543,25 @@ mod tests {
         );
         let h = cmdhelp("blocksize").unwrap();
         assert!(h.starts_with("bs:"), "{h}");
+        assert!(h.contains("\n  category: Block sizes\n"), "{h}");
+        assert!(h.contains("\n  default: bs=4k\n"), "{h}");
+        assert!(!h.contains("range:"), "{h}");
+        let h = cmdhelp("iodepth").unwrap();
+        assert!(
+            h.contains("\n  default: iodepth=1\n  range: at least 1\n"),
+            "{h}"
+        );
+        let h = cmdhelp("rwmixwrite").unwrap();
+        assert!(h.contains("\n  range: from 0 to 100\n"), "{h}");
+        // No default to show: no line claims one.
+        assert!(!cmdhelp("filename").unwrap().contains("default:"));
+        // The full list: by category, with defaults and ranges.
+        let all = cmdhelp("").unwrap();
+        assert!(
+            all.starts_with(" Jobs, groups and synchronization:\n"),
+            "{all}"
+        );
+        assert!(all.contains(" [default 1, at least 1]\n"), "{all}");
         assert!(cmdhelp("").unwrap().contains("--iodepth="));
         assert!(cmdhelp("all").unwrap().contains("--rw, readwrite="));
         let (name, why) = options::FIO_UNIMPLEMENTED[0];

@@ -1,4 +1,5 @@
-//! Small SVG charts, written by hand: line charts (linear or log y, shaded
+//! Small SVG charts, written by hand (a leaf module: it depends on nothing
+//! of the crate; render/ and profile/ draw with it): line charts (linear or log y, shaded
 //! spans, optional error bars), dot plots of trials with mean and CI,
 //! histograms and horizontal bars. No JavaScript: each point carries a
 //! `<title>` the browser shows on hover, and each chart a `<title>` and
@@ -374,28 +375,7 @@ pub fn line_chart(ch: &LineChart) -> String {
             }
         })
         .collect();
-    let all = pts.iter().flatten();
-    let (mut xlo, mut xhi, mut ylo, mut yhi) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
-    for &(x, y) in all {
-        xlo = xlo.min(x);
-        xhi = xhi.max(x);
-        ylo = ylo.min(y);
-        yhi = yhi.max(y);
-    }
-    for l in &ch.lines {
-        for &(lo, hi) in &l.err {
-            if lo.is_finite() && (!ch.log_y || lo > 0.0) {
-                ylo = ylo.min(lo);
-            }
-            if hi.is_finite() {
-                yhi = yhi.max(hi);
-            }
-        }
-    }
-    for &(a, b, _) in &ch.shade {
-        xlo = xlo.min(a);
-        xhi = xhi.max(b);
-    }
+    let (mut xlo, mut xhi, mut ylo, mut yhi) = bounds(ch, &pts);
     let n = pts.iter().map(Vec::len).sum::<usize>();
     let desc = format!(
         "{} line(s), {} point(s); x: {}, y: {}{}",
@@ -450,59 +430,91 @@ pub fn line_chart(ch: &LineChart) -> String {
     }
     axes(&mut o, &xs, &ys, ch, h, top);
     for (l, p) in ch.lines.iter().zip(&pts) {
-        let color = PALETTE[l.color % PALETTE.len()];
-        let dash = DASHES[l.dash % DASHES.len()];
-        let _ = write!(o, "<g class=\"series\" data-name=\"{}\">", esc(&l.name));
-        if !p.is_empty() && !l.dots_only {
-            let path: Vec<String> = p
-                .iter()
-                .map(|&(x, y)| format!("{},{}", c(xs.px(x)), c(ys.px(y))))
-                .collect();
-            let _ = write!(
-                o,
-                "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"1.8\" stroke-dasharray=\"{dash}\"/>",
-                path.join(" ")
-            );
-        }
-        for (i, &(lo, hi)) in l.err.iter().enumerate() {
-            let Some(&(x, _)) = l.points.get(i) else {
-                continue;
-            };
-            if !(lo.is_finite() && hi.is_finite()) || (ch.log_y && lo <= 0.0) {
-                continue;
-            }
-            let px = c(xs.px(x));
-            let _ = write!(
-                o,
-                "<path d=\"M{px} {a}V{b}M{l1} {a}H{r1}M{l1} {b}H{r1}\" stroke=\"{color}\" fill=\"none\"/>",
-                a = c(ys.px(lo)),
-                b = c(ys.px(hi)),
-                l1 = c(xs.px(x) - 4.0),
-                r1 = c(xs.px(x) + 4.0)
-            );
-        }
-        if l.markers || p.len() == 1 {
-            for &(x, y) in p {
-                let xl = if ch.x_categories.is_empty() {
-                    (ch.fmt_x)(x)
-                } else {
-                    ch.x_categories.get(x as usize).cloned().unwrap_or_default()
-                };
-                let _ = write!(
-                    o,
-                    "<circle cx=\"{}\" cy=\"{}\" r=\"3\" fill=\"{color}\"><title>{}: {} at {}</title></circle>",
-                    c(xs.px(x)),
-                    c(ys.px(y)),
-                    esc(&l.name),
-                    esc(&(ch.fmt_y)(y)),
-                    esc(&xl)
-                );
-            }
-        }
-        o.push_str("</g>");
+        series(&mut o, ch, l, p, &xs, &ys);
     }
     o.push_str("</svg>");
     o
+}
+
+/// The extent of the data: the points, their error bars (a bar's low end
+/// only where the scale can draw it) and the shaded spans.
+fn bounds(ch: &LineChart, pts: &[Vec<(f64, f64)>]) -> (f64, f64, f64, f64) {
+    let (mut xlo, mut xhi, mut ylo, mut yhi) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+    for &(x, y) in pts.iter().flatten() {
+        xlo = xlo.min(x);
+        xhi = xhi.max(x);
+        ylo = ylo.min(y);
+        yhi = yhi.max(y);
+    }
+    for l in &ch.lines {
+        for &(lo, hi) in &l.err {
+            if lo.is_finite() && (!ch.log_y || lo > 0.0) {
+                ylo = ylo.min(lo);
+            }
+            if hi.is_finite() {
+                yhi = yhi.max(hi);
+            }
+        }
+    }
+    for &(a, b, _) in &ch.shade {
+        xlo = xlo.min(a);
+        xhi = xhi.max(b);
+    }
+    (xlo, xhi, ylo, yhi)
+}
+
+/// One line of a line chart: its polyline, error bars and markers.
+fn series(o: &mut String, ch: &LineChart, l: &Line, p: &[(f64, f64)], xs: &Scale, ys: &Scale) {
+    let color = PALETTE[l.color % PALETTE.len()];
+    let dash = DASHES[l.dash % DASHES.len()];
+    let _ = write!(o, "<g class=\"series\" data-name=\"{}\">", esc(&l.name));
+    if !p.is_empty() && !l.dots_only {
+        let path: Vec<String> = p
+            .iter()
+            .map(|&(x, y)| format!("{},{}", c(xs.px(x)), c(ys.px(y))))
+            .collect();
+        let _ = write!(
+            o,
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"1.8\" stroke-dasharray=\"{dash}\"/>",
+            path.join(" ")
+        );
+    }
+    for (i, &(lo, hi)) in l.err.iter().enumerate() {
+        let Some(&(x, _)) = l.points.get(i) else {
+            continue;
+        };
+        if !(lo.is_finite() && hi.is_finite()) || (ch.log_y && lo <= 0.0) {
+            continue;
+        }
+        let px = c(xs.px(x));
+        let _ = write!(
+            o,
+            "<path d=\"M{px} {a}V{b}M{l1} {a}H{r1}M{l1} {b}H{r1}\" stroke=\"{color}\" fill=\"none\"/>",
+            a = c(ys.px(lo)),
+            b = c(ys.px(hi)),
+            l1 = c(xs.px(x) - 4.0),
+            r1 = c(xs.px(x) + 4.0)
+        );
+    }
+    if l.markers || p.len() == 1 {
+        for &(x, y) in p {
+            let xl = if ch.x_categories.is_empty() {
+                (ch.fmt_x)(x)
+            } else {
+                ch.x_categories.get(x as usize).cloned().unwrap_or_default()
+            };
+            let _ = write!(
+                o,
+                "<circle cx=\"{}\" cy=\"{}\" r=\"3\" fill=\"{color}\"><title>{}: {} at {}</title></circle>",
+                c(xs.px(x)),
+                c(ys.px(y)),
+                esc(&l.name),
+                esc(&(ch.fmt_y)(y)),
+                esc(&xl)
+            );
+        }
+    }
+    o.push_str("</g>");
 }
 
 /// One category of a dot plot: each trial a dot, the mean a bar, the CI a
@@ -581,7 +593,7 @@ pub fn dot_plot(
         if g.ci.0.is_finite() && g.ci.1.is_finite() && g.values.len() > 1 {
             let _ = write!(
                 o,
-                "<path d=\"M{} {}V{}M{} {}H{}M{} {}H{}\" stroke=\"#000\" fill=\"none\" class=\"ci\"><title>95 % CI {} – {}</title></path>",
+                "<path d=\"M{} {}V{}M{} {}H{}M{} {}H{}\" stroke=\"#000\" fill=\"none\" class=\"ci\"><title>95 % CI [{}, {}]</title></path>",
                 c(cx + 34.0),
                 c(ys.px(g.ci.0)),
                 c(ys.px(g.ci.1)),
@@ -721,30 +733,7 @@ pub fn bars(
     }
     let left = 170.0;
     let xs = Scale::new(0.0, xmax * 1.1, false, left, W - MR);
-    for t in xs.ticks() {
-        let x = xs.px(t);
-        if x > W - MR + 0.5 {
-            continue;
-        }
-        let _ = write!(
-            o,
-            "<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" class=\"grid\"/><text x=\"{}\" y=\"{}\" class=\"xt\">{}</text>",
-            c(x),
-            c(x),
-            c(MT + 8.0),
-            c(h - MB),
-            c(x),
-            c(h - MB + 16.0),
-            esc(&fmt(t))
-        );
-    }
-    let _ = write!(
-        o,
-        "<text x=\"{}\" y=\"{}\" class=\"xl\">{}</text>",
-        c((left + W - MR) / 2.0),
-        c(h - 10.0),
-        esc(x_label)
-    );
+    bar_axis(&mut o, &xs, h, left, x_label, fmt);
     let mut keys: Vec<(String, usize)> = Vec::new();
     for (i, r) in rows.iter().enumerate() {
         let y = MT + 8.0 + i as f64 * row_h + 3.0;
@@ -790,6 +779,34 @@ pub fn bars(
     }
     o.push_str("</svg>");
     o
+}
+
+/// The value axis of a bar chart: grid lines, tick labels and its label.
+fn bar_axis(o: &mut String, xs: &Scale, h: f64, left: f64, x_label: &str, fmt: fn(f64) -> String) {
+    for t in xs.ticks() {
+        let x = xs.px(t);
+        if x > W - MR + 0.5 {
+            continue;
+        }
+        let _ = write!(
+            o,
+            "<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" class=\"grid\"/><text x=\"{}\" y=\"{}\" class=\"xt\">{}</text>",
+            c(x),
+            c(x),
+            c(MT + 8.0),
+            c(h - MB),
+            c(x),
+            c(h - MB + 16.0),
+            esc(&fmt(t))
+        );
+    }
+    let _ = write!(
+        o,
+        "<text x=\"{}\" y=\"{}\" class=\"xl\">{}</text>",
+        c((left + W - MR) / 2.0),
+        c(h - 10.0),
+        esc(x_label)
+    );
 }
 
 #[cfg(test)]
@@ -852,7 +869,7 @@ mod tests {
 }
 
 /// Snapshot tests: fixed inputs, the SVG compared byte for byte with the
-/// file in `render/snapshots/`. After an intended change, rerun with
+/// file in `svg/snapshots/`. After an intended change, rerun with
 /// `UPDATE_SNAPSHOTS=1` and review the diff of the .svg files.
 #[cfg(test)]
 mod snapshots {
@@ -860,7 +877,7 @@ mod snapshots {
 
     fn check(name: &str, svg: &str) {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("src/render/snapshots")
+            .join("src/svg/snapshots")
             .join(format!("{name}.svg"));
         if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();

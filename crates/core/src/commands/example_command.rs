@@ -1,0 +1,20 @@
+//! A test-only command: docs/ARCHITECTURE.md's "Add a command" example,
+//! registered through `commands!` like every command (under `cfg(test)`).
+
+use super::{eprint_err, Command};
+
+pub const COMMAND: Command = Command {
+    name: "example-command",
+    usage: &[("example-command FILE", "what it does, for --help")],
+    main,
+};
+
+/// The arguments after the command name → the exit code
+/// (0 ok, 1 failed, 2 bad input: see `eprint_err`).
+fn main(args: &[String]) -> i32 {
+    let Some(file) = args.first() else {
+        return eprint_err("example-command needs a FILE: dioscope example-command result.json");
+    };
+    let _ = file;
+    0
+}

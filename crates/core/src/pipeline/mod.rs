@@ -1,0 +1,146 @@
+//! The run pipeline, below every command that runs jobs (`run`, `compare
+//! --run`, `sweep`, `recipe`, an MPI rank): check everything before touching
+//! the system ([`check`]), prepare the targets (`runner::prepare`), run the
+//! trials with the diagnosis hooks, build the typed result, and write it
+//! ([`output`]). The commands decide only what to run and how to show it.
+
+pub mod check;
+mod hooks;
+pub mod output;
+
+pub use check::{check_created, validate, Formats};
+pub use output::{add_raw_names, context_line, exit_code, report_errors, write_output};
+
+use crate::console::eprint_err;
+use crate::diag::{self, DiagHooks, RunDiagnosis};
+use crate::job::Plan;
+use crate::render;
+use crate::results::RunDoc;
+use crate::runner::{self, RunOptions, RunResult};
+use hooks::{EtaNewline, StatusInterval};
+
+/// A run that finished (completely or not): its result, diagnosed.
+pub struct Finished {
+    pub result: RunResult,
+    pub diagnosis: RunDiagnosis,
+    pub doc: RunDoc,
+    /// Files this run created and would have removed, left to the caller
+    /// by [`execute_keeping`] (sweep and compare --run lay out once).
+    pub created: Vec<crate::targets::CreatedFile>,
+}
+
+/// Lay out, run, diagnose and clean up. `Err` is the exit code when
+/// nothing ran (bad job/target combination: 2; a stop signal during
+/// layout: 128+N), the message already printed.
+pub fn execute(plan: &Plan) -> Result<Finished, i32> {
+    execute_keeping(plan, false)
+}
+
+/// [`execute`], but with `keep` the files the run created and would remove
+/// (the default job's scratch file, `unlink=1`) stay for the next run and
+/// are handed back in [`Finished::created`].
+pub fn execute_keeping(plan: &Plan, keep: bool) -> Result<Finished, i32> {
+    let (resolved, table) = prepare(plan).map_err(|(msg, code)| {
+        eprint_err(&msg);
+        code
+    })?;
+    run_prepared(plan, resolved, table, keep, &mut runner::NoHooks)
+}
+
+/// Stage one (`runner::prepare`); `Err` is the message and the exit code.
+pub fn prepare(
+    plan: &Plan,
+) -> Result<(Vec<runner::ResolvedJob>, crate::targets::TargetTable), (String, i32)> {
+    check_created(plan).map_err(|e| (e, 2))?;
+    runner::prepare(plan).map_err(|e| {
+        // A stop signal during layout: nothing ran, so there is no result
+        // to write; the exit status says which signal ended it.
+        let sig = dioscope_sys::signal::last_signal();
+        let code = if dioscope_sys::signal::stop_count() > 0 && sig > 0 {
+            128 + sig
+        } else {
+            2
+        };
+        (e.to_string(), code)
+    })
+}
+
+/// Run prepared jobs with the diagnosis hooks and `extra` (a distributed
+/// run's agreement points), diagnose, clean up (unless `keep`), build the result.
+pub fn run_prepared(
+    plan: &Plan,
+    resolved: Vec<runner::ResolvedJob>,
+    table: crate::targets::TargetTable,
+    keep: bool,
+    extra: &mut dyn runner::TrialHooks,
+) -> Result<Finished, i32> {
+    let opts = RunOptions {
+        progress: plan.global.eta.shows(dioscope_sys::proc::stderr_is_tty()),
+        destroy_data_on: plan.global.destroy_data_on.clone(),
+        auto: plan.global.auto.clone(),
+    };
+    let mut hooks = DiagHooks::new(&table);
+    let mut newline = EtaNewline {
+        every_s: plan.global.eta_newline_s.filter(|_| opts.progress),
+        seconds: 0,
+    };
+    let mut status = StatusInterval::new(plan);
+    let extra: &mut dyn runner::TrialHooks = &mut runner::Chain(&mut newline, extra);
+    let extra: &mut dyn runner::TrialHooks = &mut runner::Chain(&mut status, extra);
+    let mut profiler = plan.global.profile.then(crate::profile::Profiler::new);
+    let result = match profiler.as_mut() {
+        Some(p) => runner::execute(
+            resolved,
+            &table,
+            &opts,
+            &mut runner::Chain(&mut p.hooks(&mut hooks), extra),
+        ),
+        None => runner::execute(
+            resolved,
+            &table,
+            &opts,
+            &mut runner::Chain(&mut hooks, extra),
+        ),
+    };
+    let profile = profiler.map(|p| p.finish(&result));
+    let diagnosis = diag::diagnose(&result, &hooks);
+
+    // Remove what this run created when asked (the default job's scratch
+    // file always). Files dioscope did not create are never removed.
+    // A worker that could not start before anything ran: a setup error like
+    // those of `prepare`, and what layout created goes too.
+    let setup_failed = result.setup_error.is_some() && result.nothing_ran();
+    let remove = plan.is_default_job
+        || plan.jobs.iter().any(|j| j.unlink || j.unlink_each_loop)
+        || setup_failed;
+    let created = table.created_files();
+    drop(table);
+    let mut left = Vec::new();
+    if remove && keep {
+        left = created;
+    } else if remove {
+        for c in &created {
+            c.remove();
+        }
+    }
+    if let (true, Some(e)) = (setup_failed, &result.setup_error) {
+        eprint_err(&format!("{e}; nothing was run"));
+        return Err(2);
+    }
+    let mut doc = render::build::run_doc(&result, &diagnosis, context_line(plan, &diagnosis));
+    if !plan.global_options.is_empty() {
+        doc.global_options = Some(plan.global_options.iter().cloned().collect());
+    }
+    if let Some(d) = doc.dioscope.as_mut() {
+        d.profile = profile;
+        d.command_line = std::env::args_os()
+            .map(|a| crate::osstr::escape(&a))
+            .collect();
+    }
+    Ok(Finished {
+        result,
+        diagnosis,
+        doc,
+        created: left,
+    })
+}

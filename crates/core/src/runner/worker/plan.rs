@@ -1,0 +1,398 @@
+//! What one worker does, computed before it starts: [`WorkerPlan`], built
+//! from a resolved job's options and files by one constructor,
+//! [`WorkerPlan::new`]. Everything a worker needs that is not its engine is
+//! here, so the loop (worker/mod.rs) decides nothing from job options.
+
+use super::super::iolog::IoLog;
+use super::super::offsets::{self, BsPicker, OffsetGen};
+use super::super::pacing::{self, PacePlan};
+use super::super::paths::{job_paths, replay_log};
+use super::super::result::FileUse;
+use super::super::sprandom;
+use crate::engines::{caps, EngineOpts};
+use crate::job::JobSpec;
+use crate::targets::{TargetKind, TargetTable};
+use std::sync::Arc;
+
+/// What one worker does, computed before it starts.
+#[derive(Debug, Clone)]
+pub struct WorkerPlan {
+    pub depth: u32,
+    pub batch_submit: u32,
+    pub complete_min: u32,
+    /// Completions reaped at most at once (0: all that are ready).
+    pub complete_max: u32,
+    pub read_pct: u32,
+    pub bs: [BsPicker; 2],
+    pub offsets: OffsetGen,
+    /// Timeline, in ns after the common start.
+    pub ramp_ns: u64,
+    /// 0: no time limit.
+    pub runtime_ns: u64,
+    /// Stop after this many measured bytes (0: no limit).
+    pub io_limit: u64,
+    /// Stop after this many measured I/Os (`number_ios`; 0: no limit).
+    pub number_ios: u64,
+    pub fsync_every: u32,
+    pub fdatasync_every: u32,
+    /// Rate caps and floors, thinktime, flow, latency target (runner/pacing.rs).
+    pub pace: PacePlan,
+    /// fsync every file at the end (`end_fsync`).
+    pub end_fsync: bool,
+    /// fio's non-fatal errors: per direction (read, write), the errnos
+    /// (bits of 192) a job going on after errors (`continue_on_error`)
+    /// counts and goes on after (EIO and EILSEQ unless `ignore_error` lists
+    /// that type); any other errno ends the job, with or without
+    /// `continue_on_error`, as in fio.
+    pub go_on: [[u64; 3]; 2],
+    /// `ignore_error`: per direction (read, write), the errnos (bits of
+    /// 192) that are ignored rather than errors.
+    pub ignore: [[u64; 3]; 2],
+    /// `fill_device`: a write that finds the file system full (ENOSPC,
+    /// EDQUOT) ends the job; it is not an error.
+    pub until_full: bool,
+    /// `create_on_open` on an engine that completes asynchronously: a read
+    /// past what the job has written yet (end of file) returns 0 bytes and
+    /// counts as a read of nothing, not an error (fio's libaio and io_uring
+    /// do the same; its sync engines fail it, and so does this worker).
+    pub eof_reads: bool,
+    pub fds: Vec<i32>,
+    pub tick_ns: u64,
+    /// fio's logs this worker writes (runner/logs.rs); `None`: no cost.
+    pub log: Option<super::super::logs::LogPlan>,
+    /// The latencies measured (fio's disable_slat/clat/lat turn them off).
+    pub lat: LatStats,
+    /// fio's gtod_reduce: read the clock only every few batches.
+    pub gtod_reduce: bool,
+    /// Trims instead of (`Only`) or before (`ThenWrite`) the writes.
+    pub trim: TrimMode,
+    /// Per file: a block device (trimmed with BLKDISCARD) or a file
+    /// (trimmed by punching a hole).
+    pub trim_is_dev: Vec<bool>,
+    /// Block sizes of trims.
+    pub bs_trim: BsPicker,
+    /// `serialize_overlap`: an I/O overlapping one in flight waits for it.
+    pub serialize_overlap: bool,
+    /// `read_iolog`: the I/Os to issue, in order, instead of generating them.
+    pub replay: Option<std::sync::Arc<IoLog>>,
+    /// Issue each replayed I/O at its recorded time (not `replay_no_stall`).
+    pub replay_timed: bool,
+    /// The files' paths, for an engine that works on names (`Caps::by_name`).
+    pub names: Vec<std::path::PathBuf>,
+    /// `write_iolog`: where to record the issued I/Os, and the files' names.
+    pub write_iolog: Option<(std::path::PathBuf, Vec<std::path::PathBuf>)>,
+}
+
+/// Whether and how a worker trims. A trim is one system call
+/// (BLKDISCARD or fallocate PUNCH_HOLE) done on the worker's thread, as
+/// fio does for its engines: it is not queued behind the engine's ring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrimMode {
+    None,
+    /// `rw=trim` / `randtrim`: every I/O is a trim.
+    Only,
+    /// `rw=trimwrite` / `randtrimwrite`: each block is trimmed, then written.
+    ThenWrite,
+}
+
+/// Which latency histograms a worker records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LatStats {
+    pub slat: bool,
+    pub clat: bool,
+    pub lat: bool,
+}
+
+impl LatStats {
+    pub const ALL: LatStats = LatStats {
+        slat: true,
+        clat: true,
+        lat: true,
+    };
+}
+
+impl WorkerPlan {
+    /// The plan of clone `clone` of job `j` in trial `trial`, on `files`
+    /// (opened in `table`; none for an engine that does no real I/O, whose
+    /// offsets then span a virtual region).
+    pub fn new(
+        j: &JobSpec,
+        files: &[FileUse],
+        table: &TargetTable,
+        clone: u32,
+        trial: u32,
+    ) -> WorkerPlan {
+        let c = caps(j.ioengine);
+        let depth = if c.sync { 1 } else { j.iodepth.max(1) };
+        // blockalign: offsets on the finest boundary asked for; each
+        // direction's are then rounded to its own (offsets.rs).
+        let unit = match j.blockalign.iter().filter(|&&b| b > 0).min() {
+            None => j.bs[0].min().min(j.bs[1].min()).max(1),
+            Some(&ba) => ba,
+        };
+        let unit = if j.direct {
+            let a = files
+                .iter()
+                .map(|f| table.targets[f.target_idx].offset_align as u64)
+                .max()
+                .unwrap_or(1);
+            unit.max(a)
+        } else {
+            unit
+        };
+        // An engine that works on names (engines/meta.rs) gets each of its
+        // files as a region of one block: one operation per file per pass.
+        let names = if c.by_name {
+            job_paths(j, clone, false)
+        } else {
+            Vec::new()
+        };
+        let regions: Vec<(u64, u64)> = if c.by_name {
+            names.iter().map(|_| (0, meta_file_bytes(j))).collect()
+        } else if files.is_empty() {
+            // null engine: a virtual region of `size`, else `filesize` (as
+            // fio sizes its null files), else 1 GiB.
+            vec![(0, virtual_size(j))]
+        } else {
+            files.iter().map(|f| f.region).collect()
+        };
+        let seed = if j.randrepeat {
+            j.randseed
+        } else {
+            dioscope_sys::clock::now_ns()
+        };
+        let seed = seed ^ (clone as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (trial as u64) << 48;
+        let mut offsets = OffsetGen::with(&regions, offset_cfg(j, unit), seed);
+        let mut pass = offsets.pass_bytes();
+        let mut io_size = j.io_size;
+        if let (true, Some(&(start, len))) = (j.sprandom, regions.first()) {
+            // fio: sprandom's io_size is the modelled physical size.
+            let s = sprandom::Sprandom::for_job(j, start, len, seed);
+            pass = s.physical_bytes();
+            io_size = None;
+            offsets.set_sprandom(s);
+        }
+        let io_limit = if j.time_based {
+            0
+        } else {
+            io_size.unwrap_or(pass).saturating_mul(j.loops as u64)
+        };
+        WorkerPlan {
+            depth,
+            batch_submit: if c.sync { 1 } else { j.iodepth_batch_submit },
+            complete_min: match j.iodepth_batch_complete_min {
+                // Auto: wait for an eighth of the queue. On zram with io_uring
+                // (bench/, docs/PERFORMANCE.md) 4 of 32 gave 1.3x the IOPS of
+                // waiting for 1, at 0.8x the CPU per I/O; 8 of 32 gave no gain.
+                // Asked for 0 (fio: check before queuing more): when the queue
+                // is full, wait for one, after polling (engines that can).
+                0 if j.poll_reaps => 1,
+                0 => (depth / 8).max(1),
+                n => n.min(depth),
+            },
+            complete_max: j.iodepth_batch_complete_max,
+            read_pct: j.read_pct(),
+            bs: [BsPicker::new(&j.bs[0], unit), BsPicker::new(&j.bs[1], unit)],
+            offsets,
+            ramp_ns: j.ramp_time_us * 1000,
+            runtime_ns: j.runtime_us * 1000,
+            io_limit,
+            number_ios: j.number_ios,
+            fsync_every: j.fsync,
+            fdatasync_every: j.fdatasync,
+            pace: pacing::PacePlan::for_job(j, [j.bs[0].min(), j.bs[1].min()], depth, seed),
+            end_fsync: j.end_fsync && j.rw.writes(),
+            go_on: go_on_sets(j),
+            ignore: ignore_sets(j),
+            until_full: j.fill_device,
+            eof_reads: j.create_on_open && !c.sync,
+            fds: files
+                .iter()
+                .map(|f| table.targets[f.target_idx].fd())
+                .collect(),
+            tick_ns: crate::results::series::INTERVAL_NS,
+            log: None,
+            lat: LatStats {
+                slat: !j.disable_slat,
+                clat: !j.disable_clat,
+                lat: !j.disable_lat,
+            },
+            gtod_reduce: j.gtod_reduce,
+            trim: match j.rw {
+                _ if !j.rw.trims() => TrimMode::None,
+                crate::job::RwMode::TrimWrite | crate::job::RwMode::RandTrimWrite => {
+                    TrimMode::ThenWrite
+                }
+                _ => TrimMode::Only,
+            },
+            trim_is_dev: files
+                .iter()
+                .map(|f| table.targets[f.target_idx].kind == TargetKind::BlockDevice)
+                .collect(),
+            bs_trim: BsPicker::new(&j.bs_trim, unit),
+            serialize_overlap: j.serialize_overlap,
+            // prepare loaded and checked the log; a log changed since then
+            // replays nothing.
+            replay: j
+                .read_iolog
+                .as_ref()
+                .filter(|_| !files.is_empty())
+                .map(|_| Arc::new(replay_log(j).unwrap_or_default())),
+            replay_timed: !j.replay_no_stall,
+            names,
+            // The first trial's I/Os; clone N > 0 writes NAME.N.
+            write_iolog: j.write_iolog.as_ref().filter(|_| trial == 0).map(|p| {
+                (
+                    crate::job::created::iolog_file(p, clone),
+                    files.iter().map(|f| f.path.clone()).collect(),
+                )
+            }),
+        }
+    }
+}
+
+/// Where a job's I/Os go, from its options (runner/offsets.rs).
+fn offset_cfg(j: &JobSpec, unit: u64) -> offsets::OffsetCfg {
+    use crate::job::spec::{RandomGenerator, ZoneMode};
+    let random = j.rw.is_random();
+    offsets::OffsetCfg {
+        unit,
+        random,
+        // fio: blockalign turns the random map off; lfsr never repeats a
+        // block within a pass, with or without it.
+        randommap: (!j.norandommap && j.blockalign == [0; 2])
+            || j.random_generator == RandomGenerator::Lfsr,
+        dist: j.random_distribution.clone(),
+        generator: j.random_generator,
+        seq_stride: j.random_sequence_stride,
+        center: j.random_center,
+        seq_add: if random { 0 } else { j.rw_offset_mod },
+        rand_run: if random {
+            j.rw_offset_mod.max(1) as u64
+        } else {
+            1
+        },
+        run_identical: j.rw_sequencer_identical,
+        blockalign: j.blockalign,
+        pct_random: j.percentage_random,
+        file_service: j.file_service,
+        file_every: j.file_service_every,
+        open_files: j.openfiles,
+        zones: (j.zonemode == ZoneMode::Strided && j.zonesize > 0).then(|| {
+            let range = if j.zonerange > 0 {
+                j.zonerange
+            } else {
+                j.zonesize
+            };
+            (range, j.zonesize, j.zoneskip)
+        }),
+    }
+}
+
+/// The engine options of a job.
+pub(crate) fn engine_opts(j: &JobSpec, depth: u32) -> EngineOpts {
+    EngineOpts {
+        depth,
+        direct: j.direct,
+        random: j.rw.is_random(),
+        hipri: j.hipri,
+        nowait: j.nowait,
+        sqpoll: j.sqthread_poll,
+        fixed_bufs: j.fixedbufs,
+        registered_files: j.registerfiles,
+        poll_reaps: j.poll_reaps,
+        meta: crate::engines::meta::MetaOpts {
+            stat_type: j.stat_type,
+            xattr_count: j.xattr_count,
+            xattr_size: j.xattr_size,
+            unlink: j.unlink,
+            layout_size: meta_layout_size(j),
+            per_file: meta_file_bytes(j),
+        },
+        job: crate::engines::JobContext {
+            name: j.name.clone(),
+            runtime_us: j.runtime_us,
+            directory: j.directory.clone(),
+            virtual_size: virtual_size(j),
+            params: j.engine_params.clone(),
+        },
+    }
+}
+
+/// The bytes of each file of a metadata engine (engines/meta.rs), as fio
+/// sizes them: `filesize`, else `size / nrfiles`, else one block.
+fn meta_layout_size(j: &JobSpec) -> u64 {
+    match (j.filesize, j.size) {
+        (Some((_, hi)), _) => hi,
+        (None, Some(crate::job::units::SizeOrPct::Bytes(b))) => b / j.nrfiles.max(1) as u64,
+        _ => j.max_bs(),
+    }
+}
+
+/// A metadata engine's file in whole blocks, at least one: the bytes its
+/// I/Os go over in a pass (fio's fake I/Os after the operation).
+fn meta_file_bytes(j: &JobSpec) -> u64 {
+    let bs = j.max_bs().max(1);
+    (meta_layout_size(j) / bs).max(1) * bs
+}
+
+/// The bytes a diskless engine's offsets span: `size`, else `filesize`
+/// (as fio sizes its null files), else 1 GiB.
+fn virtual_size(j: &JobSpec) -> u64 {
+    j.size
+        .map(|s| s.resolve(1 << 30))
+        .or(j.filesize.map(|f| f.1))
+        .unwrap_or(1 << 30)
+}
+
+/// `ignore_error` as the worker tests it: per direction the errnos'
+/// bits, for the types `continue_on_error` covers (fio ignores nothing
+/// of a type the job does not go on after).
+fn ignore_sets(j: &JobSpec) -> [[u64; 3]; 2] {
+    let mut sets = [[0u64; 3]; 2];
+    for (d, set) in sets.iter_mut().enumerate() {
+        if !j.continue_on[d] {
+            continue;
+        }
+        for &e in j.ignore_error[d].iter().flatten() {
+            let e = e as usize;
+            if e < 192 {
+                set[e / 64] |= 1 << (e % 64);
+            }
+        }
+    }
+    sets
+}
+
+/// fio's non-fatal errors as the worker tests them: per direction the
+/// errnos' bits a job that goes on after errors of that type counts and
+/// goes on after. fio's default list is EIO for reads and writes and
+/// EILSEQ (a verify type); an `ignore_error` list of the type replaces it
+/// (those errnos are then ignored, see `ignore_sets`), so every other
+/// errno, EBUSY or EINVAL say, ends the job even with continue_on_error=all.
+fn go_on_sets(j: &JobSpec) -> [[u64; 3]; 2] {
+    let mut sets = [[0u64; 3]; 2];
+    let bit = |set: &mut [u64; 3], e: i32| set[e as usize / 64] |= 1 << (e as usize % 64);
+    for (d, set) in sets.iter_mut().enumerate() {
+        if j.continue_on[d] && j.ignore_error[d].is_none() {
+            bit(set, libc::EIO);
+        }
+        if j.continue_on[2] && j.ignore_error[2].is_none() {
+            bit(set, libc::EILSEQ);
+        }
+    }
+    sets
+}
+
+// Last: the option audit (job/audit.rs) reads what is before the first
+// `#[cfg(test)]` as code.
+#[cfg(test)]
+impl WorkerPlan {
+    /// A plan for tests: job `j` (a fixture such as `JobSpec::default()`
+    /// with the options a test is about) on no files, built by [`new`].
+    ///
+    /// [`new`]: WorkerPlan::new
+    pub fn for_test(j: &JobSpec) -> WorkerPlan {
+        WorkerPlan::new(j, &[], &TargetTable::default(), 0, 0)
+    }
+}
