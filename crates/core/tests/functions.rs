@@ -16,6 +16,7 @@ const OVER: &[(&str, &str)] = &[
     ("core/src/experiment/compare.rs", "compare"),
     ("core/src/job/spec.rs", "blank"),
     ("core/src/job/units.rs", "eval"),
+    ("core/src/render/html.rs", "comparison"),
     ("core/src/render/html_experiments.rs", "comparison"),
     ("core/src/render/html_experiments.rs", "sweep"),
     ("core/src/render/sweep_text.rs", "render"),
