@@ -17,7 +17,8 @@
 //! ≤ 5.5 % and of exit 1 ≤ 2.9 % (designed at 5 % and 2.5 %), for the
 //! sequential and the fixed-size design; the printed interval covers the
 //! estimand (a ratio of 1) in ≥ 93 % at 5 trials a side; `--trials=auto`'s
-//! final interval covers the mean in ≥ 93 %; a verdict never disagrees
+//! final interval covers the mean in ≥ 93 % (two-level series: ≥ 90 %,
+//! documented); a verdict never disagrees
 //! with its interval. The power table is printed (run with `--nocapture`).
 
 use dioscope_core::experiment::compare::{compare, design, gates, CompareSettings, Looks};
@@ -473,6 +474,7 @@ fn trials_auto_final_interval_covers_the_mean() {
         .flat_map(|&sh| CVS.iter().map(move |&cv| (sh, cv)))
         .chain([0.01, 0.02, 0.05, 0.07].map(|cv| (Shape::Normal, cv)))
         .chain([0.05, 0.07].map(|cv| (Shape::Lognormal, cv)))
+        .chain([0.05].map(|cv| (Shape::TwoLevel, cv)))
         .enumerate()
         .map(|(i, (sh, cv))| (sh, cv, 0xa070_0000 + i as u64))
         .collect();
@@ -500,7 +502,7 @@ fn trials_auto_final_interval_covers_the_mean() {
         }
         (covered, trials, converged)
     });
-    println!("\n--trials=auto (precision 2 %, 4..30 trials), {N} runs per case:");
+    println!("\n--trials=auto (precision 2 %, 10..30 trials), {N} runs per case:");
     println!(
         "{:<10} {:>5} {:>10} {:>10} {:>8}",
         "series", "CV", "covers", "converged", "trials"
@@ -516,11 +518,14 @@ fn trials_auto_final_interval_covers_the_mean() {
             *t as f64 / N as f64
         );
         // Two device states, the lower in 30 % of trials and a few %
-        // below: 4 or 5 trials all from the upper state (0.7⁴ = 24 %) agree
-        // closely and stop, and no interval from them covers the mean of
-        // both states. Printed, documented, not claimed.
-        if pct(*c, N) < 93.0 && *sh != Shape::TwoLevel {
-            fails.push(format!("{sh:?} CV {cv}: covers {:.2} %", pct(*c, N)));
+        // below, with little noise within a state: 10 trials all from the
+        // upper state (0.7¹⁰ = 2.8 %), or with one from the lower, agree
+        // closely enough to stop, and their interval misses the mean of
+        // both states. Measured 90.4–94.3 %; docs/STATISTICS.md says so,
+        // and this floor keeps it from getting worse.
+        let floor = if *sh == Shape::TwoLevel { 90.0 } else { 93.0 };
+        if pct(*c, N) < floor {
+            fails.push(format!("{sh:?} CV {cv}: covers {:.2} % < {floor} %", pct(*c, N)));
         }
     }
     assert!(fails.is_empty(), "{}", fails.join("\n"));

@@ -19,6 +19,8 @@
 //! docs/STATISTICS.md explains the choices for a reader who wants to check them.
 
 use super::summary::Summary;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The result of a two-sided Mann–Whitney U test of `a` against `b`.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -114,8 +116,26 @@ pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
 }
 
 /// Counts of each U = 0..=m·n over all C(m+n, m) arrangements (as f64: the
-/// counts exceed u64 for 50 against 50).
-fn u_distribution(m: usize, n: usize) -> Vec<f64> {
+/// counts exceed u64 for 50 against 50), computed once per pair of sizes in
+/// a process (the table costs O(m²n²); a comparison asks for the same sizes
+/// for every metric and job, `compare --run` at every look). The counts are
+/// symmetric in m and n.
+fn u_distribution(m: usize, n: usize) -> Arc<Vec<f64>> {
+    type Cache = Mutex<HashMap<(usize, usize), Arc<Vec<f64>>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let key = (m.min(n), m.max(n));
+    let cache = CACHE.get_or_init(Cache::default);
+    let lock = || cache.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(d) = lock().get(&key) {
+        return Arc::clone(d);
+    }
+    let d = Arc::new(u_counts(key.0, key.1));
+    lock().insert(key, Arc::clone(&d));
+    d
+}
+
+/// [`u_distribution`]'s table, computed.
+fn u_counts(m: usize, n: usize) -> Vec<f64> {
     // f[i][j] as rolling rows over j, built with the recurrence above.
     let max = m * n;
     // table[i][j] is a vector of length i*j+1.
@@ -427,6 +447,14 @@ impl Default for AutoTrials {
 /// The metrics `--precision-metric` takes.
 pub const PRECISION_METRICS: &[&str] = &["iops", "bw", "lat_mean", "lat_p99", "cpu_us_per_io"];
 
+/// `--trials=auto` never stops before this many trials (hyperfine's
+/// minimum of runs, too). Fewer trials that happen to agree stop too often
+/// on a lucky small spread, and their interval then misses the mean: with
+/// 4, a series whose slower state comes in 30 % of trials shows only its
+/// faster state in 24 % of runs (0.7⁴); with 10, in 2.8 %.
+/// tests/statistics measures the final interval's coverage.
+pub const AUTO_MIN_TRIALS: usize = 10;
+
 /// What `--trials=auto` decides after a trial.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum AutoStep {
@@ -439,10 +467,13 @@ pub enum AutoStep {
 }
 
 impl AutoTrials {
-    /// The floor: no stop before a comparison of two such results could
-    /// reach significance at 5 % ([`min_trials_per_side`]).
+    /// The floor: [`AUTO_MIN_TRIALS`] (and never fewer than a comparison
+    /// of two such results needs to reach significance at 5 %,
+    /// [`min_trials_per_side`]), at most `max_trials`.
     pub fn min_trials(&self) -> usize {
-        min_trials_per_side(0.05).min(self.max_trials.max(1) as usize)
+        AUTO_MIN_TRIALS
+            .max(min_trials_per_side(0.05))
+            .min(self.max_trials.max(1) as usize)
     }
 
     /// Decide after the trials `xs` (the primary metric, one per trial),
@@ -450,17 +481,18 @@ impl AutoTrials {
     ///
     /// Converged needs the half-width within the precision even with a
     /// pessimistic spread: the sample standard deviation raised to its
-    /// one-sided 75 % upper confidence bound, s·√((n−1)/χ²₀.₂₅(n−1)).
+    /// one-sided 90 % upper confidence bound, s·√((n−1)/χ²₀.₁₀(n−1)).
     /// Stopping on the plain half-width stops most often after trials
     /// that happened to agree, and the final interval then covers less
-    /// than its 95 % (tests/statistics measures it); the bound makes a stop
-    /// on a lucky small spread rare. The half-width recorded is the plain
-    /// 95 % one, the interval the result prints.
+    /// than its 95 % (tests/statistics measures it); the bound and the
+    /// floor of [`AUTO_MIN_TRIALS`] make a stop on a lucky small spread
+    /// rare. The half-width recorded is the plain 95 % one, the interval
+    /// the result prints.
     pub fn step(&self, xs: &[f64], elapsed_s: f64, trial_s: f64) -> AutoStep {
         let half = relative_half_width(xs);
         if xs.len() >= self.min_trials() {
             let df = xs.len().saturating_sub(1).max(1) as f64;
-            let pessimistic = (df / chi2_quantile_25(df)).sqrt();
+            let pessimistic = (df / chi2_quantile_10(df)).sqrt();
             if let Some(h) = half.filter(|h| *h * pessimistic <= self.precision) {
                 return AutoStep::Converged { half: h };
             }
@@ -481,14 +513,14 @@ impl AutoTrials {
     }
 }
 
-/// The 25 % quantile of the χ² distribution with `k` degrees of freedom,
+/// The 10 % quantile of the χ² distribution with `k` degrees of freedom,
 /// by the Wilson–Hilferty cube-root approximation (Wilson & Hilferty 1931,
-/// PNAS 17:684–688): k·(1 − 2/(9k) + z·√(2/(9k)))³ with z = −0.6745;
-/// within 1.5 % of the tables from k = 3 on (1.227 against 1.213 for k = 3,
-/// 23.57 for k = 29).
-fn chi2_quantile_25(k: f64) -> f64 {
+/// PNAS 17:684–688): k·(1 − 2/(9k) + z·√(2/(9k)))³ with z = −1.2816;
+/// within 1 % of the tables from k = 9 on (4.17 against 4.168 for k = 9,
+/// 19.77 against 19.768 for k = 29).
+fn chi2_quantile_10(k: f64) -> f64 {
     let a = 2.0 / (9.0 * k);
-    (k * (1.0 - a - 0.674_49 * a.sqrt()).powi(3)).max(1e-9)
+    (k * (1.0 - a - 1.281_55 * a.sqrt()).powi(3)).max(1e-9)
 }
 
 /// How `--trials=auto` ended for one group: recorded in the result.
@@ -680,10 +712,12 @@ mod tests {
     #[test]
     fn auto_trials_converge_on_a_stable_series_and_not_on_a_noisy_one() {
         let a = AutoTrials::default();
-        assert_eq!(a.min_trials(), 4);
-        let stable = [1000.0, 1002.0, 998.0, 1001.0];
-        // Three trials are below the floor even when they agree.
-        assert_eq!(a.step(&stable[..3], 1.0, 1.0), AutoStep::More);
+        assert_eq!(a.min_trials(), 10);
+        let stable = [
+            1000.0, 1002.0, 998.0, 1001.0, 999.0, 1000.0, 1003.0, 997.0, 1001.0, 999.0,
+        ];
+        // Nine trials are below the floor even when they agree.
+        assert_eq!(a.step(&stable[..9], 1.0, 1.0), AutoStep::More);
         assert!(matches!(
             a.step(&stable, 1.0, 1.0),
             AutoStep::Converged { half } if half < 0.01
