@@ -20,7 +20,7 @@ const OVER: &[(&str, &str)] = &[
     ("core/src/render/html_experiments.rs", "comparison"),
     ("core/src/render/html_experiments.rs", "sweep"),
     ("core/src/render/sweep_text.rs", "render"),
-    ("core/src/runner/buffers.rs", "read_back"),
+    ("core/src/runner/verifying.rs", "read_back"),
     ("core/src/runner/iolog.rs", "parse"),
     ("core/src/runner/resolve.rs", "resolve"),
     ("core/src/runner/trial.rs", "run_trial"),

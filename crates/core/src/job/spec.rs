@@ -366,7 +366,8 @@ pub struct JobSpec {
     pub verify_only: bool,
     pub verify_interval: u64,
     // Buffer contents, the rest of the verify family, priorities, CPU and
-    // memory placement: job/options/buffers.rs, used in runner/buffers.rs.
+    // memory placement: job/options/buffers.rs, used in runner/buffers.rs,
+    // verifying.rs and thread_setup.rs.
     pub zero_buffers: bool,
     /// `None`: fio's default (on, unless zero_buffers was given).
     pub scramble_buffers: Option<bool>,

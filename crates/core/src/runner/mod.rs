@@ -14,8 +14,10 @@
 //!
 //! [`Plan`]: crate::job::Plan
 
+pub mod block_sizes;
 pub mod buffers;
 pub mod clock;
+pub mod distributions;
 mod execute;
 pub mod hint;
 mod hooks;
@@ -35,12 +37,13 @@ pub mod sprandom;
 mod start;
 pub mod steadystate;
 pub mod stepped;
+mod thread_setup;
 mod trial;
+mod verifying;
 pub mod watch;
 pub mod worker;
 
 pub use crate::results::measure::{TrialEnv, TrialJob};
-pub use buffers::verify_spec;
 pub use execute::{execute, execute_on};
 pub use hooks::{Chain, NoHooks, TrialHooks};
 pub use paths::{
@@ -51,6 +54,7 @@ pub use result::{
     FileUse, JobRun, PhaseRun, ResolvedJob, RunOptions, RunResult, SetupError, WorkerSetupError,
 };
 pub use start::Gate;
+pub use verifying::verify_spec;
 pub use worker::{
     merge_ticks, DirStats, IoErrorInfo, Progress, QueueStats, Tick, WorkerPlan, WorkerResult,
 };

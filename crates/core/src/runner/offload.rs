@@ -24,10 +24,10 @@
 //! the watcher and steady state, halts back to them) and merges their
 //! results into one.
 
-use super::buffers::{run_hooked, HookKind, HookOut};
 use super::clock::Clock;
 use super::result::FileUse;
 use super::start::Gate;
+use super::verifying::{run_hooked, HookKind, HookOut};
 use super::worker::{Progress, WorkerPlan, WorkerResult};
 use crate::job::JobSpec;
 use std::sync::atomic::{AtomicBool, Ordering};

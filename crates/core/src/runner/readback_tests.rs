@@ -120,7 +120,7 @@ fn args(c: &Case, dir: &Path) -> Vec<String> {
 /// Every interval of the job's files that holds an intact block the job
 /// wrote: (file, offset).
 fn intact(job: &ResolvedJob) -> Vec<(PathBuf, u64)> {
-    let vs = super::buffers::verify_spec(&job.spec, 1).expect("a verifying job");
+    let vs = super::verifying::verify_spec(&job.spec, 1).expect("a verifying job");
     let iv = vs.interval as usize;
     let (mut scratch, mut swapped) = (vec![0u8; iv], vec![0u8; iv]);
     let mut out = Vec::new();

@@ -12,7 +12,7 @@
 use super::iolog::IoLog;
 use super::paths::{job_err, job_paths, replay_log};
 use super::result::{FileUse, ResolvedJob, SetupError};
-use super::{buffers, plan, preflight, sprandom};
+use super::{plan, preflight, sprandom, thread_setup};
 use crate::engines::caps;
 use crate::job::{JobSpec, Plan};
 use crate::targets::{check_aligned, TargetInfo, TargetKind, TargetNeed, TargetTable};
@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 /// overrides of the jobs that write it (`targets::TargetNeed`).
 pub fn prepare(plan: &Plan) -> Result<(Vec<ResolvedJob>, TargetTable), SetupError> {
     preflight::check(plan)?;
-    buffers::preflight(plan)?;
+    thread_setup::preflight(plan)?;
     let files = JobFiles::of(plan)?;
     let needs = target_needs(plan, &files, existing_size);
     let table = TargetTable::open_all(&needs, &plan.global.destroy_data_on)?;

@@ -35,7 +35,7 @@
 //! size), so that the job writes exactly the physical size and every block
 //! at least once. The sequence is a function of the job's seed.
 
-use super::offsets::{Permutation, Rng};
+use super::distributions::{Permutation, Rng};
 use crate::job::JobSpec;
 
 /// The modelled physical size of `logical` bytes with over-provisioning

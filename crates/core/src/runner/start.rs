@@ -3,8 +3,8 @@
 //! loop. A worker that cannot start raises the trial's stop before the
 //! gate, so no worker of that trial does any I/O.
 
-use super::buffers;
 use super::clock::Clock;
+use super::thread_setup;
 use super::worker::{self, BlockHook, IoErrorInfo, Progress, WorkerPlan, WorkerResult};
 use crate::engines::{Engine, EngineSetupError, WithEngine};
 use crate::job::JobSpec;
@@ -79,7 +79,7 @@ pub(super) fn run_worker<H: BlockHook, C: Clock>(
             ..Default::default()
         }
     };
-    let _thread = match buffers::setup_thread(j) {
+    let _thread = match thread_setup::setup_thread(j) {
         Ok(t) => t,
         Err(e) => return fail(e),
     };
@@ -89,8 +89,8 @@ pub(super) fn run_worker<H: BlockHook, C: Clock>(
         .as_ref()
         .map_or(0, |l| l.max_len())
         .max(j.max_bs());
-    let arena = match buffers::arena(j, plan.depth, buf_len).and_then(|a| {
-        buffers::exec_hook(j, "prerun")?;
+    let arena = match thread_setup::arena(j, plan.depth, buf_len).and_then(|a| {
+        thread_setup::exec_hook(j, "prerun")?;
         Ok(a)
     }) {
         Ok(a) => a,
@@ -114,7 +114,7 @@ pub(super) fn run_worker<H: BlockHook, C: Clock>(
             if note.is_some() {
                 r.setup_note = note;
             }
-            if let Err(e) = buffers::exec_hook(j, "postrun") {
+            if let Err(e) = thread_setup::exec_hook(j, "postrun") {
                 r.setup_note = Some(e.msg);
             }
             r

@@ -3,13 +3,13 @@
 //! worker is done (polling the hooks, showing progress, raising the stop
 //! on a signal), then join the workers and merge their results per job.
 
-use super::buffers::{run_hooked, trial_plan, HookOut};
 use super::clock::Clock;
 use super::execute::Execution;
 use super::result::{FileUse, ResolvedJob, WorkerSetupError};
 use super::start::{panicked_worker, Gate};
+use super::verifying::{run_hooked, trial_plan, HookOut};
 use super::worker::{merge_ticks, Progress, WorkerPlan, WorkerResult};
-use super::{buffers, logs, offload, pacing, watch};
+use super::{logs, offload, pacing, thread_setup, watch};
 use crate::engines::EngineSetupError;
 use crate::job::JobSpec;
 use crate::results::measure::{TrialEnv, TrialJob};
@@ -273,7 +273,7 @@ impl<C: Clock> Execution<'_, C> {
                     + 1;
                 plan.log = logs::plan_for(&rj.spec, index, trial);
                 plan.pace.flow = flows.member(&rj.spec);
-                let spec = buffers::placed(&rj.spec, index - 1);
+                let spec = thread_setup::placed(&rj.spec, index - 1);
                 let (b, s, p) = (barrier.clone(), stop.clone(), progs[k].clone());
                 let clock = self.clock.clone();
                 k += 1;

@@ -1,7 +1,9 @@
 //! Options of buffer contents, verification details, priorities, CPU and
 //! memory placement and job hooks (fio's "Buffers and memory",
 //! "Verification" and "Threads, processes and job synchronization"). The
-//! runner side is runner/buffers.rs.
+//! runner side is runner/buffers.rs (contents, priorities),
+//! runner/verifying.rs (verify) and runner/thread_setup.rs (placement,
+//! memory, exec_prerun/postrun).
 
 use super::*;
 use crate::verify::pattern::Pattern;

@@ -1,8 +1,8 @@
 //! Files and offsets: how many files a job uses and how they are named and
 //! served, where each I/O goes (rw value forms, zones, distributions,
 //! alignment), how much I/O a job does, and iolog record and replay.
-//! Semantics are fio's (HOWTO), implemented in runner/offsets.rs,
-//! runner/iolog.rs and targets/.
+//! Semantics are fio's (HOWTO), implemented in runner/offsets.rs (and
+//! offsets/random.rs), runner/iolog.rs and targets/.
 
 use super::*;
 use crate::job::spec::{AccessZone, Fallocate, FileService, RandomGenerator, ZoneMode, ZoneSize};

@@ -3,8 +3,9 @@
 //! [`WorkerPlan::new`]. Everything a worker needs that is not its engine is
 //! here, so the loop (worker/mod.rs) decides nothing from job options.
 
+use super::super::block_sizes::BsPicker;
 use super::super::iolog::IoLog;
-use super::super::offsets::{self, BsPicker, OffsetGen};
+use super::super::offsets::{self, OffsetGen};
 use super::super::pacing::{self, PacePlan};
 use super::super::paths::{job_paths, replay_log};
 use super::super::result::FileUse;
@@ -125,7 +126,7 @@ impl WorkerPlan {
         let c = caps(j.ioengine);
         let depth = if c.sync { 1 } else { j.iodepth.max(1) };
         // blockalign: offsets on the finest boundary asked for; each
-        // direction's are then rounded to its own (offsets.rs).
+        // direction's are then rounded to its own (offsets/random.rs).
         let unit = match j.blockalign.iter().filter(|&&b| b > 0).min() {
             None => j.bs[0].min().min(j.bs[1].min()).max(1),
             Some(&ba) => ba,

@@ -1,0 +1,507 @@
+//! A worker's block hook and the verify plumbing around the worker loop:
+//! the per-block work of one worker ([`JobHook`]: the write buffers'
+//! contents, verify stamping and checking, verify_backlog, per-I/O
+//! priorities), each trial's plan and hook, and after the trials the
+//! read-back (verify_async, experimental_verify) and
+//! verify_state_save/load.
+//!
+//! A job that asks for none of it runs with `NoHook`, whose calls compile
+//! away.
+
+use super::block_sizes::BsPicker;
+use super::buffers::{Fill, PrioPicker};
+use super::clock::{Clock, SysClock};
+use super::execute::Execution;
+use super::iolog::{IoLog, Op, OpKind};
+use super::offsets::OffsetGen;
+use super::result::FileUse;
+use super::start::{run_worker, Gate};
+use super::worker::{Progress, WorkerPlan, WorkerResult};
+use crate::job::JobSpec;
+use crate::results::measure::VerifyIo;
+use crate::targets::TargetTable;
+use crate::verify::backlog::Backlog;
+use crate::verify::{Algo, BlockHook, Checker, VerifyReport, VerifySpec, Writer, Written};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// The per-block work of one worker: contents, verify stamping and
+/// checking, the backlog, priorities.
+#[derive(Default)]
+pub struct JobHook {
+    fill: Option<Fill>,
+    writer: Option<Writer>,
+    checker: Option<Checker>,
+    backlog: Option<Backlog>,
+    prio: Option<PrioPicker>,
+}
+
+impl JobHook {
+    fn is_empty(&self) -> bool {
+        self.fill.is_none()
+            && self.writer.is_none()
+            && self.checker.is_none()
+            && self.backlog.is_none()
+            && self.prio.is_none()
+    }
+}
+
+impl BlockHook for JobHook {
+    const ACTIVE: bool = true;
+    #[inline]
+    fn before_write(&mut self, buf: &mut [u8], file: u32, offset: u64) {
+        if let Some(w) = &mut self.writer {
+            w.before_write(buf, file, offset);
+        } else if let Some(f) = &mut self.fill {
+            f.before_write(buf, offset);
+        }
+    }
+    #[inline]
+    fn after_read(&mut self, buf: &[u8], file: u32, offset: u64) {
+        if let Some(c) = &mut self.checker {
+            c.after_read(buf, file, offset);
+        }
+    }
+    #[inline]
+    fn after_write(&mut self, file: u32, offset: u64, len: u32) {
+        if let Some(w) = &mut self.writer {
+            w.after_write(file, offset, len);
+        }
+        if let Some(b) = &mut self.backlog {
+            b.written(file, offset, len);
+        }
+    }
+    #[inline]
+    fn after_trim(&mut self, file: u32, offset: u64, len: u64) {
+        if let Some(w) = &mut self.writer {
+            w.after_trim(file, offset, len);
+        }
+    }
+    #[inline]
+    fn io_prio(&mut self, write: bool, len: u64) -> u16 {
+        match &mut self.prio {
+            Some(p) => p.pick(write, len),
+            None => 0,
+        }
+    }
+    fn should_stop(&self) -> bool {
+        self.checker.as_ref().is_some_and(|c| c.should_stop())
+            || self
+                .backlog
+                .as_ref()
+                .is_some_and(|b| b.checker.should_stop())
+    }
+}
+
+/// The block hook of one worker, if it needs one.
+pub(super) type HookKind = Option<Box<JobHook>>;
+
+/// What a worker's hook leaves for the runner.
+#[derive(Default)]
+pub(super) struct HookOut {
+    written: Option<Written>,
+    checked: Vec<Checker>,
+    read_errors: (u64, Option<String>),
+}
+
+/// The verify parameters of a job, if it verifies.
+pub fn verify_spec(j: &JobSpec, generation: u64) -> Option<VerifySpec> {
+    let algo = Algo::parse(j.verify.as_deref()?)?;
+    let interval = j.verify_interval_used();
+    let mut s = VerifySpec::new(algo, interval as u32, j.randseed, generation);
+    s.pattern = j.verify_pattern.clone().map(Arc::new);
+    s.header_at = j.verify_offset as u32;
+    s.check_seed = j.verify_header_seed;
+    Some(s)
+}
+
+/// A sequential read over `regions`, in blocks that are whole multiples of
+/// the verify interval.
+fn verify_read_plan(
+    j: &JobSpec,
+    files: &[FileUse],
+    table: &TargetTable,
+    regions: &[(u64, u64)],
+    interval: u64,
+) -> WorkerPlan {
+    let mut p = WorkerPlan::new(j, files, table, 0, 0);
+    let big = (j.max_bs().max(interval).div_ceil(interval) * interval)
+        .min(1 << 20)
+        .max(interval);
+    let bs = if regions.iter().all(|r| r.1 % big == 0) {
+        big
+    } else {
+        interval
+    };
+    p.read_pct = 100;
+    p.bs = [
+        BsPicker::new(&crate::job::BlockSizes::Fixed(bs), bs),
+        BsPicker::new(&crate::job::BlockSizes::Fixed(bs), bs),
+    ];
+    p.offsets = OffsetGen::new(
+        regions,
+        bs,
+        false,
+        false,
+        crate::job::RandomDist::Uniform,
+        0,
+    );
+    p.io_limit = regions.iter().map(|r| r.1 / bs * bs).sum();
+    quiet_read(&mut p);
+    p
+}
+
+/// A read-back plan: no timeline, syncs, rate, logs, trims or iolog.
+fn quiet_read(p: &mut WorkerPlan) {
+    p.read_pct = 100;
+    p.number_ios = 0;
+    p.trim = super::worker::TrimMode::None;
+    p.replay = None;
+    p.write_iolog = None;
+    p.ramp_ns = 0;
+    p.runtime_ns = 0;
+    p.fsync_every = 0;
+    p.fdatasync_every = 0;
+    p.pace = super::pacing::PacePlan::default();
+    p.end_fsync = false;
+    p.complete_max = 0;
+    p.log = None;
+}
+
+/// How many reads of the read-back are listed at once.
+const READ_BACK_BATCH: usize = 1 << 16;
+
+/// The plan of one read-back reader: the reads `ops`, in order, as fast as
+/// the engine goes.
+fn read_back_plan(j: &JobSpec, files: &[FileUse], table: &TargetTable, ops: &[Op]) -> WorkerPlan {
+    let mut p = WorkerPlan::new(j, files, table, 0, 0);
+    quiet_read(&mut p);
+    p.io_limit = 0;
+    p.replay = Some(Arc::new(IoLog {
+        files: Vec::new(),
+        ops: ops.to_vec(),
+        timed: false,
+    }));
+    p.replay_timed = false;
+    p
+}
+
+/// The state file fio names `local-JOB-N-verify.state`.
+fn state_path(j: &JobSpec, clone: usize) -> PathBuf {
+    crate::job::created::state_file(j, clone)
+}
+
+/// The plan and block hook of one worker in one trial.
+pub(super) fn trial_plan(
+    j: &JobSpec,
+    files: &[FileUse],
+    table: &TargetTable,
+    clone: u32,
+    trial: u32,
+) -> (WorkerPlan, HookKind) {
+    let mut plan = WorkerPlan::new(j, files, table, clone, trial);
+    let seed = plan.offsets.rng.clone().next_u64();
+    let mut hook = JobHook {
+        prio: PrioPicker::of(j, seed ^ 0xc0de),
+        ..Default::default()
+    };
+    let vs = verify_spec(j, trial as u64 + 1).filter(|_| !files.is_empty());
+    match vs {
+        None => hook.fill = Fill::of(j, seed),
+        Some(vs) if j.verify_only || !j.rw.writes() => {
+            // Check what an earlier run (or job) wrote: any generation.
+            let regions: Vec<(u64, u64)> = files.iter().map(|f| f.region).collect();
+            if j.verify_only {
+                plan = verify_read_plan(j, files, table, &regions, vs.interval as u64);
+            }
+            let written = j
+                .verify_state_load
+                .then(|| load_state(j, clone as usize).ok())
+                .flatten();
+            let mut c = Checker::new(vs, written, None, j.verify_fatal);
+            if j.verify_dump {
+                c = c.dump_to(PathBuf::from("."), paths(files));
+            }
+            hook.checker = Some(c);
+        }
+        Some(vs) => {
+            let regions: Vec<(u64, u64)> = files.iter().map(|f| f.region).collect();
+            if j.verify_backlog > 0 {
+                let generation = j.verify_write_sequence.then_some(vs.generation);
+                let c = Checker::new(vs.clone(), None, generation, j.verify_fatal);
+                let c = if j.verify_dump {
+                    c.dump_to(PathBuf::from("."), paths(files))
+                } else {
+                    c
+                };
+                // Without a read buffer the backlog is skipped; the
+                // read-back after the trial still checks every block.
+                hook.backlog = Backlog::new(
+                    j.verify_backlog,
+                    j.verify_backlog_batch,
+                    plan.fds.clone(),
+                    j.max_bs() as usize,
+                    c,
+                )
+                .ok();
+            }
+            // experimental_verify reads back the same record: replaying
+            // the job's plan would read what it read and miss what it
+            // wrote (randrw, time_based, norandommap).
+            hook.writer = Some(Writer::new(vs.clone(), Written::new(&regions, vs.interval)));
+        }
+    }
+    let hook = (!hook.is_empty()).then(|| Box::new(hook));
+    (plan, hook)
+}
+
+fn paths(files: &[FileUse]) -> Vec<String> {
+    files.iter().map(|f| f.path.display().to_string()).collect()
+}
+
+pub(super) fn run_hooked<C: Clock>(
+    j: &JobSpec,
+    plan: WorkerPlan,
+    b: &Gate,
+    s: &AtomicBool,
+    p: &Progress,
+    hook: HookKind,
+    clock: C,
+) -> (WorkerResult, HookOut) {
+    let mut out = HookOut {
+        written: None,
+        checked: Vec::new(),
+        read_errors: (0, None),
+    };
+    let Some(mut h) = hook else {
+        return (
+            run_worker(j, plan, b, s, p, &mut super::worker::NoHook, clock),
+            out,
+        );
+    };
+    let r = run_worker(j, plan, b, s, p, h.as_mut(), clock);
+    let h = *h;
+    out.written = h.writer.map(|w| w.written);
+    out.checked.extend(h.checker);
+    if let Some(bl) = h.backlog {
+        out.read_errors = (bl.read_errors, bl.first_read_error);
+        out.checked.push(bl.checker);
+    }
+    (r, out)
+}
+
+impl<C: Clock> Execution<'_, C> {
+    /// Keep what a worker's block hook leaves: the intervals it wrote, or
+    /// the blocks it checked.
+    pub(super) fn keep_hook_out(&mut self, i: usize, clone: usize, out: HookOut) {
+        let paths = paths(&self.jobs[i].resolved.clones[clone]);
+        if !out.checked.is_empty() || out.read_errors.0 > 0 {
+            let rep = self.jobs[i]
+                .verify
+                .get_or_insert_with(VerifyReport::default);
+            for c in &out.checked {
+                rep.add(c, &paths);
+            }
+            rep.read_errors += out.read_errors.0;
+            if let Some(e) = out.read_errors.1 {
+                rep.first_read_error.get_or_insert(e);
+            }
+        }
+        if let Some(w) = out.written {
+            let slot = &mut self.written[i];
+            if slot.len() <= clone {
+                slot.resize_with(clone + 1, || None);
+            }
+            slot[clone] = Some(w);
+        }
+    }
+
+    /// Read back what job `i`'s verifying writers wrote in the group's last
+    /// trial: exactly the blocks of their record, each once, in offset
+    /// order (experimental_verify too); with verify_async=N, N threads per
+    /// clone. The reads are kept per clone for the report's read direction,
+    /// where fio counts them.
+    pub(super) fn read_back(&mut self, i: usize, trials: u32) {
+        // The read-back is no run of the job: no exec_prerun/postrun.
+        let mut spec = JobSpec {
+            exec_prerun: None,
+            exec_postrun: None,
+            ..self.jobs[i].resolved.spec.clone()
+        };
+        if spec.verify_async > 0 {
+            if let Some(c) = &spec.verify_async_cpus {
+                spec.cpus_allowed = Some(c.clone());
+            }
+        }
+        let expect = spec.verify_write_sequence.then_some(0);
+        if !(spec.do_verify && spec.rw.writes() && !spec.verify_only) {
+            return;
+        }
+        let Some(vs) = verify_spec(&spec, trials as u64) else {
+            return;
+        };
+        let clones = self.jobs[i].resolved.clones.clone();
+        let mut report = self.jobs[i].verify.take().unwrap_or_default();
+        // Reads as long as the largest write, at most.
+        let max_len = spec.max_bs().max(vs.interval as u64);
+        let readers = spec.verify_async.max(1) as usize;
+        for (c, files) in clones.iter().enumerate() {
+            let Some(written) = self.written[i].get_mut(c).and_then(Option::take) else {
+                continue;
+            };
+            let paths = paths(files);
+            let generation = expect.map(|_| vs.generation);
+            let mut checkers: Vec<Checker> = (0..readers)
+                .map(|_| {
+                    let ck = Checker::new(vs.clone(), None, generation, spec.verify_fatal);
+                    if spec.verify_dump {
+                        ck.dump_to(PathBuf::from("."), paths.clone())
+                    } else {
+                        ck
+                    }
+                })
+                .collect();
+            let mut io = VerifyIo::default();
+            let mut pieces = written.pieces(max_len);
+            loop {
+                // The record is read in batches: the list of reads of one
+                // batch is all the read-back holds at once.
+                let ops: Vec<Op> = pieces
+                    .by_ref()
+                    .take(READ_BACK_BATCH)
+                    .map(|(file, offset, len)| Op {
+                        at_ns: 0,
+                        file,
+                        kind: OpKind::Read,
+                        offset,
+                        len,
+                    })
+                    .collect();
+                if ops.is_empty() {
+                    break;
+                }
+                let per = ops.len().div_ceil(readers);
+                let plans: Vec<WorkerPlan> = ops
+                    .chunks(per)
+                    .map(|part| read_back_plan(&spec, files, self.table, part))
+                    .collect();
+                // Untimed (no ramp, runtime or rate): the process's clock.
+                let clock = SysClock::get();
+                let read = |plan: WorkerPlan, ck: &mut Checker| {
+                    let barrier = Gate::new(1);
+                    let (stop, prog) = (AtomicBool::new(false), Progress::default());
+                    run_worker(&spec, plan, &barrier, &stop, &prog, ck, clock)
+                };
+                // One reader runs on this thread; verify_async=N on N threads.
+                let results: Vec<WorkerResult> = if plans.len() == 1 {
+                    plans
+                        .into_iter()
+                        .zip(checkers.iter_mut())
+                        .map(|(p, ck)| read(p, ck))
+                        .collect()
+                } else {
+                    std::thread::scope(|sc| {
+                        let handles: Vec<_> = plans
+                            .into_iter()
+                            .zip(checkers.iter_mut())
+                            .map(|(plan, ck)| {
+                                let read = &read;
+                                sc.spawn(move || read(plan, ck))
+                            })
+                            .collect();
+                        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+                    })
+                };
+                let mut batch_ns = 0;
+                for r in results {
+                    io.reads.merge(&r.dirs[0]);
+                    batch_ns = batch_ns.max(r.runtime_ns);
+                    if let Some(e) = &r.setup_failed {
+                        report.read_errors += 1;
+                        report
+                            .first_read_error
+                            .get_or_insert(format!("the read-back could not start: {}", e.msg));
+                    }
+                    if let Some(e) = r.first_error {
+                        report.read_errors += r.dirs[0].errors.max(1);
+                        report.first_read_error.get_or_insert(format!(
+                            "read of {} bytes at offset {} of {}: {}",
+                            e.len,
+                            e.offset,
+                            paths
+                                .get(e.file as usize)
+                                .map(String::as_str)
+                                .unwrap_or("?"),
+                            std::io::Error::from_raw_os_error(e.errno)
+                        ));
+                    }
+                }
+                io.runtime_ns += batch_ns;
+                if checkers.iter().any(|ck| ck.should_stop())
+                    || report.read_errors > 0
+                    || dioscope_sys::signal::stop_count() > 0
+                {
+                    break;
+                }
+            }
+            for ck in &checkers {
+                report.add(ck, &paths);
+            }
+            let kept = &mut self.jobs[i].verify_io;
+            if kept.len() <= c {
+                kept.resize_with(c + 1, VerifyIo::default);
+            }
+            kept[c] = io;
+        }
+        self.jobs[i].verify = Some(report);
+    }
+
+    /// verify_state_save: the run stopped before a verifying job's
+    /// read-back; record which intervals each clone wrote, for a later
+    /// `verify_only=1 verify_state_load=1`.
+    pub(super) fn save_verify_states(&mut self) {
+        for (i, per_clone) in self.written.iter().enumerate() {
+            let spec = &self.jobs[i].resolved.spec;
+            if !spec.verify_state_save {
+                continue;
+            }
+            for (c, w) in per_clone.iter().enumerate() {
+                let Some(written) = w else { continue };
+                let path = state_path(spec, c);
+                let text = serde_json::to_string(written).unwrap_or_default();
+                let written =
+                    crate::outfile::check(&path, &crate::outfile::Rules::new("verify_state_save"))
+                        .map_err(|e| std::io::Error::other(e.why))
+                        .and_then(|o| crate::outfile::write_result(&o, text.as_bytes()));
+                match written {
+                    Ok(()) => self.notes.push(format!(
+                        "job '{}' stopped before its verify read-back: the blocks it wrote are recorded in {} (check them later with verify_only=1 verify_state_load=1)",
+                        spec.name,
+                        path.display()
+                    )),
+                    Err(e) => self.notes.push(format!(
+                        "verify_state_save: could not write {}: {e}",
+                        path.display()
+                    )),
+                }
+            }
+        }
+    }
+}
+
+pub(super) fn load_state(j: &JobSpec, clone: usize) -> Result<Written, String> {
+    let path = state_path(j, clone);
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        format!(
+            "verify_state_load: {}: {e}; it is written when a verifying write job is stopped early (verify_state_save=1)",
+            path.display()
+        )
+    })?;
+    serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "verify_state_load: {} is not a verify state: {e}",
+            path.display()
+        )
+    })
+}
