@@ -46,6 +46,7 @@ OUT=$(cd "$OUT" && pwd)
 ZID=""
 HOGS=()
 cleanup() {
+    pkill -TERM -P $$ 2>/dev/null && sleep 1
     for p in "${HOGS[@]}"; do kill "$p" 2>/dev/null || true; done
     [ -f "$OUT/hog.pid" ] && kill "$(cat "$OUT/hog.pid")" 2>/dev/null || true
     if [ -n "$ZID" ]; then
@@ -53,7 +54,8 @@ cleanup() {
         echo "$ZID" > /sys/class/zram-control/hot_remove || true
     fi
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 ZID=$(cat /sys/class/zram-control/hot_add)
 echo 64M > "/sys/block/zram$ZID/disksize"
@@ -85,8 +87,8 @@ hog_off() { for p in "${HOGS[@]}"; do kill "$p" 2>/dev/null || true; done; HOGS=
 one() { # set run
     local set=$1 i=$2 code
     set +e
-    (cd "$OUT" && "$BIN" compare --run a.fio b.fio --max-trials="$MAX" $EXTRA \
-        --output-format=json > "$OUT/$set.$i.json" 2> "$OUT/$set.$i.err")
+    "$BIN" compare --run a.fio b.fio --max-trials="$MAX" $EXTRA \
+        --output-format=json > "$OUT/$set.$i.json" 2> "$OUT/$set.$i.err"
     code=$?
     set -e
     python3 - "$OUT/$set.$i.json" "$set" "$i" "$code" >> "$OUT/runs.tsv" <<'PY'
@@ -105,13 +107,14 @@ PY
 
 free_rate() { # target: 70 % of A's median IOPS over 3 free trials
     job a.fio "$1" ""
-    (cd "$OUT" && "$BIN" a.fio --trials=3 --output-format=json) | python3 -c '
+    "$BIN" a.fio --trials=3 --output-format=json | python3 -c '
 import json, sys
 v = json.load(sys.stdin)
 xs = sorted(t["iops"] for t in v["dioscope"]["jobs"][0]["trials"])
 print(round(0.7 * xs[1]))'
 }
 
+cd "$OUT"
 : > "$OUT/runs.tsv"
 echo "out: $OUT  runs: $RUNS  max trials: $MAX  started $(date -u +%FT%TZ)"
 for set in $SETS; do

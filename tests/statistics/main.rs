@@ -525,7 +525,10 @@ fn trials_auto_final_interval_covers_the_mean() {
         // and this floor keeps it from getting worse.
         let floor = if *sh == Shape::TwoLevel { 90.0 } else { 93.0 };
         if pct(*c, N) < floor {
-            fails.push(format!("{sh:?} CV {cv}: covers {:.2} % < {floor} %", pct(*c, N)));
+            fails.push(format!(
+                "{sh:?} CV {cv}: covers {:.2} % < {floor} %",
+                pct(*c, N)
+            ));
         }
     }
     assert!(fails.is_empty(), "{}", fails.join("\n"));

@@ -14,8 +14,8 @@
 //! To add a recipe: `recipes/my_recipe.rs` with `pub const RECIPE: Recipe`,
 //! and its module name in the `recipes!` list below (docs/ARCHITECTURE.md).
 
-use crate::experiment::sequential::{fixed_boundary, judge, significant};
 use crate::experiment::samples::M;
+use crate::experiment::sequential::{fixed_boundary, judge, significant};
 use crate::experiment::sweep::{cell_stat, Axis, CellStat, CellStatus, Order, Sweep, SweepCell};
 use crate::scratch::{self, Geometry, Item, Session};
 use crate::stats::summary::stddev_from_half;

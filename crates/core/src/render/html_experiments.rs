@@ -1,5 +1,5 @@
 //! The report's sections for experiments: a comparison (`dioscope compare`
-//! JSON: per job and metric A, B, the change with its bootstrap CI, the
+//! JSON: per job and metric A, B, the change with the interval of its test, the
 //! test and the verdict) and a sweep (`dioscope sweep` JSON: each metric
 //! against the varied option, one line per combination of the other
 //! options, 95 % CI bars). Chart ids: `cmp-change-J`, `sweep-KEY`.

@@ -8,9 +8,9 @@
 //!   trials of a side are independent draws from one distribution. Exact
 //!   for small untied samples, normal approximation with tie and continuity
 //!   correction otherwise.
-//! - [`bootstrap_ratio`]: a percentile-bootstrap confidence interval of the
-//!   ratio of means B/A, for the size of a change (the U test says *whether*,
-//!   the interval says *how much*).
+//! - [`shift_interval`]: the Hodges–Lehmann shift with the interval
+//!   inverted from the same U test (on log values: the ratio B/A), so the
+//!   test and the interval it prints cannot disagree.
 //! - [`min_trials_per_side`]: the fewest trials per side with which the U
 //!   test can reach a given significance level at all.
 //! - [`relative_half_width`]: the 95 % CI half-width of a mean relative to
@@ -318,100 +318,6 @@ fn binomial(n: usize, k: usize) -> f64 {
     (0..k).fold(1.0, |acc, i| acc * (n - i) as f64 / (i + 1) as f64)
 }
 
-/// A ratio of means with its confidence interval.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct RatioCi {
-    /// mean(b) / mean(a).
-    pub ratio: f64,
-    pub low: f64,
-    pub high: f64,
-    pub level: f64,
-}
-
-/// Percentile-bootstrap confidence interval of mean(b)/mean(a) (Efron &
-/// Tibshirani 1993, "An Introduction to the Bootstrap", ch. 13): each side
-/// is resampled with replacement on its own (the sides are independent),
-/// the ratio of the resampled means is taken `resamples` times, and the
-/// interval is the (1−level)/2 and (1+level)/2 quantiles of those ratios.
-/// The random stream is seeded, so the same input gives the same interval.
-/// `None` when a side is empty or mean(a) is 0.
-pub fn bootstrap_ratio(
-    a: &[f64],
-    b: &[f64],
-    level: f64,
-    resamples: usize,
-    seed: u64,
-) -> Option<RatioCi> {
-    bootstrap_ratio_of(a, b, Statistic::Mean, level, resamples, seed)
-}
-
-/// The statistic of each side a ratio is taken of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Statistic {
-    Mean,
-    /// Robust to one wild trial (latencies of a trial that met a stall).
-    Median,
-}
-
-impl Statistic {
-    pub fn of(self, v: &[f64]) -> f64 {
-        match self {
-            Statistic::Mean => v.iter().sum::<f64>() / v.len() as f64,
-            Statistic::Median => super::summary::median(v),
-        }
-    }
-}
-
-/// [`bootstrap_ratio`] of any [`Statistic`]: stat(b)/stat(a) with its
-/// percentile-bootstrap interval.
-pub fn bootstrap_ratio_of(
-    a: &[f64],
-    b: &[f64],
-    stat: Statistic,
-    level: f64,
-    resamples: usize,
-    seed: u64,
-) -> Option<RatioCi> {
-    if a.is_empty() || b.is_empty() || stat.of(a) == 0.0 {
-        return None;
-    }
-    let ratio = stat.of(b) / stat.of(a);
-    let mut rng = SplitMix64(seed);
-    let mut rs = Vec::with_capacity(resamples);
-    let mut buf = Vec::with_capacity(a.len().max(b.len()));
-    let mut resample = |v: &[f64], rng: &mut SplitMix64| {
-        buf.clear();
-        buf.extend((0..v.len()).map(|_| v[rng.below(v.len())]));
-        stat.of(&buf)
-    };
-    for _ in 0..resamples.max(1) {
-        let ma = resample(a, &mut rng);
-        let mb = resample(b, &mut rng);
-        if ma != 0.0 {
-            rs.push(mb / ma);
-        }
-    }
-    if rs.is_empty() {
-        return None;
-    }
-    rs.sort_by(|x, y| x.total_cmp(y));
-    let q = |p: f64| {
-        let pos = p * (rs.len() - 1) as f64;
-        let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-        rs[lo] + (rs[hi] - rs[lo]) * (pos - lo as f64)
-    };
-    Some(RatioCi {
-        ratio,
-        low: q((1.0 - level) / 2.0),
-        high: q((1.0 + level) / 2.0),
-        level,
-    })
-}
-
-/// Resamples [`bootstrap_ratio`] takes in dioscope's comparisons: the
-/// quantiles of the interval move by well under 0.1 % between seeds.
-pub const RESAMPLES: usize = 10_000;
-
 /// The 95 % CI half-width of the mean of `xs` (Student's t) relative to
 /// the mean; `None` with fewer than two values or a zero mean.
 pub fn relative_half_width(xs: &[f64]) -> Option<f64> {
@@ -685,28 +591,6 @@ mod tests {
         assert!((min_p(3, 3) - 0.1).abs() < 1e-12);
         assert!(min_p(4, 4) < 0.05);
         assert_eq!(min_p(0, 3), 1.0);
-    }
-
-    #[test]
-    fn bootstrap_interval_covers_the_ratio_and_is_reproducible() {
-        let a = [100.0, 102.0, 98.0, 101.0, 99.0];
-        let b = [110.0, 112.0, 108.0, 111.0, 109.0];
-        let r = bootstrap_ratio(&a, &b, 0.95, RESAMPLES, 7).unwrap();
-        assert!((r.ratio - 1.1).abs() < 1e-12);
-        assert!(r.low < 1.1 && r.high > 1.1, "{r:?}");
-        // The spread of either side is ±2 %: the interval is well inside ±3 %.
-        assert!(r.low > 1.07 && r.high < 1.13, "{r:?}");
-        assert_eq!(r, bootstrap_ratio(&a, &b, 0.95, RESAMPLES, 7).unwrap());
-        // No spread at all: the interval is the point.
-        let r = bootstrap_ratio(&[2.0, 2.0], &[3.0, 3.0], 0.95, 100, 1).unwrap();
-        assert_eq!((r.low, r.high), (1.5, 1.5));
-        assert!(bootstrap_ratio(&[0.0], &[1.0], 0.95, 100, 1).is_none());
-        // The median ignores one wild trial; the mean does not.
-        let a = [100.0, 101.0, 99.0, 100.0, 10_000.0];
-        let b = [100.0, 101.0, 99.0, 100.0, 100.0];
-        let m = bootstrap_ratio_of(&a, &b, Statistic::Median, 0.95, 1000, 3).unwrap();
-        assert_eq!(m.ratio, 1.0);
-        assert!(bootstrap_ratio(&a, &b, 0.95, 1000, 3).unwrap().ratio < 0.1);
     }
 
     #[test]
