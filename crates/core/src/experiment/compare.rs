@@ -264,125 +264,15 @@ fn embedded(d: &RunDoc) -> Box<RunDoc> {
 /// Compare side `a` (baseline) with side `b`.
 pub fn compare(a: &Input, b: &Input, s: &CompareSettings) -> Comparison {
     let mut notes = Vec::new();
-    // What differs: between the sides (first document of each), and within
-    // a side (every later document against its first).
-    let mut diffs = Vec::new();
-    // Findings: over all documents of a side (a finding in any trial of A
-    // and none of B's is a difference); within a side they are not policed.
-    let with_side_findings = |side: &Input| -> Vec<Fact> {
-        let mut f = side.docs.first().map(facts).unwrap_or_default();
-        if let Some(x) = f.iter_mut().find(|x| x.key == "findings") {
-            x.value = policed_findings(&side.docs).join(", ");
-        }
-        f
-    };
-    if !a.docs.is_empty() && !b.docs.is_empty() {
-        diffs.extend(differences(
-            &with_side_findings(a),
-            &with_side_findings(b),
-            "A vs B",
-            &s.expect,
-            s.allow_all,
-        ));
-    }
-    for (x, y) in [(a, b), (b, a)] {
-        let only: Vec<String> = finding_kinds(&x.docs, |k| {
-            UNPOLICED_FINDINGS.contains(&k) && !ENV_FINDINGS.contains(&k)
-        })
-        .into_iter()
-        .filter(|k| !finding_kinds(&y.docs, |j| j == k).contains(k))
-        .collect();
-        if !only.is_empty() {
-            notes.push(format!(
-                "findings in {} only (shown, not policed: noise or what the workload is bound by): {}",
-                x.label,
-                only.join(", ")
-            ));
-        }
-    }
-    for side in [a, b] {
-        let Some(first) = side.docs.first() else {
-            continue;
-        };
-        let f0: Vec<Fact> = facts(first)
-            .into_iter()
-            .filter(|f| f.key != "findings")
-            .collect();
-        for (i, d) in side.docs.iter().enumerate().skip(1) {
-            let fi: Vec<Fact> = facts(d)
-                .into_iter()
-                .filter(|f| f.key != "findings")
-                .collect();
-            let name = |k: usize| {
-                side.files
-                    .get(k)
-                    .cloned()
-                    .unwrap_or_else(|| format!("run {}", k + 1))
-            };
-            for mut x in differences(
-                &f0,
-                &fi,
-                &format!("within {}", side.label),
-                &s.expect,
-                s.allow_all,
-            ) {
-                x.between = format!("within {}: {} vs {}", side.label, name(0), name(i));
-                diffs.push(x);
-            }
-        }
-        if side.docs.iter().any(|d| d.dioscope.is_none()) {
-            let n = format!(
-                "side {}: fio's JSON records no environment (kernel, device, scheduler, …): \
-                 only job options and versions could be checked for differences",
-                side.label
-            );
-            notes.push(n);
-        }
-    }
-    for e in &s.expect {
-        let n = super::differ::canonical_name(e);
-        if !diffs.iter().any(|d| d.name == n) {
-            notes.push(format!(
-                "--expect-different names '{e}', but it is the same on both sides"
-            ));
-        }
-    }
-
+    let diffs = all_differences(a, b, s, &mut notes);
     let mut sa = SideSamples::default();
     let mut sb = SideSamples::default();
     a.docs.iter().for_each(|d| sa.add(d));
     b.docs.iter().for_each(|d| sb.add(d));
     notes.extend(sa.notes.iter().map(|n| format!("A: {n}")));
     notes.extend(sb.notes.iter().map(|n| format!("B: {n}")));
-
-    let pairs: Vec<(&JobSamples, &JobSamples)> = sa
-        .jobs
-        .iter()
-        .filter_map(|ja| {
-            sb.jobs
-                .iter()
-                .find(|j| j.group == ja.group && j.name == ja.name)
-                .map(|jb| (ja, jb))
-        })
-        .collect();
-    // Bonferroni over every gate test of the comparison: all G intervals
-    // cover together with probability ≥ 1 − α.
-    let gate_tests = (pairs.len() * s.gate.len()).max(1);
-    let gate_alpha = s.alpha / gate_tests as f64;
-    let floor = (1..=50)
-        .find(|&n| u_critical(n, n, gate_alpha).is_some())
-        .unwrap_or(50);
-    let jobs: Vec<JobComparison> = pairs
-        .iter()
-        .map(|(ja, jb)| JobComparison {
-            group: ja.group,
-            name: ja.name.clone(),
-            metrics: (0..METRICS.len())
-                .map(|k| metric(ja, jb, k, s, gate_alpha))
-                .collect(),
-        })
-        .collect();
-
+    let gates = GateFamily::of(&sa, &sb, s);
+    let jobs = gates.jobs(&sa, &sb, s);
     let side = |i: &Input, ss: &SideSamples| Side {
         label: i.label.to_string(),
         files: i.files.clone(),
@@ -397,9 +287,9 @@ pub fn compare(a: &Input, b: &Input, s: &CompareSettings) -> Comparison {
         b: side(b, &sb),
         threshold_pct: s.threshold_pct,
         alpha: s.alpha,
-        test: test_text(s, gate_tests),
-        min_trials_per_side: floor,
-        gate_tests,
+        test: test_text(s, gates.tests),
+        min_trials_per_side: gates.floor,
+        gate_tests: gates.tests,
         differences: diffs,
         environment,
         env_trials,
@@ -419,28 +309,195 @@ pub fn compare(a: &Input, b: &Input, s: &CompareSettings) -> Comparison {
         a_run: a.docs.first().map(embedded),
         b_run: b.docs.first().map(embedded),
     };
-    if let Some(j) = c.jobs.first() {
-        let few: Vec<&MetricComparison> = j
-            .metrics
-            .iter()
-            .filter(|m| m.gate && m.verdict == Verdict::TooFewTrials)
-            .collect();
-        if let (Some(m), None) = (few.first(), s.sequential) {
-            c.notes.push(format!(
-                "{} trials against {}: no interval at the {:.1} % level exists with so few \
-                 (the smallest possible p is {:.3}); {} trials per side are needed \
-                 (--trials={} or more, or --trials=auto)",
-                m.n_a,
-                m.n_b,
-                100.0 * (1.0 - gate_alpha),
-                min_p(m.n_a, m.n_b),
-                floor,
-                floor
-            ));
-        }
+    if s.sequential.is_none() {
+        too_few_note(&mut c, &gates);
     }
     decide(&mut c);
     c
+}
+
+/// What differs between the sides (first document of each) and within a
+/// side (every later document against its first); the notes that go with
+/// them (findings on one side only, fio JSON without an environment, an
+/// `--expect-different` that differs nowhere) are added to `notes`.
+fn all_differences(
+    a: &Input,
+    b: &Input,
+    s: &CompareSettings,
+    notes: &mut Vec<String>,
+) -> Vec<Difference> {
+    let mut diffs = Vec::new();
+    if !a.docs.is_empty() && !b.docs.is_empty() {
+        diffs.extend(differences(
+            &with_side_findings(a),
+            &with_side_findings(b),
+            "A vs B",
+            &s.expect,
+            s.allow_all,
+        ));
+    }
+    notes.extend(unpoliced_only_notes(a, b));
+    for side in [a, b] {
+        diffs.extend(within_side(side, s));
+        if side.docs.iter().any(|d| d.dioscope.is_none()) {
+            notes.push(format!(
+                "side {}: fio's JSON records no environment (kernel, device, scheduler, …): \
+                 only job options and versions could be checked for differences",
+                side.label
+            ));
+        }
+    }
+    for e in &s.expect {
+        let n = super::differ::canonical_name(e);
+        if !diffs.iter().any(|d| d.name == n) {
+            notes.push(format!(
+                "--expect-different names '{e}', but it is the same on both sides"
+            ));
+        }
+    }
+    diffs
+}
+
+/// A side's facts with its findings over all of its documents (a finding
+/// in any trial of A and none of B's is a difference; within a side they
+/// are not policed).
+fn with_side_findings(side: &Input) -> Vec<Fact> {
+    let mut f = side.docs.first().map(facts).unwrap_or_default();
+    if let Some(x) = f.iter_mut().find(|x| x.key == "findings") {
+        x.value = policed_findings(&side.docs).join(", ");
+    }
+    f
+}
+
+/// Notes on unpoliced findings (noise, what the workload is bound by) that
+/// only one side has.
+fn unpoliced_only_notes(a: &Input, b: &Input) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (x, y) in [(a, b), (b, a)] {
+        let only: Vec<String> = finding_kinds(&x.docs, |k| {
+            UNPOLICED_FINDINGS.contains(&k) && !ENV_FINDINGS.contains(&k)
+        })
+        .into_iter()
+        .filter(|k| !finding_kinds(&y.docs, |j| j == k).contains(k))
+        .collect();
+        if !only.is_empty() {
+            notes.push(format!(
+                "findings in {} only (shown, not policed: noise or what the workload is bound by): {}",
+                x.label,
+                only.join(", ")
+            ));
+        }
+    }
+    notes
+}
+
+/// What differs between a side's later documents and its first.
+fn within_side(side: &Input, s: &CompareSettings) -> Vec<Difference> {
+    let Some(first) = side.docs.first() else {
+        return Vec::new();
+    };
+    let without_findings = |d: &RunDoc| -> Vec<Fact> {
+        facts(d)
+            .into_iter()
+            .filter(|f| f.key != "findings")
+            .collect()
+    };
+    let f0 = without_findings(first);
+    let name = |k: usize| {
+        side.files
+            .get(k)
+            .cloned()
+            .unwrap_or_else(|| format!("run {}", k + 1))
+    };
+    let mut diffs = Vec::new();
+    for (i, d) in side.docs.iter().enumerate().skip(1) {
+        let label = format!("within {}", side.label);
+        for mut x in differences(&f0, &without_findings(d), &label, &s.expect, s.allow_all) {
+            x.between = format!("within {}: {} vs {}", side.label, name(0), name(i));
+            diffs.push(x);
+        }
+    }
+    diffs
+}
+
+/// The family of gate tests: one per gate metric and job both sides have,
+/// each at α over their number (Bonferroni: all intervals cover together
+/// with probability ≥ 1 − α), and the fewest trials per side with which an
+/// interval at that level exists.
+struct GateFamily {
+    tests: usize,
+    alpha: f64,
+    floor: usize,
+}
+
+impl GateFamily {
+    fn of(sa: &SideSamples, sb: &SideSamples, s: &CompareSettings) -> GateFamily {
+        let tests = (job_pairs(sa, sb).len() * s.gate.len()).max(1);
+        let alpha = s.alpha / tests as f64;
+        let floor = (1..=50)
+            .find(|&n| u_critical(n, n, alpha).is_some())
+            .unwrap_or(50);
+        GateFamily {
+            tests,
+            alpha,
+            floor,
+        }
+    }
+
+    /// Every metric of every job both sides have, judged.
+    fn jobs(&self, sa: &SideSamples, sb: &SideSamples, s: &CompareSettings) -> Vec<JobComparison> {
+        job_pairs(sa, sb)
+            .iter()
+            .map(|(ja, jb)| JobComparison {
+                group: ja.group,
+                name: ja.name.clone(),
+                metrics: (0..METRICS.len())
+                    .map(|k| metric(ja, jb, k, s, self.alpha))
+                    .collect(),
+            })
+            .collect()
+    }
+}
+
+/// The jobs of A that B has too (same group and name), paired.
+fn job_pairs<'a>(
+    sa: &'a SideSamples,
+    sb: &'a SideSamples,
+) -> Vec<(&'a JobSamples, &'a JobSamples)> {
+    sa.jobs
+        .iter()
+        .filter_map(|ja| {
+            sb.jobs
+                .iter()
+                .find(|j| j.group == ja.group && j.name == ja.name)
+                .map(|jb| (ja, jb))
+        })
+        .collect()
+}
+
+/// A fixed-size comparison whose first job's gate has too few trials for
+/// any interval: say how many are needed.
+fn too_few_note(c: &mut Comparison, g: &GateFamily) {
+    let Some(j) = c.jobs.first() else { return };
+    let Some(m) = j
+        .metrics
+        .iter()
+        .find(|m| m.gate && m.verdict == Verdict::TooFewTrials)
+    else {
+        return;
+    };
+    let note = format!(
+        "{} trials against {}: no interval at the {:.1} % level exists with so few \
+         (the smallest possible p is {:.3}); {} trials per side are needed \
+         (--trials={} or more, or --trials=auto)",
+        m.n_a,
+        m.n_b,
+        100.0 * (1.0 - g.alpha),
+        min_p(m.n_a, m.n_b),
+        g.floor,
+        g.floor
+    );
+    c.notes.push(note);
 }
 
 /// What the interval of a comparison is, for its header.

@@ -999,6 +999,12 @@ fn comparison(o: &mut String, runs: &[(&str, &RunDoc)]) {
         num,
         &groups,
     ));
+    against_first(o, runs);
+}
+
+/// Each result after the first judged against it by `dioscope compare`'s
+/// own function, rendered as its comparison section.
+fn against_first(o: &mut String, runs: &[(&str, &RunDoc)]) {
     for (k, (name, doc)) in runs.iter().enumerate().skip(1) {
         let side = |label: &'static str, name: &str, d: &RunDoc| crate::experiment::Input {
             label,
