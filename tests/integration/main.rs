@@ -29,6 +29,7 @@ mod safety2;
 mod safety3;
 mod safety3_private;
 mod signals;
+mod verdicts;
 mod verify;
 mod workload;
 mod workload2;

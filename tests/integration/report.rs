@@ -200,8 +200,14 @@ fn two_results_side_by_side_with_deltas() {
     ids.extend(["r2-iops-0", "r2-pct-0", "compare-iops"]);
     check_page(&html, &ids);
     assert!(html.contains("id=\"compare-table\""));
-    // A delta with a CI for read IOPS: "+x.x % [lo %, hi %]".
-    assert!(html.contains(" %, "), "no CI of a delta");
+    // B against A as compare judges it: 3 trials a side have no 95 %
+    // interval (the U test's smallest p is 0.1), so the change is shown
+    // without one, and "too few trials".
+    assert!(
+        html.contains("id=\"cmp-r2-table-0\""),
+        "no comparison of B with A"
+    );
+    assert!(html.contains("too few trials"), "3 against 3 is too few");
 }
 
 #[test]

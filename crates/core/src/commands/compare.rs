@@ -5,10 +5,12 @@
 //!
 //! Exit codes: 0 no regression beyond the threshold, 1 a significant
 //! regression, 2 bad or incomparable input, 3 a run of `--run` could not
-//! finish (I/O errors or a failed set-up), 128+N stopped by signal N.
+//! finish (I/O errors or a failed set-up), 4 a significant change while the
+//! sides' environments differed (confounded), 128+N stopped by signal N.
 
 use super::{eprint_err, Command};
-use crate::experiment::compare::{compare, is_clear, parse_metrics, RunLog};
+use crate::experiment::compare::{compare, design, gates, parse_metrics, Looks, RunLog};
+use crate::experiment::sequential::{self, Step, Stop};
 use crate::experiment::sweep::Sweep;
 use crate::experiment::{CompareSettings, Comparison, Input};
 use crate::job::{self, Plan};
@@ -21,8 +23,9 @@ pub const COMMAND: Command = Command {
     usage: &[
         (
             "compare A.json B.json",
-            "did B change? per job and metric: change with 95 % CI, p-value,\n\
+            "did B change? per job and metric: change with its interval,\n\
              better/worse (--threshold=2%); exit 1 on a significant regression,\n\
+             4 when it is confounded with a difference in the environment,\n\
              2 when the sides differ in what --expect-different=OPT,... does\n\
              not name (--allow-different: anything); --gate=iops,lat_p99: the\n\
              metrics that decide the exit code; --output-format=normal|json|markdown",
@@ -87,15 +90,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
             }
         };
         match k {
-            "threshold" => {
-                let t = need("2%")?;
-                s.threshold_pct = t
-                    .trim_end_matches('%')
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|x| x.is_finite() && *x >= 0.0)
-                    .ok_or_else(|| format!("--threshold={t}: give a percentage, e.g. --threshold=2%"))?;
-            }
+            "threshold" => s.threshold_pct = threshold_pct(need("2%")?)?,
             "expect-different" | "expect_different" => {
                 s.expect.extend(
                     need("iodepth,kernel")?
@@ -135,6 +130,41 @@ fn parse(args: &[String]) -> Result<Args, String> {
             }
         }
     }
+    let (a, b) = split_sides(sides, split)?;
+    check_run(run, &a, &b, max_trials)?;
+    if run {
+        // The looks of the sequential design: after every pair from the
+        // floor of the U test to --max-trials.
+        s.sequential = Some(Looks {
+            min_n: min_trials_per_side(s.alpha).min(max_trials),
+            max_n: max_trials,
+        });
+    }
+    Ok(Args {
+        a,
+        b,
+        settings: s,
+        format,
+        output,
+        run,
+        max_trials,
+        max_time_s,
+        pass,
+    })
+}
+
+/// `--threshold`'s value: a percentage ≥ 0, with or without `%`.
+fn threshold_pct(t: &str) -> Result<f64, String> {
+    t.trim_end_matches('%')
+        .parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite() && *x >= 0.0)
+        .ok_or_else(|| format!("--threshold={t}: give a percentage, e.g. --threshold=2%"))
+}
+
+/// The A and B files: two files without `--`, else the files before and
+/// after it; neither side empty.
+fn split_sides(sides: [Vec<String>; 2], split: bool) -> Result<(Vec<String>, Vec<String>), String> {
     let [mut a, mut b] = sides;
     if !split {
         if a.len() != 2 {
@@ -152,20 +182,23 @@ fn parse(args: &[String]) -> Result<Args, String> {
                 .into(),
         );
     }
+    Ok((a, b))
+}
+
+/// `--run` takes one job file a side and at most 100 trials a side.
+fn check_run(run: bool, a: &[String], b: &[String], max_trials: usize) -> Result<(), String> {
     if run && (a.len() != 1 || b.len() != 1) {
         return Err("compare --run takes two job files: compare --run A.fio B.fio".into());
     }
-    Ok(Args {
-        a,
-        b,
-        settings: s,
-        format,
-        output,
-        run,
-        max_trials,
-        max_time_s,
-        pass,
-    })
+    if run && max_trials > 100 {
+        // The boundaries are calibrated by simulation in O(max-trials²)
+        // per path: beyond 100 per side it would take minutes.
+        return Err(format!(
+            "--max-trials={max_trials}: compare --run looks at up to 100 trials per side; \
+             give --max-trials=100 or fewer"
+        ));
+    }
+    Ok(())
 }
 
 /// What compare reads and, with `--run`, what the runs write: the files of
@@ -320,15 +353,15 @@ fn run_both(a: &Args) -> Result<Comparison, i32> {
         side_plan(&a.a[0], &a.pass).map_err(|e| eprint_err(&e))?,
         side_plan(&a.b[0], &a.pass).map_err(|e| eprint_err(&e))?,
     ];
-    let floor = min_trials_per_side(a.settings.alpha).min(a.max_trials);
     let t0 = std::time::Instant::now();
     let mut docs: [Vec<RunDoc>; 2] = [Vec::new(), Vec::new()];
     let mut order = String::new();
     let pattern = [0usize, 1, 1, 0];
     let mut step = 0usize;
+    // Scratch files stay for the next run of the side (laid out once);
+    // removed when compare --run ends, however it ends.
     let mut created: Vec<crate::targets::CreatedFile> = Vec::new();
-    let stopped_because;
-    loop {
+    let stopped_because = loop {
         let side = pattern[step % 4];
         step += 1;
         let label = if side == 0 { "A" } else { "B" };
@@ -339,75 +372,21 @@ fn run_both(a: &Args) -> Result<Comparison, i32> {
             docs[1].len(),
             t0.elapsed().as_secs_f64()
         );
-        // Scratch files stay for the next run of the side (laid out once);
-        // removed when compare --run ends, however it ends.
-        let done = match crate::pipeline::execute_keeping(&plans[side], true) {
-            Ok(mut d) => {
-                created.append(&mut d.created);
-                d
-            }
+        let first = docs[0].is_empty() && docs[1].is_empty();
+        match one_run(&plans[side], label, first, &mut created) {
+            Ok(doc) => docs[side].push(doc),
             Err(code) => {
                 remove_all(&created);
-                if code >= 128 {
-                    return Err(code);
-                }
-                eprintln!(
-                    "dioscope: error: compare --run: the {label} run could not start (see above)"
-                );
-                // Before any run: bad input (2); later: a run that could not finish (3).
-                let first = docs[0].is_empty() && docs[1].is_empty();
-                return Err(if first { code } else { 3 });
+                return Err(code);
             }
-        };
-        let failed = if done.result.interrupted {
-            let sig = done.result.signal;
-            Some(if sig > 0 { 128 + sig } else { 130 })
-        } else if crate::pipeline::exit_code(&done.result) != 0 {
-            eprintln!(
-                "dioscope: error: compare --run: the {label} run had {} I/O error(s); no comparison",
-                done.result.io_errors()
-            );
-            Some(3)
-        } else {
-            None
-        };
-        if let Some(code) = failed {
-            remove_all(&created);
-            return Err(code);
         }
-        docs[side].push(done.doc);
         order.push_str(label);
-        let (na, nb) = (docs[0].len(), docs[1].len());
-        if na != nb {
-            continue;
+        if docs[0].len() == docs[1].len() {
+            if let Some(why) = after_pair(a, &docs, t0.elapsed().as_secs_f64()) {
+                break why;
+            }
         }
-        let elapsed = t0.elapsed().as_secs_f64();
-        let c = build(a, &docs);
-        if !c.unexpected().is_empty() {
-            stopped_because = "the sides differ in what nobody named".to_string();
-            break;
-        }
-        if na >= floor && is_clear(&c) {
-            stopped_because = format!("the verdict is clear after {na} runs per side");
-            break;
-        }
-        if na >= a.max_trials {
-            stopped_because = format!(
-                "--max-trials={} reached; the verdict is not clear",
-                a.max_trials
-            );
-            break;
-        }
-        // Would one more pair overrun the time? Use the mean time per pair.
-        let per_pair = elapsed / na as f64;
-        if elapsed + per_pair > a.max_time_s {
-            stopped_because = format!(
-                "--max-time={:.0}s would be exceeded by another pair; the verdict is not clear",
-                a.max_time_s
-            );
-            break;
-        }
-    }
+    };
     remove_all(&created);
     let mut c = build(a, &docs);
     c.run = Some(RunLog {
@@ -416,6 +395,81 @@ fn run_both(a: &Args) -> Result<Comparison, i32> {
         elapsed_s: t0.elapsed().as_secs_f64(),
     });
     Ok(c)
+}
+
+/// One run of a side; the files it laid out are added to `created`. `Err`
+/// is the exit code: before any run, the run's own (bad input is 2); later
+/// 3 (a run that could not start or finish); a signal's 128 + N.
+fn one_run(
+    plan: &Plan,
+    label: &str,
+    first: bool,
+    created: &mut Vec<crate::targets::CreatedFile>,
+) -> Result<RunDoc, i32> {
+    let mut done = match crate::pipeline::execute_keeping(plan, true) {
+        Ok(d) => d,
+        Err(code) if code >= 128 => return Err(code),
+        Err(code) => {
+            eprintln!("dioscope: error: compare --run: the {label} run could not start (see above)");
+            return Err(if first { code } else { 3 });
+        }
+    };
+    created.append(&mut done.created);
+    if done.result.interrupted {
+        let sig = done.result.signal;
+        return Err(if sig > 0 { 128 + sig } else { 130 });
+    }
+    if crate::pipeline::exit_code(&done.result) != 0 {
+        eprintln!(
+            "dioscope: error: compare --run: the {label} run had {} I/O error(s); no comparison",
+            done.result.io_errors()
+        );
+        return Err(3);
+    }
+    Ok(done.doc)
+}
+
+/// After each pair: why `compare --run` stops now, or `None` to go on —
+/// the sides differ in what nobody named, the design says stop, or one more
+/// pair (at the mean time per pair) would overrun `--max-time`.
+fn after_pair(a: &Args, docs: &[Vec<RunDoc>; 2], elapsed: f64) -> Option<String> {
+    let na = docs[0].len();
+    let c = build(a, docs);
+    if !c.unexpected().is_empty() {
+        return Some("the sides differ in what nobody named".to_string());
+    }
+    let Some(d) = design(&a.settings, &c) else {
+        return Some("no sequential design".to_string());
+    };
+    match sequential::decide(&gates(&c), &d, a.settings.threshold_pct) {
+        Step::Stop(Stop::Clear, _) => {
+            return Some(format!("the verdict is clear after {na} runs per side"));
+        }
+        Step::Stop(Stop::MaxTrials, judged) => {
+            let clear = judged.iter().all(|j| {
+                j.is_some_and(|j| {
+                    sequential::significant(j.verdict)
+                        || j.verdict == crate::experiment::Verdict::NoMeaningfulChange
+                })
+            });
+            return Some(if clear {
+                format!("the verdict is clear after {na} runs per side (--max-trials)")
+            } else {
+                format!(
+                    "--max-trials={} reached; the verdict is not clear",
+                    a.max_trials
+                )
+            });
+        }
+        Step::Continue => {}
+    }
+    let per_pair = elapsed / na as f64;
+    (elapsed + per_pair > a.max_time_s).then(|| {
+        format!(
+            "--max-time={:.0}s would be exceeded by another pair; the verdict is not clear",
+            a.max_time_s
+        )
+    })
 }
 
 fn remove_all(files: &[crate::targets::CreatedFile]) {
@@ -480,6 +534,18 @@ mod tests {
         .unwrap();
         assert_eq!(a.pass, s(&["--runtime=1"]));
         assert_eq!(a.max_time_s, 30.0);
+        assert!(parse(&s(&["--run", "a", "b", "--max-trials=101"]))
+            .err()
+            .unwrap()
+            .contains("100"));
+        let a = parse(&s(&["--run", "a", "b", "--max-trials=12"])).unwrap();
+        assert_eq!(
+            a.settings.sequential,
+            Some(Looks {
+                min_n: 4,
+                max_n: 12
+            })
+        );
         assert!(parse(&s(&["a", "b", "--output-format=xml"]))
             .err()
             .unwrap()

@@ -1,17 +1,18 @@
 //! A comparison of two sides (A: the baseline, B: the candidate), each one
-//! or more result documents: per job and metric the change with its 95 %
-//! interval, a p-value and a verdict; the differences between the sides;
-//! the exit code. The statistics are in [`crate::stats::significance`];
-//! docs/STATISTICS.md says why these.
+//! or more result documents: per job and metric the change with its
+//! interval and the verdict read off that interval; the differences between
+//! the sides; the environment each side ran in; the exit code. The one
+//! procedure that estimates, bounds and judges a change is
+//! [`super::sequential`] (for a fixed number of trials and for
+//! `compare --run`'s looks); docs/STATISTICS.md says why these.
 
 use super::differ::{
     differences, facts, finding_kinds, policed_findings, Difference, Fact, UNPOLICED_FINDINGS,
 };
-use super::samples::{metric_index, SideSamples, M, METRICS};
+use super::samples::{metric_index, JobSamples, SideSamples, M, METRICS};
+use super::sequential::{fixed_boundary, judge, Boundary, Design};
 use crate::results::RunDoc;
-use crate::stats::significance::{
-    bootstrap_ratio_of, mann_whitney, min_p, min_trials_per_side, Statistic, RESAMPLES,
-};
+use crate::stats::significance::{mann_whitney, min_p, u_critical};
 use serde::{Deserialize, Serialize};
 
 /// Version of the comparison document's layout.
@@ -29,6 +30,18 @@ pub struct CompareSettings {
     pub allow_all: bool,
     /// The metrics whose verdict decides the exit code (`--gate`).
     pub gate: Vec<usize>,
+    /// `compare --run`: the looks of the sequential design (per side). The
+    /// gate intervals are then the repeated intervals of the look the data
+    /// reached; `None`: one look, a fixed-size comparison.
+    pub sequential: Option<Looks>,
+}
+
+/// The planned looks of `compare --run`: after every pair from `min_n` to
+/// `max_n` trials per side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Looks {
+    pub min_n: usize,
+    pub max_n: usize,
 }
 
 impl Default for CompareSettings {
@@ -39,6 +52,7 @@ impl Default for CompareSettings {
             expect: Vec::new(),
             allow_all: false,
             gate: vec![M::IOPS],
+            sequential: None,
         }
     }
 }
@@ -61,7 +75,8 @@ pub enum Verdict {
     /// Significant but smaller than the threshold.
     NoMeaningfulChange,
     NoSignificantChange,
-    /// Too few trials for the test to ever reach the significance level.
+    /// Too few trials for an interval at the level asked (the test could
+    /// never reach the significance level).
     TooFewTrials,
     /// Not measured on one side.
     NoData,
@@ -89,19 +104,33 @@ pub struct MetricComparison {
     pub higher_is_better: bool,
     /// Whether this metric's verdict decides the exit code.
     pub gate: bool,
+    /// The median of A's per-trial values (the change is estimated from the
+    /// per-trial values, so the columns show their centre).
     pub a: Option<f64>,
     pub b: Option<f64>,
     pub n_a: usize,
     pub n_b: usize,
-    /// (B/A − 1) · 100 of the per-trial means (latencies: medians).
+    /// (B/A − 1) · 100 of the Hodges–Lehmann ratio: exp of the median of
+    /// the pairwise differences ln b_j − ln a_i.
     pub change_pct: Option<f64>,
-    /// 95 % bootstrap interval of the change, in %.
+    /// The interval of the change in %, inverted from the U test at
+    /// `level`; `None` with too few trials for that level.
     pub ci_pct: Option<(f64, f64)>,
-    /// Two-sided Mann–Whitney p-value.
+    /// The confidence level of `ci_pct` on its own (gate metrics: after
+    /// Bonferroni over the gate tests and, with `--run`, the look's
+    /// boundary).
+    #[serde(default)]
+    pub level: Option<f64>,
+    /// Two-sided Mann–Whitney p-value of no shift (for the record; the
+    /// verdict comes from the interval).
     pub p: Option<f64>,
-    /// The p-value the verdict used (Holm-adjusted across gate tests).
-    pub p_adjusted: Option<f64>,
     pub verdict: Verdict,
+    /// Every per-trial value of each side, in order, so that the verdict
+    /// can be checked.
+    #[serde(default)]
+    pub values_a: Vec<f64>,
+    #[serde(default)]
+    pub values_b: Vec<f64>,
 }
 
 /// One job (matched by group and name) on both sides.
@@ -121,6 +150,9 @@ pub enum Outcome {
     NoChange,
     /// Some gate metric had too few trials to decide.
     Undecided,
+    /// A significant gate change measured while the sides' environments
+    /// differed (e.g. CPU contention on one side only): exit 4.
+    Confounded,
     /// Refused: a difference nobody named, or no job in common.
     Incomparable,
 }
@@ -136,13 +168,25 @@ pub struct Comparison {
     pub threshold_pct: f64,
     pub alpha: f64,
     pub test: String,
-    /// The fewest trials per side with which the test can reach alpha.
+    /// The fewest trials per side with which the gate tests can reach their
+    /// level (α over the number of gate tests).
     pub min_trials_per_side: usize,
+    /// Gate tests (gate metrics × jobs): each gets α / this (Bonferroni).
+    #[serde(default)]
+    pub gate_tests: usize,
     pub differences: Vec<Difference>,
+    /// The environment findings of each side and how many trials they
+    /// touched; `differs` where a significant change would be confounded.
+    #[serde(default)]
+    pub environment: Vec<EnvFinding>,
+    /// Trials per side the environment counts are out of.
+    #[serde(default)]
+    pub env_trials: (usize, usize),
     pub jobs: Vec<JobComparison>,
     pub notes: Vec<String>,
     pub outcome: Outcome,
-    /// 0 no regression, 1 regression, 2 incomparable (3 is `--run`'s).
+    /// 0 no regression, 1 regression, 2 incomparable (3 is `--run`'s), 4 a
+    /// significant change confounded with a difference in the environment.
     pub exit_code: i32,
     /// Filled by `compare --run`: the runs it made and why it stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -158,6 +202,29 @@ pub struct Comparison {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub b_run: Option<Box<RunDoc>>,
 }
+
+/// One kind of environment finding (the conditions dioscope measures
+/// around the timed I/O: CPU contention, other I/O on the device, other
+/// openers, page cache) and how many trials of each side it touched.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnvFinding {
+    pub kind: String,
+    pub a_trials: usize,
+    pub b_trials: usize,
+    /// The shares of trials it touched differ by half or more: a
+    /// significant change may be the environment's, not B's.
+    pub differs: bool,
+}
+
+/// Findings about the environment a trial ran in: listed per side, and a
+/// significant change while they differ between the sides is confounded.
+pub const ENV_FINDINGS: &[&str] = &[
+    "cpu_contention",
+    "other_device_io",
+    "other_openers",
+    "page_cache_on_target",
+    "page_cache_kept",
+];
 
 /// What `compare --run` did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -196,20 +263,70 @@ fn embedded(d: &RunDoc) -> Box<RunDoc> {
 
 /// Compare side `a` (baseline) with side `b`.
 pub fn compare(a: &Input, b: &Input, s: &CompareSettings) -> Comparison {
-    let floor = min_trials_per_side(s.alpha);
     let mut notes = Vec::new();
-    // What differs: between the sides (first document of each), and within
-    // a side (every later document against its first).
-    let mut diffs = Vec::new();
-    // Findings: over all documents of a side (a finding in any trial of A
-    // and none of B's is a difference); within a side they are not policed.
-    let with_side_findings = |side: &Input| -> Vec<Fact> {
-        let mut f = side.docs.first().map(facts).unwrap_or_default();
-        if let Some(x) = f.iter_mut().find(|x| x.key == "findings") {
-            x.value = policed_findings(&side.docs).join(", ");
-        }
-        f
+    let diffs = all_differences(a, b, s, &mut notes);
+    let mut sa = SideSamples::default();
+    let mut sb = SideSamples::default();
+    a.docs.iter().for_each(|d| sa.add(d));
+    b.docs.iter().for_each(|d| sb.add(d));
+    notes.extend(sa.notes.iter().map(|n| format!("A: {n}")));
+    notes.extend(sb.notes.iter().map(|n| format!("B: {n}")));
+    let gates = GateFamily::of(&sa, &sb, s);
+    let jobs = gates.jobs(&sa, &sb, s);
+    let side = |i: &Input, ss: &SideSamples| Side {
+        label: i.label.to_string(),
+        files: i.files.clone(),
+        trials: ss.jobs.first().map(|j| j.trials.len()).unwrap_or(0),
     };
+    let (environment, env_trials) = environment(&a.docs, &b.docs);
+    let mut c = Comparison {
+        schema: COMPARISON_SCHEMA,
+        kind: "comparison".into(),
+        dioscope_version: env!("CARGO_PKG_VERSION").into(),
+        a: side(a, &sa),
+        b: side(b, &sb),
+        threshold_pct: s.threshold_pct,
+        alpha: s.alpha,
+        test: test_text(s, gates.tests),
+        min_trials_per_side: gates.floor,
+        gate_tests: gates.tests,
+        differences: diffs,
+        environment,
+        env_trials,
+        jobs,
+        notes,
+        outcome: Outcome::NoChange,
+        exit_code: 0,
+        run: None,
+        profile: crate::profile::compare::compare_profiles(
+            a.docs
+                .iter()
+                .filter_map(|d| d.dioscope.as_ref()?.profile.as_ref()),
+            b.docs
+                .iter()
+                .filter_map(|d| d.dioscope.as_ref()?.profile.as_ref()),
+        ),
+        a_run: a.docs.first().map(embedded),
+        b_run: b.docs.first().map(embedded),
+    };
+    if s.sequential.is_none() {
+        too_few_note(&mut c, &gates);
+    }
+    decide(&mut c);
+    c
+}
+
+/// What differs between the sides (first document of each) and within a
+/// side (every later document against its first); the notes that go with
+/// them (findings on one side only, fio JSON without an environment, an
+/// `--expect-different` that differs nowhere) are added to `notes`.
+fn all_differences(
+    a: &Input,
+    b: &Input,
+    s: &CompareSettings,
+    notes: &mut Vec<String>,
+) -> Vec<Difference> {
+    let mut diffs = Vec::new();
     if !a.docs.is_empty() && !b.docs.is_empty() {
         diffs.extend(differences(
             &with_side_findings(a),
@@ -219,56 +336,15 @@ pub fn compare(a: &Input, b: &Input, s: &CompareSettings) -> Comparison {
             s.allow_all,
         ));
     }
-    for (x, y) in [(a, b), (b, a)] {
-        let only: Vec<String> = finding_kinds(&x.docs, |k| UNPOLICED_FINDINGS.contains(&k))
-            .into_iter()
-            .filter(|k| !finding_kinds(&y.docs, |j| j == k).contains(k))
-            .collect();
-        if !only.is_empty() {
-            notes.push(format!(
-                "findings in {} only (shown, not policed: noise, load or what the workload is bound by): {}",
-                x.label,
-                only.join(", ")
-            ));
-        }
-    }
+    notes.extend(unpoliced_only_notes(a, b));
     for side in [a, b] {
-        let Some(first) = side.docs.first() else {
-            continue;
-        };
-        let f0: Vec<Fact> = facts(first)
-            .into_iter()
-            .filter(|f| f.key != "findings")
-            .collect();
-        for (i, d) in side.docs.iter().enumerate().skip(1) {
-            let fi: Vec<Fact> = facts(d)
-                .into_iter()
-                .filter(|f| f.key != "findings")
-                .collect();
-            let name = |k: usize| {
-                side.files
-                    .get(k)
-                    .cloned()
-                    .unwrap_or_else(|| format!("run {}", k + 1))
-            };
-            for mut x in differences(
-                &f0,
-                &fi,
-                &format!("within {}", side.label),
-                &s.expect,
-                s.allow_all,
-            ) {
-                x.between = format!("within {}: {} vs {}", side.label, name(0), name(i));
-                diffs.push(x);
-            }
-        }
+        diffs.extend(within_side(side, s));
         if side.docs.iter().any(|d| d.dioscope.is_none()) {
-            let n = format!(
+            notes.push(format!(
                 "side {}: fio's JSON records no environment (kernel, device, scheduler, …): \
                  only job options and versions could be checked for differences",
                 side.label
-            );
-            notes.push(n);
+            ));
         }
     }
     for e in &s.expect {
@@ -279,199 +355,309 @@ pub fn compare(a: &Input, b: &Input, s: &CompareSettings) -> Comparison {
             ));
         }
     }
+    diffs
+}
 
-    let mut sa = SideSamples::default();
-    let mut sb = SideSamples::default();
-    a.docs.iter().for_each(|d| sa.add(d));
-    b.docs.iter().for_each(|d| sb.add(d));
-    notes.extend(sa.notes.iter().map(|n| format!("A: {n}")));
-    notes.extend(sb.notes.iter().map(|n| format!("B: {n}")));
-
-    let mut jobs = Vec::new();
-    for ja in &sa.jobs {
-        let Some(jb) = sb
-            .jobs
-            .iter()
-            .find(|j| j.group == ja.group && j.name == ja.name)
-        else {
-            continue;
-        };
-        let metrics = (0..METRICS.len())
-            .map(|k| metric(ja, jb, k, s, floor))
-            .collect();
-        jobs.push(JobComparison {
-            group: ja.group,
-            name: ja.name.clone(),
-            metrics,
-        });
+/// A side's facts with its findings over all of its documents (a finding
+/// in any trial of A and none of B's is a difference; within a side they
+/// are not policed).
+fn with_side_findings(side: &Input) -> Vec<Fact> {
+    let mut f = side.docs.first().map(facts).unwrap_or_default();
+    if let Some(x) = f.iter_mut().find(|x| x.key == "findings") {
+        x.value = policed_findings(&side.docs).join(", ");
     }
-    holm(&mut jobs, s);
+    f
+}
 
-    let side = |i: &Input, ss: &SideSamples| Side {
-        label: i.label.to_string(),
-        files: i.files.clone(),
-        trials: ss.jobs.first().map(|j| j.trials.len()).unwrap_or(0),
-    };
-    let mut c = Comparison {
-        schema: COMPARISON_SCHEMA,
-        kind: "comparison".into(),
-        dioscope_version: env!("CARGO_PKG_VERSION").into(),
-        a: side(a, &sa),
-        b: side(b, &sb),
-        threshold_pct: s.threshold_pct,
-        alpha: s.alpha,
-        test: "two-sided Mann-Whitney U on the per-trial values; 95 % percentile-bootstrap \
-               interval of the ratio of means; Holm's correction across the gate metrics of all jobs"
-            .into(),
-        min_trials_per_side: floor,
-        differences: diffs,
-        jobs,
-        notes,
-        outcome: Outcome::NoChange,
-        exit_code: 0,
-        run: None,
-        profile: crate::profile::compare::compare_profiles(
-            a.docs.iter().filter_map(|d| d.dioscope.as_ref()?.profile.as_ref()),
-            b.docs.iter().filter_map(|d| d.dioscope.as_ref()?.profile.as_ref()),
-        ),
-        a_run: a.docs.first().map(embedded),
-        b_run: b.docs.first().map(embedded),
-    };
-    if let Some(j) = c.jobs.first() {
-        let few: Vec<&MetricComparison> = j
-            .metrics
-            .iter()
-            .filter(|m| m.gate && m.verdict == Verdict::TooFewTrials)
-            .collect();
-        if let Some(m) = few.first() {
-            c.notes.push(format!(
-                "{} trials against {}: the test can never reach p < {} with so few \
-                 (the smallest possible p is {:.3}); {} trials per side are needed \
-                 (--trials={} or more, or --trials=auto)",
-                m.n_a,
-                m.n_b,
-                s.alpha,
-                min_p(m.n_a, m.n_b),
-                floor,
-                floor
+/// Notes on unpoliced findings (noise, what the workload is bound by) that
+/// only one side has.
+fn unpoliced_only_notes(a: &Input, b: &Input) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (x, y) in [(a, b), (b, a)] {
+        let only: Vec<String> = finding_kinds(&x.docs, |k| {
+            UNPOLICED_FINDINGS.contains(&k) && !ENV_FINDINGS.contains(&k)
+        })
+        .into_iter()
+        .filter(|k| !finding_kinds(&y.docs, |j| j == k).contains(k))
+        .collect();
+        if !only.is_empty() {
+            notes.push(format!(
+                "findings in {} only (shown, not policed: noise or what the workload is bound by): {}",
+                x.label,
+                only.join(", ")
             ));
         }
     }
-    decide(&mut c);
-    c
+    notes
+}
+
+/// What differs between a side's later documents and its first.
+fn within_side(side: &Input, s: &CompareSettings) -> Vec<Difference> {
+    let Some(first) = side.docs.first() else {
+        return Vec::new();
+    };
+    let without_findings = |d: &RunDoc| -> Vec<Fact> {
+        facts(d)
+            .into_iter()
+            .filter(|f| f.key != "findings")
+            .collect()
+    };
+    let f0 = without_findings(first);
+    let name = |k: usize| {
+        side.files
+            .get(k)
+            .cloned()
+            .unwrap_or_else(|| format!("run {}", k + 1))
+    };
+    let mut diffs = Vec::new();
+    for (i, d) in side.docs.iter().enumerate().skip(1) {
+        let label = format!("within {}", side.label);
+        for mut x in differences(&f0, &without_findings(d), &label, &s.expect, s.allow_all) {
+            x.between = format!("within {}: {} vs {}", side.label, name(0), name(i));
+            diffs.push(x);
+        }
+    }
+    diffs
+}
+
+/// The family of gate tests: one per gate metric and job both sides have,
+/// each at α over their number (Bonferroni: all intervals cover together
+/// with probability ≥ 1 − α), and the fewest trials per side with which an
+/// interval at that level exists.
+struct GateFamily {
+    tests: usize,
+    alpha: f64,
+    floor: usize,
+}
+
+impl GateFamily {
+    fn of(sa: &SideSamples, sb: &SideSamples, s: &CompareSettings) -> GateFamily {
+        let tests = (job_pairs(sa, sb).len() * s.gate.len()).max(1);
+        let alpha = s.alpha / tests as f64;
+        let floor = (1..=50)
+            .find(|&n| u_critical(n, n, alpha).is_some())
+            .unwrap_or(50);
+        GateFamily {
+            tests,
+            alpha,
+            floor,
+        }
+    }
+
+    /// Every metric of every job both sides have, judged.
+    fn jobs(&self, sa: &SideSamples, sb: &SideSamples, s: &CompareSettings) -> Vec<JobComparison> {
+        job_pairs(sa, sb)
+            .iter()
+            .map(|(ja, jb)| JobComparison {
+                group: ja.group,
+                name: ja.name.clone(),
+                metrics: (0..METRICS.len())
+                    .map(|k| metric(ja, jb, k, s, self.alpha))
+                    .collect(),
+            })
+            .collect()
+    }
+}
+
+/// The jobs of A that B has too (same group and name), paired.
+fn job_pairs<'a>(
+    sa: &'a SideSamples,
+    sb: &'a SideSamples,
+) -> Vec<(&'a JobSamples, &'a JobSamples)> {
+    sa.jobs
+        .iter()
+        .filter_map(|ja| {
+            sb.jobs
+                .iter()
+                .find(|j| j.group == ja.group && j.name == ja.name)
+                .map(|jb| (ja, jb))
+        })
+        .collect()
+}
+
+/// A fixed-size comparison whose first job's gate has too few trials for
+/// any interval: say how many are needed.
+fn too_few_note(c: &mut Comparison, g: &GateFamily) {
+    let Some(j) = c.jobs.first() else { return };
+    let Some(m) = j
+        .metrics
+        .iter()
+        .find(|m| m.gate && m.verdict == Verdict::TooFewTrials)
+    else {
+        return;
+    };
+    let note = format!(
+        "{} trials against {}: no interval at the {:.1} % level exists with so few \
+         (the smallest possible p is {:.3}); {} trials per side are needed \
+         (--trials={} or more, or --trials=auto)",
+        m.n_a,
+        m.n_b,
+        100.0 * (1.0 - g.alpha),
+        min_p(m.n_a, m.n_b),
+        g.floor,
+        g.floor
+    );
+    c.notes.push(note);
+}
+
+/// What the interval of a comparison is, for its header.
+fn test_text(s: &CompareSettings, gate_tests: usize) -> String {
+    let design = match s.sequential {
+        Some(l) => format!(
+            "; with --run, O'Brien-Fleming alpha spending over the looks at {}..{} trials per side \
+             (repeated confidence intervals: they cover at every look at once)",
+            l.min_n, l.max_n
+        ),
+        None => String::new(),
+    };
+    format!(
+        "change: Hodges-Lehmann ratio B/A of the per-trial values (A, B: their medians); \
+         interval: inverted from the two-sided Mann-Whitney U test, so a verdict is \
+         significant exactly when its interval lies outside ±threshold; gate intervals \
+         Bonferroni-adjusted over {gate_tests} gate test{} (together {:.0} %){design}",
+        if gate_tests == 1 { "" } else { "s" },
+        100.0 * (1.0 - s.alpha)
+    )
 }
 
 /// The comparison of metric `k` of one job.
 fn metric(
-    ja: &super::samples::JobSamples,
-    jb: &super::samples::JobSamples,
+    ja: &JobSamples,
+    jb: &JobSamples,
     k: usize,
     s: &CompareSettings,
-    floor: usize,
+    gate_alpha: f64,
 ) -> MetricComparison {
     let def = &METRICS[k];
     let (xa, xb) = (ja.column(k), jb.column(k));
-    let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
     let median = |v: &[f64]| (!v.is_empty()).then(|| crate::stats::summary::median(v));
-    // Latency figures: over every I/O (merged histograms) where the side
-    // has them; otherwise the per-trial median.
-    let center = |merged: Option<f64>, v: &[f64]| {
-        if is_latency(k) {
-            merged.or_else(|| median(v))
-        } else {
-            mean(v)
-        }
-    };
+    let gate = s.gate.contains(&k);
     let mut out = MetricComparison {
         metric: def.key.into(),
         label: def.label.into(),
         unit: def.unit.into(),
         higher_is_better: def.higher_is_better,
-        gate: s.gate.contains(&k),
-        a: center(ja.merged[k], &xa),
-        b: center(jb.merged[k], &xb),
+        gate,
+        a: median(&xa),
+        b: median(&xb),
         n_a: xa.len(),
         n_b: xb.len(),
         change_pct: None,
         ci_pct: None,
+        level: None,
         p: None,
-        p_adjusted: None,
         verdict: Verdict::NoData,
+        values_a: xa.clone(),
+        values_b: xb.clone(),
     };
-    if xa.is_empty() || xb.is_empty() {
+    // Gate metrics: α over the gate tests, and with --run the repeated
+    // interval of the look reached; other metrics: a plain interval at α
+    // (a pointer, not a gate).
+    let bound: Option<Boundary> = match (gate, s.sequential) {
+        (true, Some(l)) => Design {
+            min_n: l.min_n,
+            max_n: l.max_n,
+            alpha: gate_alpha,
+        }
+        .boundary(xa.len().min(xb.len())),
+        (true, None) => fixed_boundary(xa.len(), xb.len(), gate_alpha),
+        (false, _) => fixed_boundary(xa.len(), xb.len(), s.alpha),
+    };
+    let Some(j) = judge(&xa, &xb, bound, s.threshold_pct, def.higher_is_better) else {
         return out;
-    }
-    let seed = 0x5eed ^ k as u64;
-    // Latencies: the ratio of per-trial medians (one trial that met a stall
-    // must not make the change); throughput and CPU: of means.
-    let stat = if is_latency(k) {
-        Statistic::Median
-    } else {
-        Statistic::Mean
     };
-    if let Some(r) = bootstrap_ratio_of(&xa, &xb, stat, 0.95, RESAMPLES, seed) {
-        out.change_pct = Some((r.ratio - 1.0) * 100.0);
-        out.ci_pct = Some(((r.low - 1.0) * 100.0, (r.high - 1.0) * 100.0));
-    }
+    out.change_pct = Some(j.change_pct);
+    out.ci_pct = j.ci_pct;
+    out.level = j.level;
     out.p = mann_whitney(&xa, &xb).map(|t| t.p);
-    out.p_adjusted = out.p;
-    out.verdict = verdict(&out, s, floor);
+    out.verdict = j.verdict;
     out
 }
 
-fn is_latency(k: usize) -> bool {
-    [M::LAT_MEAN, M::P50, M::P99, M::P999].contains(&k)
-}
-
-fn verdict(m: &MetricComparison, s: &CompareSettings, floor: usize) -> Verdict {
-    let (Some(p), Some(change)) = (m.p_adjusted, m.change_pct) else {
-        return Verdict::NoData;
-    };
-    if p >= s.alpha {
-        if m.n_a.min(m.n_b) < floor && min_p(m.n_a, m.n_b) >= s.alpha {
-            return Verdict::TooFewTrials;
-        }
-        return Verdict::NoSignificantChange;
-    }
-    if change.abs() < s.threshold_pct {
-        return Verdict::NoMeaningfulChange;
-    }
-    if (change > 0.0) == m.higher_is_better {
-        Verdict::Better
-    } else {
-        Verdict::Worse
-    }
-}
-
-/// Holm–Bonferroni (Holm 1979, "A simple sequentially rejective multiple
-/// test procedure", Scand. J. Statist. 6:65–70) over the gate metrics of
-/// every job: with several jobs or gate metrics, one false alarm in twenty
-/// per test would make a CI gate fail by chance.
-fn holm(jobs: &mut [JobComparison], s: &CompareSettings) {
-    let floor = min_trials_per_side(s.alpha);
-    let mut idx: Vec<(usize, usize, f64)> = Vec::new();
-    for (i, j) in jobs.iter().enumerate() {
-        for (k, m) in j.metrics.iter().enumerate() {
-            if let (true, Some(p)) = (m.gate, m.p) {
-                idx.push((i, k, p));
+/// Each side's environment findings and the trials they touched, over all
+/// of its documents, and the trials per side. A page-cache finding that
+/// dioscope itself cleared before the first timed I/O (`invalidate=1`:
+/// `dropped`, seen before the trial) is not a condition of the measurement
+/// and is left out.
+fn environment(a: &[RunDoc], b: &[RunDoc]) -> (Vec<EnvFinding>, (usize, usize)) {
+    fn side(docs: &[RunDoc]) -> (Vec<(String, usize)>, usize) {
+        let mut touched: Vec<(String, usize)> = Vec::new();
+        let mut total = 0;
+        for d in docs {
+            let trials = d
+                .dioscope
+                .as_ref()
+                .and_then(|x| x.jobs.iter().map(|j| j.trials.len()).max())
+                .unwrap_or(1)
+                .max(1);
+            total += trials;
+            let Some(x) = &d.dioscope else { continue };
+            let mut per_kind: Vec<(String, Vec<u64>)> = Vec::new();
+            for f in &x.findings {
+                let kind = f.kind();
+                if !ENV_FINDINGS.contains(&kind) {
+                    continue;
+                }
+                let get = |k: &str| f.fields.get(k);
+                let removed = kind == "page_cache_on_target"
+                    && get("dropped").and_then(|v| v.as_bool()) == Some(true)
+                    && get("phase").and_then(|v| v.as_str()) == Some("before");
+                if removed {
+                    continue;
+                }
+                let mut ts: Vec<u64> = get("trials")
+                    .and_then(|v| v.as_array())
+                    .map(|v| v.iter().filter_map(|t| t.as_u64()).collect())
+                    .unwrap_or_default();
+                ts.extend(get("trial").and_then(|v| v.as_u64()));
+                if ts.is_empty() {
+                    // No trial named: the whole run (e.g. other openers).
+                    ts = (1..=trials as u64).collect();
+                }
+                match per_kind.iter_mut().find(|(k, _)| k == kind) {
+                    Some((_, v)) => v.extend(ts),
+                    None => per_kind.push((kind.to_string(), ts)),
+                }
+            }
+            for (k, mut ts) in per_kind {
+                ts.sort_unstable();
+                ts.dedup();
+                let n = ts.len().min(trials);
+                match touched.iter_mut().find(|(x, _)| *x == k) {
+                    Some((_, c)) => *c += n,
+                    None => touched.push((k, n)),
+                }
             }
         }
+        (touched, total)
     }
-    let n = idx.len();
-    if n <= 1 {
-        return;
+    let (ta, na) = side(a);
+    let (tb, nb) = side(b);
+    let mut out: Vec<EnvFinding> = Vec::new();
+    for kind in ENV_FINDINGS {
+        let count = |t: &[(String, usize)]| {
+            t.iter()
+                .find(|(k, _)| k == kind)
+                .map(|(_, n)| *n)
+                .unwrap_or(0)
+        };
+        let (ca, cb) = (count(&ta), count(&tb));
+        if ca == 0 && cb == 0 {
+            continue;
+        }
+        let share = |c: usize, n: usize| if n == 0 { 0.0 } else { c as f64 / n as f64 };
+        out.push(EnvFinding {
+            kind: kind.to_string(),
+            a_trials: ca,
+            b_trials: cb,
+            differs: (share(ca, na) - share(cb, nb)).abs() >= 0.5,
+        });
     }
-    idx.sort_by(|x, y| x.2.total_cmp(&y.2));
-    let mut running = 0.0f64;
-    for (rank, (i, k, p)) in idx.into_iter().enumerate() {
-        running = running.max(((n - rank) as f64 * p).min(1.0));
-        let m = &mut jobs[i].metrics[k];
-        m.p_adjusted = Some(running);
-        m.verdict = verdict(m, s, floor);
-    }
+    (out, (na, nb))
 }
 
-/// The outcome and the exit code from the gate verdicts and differences.
+/// The outcome and the exit code from the gate verdicts, the differences
+/// and the environment.
 fn decide(c: &mut Comparison) {
     if !c.unexpected().is_empty() || c.jobs.is_empty() {
         c.outcome = Outcome::Incomparable;
@@ -492,29 +678,48 @@ fn decide(c: &mut Comparison) {
     } else {
         Outcome::NoChange
     };
-    c.exit_code = if c.outcome == Outcome::Regression {
-        1
-    } else {
-        0
+    let significant = matches!(c.outcome, Outcome::Regression | Outcome::Improvement);
+    if significant && c.environment.iter().any(|e| e.differs) {
+        c.outcome = Outcome::Confounded;
+    }
+    c.exit_code = match c.outcome {
+        Outcome::Regression => 1,
+        Outcome::Confounded => 4,
+        _ => 0,
     };
 }
 
-/// Whether `compare --run` may stop: every gate metric of every job is
-/// clearly beyond the threshold (significant) or clearly within it (its
-/// whole interval inside ±threshold).
-pub fn is_clear(c: &Comparison) -> bool {
-    !c.jobs.is_empty()
-        && c.jobs.iter().all(|j| {
-            j.metrics
-                .iter()
-                .filter(|m| m.gate)
-                .all(|m| match m.verdict {
-                    Verdict::Better | Verdict::Worse => true,
-                    _ => m
-                        .ci_pct
-                        .is_some_and(|(lo, hi)| lo > -c.threshold_pct && hi < c.threshold_pct),
-                })
+/// The sequential design `compare --run` decides `c` with: the looks of
+/// `s`, each gate test at α over the gate tests (as [`compare`] bounds them).
+pub fn design(s: &CompareSettings, c: &Comparison) -> Option<Design> {
+    s.sequential.map(|l| Design {
+        min_n: l.min_n,
+        max_n: l.max_n,
+        alpha: s.alpha / c.gate_tests.max(1) as f64,
+    })
+}
+
+/// The kinds of environment finding that differ between the sides.
+pub fn confounders(c: &Comparison) -> Vec<&str> {
+    c.environment
+        .iter()
+        .filter(|e| e.differs)
+        .map(|e| e.kind.as_str())
+        .collect()
+}
+
+/// The gate tests of a comparison, as [`super::sequential::decide`] takes
+/// them: every gate metric of every job, with its per-trial values.
+pub fn gates(c: &Comparison) -> Vec<super::sequential::Gate<'_>> {
+    c.jobs
+        .iter()
+        .flat_map(|j| j.metrics.iter().filter(|m| m.gate))
+        .map(|m| super::sequential::Gate {
+            a: &m.values_a,
+            b: &m.values_b,
+            higher_is_better: m.higher_is_better,
         })
+        .collect()
 }
 
 /// Parse `--gate=iops,lat_p99` (metric keys or labels).
@@ -535,6 +740,7 @@ pub fn parse_metrics(list: &str) -> Result<Vec<usize>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::render::Exporter;
     use crate::results::model::{Dioscope, DioscopeJob, Job};
     use crate::results::TrialMetrics;
 
@@ -643,58 +849,196 @@ mod tests {
     }
 
     #[test]
-    fn holm_adjusts_across_gates() {
+    fn bonferroni_over_gates_needs_more_trials() {
         let a = input("A", doc(&[1000., 1001., 1002., 1003.], "1"));
         let b = input("B", doc(&[900., 901., 902., 903.], "1"));
+        let c = compare(&a, &b, &CompareSettings::default());
+        assert_eq!(c.jobs[0].metrics[M::IOPS].verdict, Verdict::Worse);
+        assert_eq!((c.gate_tests, c.min_trials_per_side), (1, 4));
+        // Two gates: each at 2.5 %; 4 against 4 (smallest p 2/70 = 0.029)
+        // has no interval at 97.5 %.
         let s = CompareSettings {
             gate: vec![M::IOPS, M::BW],
             ..Default::default()
         };
         let c = compare(&a, &b, &s);
         let m = &c.jobs[0].metrics[M::IOPS];
-        // 2/70 doubled by Holm: 0.057 > 0.05 — no longer significant.
-        assert!((m.p_adjusted.unwrap() - 4.0 / 70.0).abs() < 1e-9, "{m:?}");
-        assert_eq!(m.verdict, Verdict::NoSignificantChange);
+        assert_eq!(
+            (m.verdict, m.ci_pct),
+            (Verdict::TooFewTrials, None),
+            "{m:?}"
+        );
+        assert_eq!((c.gate_tests, c.min_trials_per_side), (2, 5));
+        assert_eq!(c.outcome, Outcome::Undecided);
+        // A metric that does not gate keeps its 95 % interval.
+        let lat = &c.jobs[0].metrics[M::LAT_MEAN];
+        assert_eq!(lat.verdict, Verdict::Worse);
+        assert!(
+            (lat.level.unwrap() - (1.0 - 2.0 / 70.0)).abs() < 1e-12,
+            "{lat:?}"
+        );
+    }
+
+    fn with(iops: &[f64], kinds: &[serde_json::Value]) -> RunDoc {
+        use crate::results::model::FindingDoc;
+        let mut d = doc(iops, "1");
+        for k in kinds {
+            let mut f = FindingDoc::default();
+            for (key, v) in k.as_object().unwrap() {
+                f.fields.insert(key, v.clone());
+            }
+            d.dioscope.as_mut().unwrap().findings.push(f);
+        }
+        d
     }
 
     #[test]
-    fn setup_findings_are_policed_and_load_findings_noted() {
-        use crate::results::model::FindingDoc;
-        let with = |kind: &str| {
-            let mut d = doc(&[1000.; 4], "1");
-            let mut f = FindingDoc::default();
-            f.fields.insert("kind", serde_json::Value::from(kind));
-            d.dioscope.as_mut().unwrap().findings.push(f);
-            d
-        };
+    fn setup_findings_are_policed_and_environment_findings_listed_per_side() {
+        use serde_json::json;
         let plain = || input("B", doc(&[1000.; 4], "1"));
         let c = compare(
-            &input("A", with("page_cache_on_target")),
+            &input("A", with(&[1000.; 4], &[json!({"kind": "buffered_io"})])),
             &plain(),
             &CompareSettings::default(),
         );
         assert_eq!(c.exit_code, 2);
         assert_eq!(c.unexpected()[0].name, "findings");
         let c = compare(
-            &input("A", with("cpu_contention")),
+            &input(
+                "A",
+                with(
+                    &[1000.; 4],
+                    &[json!({"kind": "cpu_contention", "trials": [1, 3]})],
+                ),
+            ),
             &plain(),
             &CompareSettings::default(),
         );
         assert_eq!(c.exit_code, 0, "{:?}", c.differences);
-        assert!(
-            c.notes.iter().any(|n| n.contains("cpu_contention")),
-            "{:?}",
-            c.notes
+        assert_eq!(c.env_trials, (4, 4));
+        assert_eq!(
+            c.environment,
+            vec![EnvFinding {
+                kind: "cpu_contention".into(),
+                a_trials: 2,
+                b_trials: 0,
+                differs: true,
+            }]
         );
         // A finding in any file of a side counts for the side; several runs
         // of one side (compare --run) name them by number.
         let a = Input {
             label: "A",
             files: vec!["a.fio".into()],
-            docs: vec![doc(&[1000.; 2], "1"), with("page_cache_on_target")],
+            docs: vec![
+                doc(&[1000.; 2], "1"),
+                with(&[1000.; 2], &[json!({"kind": "buffered_io"})]),
+            ],
         };
         let c = compare(&a, &plain(), &CompareSettings::default());
         assert_eq!(c.exit_code, 2);
+    }
+
+    #[test]
+    fn page_cache_dropped_before_the_timed_io_does_not_count() {
+        use serde_json::json;
+        let dropped = json!({"kind": "page_cache_on_target", "phase": "before", "trial": 1,
+                             "dropped": true, "pages": 12, "page_size": 4096, "target": "/dev/x"});
+        let during = json!({"kind": "page_cache_on_target", "phase": "during", "trial": 2,
+                            "dropped": false, "pages": 12, "page_size": 4096, "target": "/dev/x"});
+        let c = compare(
+            &input("A", with(&[1000., 1001., 999., 1002.], &[dropped])),
+            &input("B", doc(&[1000., 1001., 999., 1003.], "1")),
+            &CompareSettings::default(),
+        );
+        assert_eq!((c.exit_code, c.environment.len()), (0, 0), "{c:?}");
+        let c = compare(
+            &input("A", with(&[1000., 1001., 999., 1002.], &[during])),
+            &input("B", doc(&[1000., 1001., 999., 1003.], "1")),
+            &CompareSettings::default(),
+        );
+        assert_eq!(c.exit_code, 0, "{:?}", c.differences);
+        assert_eq!(
+            (c.environment[0].a_trials, c.environment[0].b_trials),
+            (1, 0)
+        );
+    }
+
+    #[test]
+    fn a_significant_change_with_different_environments_is_confounded_exit_4() {
+        use serde_json::json;
+        let a = [1000., 1010., 990., 1005., 995.];
+        let b = [700., 707., 693., 703., 697.];
+        let hog = json!({"kind": "cpu_contention", "trials": [1, 2, 3, 4, 5], "cpus": 2,
+                         "busy_pct": 197.0, "ours_pct": 50.0, "others_pct": 147.0, "top": []});
+        // The hog on B only: the regression is the environment's as much as B's.
+        let c = compare(
+            &input("A", doc(&a, "1")),
+            &input("B", with(&b, std::slice::from_ref(&hog))),
+            &CompareSettings::default(),
+        );
+        assert_eq!(c.jobs[0].metrics[M::IOPS].verdict, Verdict::Worse);
+        assert_eq!((c.outcome, c.exit_code), (Outcome::Confounded, 4));
+        assert_eq!(confounders(&c), vec!["cpu_contention"]);
+        let text = crate::render::compare_text::CompareText.render(&c);
+        assert!(
+            text.contains("CONFOUNDED") && text.contains("cpu_contention"),
+            "{text}"
+        );
+        assert!(text.contains("B: 5 of 5 trials"), "{text}");
+        // The same hog on both sides: a plain regression (exit 1), listed.
+        let c = compare(
+            &input("A", with(&a, std::slice::from_ref(&hog))),
+            &input("B", with(&b, std::slice::from_ref(&hog))),
+            &CompareSettings::default(),
+        );
+        assert_eq!((c.outcome, c.exit_code), (Outcome::Regression, 1));
+        assert!(!c.environment[0].differs);
+        // No significant change: nothing to confound (exit 0).
+        let c = compare(
+            &input("A", doc(&a, "1")),
+            &input("B", with(&a, std::slice::from_ref(&hog))),
+            &CompareSettings::default(),
+        );
+        assert_eq!(c.exit_code, 0);
+    }
+
+    #[test]
+    fn one_against_one_prints_no_interval_and_json_keeps_every_trial() {
+        let c = compare(
+            &input("A", doc(&[1000.], "1")),
+            &input("B", doc(&[500.], "1")),
+            &CompareSettings::default(),
+        );
+        let m = &c.jobs[0].metrics[M::IOPS];
+        assert_eq!(
+            (m.ci_pct, m.level, m.verdict),
+            (None, None, Verdict::TooFewTrials)
+        );
+        for text in [
+            crate::render::compare_text::CompareText.render(&c),
+            crate::render::compare_markdown::CompareMarkdown.render(&c),
+        ] {
+            assert!(!text.contains("[+") && !text.contains("[-"), "{text}");
+            assert!(!text.contains("95 % CI"), "{text}");
+        }
+        let c = compare(
+            &input("A", doc(&[1000., 1010., 990., 1005., 995.], "1")),
+            &input("B", doc(&[700., 707., 693., 703., 697.], "1")),
+            &CompareSettings::default(),
+        );
+        let v: serde_json::Value = serde_json::to_value(&c).unwrap();
+        let iops = &v["jobs"][0]["metrics"][0];
+        assert_eq!(
+            iops["values_a"],
+            serde_json::json!([1000., 1010., 990., 1005., 995.])
+        );
+        assert_eq!(
+            iops["values_b"],
+            serde_json::json!([700., 707., 693., 703., 697.])
+        );
+        let back: Comparison = serde_json::from_value(v).unwrap();
+        assert_eq!(back, c);
     }
 
     #[test]

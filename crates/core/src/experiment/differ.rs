@@ -48,8 +48,10 @@ const NOT_MEASURED: &[&str] = &[
 /// Findings that are not about the set-up and so are shown, not policed:
 /// noise (they come and go between identical set-ups), what the workload
 /// is bound by (it changes with what the experiment varies, e.g. iodepth),
-/// and load from other processes during a trial (transient; interleaving
-/// with `compare --run` spreads it over both sides).
+/// and the environment a trial ran in (CPU contention, other I/O on the
+/// device, other openers, page cache): those are listed per side with the
+/// trials they touched, and make a significant change *confounded*
+/// (`compare::ENV_FINDINGS`) instead of refusing the comparison.
 pub const UNPOLICED_FINDINGS: &[&str] = &[
     "high_variance",
     "outlier_trials",
@@ -60,6 +62,10 @@ pub const UNPOLICED_FINDINGS: &[&str] = &[
     "tool_bottleneck",
     "kernel_cpu_bound",
     "cpu_contention",
+    "other_device_io",
+    "other_openers",
+    "page_cache_on_target",
+    "page_cache_kept",
 ];
 
 /// The names the user may use for a fact, mapped to the one it has.

@@ -7,6 +7,7 @@
 pub mod compare;
 pub mod differ;
 pub mod samples;
+pub mod sequential;
 pub mod sweep;
 
 pub use compare::{compare, CompareSettings, Comparison, Input, Outcome, Verdict};

@@ -4,7 +4,7 @@
 //! job spreading over one file per device), buffered and direct; plus the
 //! raw-device variant, loop devices with 512- and 4096-byte sectors.
 
-use super::{apart, derived, job, pm, run_steps, Ctx, Recipe, Steps, Stop, Table};
+use super::{derived, job, pm, run_steps, Ctx, Recipe, Steps, Stop, Table};
 use crate::experiment::samples::M;
 use crate::scratch::{FsSpec, LoopSpec};
 
@@ -109,14 +109,16 @@ impl Steps for Blocksize {
             Some(ctx.stat(&c, M::SYS_CPU)?.mean * (GIB / per) / 1e6)
         };
         let bw_of = |bsz: &str| Some(ctx.stat(&format!("buffered-d1-{bsz}-write"), M::BW)?.mean);
-        let sure = apart(
-            ctx.stat(&format!("buffered-d1-{small}-write"), M::SYS_CPU),
-            ctx.stat(&format!("buffered-d1-{large}-write"), M::SYS_CPU),
+        let sure = ctx.apart(
+            &format!("buffered-d1-{small}-write"),
+            &format!("buffered-d1-{large}-write"),
+            M::SYS_CPU,
         );
         match (sys_of(small), sys_of(large), bw_of(small), bw_of(large)) {
             (Some(_), Some(_), Some(_), Some(_)) if !sure => format!(
                 "INCONCLUSIVE at this precision: the system time of {small} and {large} blocks \
-                 overlaps within the 95 % intervals (run without --quick, on a quiet machine)"
+                 does not differ significantly (U test at 5 %; run without --quick, on a quiet \
+                 machine)"
             ),
             (Some(s4), Some(s64), Some(b4), Some(b64)) => format!(
                 "buffered writes on one device: {large} blocks {:.0} MB/s and {:.2} s sys/GiB vs {small} \

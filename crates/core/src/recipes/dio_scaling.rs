@@ -4,7 +4,7 @@
 //! block device, on a file on the same device, and on the null engine
 //! (dioscope's own ceiling).
 
-use super::{apart, cpus, job, pm, run_steps, Ctx, Recipe, Steps, Stop, Table};
+use super::{cpus, job, pm, run_steps, Ctx, Recipe, Steps, Stop, Table};
 use crate::experiment::samples::M;
 use crate::scratch::FsSpec;
 
@@ -170,12 +170,9 @@ impl Steps for DioScaling {
             } else {
                 "CLOSE TO the limit: read these figures as a lower bound"
             },
-            if !apart(
-                ctx.stat(&format!("file-t{n}"), M::IOPS),
-                ctx.stat(&format!("bdev-t{n}"), M::IOPS),
-            ) {
-                "The block device and the file are within each other's 95 % intervals: no gap \
-                 shown at this precision (the seed's collapse is ABSENT)."
+            if !ctx.apart(&format!("file-t{n}"), &format!("bdev-t{n}"), M::IOPS) {
+                "The block device and the file do not differ significantly (U test at 5 %): no \
+                 gap shown at this precision (the seed's collapse is ABSENT)."
             } else if f < 0.8 * b {
                 "The file path costs clearly more than the block device (the seed's \
                  block-device-vs-file gap is PRESENT in this form); i_dio_count itself is no \

@@ -15,6 +15,7 @@
 //! and its module name in the `recipes!` list below (docs/ARCHITECTURE.md).
 
 use crate::experiment::samples::M;
+use crate::experiment::sequential::{fixed_boundary, judge, significant};
 use crate::experiment::sweep::{cell_stat, Axis, CellStat, CellStatus, Order, Sweep, SweepCell};
 use crate::scratch::{self, Geometry, Item, Session};
 use crate::stats::summary::stddev_from_half;
@@ -434,18 +435,21 @@ impl Ctx {
             .unwrap_or_default()
     }
 
+    /// Whether cells `a` and `b` differ in metric `k`, judged by compare's
+    /// own procedure (`experiment::sequential::judge`: the Hodges–Lehmann
+    /// ratio of their trials with its interval inverted from the U test,
+    /// at 95 %, no threshold) — a difference the trials support. Fewer
+    /// trials than a U test needs to reach 5 % (4 a side), or a metric
+    /// with a value ≤ 0: not apart, and the recipe says "inconclusive".
+    pub fn apart(&self, a: &str, b: &str, k: usize) -> bool {
+        let (xa, xb) = (self.trial_values(a, k), self.trial_values(b, k));
+        let bound = fixed_boundary(xa.len(), xb.len(), 0.05);
+        judge(&xa, &xb, bound, 0.0, true).is_some_and(|j| significant(j.verdict))
+    }
+
     /// Findings of a cell (kinds).
     pub fn findings(&self, name: &str) -> Vec<String> {
         self.get(name).map(|c| c.findings()).unwrap_or_default()
-    }
-}
-
-/// Whether two cells' 95 % intervals are apart (a difference the trials
-/// support); when they overlap a recipe says "inconclusive".
-pub fn apart(a: Option<CellStat>, b: Option<CellStat>) -> bool {
-    match (a, b) {
-        (Some(a), Some(b)) if a.n >= 2 && b.n >= 2 => (a.mean - b.mean).abs() > a.half + b.half,
-        _ => false,
     }
 }
 
@@ -460,7 +464,7 @@ pub fn stop_check() -> Result<(), Stop> {
 
 /// `mean ± σ` of a statistic scaled by `f`, with `d` decimals (σ the
 /// standard deviation over the trials, the convention of every output; one
-/// trial: the value alone). The 95 % intervals decide [`apart`].
+/// trial: the value alone). [`Ctx::apart`] decides whether two cells differ.
 pub fn pm(s: Option<CellStat>, f: f64, d: usize) -> String {
     match s {
         Some(s) => match stddev_from_half(s.half, s.n) {

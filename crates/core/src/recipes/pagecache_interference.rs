@@ -11,7 +11,7 @@
 //! seed's: the last close of a block device drops its page cache, so without
 //! an opener the reader's pages would be gone before the run.
 
-use super::{apart, job, pm, run_steps, Ctx, Recipe, Steps, Stop, Table};
+use super::{job, pm, run_steps, Ctx, Recipe, Steps, Stop, Table};
 use crate::diag::pagecache::{drop_cache, resident_fd};
 use crate::experiment::samples::M;
 use crate::runner::{ResolvedJob, TrialHooks};
@@ -247,7 +247,7 @@ impl Steps for PagecacheInterference {
         let (Some(c), Some(k), Some(h)) = (lat("clean"), lat("cached"), lat("hygiene")) else {
             return "no result: a cell did not run".into();
         };
-        let shown = apart(ctx.stat("clean", M::LAT_MEAN), ctx.stat("cached", M::LAT_MEAN));
+        let shown = ctx.apart("clean", "cached", M::LAT_MEAN);
         format!(
             "with {cached_pages} cached pages a block takes {:.2} µs vs {:.2} µs clean ({:+.0} %){}; \
              with dioscope's invalidate before each trial {:.2} µs ({:+.0} % vs clean): {}.{}",
@@ -255,8 +255,8 @@ impl Steps for PagecacheInterference {
             c / 1e3,
             (k / c - 1.0) * 100.0,
             if !shown {
-                " — within the noise (95 % intervals overlap): no interference shown at this \
-                 precision"
+                " — within the noise (no significant difference, U test at 5 %): no \
+                 interference shown at this precision"
             } else if k > c * 1.1 {
                 " — the interference is PRESENT on this kernel"
             } else {

@@ -1,6 +1,6 @@
 //! A comparison as Markdown, for a pull request or a mailing-list post.
 
-use super::compare_text::{outcome_line, row, HEADER};
+use super::compare_text::{environment_lines, legend, outcome_line, row, HEADER};
 use super::Exporter;
 use crate::experiment::compare::Comparison;
 
@@ -29,20 +29,23 @@ impl Exporter<Comparison> for CompareMarkdown {
             }
             out.push('\n');
         }
+        if !c.environment.is_empty() {
+            out.push_str("Environment (findings per side, trials they touched):\n\n");
+            for l in environment_lines(c) {
+                out.push_str(&format!("- `{l}`\n"));
+            }
+            out.push('\n');
+        }
         for j in &c.jobs {
             out.push_str(&format!("#### job `{}` (group {})\n\n", j.name, j.group));
             out.push_str(&format!("| {} |\n", HEADER.join(" | ")));
-            out.push_str("|---|---:|---:|---:|---:|---:|---|\n");
+            out.push_str("|---|---:|---:|---:|---:|---|\n");
             for m in &j.metrics {
                 out.push_str(&format!("| {} |\n", row(m).join(" | ")));
             }
             out.push('\n');
         }
-        out.push_str(&format!(
-            "\\* decides the exit code; p: two-sided Mann–Whitney U on trials; CI: 95 % \
-             bootstrap of the ratio of means; threshold {} %.\n",
-            c.threshold_pct
-        ));
+        out.push_str(&format!("\\{}\n", legend(c)));
         for n in &c.notes {
             out.push_str(&format!("\n> {n}\n"));
         }

@@ -1,15 +1,35 @@
-//! A comparison for the terminal: the differences first, then per job one
-//! row per metric (A, B, change with its interval, p, verdict), then notes
-//! and the outcome.
+//! A comparison for the terminal: the differences first, the environment
+//! of each side, then per job one row per metric (A, B, change with its
+//! interval and level, verdict), then notes and the outcome.
 
 use super::Exporter;
-use crate::experiment::compare::{Comparison, MetricComparison, Outcome};
+use crate::experiment::compare::{confounders, Comparison, MetricComparison, Outcome, Verdict};
 use crate::experiment::show;
 
 pub struct CompareText;
 
-/// The cells of one metric row: metric, A, B, change, 95 % CI, p, verdict.
-pub fn row(m: &MetricComparison) -> [String; 7] {
+/// A confidence level as text: `95 %`, `97.5 %`, `99.93 %`.
+pub fn level_text(l: f64) -> String {
+    let p = 100.0 * l;
+    let t = if p >= 99.9 {
+        format!("{p:.2}")
+    } else {
+        format!("{p:.1}")
+    };
+    format!("{} %", t.trim_end_matches('0').trim_end_matches('.'))
+}
+
+/// A metric's interval as `[low, high] % (level)`, or `-` (none: too few
+/// trials for one).
+pub fn interval_text(m: &MetricComparison) -> String {
+    match (m.ci_pct, m.level) {
+        (Some((l, h)), Some(level)) => format!("[{l:+.1}, {h:+.1}] % ({})", level_text(level)),
+        _ => "-".into(),
+    }
+}
+
+/// The cells of one metric row: metric, A, B, change, interval, verdict.
+pub fn row(m: &MetricComparison) -> [String; 6] {
     let v = |x: Option<f64>| x.map(|x| show(&m.unit, x)).unwrap_or_else(|| "-".into());
     let arrow = if m.higher_is_better { "↑" } else { "↓" };
     [
@@ -19,19 +39,44 @@ pub fn row(m: &MetricComparison) -> [String; 7] {
         m.change_pct
             .map(|c| format!("{c:+.1} %"))
             .unwrap_or_else(|| "-".into()),
-        m.ci_pct
-            .map(|(l, h)| format!("[{l:+.1}, {h:+.1}] %"))
-            .unwrap_or_else(|| "-".into()),
-        match (m.p, m.p_adjusted) {
-            (Some(p), Some(q)) if (p - q).abs() > 1e-12 => format!("{p:.3} ({q:.3})"),
-            (Some(p), _) => format!("{p:.3}"),
-            _ => "-".into(),
-        },
+        interval_text(m),
         m.verdict.text().into(),
     ]
 }
 
-pub const HEADER: [&str; 7] = ["metric", "A", "B", "change", "95 % CI", "p", "verdict"];
+pub const HEADER: [&str; 6] = [
+    "metric",
+    "A median",
+    "B median",
+    "change",
+    "interval (level)",
+    "verdict",
+];
+
+/// The environment of both sides, one line per kind of finding.
+pub fn environment_lines(c: &Comparison) -> Vec<String> {
+    let (na, nb) = c.env_trials;
+    c.environment
+        .iter()
+        .map(|e| {
+            format!(
+                "{:<22} A: {} of {na} trials   B: {} of {nb} trials{}",
+                e.kind,
+                e.a_trials,
+                e.b_trials,
+                if e.differs { "   DIFFERS" } else { "" }
+            )
+        })
+        .collect()
+}
+
+/// The footer: what A, B, the change and the interval are.
+pub fn legend(c: &Comparison) -> String {
+    format!(
+        "* decides the exit code. ↑ higher is better, ↓ lower is better. A, B: median of the          per-trial values. {}. Threshold ±{} %.",
+        c.test, c.threshold_pct
+    )
+}
 
 /// The outcome in one sentence.
 pub fn outcome_line(c: &Comparison) -> String {
@@ -52,6 +97,29 @@ pub fn outcome_line(c: &Comparison) -> String {
             "undecided: too few trials to reach significance ({} per side needed; exit 0)",
             c.min_trials_per_side
         ),
+        Outcome::Confounded => {
+            let worse = c
+                .jobs
+                .iter()
+                .flat_map(|j| &j.metrics)
+                .any(|m| m.gate && m.verdict == Verdict::Worse);
+            let what: Vec<String> = c
+                .environment
+                .iter()
+                .filter(|e| e.differs)
+                .map(|e| {
+                    format!(
+                        "{} (A {} of {}, B {} of {} trials)",
+                        e.kind, e.a_trials, c.env_trials.0, e.b_trials, c.env_trials.1
+                    )
+                })
+                .collect();
+            format!(
+                "CONFOUNDED: B is significantly {} than A, but the sides ran in different                  environments: {}. The change may be the environment's; remove the cause and                  repeat (exit 4)",
+                if worse { "worse" } else { "better" },
+                what.join(", ")
+            )
+        }
         Outcome::Incomparable => {
             let names: Vec<String> = c.unexpected().iter().map(|d| d.name.clone()).collect();
             let mut names_u = names.clone();
@@ -108,10 +176,25 @@ impl Exporter<Comparison> for CompareText {
                 out.push_str("  (! = not named by --expect-different)\n");
             }
         }
+        if c.environment.is_empty() {
+            out.push_str("Environment: no findings about it on either side\n");
+        } else {
+            out.push_str("Environment (findings per side, trials they touched):\n");
+            for l in environment_lines(c) {
+                out.push_str(&format!("  {l}\n"));
+            }
+            let conf = confounders(c);
+            if !conf.is_empty() {
+                out.push_str(&format!(
+                    "  (DIFFERS: a significant change is confounded with {})\n",
+                    conf.join(", ")
+                ));
+            }
+        }
         for j in &c.jobs {
             out.push_str(&format!("\nJob '{}' (group {}):\n", j.name, j.group));
-            let rows: Vec<[String; 7]> = j.metrics.iter().map(row).collect();
-            let mut w = [0usize; 7];
+            let rows: Vec<[String; 6]> = j.metrics.iter().map(row).collect();
+            let mut w = [0usize; 6];
             for (i, h) in HEADER.iter().enumerate() {
                 w[i] = h.chars().count();
             }
@@ -124,7 +207,7 @@ impl Exporter<Comparison> for CompareText {
                 let mut s = String::from(" ");
                 for (i, x) in cells.iter().enumerate() {
                     let pad = w[i] - x.chars().count();
-                    if i == 0 || i == 6 {
+                    if i == 0 || i == 5 {
                         s.push_str(&format!(" {x}{}", " ".repeat(pad)));
                     } else {
                         s.push_str(&format!(" {}{x}", " ".repeat(pad)));
@@ -138,12 +221,7 @@ impl Exporter<Comparison> for CompareText {
                 out.push_str(&line(r));
             }
         }
-        out.push_str(&format!(
-            "\n* decides the exit code. ↑ higher is better, ↓ lower is better. p: two-sided \
-             Mann-Whitney U on trials (Holm-adjusted in brackets); CI: bootstrap of the ratio \
-             of means. Threshold {} %.\n",
-            c.threshold_pct
-        ));
+        out.push_str(&format!("\n{}\n", legend(c)));
         for n in &c.notes {
             out.push_str(&format!("note: {n}\n"));
         }

@@ -7,8 +7,9 @@
 //! percentiles from the merged histograms on a log scale and the histogram;
 //! the spread of trials; CPU per I/O; device requests per I/O and request
 //! size; findings; environment and the command line. Two or more results:
-//! side by side, with the deltas of each against the first (CI of the
-//! difference, Welch). Every chart's `id` is stable (`r1-iops-0`, …) so
+//! side by side, and each against the first through the one comparison
+//! function (`experiment::compare`: the same changes, intervals and
+//! verdicts as `dioscope compare`). Every chart's `id` is stable (`r1-iops-0`, …) so
 //! tests can find them.
 
 use crate::svg::{self, esc, ns, num, BarRow, DotGroup, Line, LineChart};
@@ -94,7 +95,7 @@ pub fn report(inputs: &[Input]) -> String {
     for i in inputs {
         match i {
             Input::Compare { name, cmp } => {
-                super::html_experiments::comparison(&mut o, name, cmp);
+                super::html_experiments::comparison(&mut o, name, cmp, "cmp");
                 compared_runs(&mut o, cmp);
             }
             Input::Sweep { name, sweep } => super::html_experiments::sweep(&mut o, name, sweep),
@@ -916,8 +917,9 @@ fn shell_join(args: &[String]) -> String {
         .join(" ")
 }
 
-/// Two or more results: each job's metrics side by side with the change of
-/// each against the first and the 95 % CI of that difference.
+/// Two or more results: each job's metrics side by side, then each result
+/// against the first as `dioscope compare` judges it (the one comparison
+/// function, so a report and compare never give different changes).
 fn comparison(o: &mut String, runs: &[(&str, &RunDoc)]) {
     o.push_str("<h2 id=\"compare\">Side by side</h2><p>");
     for (k, (name, _)) in runs.iter().enumerate() {
@@ -928,18 +930,15 @@ fn comparison(o: &mut String, runs: &[(&str, &RunDoc)]) {
     );
     for k in 0..runs.len() {
         let _ = write!(o, "<th>{}</th>", label(k));
-        if k > 0 {
-            let _ = write!(o, "<th>{} vs A (95 % CI)</th>", label(k));
-        }
     }
     o.push_str("</tr>");
     let views: Vec<Vec<JobView>> = runs.iter().map(|(_, d)| job_views(d)).collect();
     let mut groups: Vec<DotGroup> = Vec::new();
     for (ji, base) in views[0].iter().enumerate() {
         for &d in &base.dirs {
-            for (metric, idx, fmt, higher_better) in [
-                ("IOPS", 0usize, num as fn(f64) -> String, true),
-                ("bandwidth", 1, mbps, true),
+            for (metric, idx, fmt) in [
+                ("IOPS", 0usize, num as fn(f64) -> String),
+                ("bandwidth", 1, mbps),
             ] {
                 let _ = write!(
                     o,
@@ -947,10 +946,6 @@ fn comparison(o: &mut String, runs: &[(&str, &RunDoc)]) {
                     esc(&base.name),
                     DIRS[d]
                 );
-                let a: Vec<f64> = dir_trials(base, d)
-                    .iter()
-                    .map(|t| if idx == 0 { t.0 } else { t.1 })
-                    .collect();
                 for (k, vs) in views.iter().enumerate() {
                     let Some(v) = vs
                         .iter()
@@ -966,9 +961,6 @@ fn comparison(o: &mut String, runs: &[(&str, &RunDoc)]) {
                         .collect();
                     let sb = Summary::of(&b);
                     let _ = write!(o, "<td>{}</td>", ci_text(&sb, fmt));
-                    if k > 0 {
-                        o.push_str(&delta_cell(&a, &b, higher_better));
-                    }
                     if idx == 0 {
                         groups.push(DotGroup {
                             name: format!("{} {} {}", label(k), base.name, DIRS[d]),
@@ -986,8 +978,7 @@ fn comparison(o: &mut String, runs: &[(&str, &RunDoc)]) {
                 esc(&base.name),
                 DIRS[d]
             );
-            let a99 = pct_of(main_lat(base.fio.dir(d)).0, 99.0).unwrap_or(0) as f64;
-            for (k, vs) in views.iter().enumerate() {
+            for vs in &views {
                 let v = vs
                     .iter()
                     .find(|v| v.name == base.name)
@@ -996,20 +987,11 @@ fn comparison(o: &mut String, runs: &[(&str, &RunDoc)]) {
                     .and_then(|v| pct_of(main_lat(v.fio.dir(d)).0, 99.0))
                     .unwrap_or(0) as f64;
                 let _ = write!(o, "<td>{}</td>", esc(&ns(b99)));
-                if k > 0 {
-                    let ch = if a99 > 0.0 {
-                        100.0 * (b99 / a99 - 1.0)
-                    } else {
-                        0.0
-                    };
-                    let cls = if ch > 0.0 { "down" } else { "up" };
-                    let _ = write!(o, "<td class=\"{cls}\">{ch:+.1} % <span class=\"muted\">(no CI: one merged histogram)</span></td>");
-                }
             }
             o.push_str("</tr>");
         }
     }
-    o.push_str("</table><p class=\"muted\">Change of the mean against A; the interval is the 95 % CI of the difference of means (Welch), as a share of A's mean. Green: better, orange: worse; an interval that contains 0 is no evidence of a difference.</p>");
+    o.push_str("</table><p class=\"muted\">Each result's own figures; how each differs from A, with its interval and verdict, follows: the comparison of <code>dioscope compare</code>.</p>");
     o.push_str(&svg::dot_plot(
         "compare-iops",
         "IOPS per trial, each result",
@@ -1017,54 +999,34 @@ fn comparison(o: &mut String, runs: &[(&str, &RunDoc)]) {
         num,
         &groups,
     ));
+    against_first(o, runs);
 }
 
-/// The change of `b` against `a` in % with the 95 % CI of the difference
-/// of means (Welch–Satterthwaite degrees of freedom).
-pub fn delta(a: &[f64], b: &[f64]) -> Option<(f64, f64, f64)> {
-    let (sa, sb) = (Summary::of(a), Summary::of(b));
-    if sa.n == 0 || sb.n == 0 || sa.mean == 0.0 {
-        return None;
-    }
-    let diff = sb.mean - sa.mean;
-    let pct = |x: f64| 100.0 * x / sa.mean;
-    if sa.n < 2 || sb.n < 2 {
-        return Some((pct(diff), f64::NAN, f64::NAN));
-    }
-    let (va, vb) = (
-        sa.stddev.powi(2) / sa.n as f64,
-        sb.stddev.powi(2) / sb.n as f64,
-    );
-    let se = (va + vb).sqrt();
-    let df = if se > 0.0 {
-        (va + vb).powi(2) / (va.powi(2) / (sa.n - 1) as f64 + vb.powi(2) / (sb.n - 1) as f64)
-    } else {
-        (sa.n + sb.n - 2) as f64
-    };
-    let t = crate::stats::summary::t975(df.floor().max(1.0) as usize);
-    Some((pct(diff), pct(diff - t * se), pct(diff + t * se)))
-}
-
-fn delta_cell(a: &[f64], b: &[f64], higher_better: bool) -> String {
-    match delta(a, b) {
-        None => "<td>–</td>".into(),
-        Some((d, lo, hi)) => {
-            let better = (d > 0.0) == higher_better;
-            let sure = lo.is_finite() && (lo > 0.0 || hi < 0.0);
-            let cls = if !sure {
-                ""
-            } else if better {
-                "up"
-            } else {
-                "down"
-            };
-            let ci = if lo.is_finite() {
-                format!(" <span class=\"muted\">[{lo:+.1} %, {hi:+.1} %]</span>")
-            } else {
-                " <span class=\"muted\">(one trial: no CI)</span>".into()
-            };
-            format!("<td class=\"{cls}\">{d:+.1} %{ci}</td>")
-        }
+/// Each result after the first judged against it by `dioscope compare`'s
+/// own function, rendered as its comparison section.
+fn against_first(o: &mut String, runs: &[(&str, &RunDoc)]) {
+    for (k, (name, doc)) in runs.iter().enumerate().skip(1) {
+        let side = |label: &'static str, name: &str, d: &RunDoc| crate::experiment::Input {
+            label,
+            files: vec![name.to_string()],
+            docs: vec![d.clone()],
+        };
+        // The report shows whatever differs (listed) rather than refusing.
+        let settings = crate::experiment::CompareSettings {
+            allow_all: true,
+            ..Default::default()
+        };
+        let c = crate::experiment::compare(
+            &side("A", runs[0].0, runs[0].1),
+            &side("B", name, doc),
+            &settings,
+        );
+        super::html_experiments::comparison(
+            o,
+            &format!("{} against A", label(k)),
+            &c,
+            &format!("cmp-r{}", k + 1),
+        );
     }
 }
 
@@ -1078,17 +1040,6 @@ mod tests {
         assert!((nines(99.9) - 3.0).abs() < 1e-9);
         assert_eq!(nines_label(2.0), "p99");
         assert_eq!(nines_label(3.0), "p99.9");
-    }
-
-    #[test]
-    fn delta_ci_contains_the_change_and_needs_two_trials() {
-        let (d, lo, hi) = delta(&[100.0, 102.0, 98.0], &[110.0, 112.0, 108.0]).unwrap();
-        assert!(
-            (d - 10.0).abs() < 1e-9 && lo < d && d < hi && lo > 0.0,
-            "{d} {lo} {hi}"
-        );
-        let (_, lo, _) = delta(&[100.0], &[110.0]).unwrap();
-        assert!(lo.is_nan());
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The report's sections for experiments: a comparison (`dioscope compare`
-//! JSON: per job and metric A, B, the change with its bootstrap CI, the
+//! JSON: per job and metric A, B, the change with the interval of its test, the
 //! test and the verdict) and a sweep (`dioscope sweep` JSON: each metric
 //! against the varied option, one line per combination of the other
 //! options, 95 % CI bars). Chart ids: `cmp-change-J`, `sweep-KEY`.
@@ -30,20 +30,45 @@ fn verdict_class(v: Verdict) -> &'static str {
 }
 
 /// A comparison: outcome, per job a table and a chart of the changes.
-pub fn comparison(o: &mut String, name: &str, c: &Comparison) {
+/// `id` prefixes the ids of its section, tables and charts (`cmp` for a
+/// comparison's JSON).
+pub fn comparison(o: &mut String, name: &str, c: &Comparison, id: &str) {
+    comparison_header(o, name, c, id);
+    comparison_lists(o, c);
+    for (j, job) in c.jobs.iter().enumerate() {
+        job_changes(
+            o,
+            job,
+            &format!("{id}-table-{j}"),
+            &format!("{id}-change-{j}"),
+        );
+    }
+    for n in &c.notes {
+        let _ = write!(o, "<p class=\"muted\">note: {}</p>", esc(n));
+    }
+    o.push_str("<p class=\"muted\">Higher is better for IOPS and bandwidth, lower for latency and CPU. The verdict is read off the interval: significant exactly when it lies outside ±threshold.</p></section>");
+    if let Some(p) = &c.profile {
+        crate::profile::compare::render_html(o, p);
+    }
+}
+
+/// The comparison's section start: the sides, the outcome and exit code,
+/// the test, how `--run` went, the outcome line.
+fn comparison_header(o: &mut String, name: &str, c: &Comparison, id: &str) {
     let (cls, what) = match c.outcome {
         Outcome::Regression => ("sev-critical", "REGRESSION"),
         Outcome::Improvement => ("sev-info", "improvement"),
         Outcome::NoChange => ("", "no change"),
         Outcome::Undecided => ("sev-warning", "undecided (too few trials)"),
         Outcome::Incomparable => ("sev-critical", "INCOMPARABLE"),
+        Outcome::Confounded => ("sev-critical", "CONFOUNDED"),
     };
     let _ = write!(
         o,
-        "<section id=\"cmp\"><h2>Comparison {}</h2>\
+        "<section id=\"{id}\"><h2>Comparison {}</h2>\
          <p><b>A</b> = {} ({} trials) &nbsp; <b>B</b> = {} ({} trials)</p>\
-         <p>Outcome: <span class=\"{cls}\" id=\"cmp-outcome\">{what}</span> (exit code {}). \
-         Test: {}, α = {}, threshold ±{} %; at least {} trials per side can reach α.</p>",
+         <p>Outcome: <span class=\"{cls}\" id=\"{id}-outcome\">{what}</span> (exit code {}). \
+         {}, α = {}, threshold ±{} %; at least {} trials per side can reach the gates' level.</p>",
         esc(name),
         esc(&format!("{} {}", c.a.label, c.a.files.join(", "))),
         c.a.trials,
@@ -64,6 +89,22 @@ pub fn comparison(o: &mut String, name: &str, c: &Comparison) {
             r.elapsed_s
         );
     }
+    let _ = write!(
+        o,
+        "<p id=\"{id}-outcome-line\">{}</p>",
+        esc(&super::compare_text::outcome_line(c))
+    );
+}
+
+/// Each side's environment and what differs between the sides.
+fn comparison_lists(o: &mut String, c: &Comparison) {
+    if !c.environment.is_empty() {
+        o.push_str("<h3>Environment of each side</h3><ul>");
+        for l in super::compare_text::environment_lines(c) {
+            let _ = write!(o, "<li><code>{}</code></li>", esc(&l));
+        }
+        o.push_str("</ul>");
+    }
     if !c.differences.is_empty() {
         o.push_str("<h3>Differences between A and B</h3><ul>");
         for d in &c.differences {
@@ -75,68 +116,62 @@ pub fn comparison(o: &mut String, name: &str, c: &Comparison) {
         }
         o.push_str("</ul>");
     }
-    for (j, job) in c.jobs.iter().enumerate() {
-        let _ = write!(
+}
+
+/// One job's table of metrics (A, B, the change, its interval, the
+/// verdict) and the chart of its changes with their intervals.
+fn job_changes(
+    o: &mut String,
+    job: &crate::experiment::compare::JobComparison,
+    table_id: &str,
+    chart_id: &str,
+) {
+    let _ = write!(
             o,
-            "<h3>{} (group {})</h3><table id=\"cmp-table-{j}\"><tr><th class=\"l\">metric</th><th>A</th><th>B</th>\
-             <th>change B vs A</th><th>95 % CI of the change</th><th>p (adjusted)</th><th class=\"l\">verdict</th></tr>",
+            "<h3>{} (group {})</h3><table id=\"{table_id}\"><tr><th class=\"l\">metric</th><th>A median</th><th>B median</th>\
+             <th>change B vs A</th><th>interval of the change (level)</th><th class=\"l\">verdict</th></tr>",
             esc(&job.name),
             job.group
         );
-        let mut line = Line {
-            name: "change of B against A".into(),
-            markers: true,
-            dots_only: true,
-            ..Default::default()
-        };
-        let mut cats = Vec::new();
-        for m in &job.metrics {
-            let f = |v: Option<f64>| v.map(|x| fmt_unit(&m.unit, x)).unwrap_or("–".into());
-            let _ = write!(
+    let mut line = Line {
+        name: "change of B against A".into(),
+        markers: true,
+        dots_only: true,
+        ..Default::default()
+    };
+    let mut cats = Vec::new();
+    for m in &job.metrics {
+        let f = |v: Option<f64>| v.map(|x| fmt_unit(&m.unit, x)).unwrap_or("–".into());
+        let _ = write!(
                 o,
-                "<tr><td class=\"l\">{}{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td class=\"l {}\">{}</td></tr>",
+                "<tr><td class=\"l\">{}{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td class=\"l {}\">{}</td></tr>",
                 esc(&m.label),
                 if m.gate { "" } else { " <span class=\"muted\">(not gating)</span>" },
                 esc(&f(m.a)),
                 esc(&f(m.b)),
                 verdict_class(m.verdict),
                 m.change_pct.map(|x| format!("{x:+.1} %")).unwrap_or("–".into()),
-                m.ci_pct
-                    .map(|(l, h)| format!("[{l:+.1} %, {h:+.1} %]"))
-                    .unwrap_or("–".into()),
-                match (m.p, m.p_adjusted) {
-                    (Some(p), Some(q)) => format!("{p:.3} ({q:.3})"),
-                    (Some(p), None) => format!("{p:.3}"),
-                    _ => "–".into(),
-                },
+                esc(&super::compare_text::interval_text(m)),
                 verdict_class(m.verdict),
                 m.verdict.text()
             );
-            if let Some(ch) = m.change_pct {
-                line.points.push((cats.len() as f64, ch));
-                line.err.push(m.ci_pct.unwrap_or((f64::NAN, f64::NAN)));
-                cats.push(m.label.clone());
-            }
+        if let Some(ch) = m.change_pct {
+            line.points.push((cats.len() as f64, ch));
+            line.err.push(m.ci_pct.unwrap_or((f64::NAN, f64::NAN)));
+            cats.push(m.label.clone());
         }
-        o.push_str("</table>");
-        o.push_str(&svg::line_chart(&LineChart {
-            id: &format!("cmp-change-{j}"),
-            title: &format!("{}: change of B against A, with its 95 % CI", job.name),
-            x_label: "metric",
-            y_label: "change (%)",
-            lines: vec![line],
-            fmt_y: |v| format!("{v:+.0} %"),
-            x_categories: cats,
-            ..Default::default()
-        }));
     }
-    for n in &c.notes {
-        let _ = write!(o, "<p class=\"muted\">note: {}</p>", esc(n));
-    }
-    o.push_str("<p class=\"muted\">Higher is better for IOPS and bandwidth, lower for latency and CPU. The verdict needs both significance (the test above) and a change beyond the threshold.</p></section>");
-    if let Some(p) = &c.profile {
-        crate::profile::compare::render_html(o, p);
-    }
+    o.push_str("</table>");
+    o.push_str(&svg::line_chart(&LineChart {
+        id: chart_id,
+        title: &format!("{}: change of B against A, with its interval", job.name),
+        x_label: "metric",
+        y_label: "change (%)",
+        lines: vec![line],
+        fmt_y: |v| format!("{v:+.0} %"),
+        x_categories: cats,
+        ..Default::default()
+    }));
 }
 
 /// The charted sweep metrics (keys of the metric table) and whether their
@@ -152,25 +187,7 @@ const SWEEP_CHARTS: &[(&str, bool)] = &[
 /// A sweep: each metric against the first varied option, one line per
 /// job and combination of the other options, CI bars; and the cell table.
 pub fn sweep(o: &mut String, name: &str, s: &Sweep) {
-    let axes: Vec<String> = s
-        .axes
-        .iter()
-        .map(|a| format!("{} = {}", a.option, a.values.join(" | ")))
-        .collect();
-    let _ = write!(
-        o,
-        "<section id=\"sweep\"><h2>Sweep {}</h2><p>Varied: <code>{}</code>; order {:?}; {} of {} cells done{}; \
-         wall {:.0} s ({:.0} % outside trials).</p><p>Base: <code>{}</code></p>",
-        esc(name),
-        esc(&axes.join("; ")),
-        s.order,
-        s.cells.iter().filter(|c| c.status == CellStatus::Done).count(),
-        s.cells.len(),
-        if s.interrupted { ", INTERRUPTED" } else { "" },
-        s.wall_s,
-        s.overhead_pct,
-        esc(&s.base_args.join(" "))
-    );
+    sweep_header(o, name, s);
     let Some(x_axis) = s.axes.first() else {
         o.push_str("<p>No varied option.</p></section>");
         return;
@@ -200,41 +217,13 @@ pub fn sweep(o: &mut String, name: &str, s: &Sweep) {
         for (ji, job) in jobs.iter().enumerate() {
             for (ci, combo) in combos.iter().enumerate() {
                 let mut l = Line {
-                    name: {
-                        let mut parts: Vec<String> = s.axes[1..]
-                            .iter()
-                            .zip(combo)
-                            .map(|(a, v)| format!("{}={v}", a.option))
-                            .collect();
-                        if jobs.len() > 1 {
-                            parts.insert(0, job.clone());
-                        }
-                        if parts.is_empty() {
-                            def.label.to_string()
-                        } else {
-                            parts.join(" ")
-                        }
-                    },
+                    name: sweep_line_name(s, combo, job, jobs.len(), def.label),
                     color: ci + ji * combos.len(),
                     dash: ji,
                     markers: true,
                     ..Default::default()
                 };
-                for (xi, xv) in x_axis.values.iter().enumerate() {
-                    let cell = s
-                        .cells
-                        .iter()
-                        .find(|c| c.values[0] == *xv && c.values[1..] == combo[..]);
-                    if let Some(st) = cell.and_then(|c| cell_stat(c, Some(job), k)) {
-                        let scale = if key == "bw" { 1e6 } else { 1.0 };
-                        l.points.push((xi as f64, st.mean / scale));
-                        l.err.push(if st.n >= 2 && st.half.is_finite() {
-                            ((st.mean - st.half) / scale, (st.mean + st.half) / scale)
-                        } else {
-                            (f64::NAN, f64::NAN)
-                        });
-                    }
-                }
+                sweep_points(&mut l, s, combo, job, k);
                 if !l.points.is_empty() {
                     lines.push(l);
                 }
@@ -258,7 +247,74 @@ pub fn sweep(o: &mut String, name: &str, s: &Sweep) {
             ..Default::default()
         }));
     }
-    // The cells.
+    sweep_table(o, s);
+}
+
+/// The sweep's section start: axes, order, progress, wall time, base.
+fn sweep_header(o: &mut String, name: &str, s: &Sweep) {
+    let axes: Vec<String> = s
+        .axes
+        .iter()
+        .map(|a| format!("{} = {}", a.option, a.values.join(" | ")))
+        .collect();
+    let _ = write!(
+        o,
+        "<section id=\"sweep\"><h2>Sweep {}</h2><p>Varied: <code>{}</code>; order {:?}; {} of {} cells done{}; \
+         wall {:.0} s ({:.0} % outside trials).</p><p>Base: <code>{}</code></p>",
+        esc(name),
+        esc(&axes.join("; ")),
+        s.order,
+        s.cells.iter().filter(|c| c.status == CellStatus::Done).count(),
+        s.cells.len(),
+        if s.interrupted { ", INTERRUPTED" } else { "" },
+        s.wall_s,
+        s.overhead_pct,
+        esc(&s.base_args.join(" "))
+    );
+}
+
+/// A line's name: the other options' values (and the job, when there are
+/// several), or the metric's label when nothing else varies.
+fn sweep_line_name(s: &Sweep, combo: &[String], job: &str, jobs: usize, label: &str) -> String {
+    let mut parts: Vec<String> = s.axes[1..]
+        .iter()
+        .zip(combo)
+        .map(|(a, v)| format!("{}={v}", a.option))
+        .collect();
+    if jobs > 1 {
+        parts.insert(0, job.to_string());
+    }
+    if parts.is_empty() {
+        label.to_string()
+    } else {
+        parts.join(" ")
+    }
+}
+
+/// A line's points: metric `k` of `job` at each value of the first axis,
+/// with the 95 % CI bars (none for one trial).
+fn sweep_points(l: &mut Line, s: &Sweep, combo: &[String], job: &str, k: usize) {
+    let Some(x_axis) = s.axes.first() else { return };
+    let scale = if METRICS[k].key == "bw" { 1e6 } else { 1.0 };
+    for (xi, xv) in x_axis.values.iter().enumerate() {
+        let cell = s
+            .cells
+            .iter()
+            .find(|c| c.values[0] == *xv && c.values[1..] == combo[..]);
+        if let Some(st) = cell.and_then(|c| cell_stat(c, Some(job), k)) {
+            l.points.push((xi as f64, st.mean / scale));
+            l.err.push(if st.n >= 2 && st.half.is_finite() {
+                ((st.mean - st.half) / scale, (st.mean + st.half) / scale)
+            } else {
+                (f64::NAN, f64::NAN)
+            });
+        }
+    }
+}
+
+/// The table of cells: the axes' values, status, IOPS, bandwidth, p99 and
+/// findings.
+fn sweep_table(o: &mut String, s: &Sweep) {
     o.push_str("<table id=\"sweep-table\"><tr>");
     for a in &s.axes {
         let _ = write!(o, "<th class=\"l\">{}</th>", esc(&a.option));

@@ -6,7 +6,6 @@ pub mod histogram;
 pub mod significance;
 pub mod summary;
 pub mod trials;
-pub mod welch;
 
 pub use histogram::Histogram;
 pub use summary::Summary;
