@@ -84,6 +84,37 @@ pub fn have_tool(name: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// An empty zram device of its own (hot_add), reset and removed on drop,
+/// even when the test panics. (profile.rs has one filled with random data.)
+pub struct Zram {
+    id: String,
+}
+
+impl Zram {
+    pub fn new(size: u64) -> Option<Zram> {
+        let id = std::fs::read_to_string("/sys/class/zram-control/hot_add").ok()?;
+        let z = Zram {
+            id: id.trim().to_string(),
+        };
+        std::fs::write(
+            format!("/sys/block/zram{}/disksize", z.id),
+            size.to_string(),
+        )
+        .ok()?;
+        Some(z)
+    }
+    pub fn dev(&self) -> String {
+        format!("/dev/zram{}", self.id)
+    }
+}
+
+impl Drop for Zram {
+    fn drop(&mut self) {
+        let _ = std::fs::write(format!("/sys/block/zram{}/reset", self.id), "1");
+        let _ = std::fs::write("/sys/class/zram-control/hot_remove", &self.id);
+    }
+}
+
 /// A loop device over a sparse image file; detached (and the image removed)
 /// on drop, even when the test panics.
 pub struct LoopDev {
@@ -296,4 +327,22 @@ pub fn in_private_dev(dir: &Path, script: &str) -> std::process::Output {
         .current_dir(dir)
         .env("DIOSCOPE", bin());
     output_within(c, std::time::Duration::from_secs(60))
+}
+
+/// A `compare` that must find a regression: exit 1, or exit 4 when the
+/// sides' environments differed (other tests or a hog loading one side) —
+/// then its JSON `v` must name what differed. `what` is printed on failure.
+pub fn regression_or_confounded(o: &std::process::Output, v: &serde_json::Value, what: &str) {
+    match o.status.code() {
+        Some(1) => {}
+        Some(4) => assert!(
+            v["environment"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e["differs"] == true),
+            "exit 4 names no environment that differed: {what}"
+        ),
+        c => panic!("a regression should exit 1 (or 4): exit {c:?}\n{what}"),
+    }
 }

@@ -543,36 +543,6 @@ fn reads_of_a_sparse_file_are_flagged() {
     assert_eq!(f[0]["severity"], "critical");
 }
 
-/// A zram device of its own (hot_add), reset and removed on drop.
-struct Zram {
-    id: String,
-}
-
-impl Zram {
-    fn new(size: u64) -> Option<Zram> {
-        let id = std::fs::read_to_string("/sys/class/zram-control/hot_add").ok()?;
-        let z = Zram {
-            id: id.trim().to_string(),
-        };
-        std::fs::write(
-            format!("/sys/block/zram{}/disksize", z.id),
-            size.to_string(),
-        )
-        .ok()?;
-        Some(z)
-    }
-    fn dev(&self) -> String {
-        format!("/dev/zram{}", self.id)
-    }
-}
-
-impl Drop for Zram {
-    fn drop(&mut self) {
-        let _ = std::fs::write(format!("/sys/block/zram{}/reset", self.id), "1");
-        let _ = std::fs::write("/sys/class/zram-control/hot_remove", &self.id);
-    }
-}
-
 #[test]
 fn reads_of_never_written_zram_are_flagged() {
     let ok = is_root() && Path::new("/sys/class/zram-control/hot_add").exists();

@@ -271,8 +271,9 @@ pub fn compare(a: &Input, b: &Input, s: &CompareSettings) -> Comparison {
     b.docs.iter().for_each(|d| sb.add(d));
     notes.extend(sa.notes.iter().map(|n| format!("A: {n}")));
     notes.extend(sb.notes.iter().map(|n| format!("B: {n}")));
-    let gates = GateFamily::of(&sa, &sb, s);
-    let jobs = gates.jobs(&sa, &sb, s);
+    let pairs = job_pairs(&sa, &sb);
+    let gates = GateFamily::of(pairs.len(), s);
+    let jobs = gates.jobs(&pairs, s);
     let side = |i: &Input, ss: &SideSamples| Side {
         label: i.label.to_string(),
         files: i.files.clone(),
@@ -431,8 +432,9 @@ struct GateFamily {
 }
 
 impl GateFamily {
-    fn of(sa: &SideSamples, sb: &SideSamples, s: &CompareSettings) -> GateFamily {
-        let tests = (job_pairs(sa, sb).len() * s.gate.len()).max(1);
+    /// The family for `jobs` jobs both sides have.
+    fn of(jobs: usize, s: &CompareSettings) -> GateFamily {
+        let tests = (jobs * s.gate.len()).max(1);
         let alpha = s.alpha / tests as f64;
         let floor = (1..=50)
             .find(|&n| u_critical(n, n, alpha).is_some())
@@ -445,8 +447,12 @@ impl GateFamily {
     }
 
     /// Every metric of every job both sides have, judged.
-    fn jobs(&self, sa: &SideSamples, sb: &SideSamples, s: &CompareSettings) -> Vec<JobComparison> {
-        job_pairs(sa, sb)
+    fn jobs(
+        &self,
+        pairs: &[(&JobSamples, &JobSamples)],
+        s: &CompareSettings,
+    ) -> Vec<JobComparison> {
+        pairs
             .iter()
             .map(|(ja, jb)| JobComparison {
                 group: ja.group,
