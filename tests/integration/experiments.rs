@@ -199,12 +199,41 @@ fn trials_auto_converges_on_a_steady_job_and_reports_when_it_cannot() {
     let t = &v["dioscope"]["trials_auto"][0];
     assert_eq!(t["converged"], true, "{t}");
     let n = t["trials"].as_u64().unwrap();
-    assert!((4..=30).contains(&n), "the floor is 4 trials: {t}");
-    assert!(t["half_width_pct"].as_f64().unwrap() <= 10.0, "{t}");
+    assert!((10..=30).contains(&n), "the floor is 10 trials: {t}");
+    let half_pct = t["half_width_pct"].as_f64().unwrap();
+    assert!(half_pct <= 10.0, "{t}");
     assert_eq!(
         v["dioscope"]["jobs"][0]["trials"].as_array().unwrap().len() as u64,
         n
     );
+    // The interval printed is the one the stop was judged on: widened for
+    // the data-dependent stop, and labelled so.
+    let iops = &v["dioscope"]["jobs"][0]["summary"]["iops"];
+    assert_eq!(iops["ci95_widened_for_auto_stop"], true, "{iops}");
+    let (mean, high) = (
+        iops["mean"].as_f64().unwrap(),
+        iops["ci95"][1].as_f64().unwrap(),
+    );
+    let printed = 100.0 * (high - mean) / mean;
+    assert!(
+        (printed - half_pct).abs() < 1e-6 * half_pct.max(1.0),
+        "{printed} vs {t}"
+    );
+    let mut a: Vec<&str> = STEADY.to_vec();
+    a.extend(["--trials=auto", "--precision=10%"]);
+    let o = run_in(d.path(), &a);
+    assert!(
+        stdout(&o).contains("95 % CI widened for trials=auto's stop ["),
+        "{}",
+        s(&o)
+    );
+    // A fixed number of trials: the plain interval, no key.
+    let mut a: Vec<&str> = STEADY.to_vec();
+    a.extend(["--trials=3", "--output-format=json"]);
+    let o = run_in(d.path(), &a);
+    let iops = &json(&o)["dioscope"]["jobs"][0]["summary"]["iops"];
+    assert!(iops.get("ci95_widened_for_auto_stop").is_none(), "{iops}");
+    assert!(iops["ci95"].is_array(), "{iops}");
     // A precision no machine reaches: stops at the limit with a finding.
     let mut a: Vec<&str> = STEADY.to_vec();
     a.extend([

@@ -7,7 +7,8 @@
 //! `compare --run` through `experiment::sequential::decide` after every
 //! pair, exactly as `commands/compare.rs` calls it, and then through
 //! `compare` for the verdict and the exit code it prints; `--trials=auto`
-//! through `AutoTrials::step` and the run's own interval (`Summary`).
+//! through `AutoTrials::step` and the interval the run prints after it
+//! (`Summary::of_trials`, widened for the stop).
 //! Series are normal, lognormal (skewed), two-level (a device with two
 //! states) and drifting, at CV 3 % to 40 %, drawn in the A B B A order of
 //! `compare --run` from a fixed seed, so every figure is reproducible.
@@ -17,8 +18,8 @@
 //! ≤ 5.5 % and of exit 1 ≤ 2.9 % (designed at 5 % and 2.5 %), for the
 //! sequential and the fixed-size design; the printed interval covers the
 //! estimand (a ratio of 1) in ≥ 93 % at 5 trials a side; `--trials=auto`'s
-//! final interval covers the mean in ≥ 93 % (two-level series: ≥ 90 %,
-//! documented); a verdict never disagrees
+//! printed interval covers the mean in ≥ 93 % in every case; a verdict
+//! never disagrees
 //! with its interval. The power table is printed (run with `--nocapture`).
 
 use dioscope_core::experiment::compare::{compare, design, gates, CompareSettings, Looks};
@@ -496,7 +497,8 @@ fn trials_auto_final_interval_covers_the_mean() {
                     AutoStep::Limit { .. } => break,
                 }
             }
-            let s = Summary::of(&xs);
+            // The interval the result prints after an auto stop.
+            let s = Summary::of_trials(&xs, true);
             covered += (s.ci95.0 <= mu && mu <= s.ci95.1) as usize;
             trials += xs.len();
         }
@@ -518,12 +520,11 @@ fn trials_auto_final_interval_covers_the_mean() {
             *t as f64 / N as f64
         );
         // Two device states, the lower in 30 % of trials and a few %
-        // below, with little noise within a state: 10 trials all from the
-        // upper state (0.7¹⁰ = 2.8 %), or with one from the lower, agree
-        // closely enough to stop, and their interval misses the mean of
-        // both states. Measured 90.4–94.3 %; docs/STATISTICS.md says so,
-        // and this floor keeps it from getting worse.
-        let floor = if *sh == Shape::TwoLevel { 90.0 } else { 93.0 };
+        // below, with little noise within a state, used to stop on 10
+        // trials from the upper state (0.7¹⁰ = 2.8 %) with a plain
+        // interval that missed the mean of both: 90.4–94.5 %. The interval
+        // widened for the stop covers in every shape.
+        let floor = 93.0;
         if pct(*c, N) < floor {
             fails.push(format!(
                 "{sh:?} CV {cv}: covers {:.2} % < {floor} %",

@@ -121,6 +121,10 @@ pub struct JobSamples {
     /// merged histograms (`None` where no histogram or percentile list
     /// allows it).
     pub merged: Values,
+    /// `--trials=auto` chose the trials of a document: intervals over
+    /// them are widened for its stop (`Summary::of_trials`).
+    #[serde(default)]
+    pub auto_stop: bool,
 }
 
 impl JobSamples {
@@ -141,8 +145,9 @@ pub struct SideSamples {
     hists: Vec<Option<Histogram>>,
 }
 
-/// One job of one document: group, name, trials, merged figures, bins.
-type DocJob = (u32, String, Vec<Values>, Values, Option<Histogram>);
+/// One job of one document: group, name, trials, merged figures, bins,
+/// whether `--trials=auto` chose the trials.
+type DocJob = (u32, String, Vec<Values>, Values, Option<Histogram>, bool);
 
 fn tails(h: &Histogram) -> Values {
     let mut v: Values = [None; 9];
@@ -156,7 +161,7 @@ fn tails(h: &Histogram) -> Values {
 impl SideSamples {
     /// Add every trial of one document.
     pub fn add(&mut self, doc: &RunDoc) {
-        for (group, name, trials, merged, hist) in doc_trials(doc, &mut self.notes) {
+        for (group, name, trials, merged, hist, auto_stop) in doc_trials(doc, &mut self.notes) {
             match self
                 .jobs
                 .iter()
@@ -165,6 +170,7 @@ impl SideSamples {
                 Some(i) => {
                     let j = &mut self.jobs[i];
                     j.trials.extend(trials);
+                    j.auto_stop |= auto_stop;
                     // Several files: exact tails only from merged bins.
                     self.hists[i] = match (self.hists[i].take(), hist) {
                         (Some(mut a), Some(b)) => {
@@ -184,6 +190,7 @@ impl SideSamples {
                         name,
                         trials,
                         merged,
+                        auto_stop,
                     });
                     self.hists.push(hist);
                 }
@@ -242,7 +249,15 @@ fn doc_trials(doc: &RunDoc, notes: &mut Vec<String>) -> Vec<DocJob> {
                 }
                 let merged = fj.map(job_merged).unwrap_or([None; 9]);
                 let hist = fj.and_then(|j| histogram(&pick_lats(&[j])));
-                out.push((dj.groupid, dj.jobname.clone(), trials, merged, hist));
+                let auto_stop = dj.summary.iops.auto_stop;
+                out.push((
+                    dj.groupid,
+                    dj.jobname.clone(),
+                    trials,
+                    merged,
+                    hist,
+                    auto_stop,
+                ));
             }
             out
         }
@@ -400,7 +415,7 @@ fn fio_trials(doc: &RunDoc, notes: &mut Vec<String>) -> Vec<DocJob> {
             None,
             None,
         ];
-        out.push((group, name, vec![v], merged, hist));
+        out.push((group, name, vec![v], merged, hist, false));
     }
     out
 }

@@ -323,12 +323,22 @@ impl Sweep {
     }
 }
 
-/// One metric of one job in one cell: mean ± 95 % CI half-width (n).
+/// One metric of one job in one cell: mean, σ and the 95 % CI half-width
+/// (widened when `--trials=auto` chose the trials) over `n` trials.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CellStat {
     pub mean: f64,
     pub half: f64,
     pub n: usize,
+    stddev: f64,
+    pub auto_stop: bool,
+}
+
+impl CellStat {
+    /// The standard deviation over the trials; `None` for one trial.
+    pub fn sigma(&self) -> Option<f64> {
+        (self.n >= 2).then_some(self.stddev)
+    }
 }
 
 /// The statistic of metric `k` of job `job` (the first job when `None`).
@@ -342,11 +352,13 @@ pub fn cell_stat(cell: &SweepCell, job: Option<&str>, k: usize) -> Option<CellSt
     if v.is_empty() {
         return None;
     }
-    let sm = Summary::of(&v);
+    let sm = Summary::of_trials(&v, j.auto_stop);
     Some(CellStat {
         mean: sm.mean,
         half: sm.ci95.1 - sm.mean,
         n: sm.n,
+        stddev: sm.stddev,
+        auto_stop: sm.auto_stop,
     })
 }
 

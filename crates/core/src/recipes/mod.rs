@@ -18,7 +18,6 @@ use crate::experiment::samples::M;
 use crate::experiment::sequential::{fixed_boundary, judge, significant};
 use crate::experiment::sweep::{cell_stat, Axis, CellStat, CellStatus, Order, Sweep, SweepCell};
 use crate::scratch::{self, Geometry, Item, Session};
-use crate::stats::summary::stddev_from_half;
 use serde::Serialize;
 
 /// One recipe.
@@ -467,7 +466,7 @@ pub fn stop_check() -> Result<(), Stop> {
 /// trial: the value alone). [`Ctx::apart`] decides whether two cells differ.
 pub fn pm(s: Option<CellStat>, f: f64, d: usize) -> String {
     match s {
-        Some(s) => match stddev_from_half(s.half, s.n) {
+        Some(s) => match s.sigma() {
             Some(sd) => format!("{:.d$} ± {:.d$}", s.mean * f, sd * f),
             None => format!("{:.d$}", s.mean * f),
         },
@@ -481,7 +480,7 @@ pub fn derived(s: Option<CellStat>, g: impl Fn(f64) -> f64, d: usize) -> String 
     match s {
         Some(s) if s.mean != 0.0 => {
             let v = g(s.mean);
-            match stddev_from_half(s.half, s.n) {
+            match s.sigma() {
                 Some(sd) => format!("{v:.d$} ± {:.d$}", (v * sd / s.mean).abs()),
                 None => format!("{v:.d$}"),
             }

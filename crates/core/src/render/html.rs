@@ -18,7 +18,7 @@ use crate::experiment::compare::Comparison;
 use crate::experiment::sweep::Sweep;
 use crate::results::model::{DioscopeJob, Job, Lat, Severity};
 use crate::results::series::TrialSeries;
-use crate::results::{units::ci95, RunDoc};
+use crate::results::{units::interval, RunDoc};
 use crate::stats::Summary;
 use serde_json::Value;
 use std::fmt::Write;
@@ -219,6 +219,12 @@ const DIRS: [&str; 2] = ["read", "write"];
 
 /// Per trial (IOPS, bytes/s) of one direction: from the time series when
 /// present, else fio's single value.
+/// `--trials=auto` chose the job's trials: its intervals are widened for
+/// the stop ([`Summary::of_trials`]), as the result's own.
+fn auto_stop(v: &JobView) -> bool {
+    v.ds.is_some_and(|d| d.summary.iops.auto_stop)
+}
+
 fn dir_trials(v: &JobView, d: usize) -> Vec<(f64, f64)> {
     if let Some(ds) = v.ds {
         if !ds.series.is_empty() {
@@ -275,7 +281,7 @@ fn ci_text(s: &Summary, fmt: fn(f64) -> String) -> String {
             "{} <span class=\"muted\">± {}<br>{}</span>",
             esc(&fmt(s.mean)),
             esc(&fmt(s.stddev)),
-            esc(&ci95(&fmt(s.ci95.0), &fmt(s.ci95.1)))
+            esc(&interval(s.ci_name(), &fmt(s.ci95.0), &fmt(s.ci95.1)))
         )
     } else {
         esc(&fmt(s.mean))
@@ -354,8 +360,9 @@ fn summary_table(o: &mut String, p: &str, views: &[JobView]) {
     for v in views {
         for &d in &v.dirs {
             let tr = dir_trials(v, d);
-            let iops = Summary::of(&tr.iter().map(|t| t.0).collect::<Vec<_>>());
-            let bw = Summary::of(&tr.iter().map(|t| t.1).collect::<Vec<_>>());
+            let auto = auto_stop(v);
+            let iops = Summary::of_trials(&tr.iter().map(|t| t.0).collect::<Vec<_>>(), auto);
+            let bw = Summary::of_trials(&tr.iter().map(|t| t.1).collect::<Vec<_>>(), auto);
             let dir = v.fio.dir(d);
             let (l, _) = main_lat(dir);
             let pc = |q| pct_of(l, q).map(|x| ns(x as f64)).unwrap_or("–".into());
@@ -653,9 +660,14 @@ fn spread(o: &mut String, p: &str, views: &[JobView]) {
                 }
             })
             .collect();
+        let ci = if with.iter().any(|v| auto_stop(v)) {
+            crate::stats::summary::AUTO_STOP_CI
+        } else {
+            "95 % CI"
+        };
         o.push_str(&svg::dot_plot(
             &format!("{p}-spread-{key}"),
-            &format!("{title}: each trial a dot, mean and 95 % CI"),
+            &format!("{title}: each trial a dot, mean and {ci}"),
             unit,
             fmt,
             &groups,
@@ -959,7 +971,7 @@ fn comparison(o: &mut String, runs: &[(&str, &RunDoc)]) {
                         .iter()
                         .map(|t| if idx == 0 { t.0 } else { t.1 })
                         .collect();
-                    let sb = Summary::of(&b);
+                    let sb = Summary::of_trials(&b, auto_stop(v));
                     let _ = write!(o, "<td>{}</td>", ci_text(&sb, fmt));
                     if idx == 0 {
                         groups.push(DotGroup {

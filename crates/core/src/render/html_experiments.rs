@@ -7,7 +7,6 @@
 use crate::experiment::compare::{Comparison, Outcome, Verdict};
 use crate::experiment::samples::METRICS;
 use crate::experiment::sweep::{cell_stat, CellStatus, Sweep};
-use crate::stats::summary::stddev_from_half;
 use crate::svg::{self, esc, ns, num, Line, LineChart};
 use std::fmt::Write;
 
@@ -345,7 +344,7 @@ fn sweep_table(o: &mut String, s: &Sweep) {
                     format!(
                         "{} ± {} [{}, {}] ({})",
                         fmt_unit(u, st.mean),
-                        fmt_unit(u, stddev_from_half(st.half, st.n).unwrap_or(f64::NAN)),
+                        fmt_unit(u, st.sigma().unwrap_or(f64::NAN)),
                         fmt_unit(u, st.mean - st.half),
                         fmt_unit(u, st.mean + st.half),
                         st.n

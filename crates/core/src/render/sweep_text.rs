@@ -8,7 +8,6 @@ use super::Exporter;
 use crate::experiment::samples::{metric_index, METRICS};
 use crate::experiment::show;
 use crate::experiment::sweep::{cell_stat, job_names, CellStat, CellStatus, Sweep, SweepCell};
-use crate::stats::summary::stddev_from_half;
 
 pub struct SweepText;
 
@@ -29,7 +28,7 @@ pub fn table_metrics(s: &Sweep) -> Vec<usize> {
 /// `mean ± σ [low, high] (n)` of a cell's statistic in unit `u` (the
 /// interval is the 95 % CI of the mean); `mean (1)` for one trial.
 fn stat_text(u: &str, st: &CellStat) -> String {
-    match stddev_from_half(st.half, st.n) {
+    match st.sigma() {
         Some(sd) => format!(
             "{} ± {} [{}, {}] ({})",
             show(u, st.mean),

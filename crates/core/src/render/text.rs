@@ -7,7 +7,7 @@ use super::{Exporter, Format};
 use crate::results::model::{DeviceTotal, Dioscope, DioscopeJob, Dir, Job, Severity};
 use crate::results::{
     human_bytes, human_count, human_ns, human_rate,
-    units::{ci95, wrap},
+    units::{interval, wrap},
     RunDoc,
 };
 use std::fmt::Write;
@@ -238,7 +238,7 @@ fn trials_block(out: &mut String, d: &DioscopeJob) {
             human_count(st.median),
             human_count(st.min),
             human_count(st.max),
-            ci95(&human_count(st.ci95.0), &human_count(st.ci95.1)),
+            interval(st.ci_name(), &human_count(st.ci95.0), &human_count(st.ci95.1)),
             100.0 * st.cv
         );
     } else if st.n == 1 {

@@ -65,6 +65,9 @@ pub struct JobInput<'a> {
 pub struct PhaseInput<'a> {
     pub phase: u32,
     pub trials: &'a [TrialEnv],
+    /// `--trials=auto` chose how many trials: the intervals are widened
+    /// for its stop ([`Summary::of_trials`]).
+    pub auto_stop: bool,
 }
 
 /// One job (or reporting group) ready to render.
@@ -206,7 +209,7 @@ fn summarize_unit(jobs: &[JobInput], phases: &[PhaseInput], unit: Vec<usize>) ->
     }
     s.jobs = unit;
     s.system_pct = sys_total.percents();
-    s.stats = trial_stats(&s.trials);
+    s.stats = trial_stats(&s.trials, genv.is_some_and(|g| g.auto_stop));
     s
 }
 
@@ -276,15 +279,17 @@ fn add_group_env(s: &mut JobSummary, sys: &mut SysCpu, m: &mut TrialMetrics, e: 
 
 /// The statistics over the trials that ran to their end and measured
 /// anything: an interrupted trial measured a different (shorter) window, so
-/// it is listed as interrupted, not averaged in.
-pub fn trial_stats(trials: &[TrialMetrics]) -> TrialStats {
+/// it is listed as interrupted, not averaged in. `auto_stop`: the trials
+/// were chosen by `--trials=auto` ([`Summary::of_trials`]).
+pub fn trial_stats(trials: &[TrialMetrics], auto_stop: bool) -> TrialStats {
     let col = |f: fn(&TrialMetrics) -> f64| {
-        Summary::of(
+        Summary::of_trials(
             &trials
                 .iter()
                 .filter(|t| t.runtime_ms > 0.0 && !t.interrupted)
                 .map(f)
                 .collect::<Vec<_>>(),
+            auto_stop,
         )
     };
     TrialStats {

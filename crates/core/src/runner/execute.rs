@@ -279,7 +279,7 @@ impl<C: Clock> Execution<'_, C> {
             values,
         };
         self.notes.push(format!(
-            "trials=auto (group {g}): {} after {} trials: {} 95 % CI half-width {} of the mean, precision {} %{}",
+            "trials=auto (group {g}): {} after {} trials: {} 95 % CI half-width (widened for the stop) {} of the mean, precision {} %{}",
             if converged {
                 "converged"
             } else {

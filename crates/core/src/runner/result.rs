@@ -201,6 +201,7 @@ impl RunResult {
             .map(|g| crate::results::PhaseInput {
                 phase: g.phase,
                 trials: &g.trials,
+                auto_stop: self.auto_trials.iter().any(|o| o.group == g.phase),
             })
             .collect();
         let mut sums = crate::results::summarize(&jobs, &phases);

@@ -392,14 +392,13 @@ impl AutoTrials {
     /// that happened to agree, and the final interval then covers less
     /// than its 95 % (tests/statistics measures it); the bound and the
     /// floor of [`AUTO_MIN_TRIALS`] make a stop on a lucky small spread
-    /// rare. The half-width recorded is the plain 95 % one, the interval
-    /// the result prints.
+    /// rare. The half-width recorded is the widened one: the interval the
+    /// result prints ([`Summary::of_trials`]), within the precision when
+    /// converged.
     pub fn step(&self, xs: &[f64], elapsed_s: f64, trial_s: f64) -> AutoStep {
-        let half = relative_half_width(xs);
+        let half = relative_half_width(xs).map(|h| h * auto_stop_widening(xs.len()));
         if xs.len() >= self.min_trials() {
-            let df = xs.len().saturating_sub(1).max(1) as f64;
-            let pessimistic = (df / chi2_quantile_10(df)).sqrt();
-            if let Some(h) = half.filter(|h| *h * pessimistic <= self.precision) {
+            if let Some(h) = half.filter(|h| *h <= self.precision) {
                 return AutoStep::Converged { half: h };
             }
         }
@@ -419,6 +418,16 @@ impl AutoTrials {
     }
 }
 
+/// √((n−1)/χ²₀.₁₀(n−1)): the factor that raises the sample standard
+/// deviation of `n` values to its one-sided 90 % upper confidence bound.
+/// `--trials=auto` stops only when the half-width so raised is within the
+/// precision, and the interval it prints is widened by it
+/// ([`Summary::of_trials`]).
+pub fn auto_stop_widening(n: usize) -> f64 {
+    let df = n.saturating_sub(1).max(1) as f64;
+    (df / chi2_quantile_10(df)).sqrt()
+}
+
 /// The 10 % quantile of the χ² distribution with `k` degrees of freedom,
 /// by the Wilson–Hilferty cube-root approximation (Wilson & Hilferty 1931,
 /// PNAS 17:684–688): k·(1 − 2/(9k) + z·√(2/(9k)))³ with z = −1.2816;
@@ -436,7 +445,8 @@ pub struct AutoOutcome {
     pub metric: String,
     pub trials: u32,
     pub converged: bool,
-    /// The 95 % CI half-width reached, relative to the mean, in %.
+    /// The 95 % CI half-width reached, relative to the mean, in %: the
+    /// interval widened for the stop, as the result prints it.
     pub half_width_pct: Option<f64>,
     pub precision_pct: f64,
     /// Why it stopped: `converged`, `max-trials`, `max-time`.

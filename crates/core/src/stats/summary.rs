@@ -3,6 +3,10 @@
 
 use serde::Serialize;
 
+/// The name of an interval widened for `--trials=auto`'s stop
+/// ([`Summary::of_trials`]).
+pub const AUTO_STOP_CI: &str = "95 % CI widened for trials=auto's stop";
+
 /// Summary of a small sample (one value per trial).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize, Default)]
 #[serde(from = "SummaryJson", into = "SummaryJson")]
@@ -20,6 +24,9 @@ pub struct Summary {
     pub ci95: (f64, f64),
     /// σ / mean (0 when the mean is 0).
     pub cv: f64,
+    /// The trials were chosen by `--trials=auto`, whose stop depends on the
+    /// data: `ci95` is widened for it ([`Summary::of_trials`]).
+    pub auto_stop: bool,
 }
 
 /// [`Summary`] as the JSON has it: no interval (`null`) for fewer than two
@@ -34,6 +41,10 @@ struct SummaryJson {
     max: f64,
     ci95: Option<(f64, f64)>,
     cv: f64,
+    /// Present (true) only when `ci95` is widened for `--trials=auto`'s
+    /// data-dependent stop.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    ci95_widened_for_auto_stop: bool,
 }
 
 impl From<Summary> for SummaryJson {
@@ -47,6 +58,7 @@ impl From<Summary> for SummaryJson {
             max: s.max,
             ci95: (s.n >= 2).then_some(s.ci95),
             cv: s.cv,
+            ci95_widened_for_auto_stop: s.auto_stop && s.n >= 2,
         }
     }
 }
@@ -62,6 +74,7 @@ impl From<SummaryJson> for Summary {
             max: s.max,
             ci95: s.ci95.unwrap_or((s.mean, s.mean)),
             cv: s.cv,
+            auto_stop: s.ci95_widened_for_auto_stop,
         }
     }
 }
@@ -80,13 +93,6 @@ pub fn t975(df: usize) -> f64 {
         61..=120 => 2.000 - (df - 60) as f64 * (2.000 - 1.980) / 60.0,
         _ => 1.960,
     }
-}
-
-/// The sample standard deviation behind a 95 % CI half-width of `n`
-/// values (Student's t, as [`Summary::of`] computes it): what a renderer
-/// shows as `±` when it only has the interval. `None` below 2 values.
-pub fn stddev_from_half(half: f64, n: usize) -> Option<f64> {
-    (n >= 2).then(|| half * (n as f64).sqrt() / t975(n - 1))
 }
 
 pub fn median(xs: &[f64]) -> f64 {
@@ -133,6 +139,33 @@ impl Summary {
             } else {
                 0.0
             },
+            auto_stop: false,
+        }
+    }
+
+    /// The summary of one value per trial. When `--trials=auto` chose how
+    /// many (`auto_stop`), the interval is widened by √((n−1)/χ²₀.₁₀(n−1)):
+    /// the standard deviation at its one-sided 90 % upper bound, the same
+    /// bound the stopping rule uses. The stop favours runs whose trials
+    /// happened to agree, and the plain 95 % interval of such a run covers
+    /// the mean less often than 95 % (two-level series: 90–94 %); widened,
+    /// it covers ≥ 94 % in every shape tests/statistics simulates.
+    pub fn of_trials(xs: &[f64], auto_stop: bool) -> Summary {
+        let mut s = Summary::of(xs);
+        if auto_stop && s.n >= 2 {
+            let half = (s.ci95.1 - s.mean) * super::significance::auto_stop_widening(s.n);
+            s.ci95 = (s.mean - half, s.mean + half);
+            s.auto_stop = true;
+        }
+        s
+    }
+
+    /// The name of the interval `ci95` holds, for a header or a label.
+    pub fn ci_name(&self) -> &'static str {
+        if self.auto_stop {
+            AUTO_STOP_CI
+        } else {
+            "95 % CI"
         }
     }
 }
@@ -150,9 +183,6 @@ mod tests {
         assert_eq!((s.min, s.max), (2.0, 9.0));
         let half = 2.365 * s.stddev / 8f64.sqrt();
         assert!((s.ci95.1 - 5.0 - half).abs() < 1e-9);
-        let sd = stddev_from_half(s.ci95.1 - s.mean, s.n).unwrap();
-        assert!((sd - s.stddev).abs() < 1e-9);
-        assert_eq!(stddev_from_half(0.0, 1), None);
         assert!((s.cv - s.stddev / 5.0).abs() < 1e-12);
     }
 
@@ -168,5 +198,29 @@ mod tests {
         let j = serde_json::to_value(two).unwrap();
         assert_eq!(j["ci95"][0].as_f64(), Some(two.ci95.0), "{j}");
         assert_eq!(serde_json::from_value::<Summary>(j).unwrap(), two);
+    }
+
+    #[test]
+    fn an_auto_stop_widens_the_interval_and_says_so() {
+        let xs = [9.0, 10.0, 11.0, 10.5, 9.5, 10.2, 9.8, 10.1, 9.9, 10.0];
+        let plain = Summary::of_trials(&xs, false);
+        assert_eq!(plain, Summary::of(&xs));
+        assert_eq!(plain.ci_name(), "95 % CI");
+        let auto = Summary::of_trials(&xs, true);
+        let k = crate::stats::significance::auto_stop_widening(xs.len());
+        // χ²₀.₁₀(9) = 4.168: √(9/4.168) = 1.469.
+        assert!((k - 1.469).abs() < 0.01, "{k}");
+        assert!(((auto.ci95.1 - auto.mean) - k * (plain.ci95.1 - plain.mean)).abs() < 1e-9);
+        assert!(((auto.mean - auto.ci95.0) - k * (plain.mean - plain.ci95.0)).abs() < 1e-9);
+        assert_eq!((auto.mean, auto.stddev), (plain.mean, plain.stddev));
+        assert_eq!(auto.ci_name(), AUTO_STOP_CI);
+        // The JSON keeps it, and says so only when widened.
+        let j = serde_json::to_value(auto).unwrap();
+        assert_eq!(j["ci95_widened_for_auto_stop"], true);
+        assert_eq!(serde_json::from_value::<Summary>(j).unwrap(), auto);
+        let j = serde_json::to_value(plain).unwrap();
+        assert!(j.get("ci95_widened_for_auto_stop").is_none());
+        // One value: no interval to widen.
+        assert!(!Summary::of_trials(&[3.0], true).auto_stop);
     }
 }
