@@ -336,13 +336,23 @@ fn fio_flags_terse_and_refusals() {
     let kib: u64 = f[5].parse::<u64>().unwrap() + f[46].parse::<u64>().unwrap();
     assert_eq!(kib, 1024, "{out}");
     assert!(f[17].ends_with('%') || f[17].contains("%="), "{out}");
+    // fio's order: the terse line, then the JSON.
     let mut a = job.to_vec();
     a.extend(["--output-format=json", "--append-terse"]);
     let o = run_in(d.path(), &a);
     let out = stdout(&o);
-    let (json_part, terse) = out.rsplit_once("}\n").unwrap();
-    serde_json::from_str::<serde_json::Value>(&format!("{json_part}}}")).unwrap();
+    let (terse, json_part) = out.split_once('\n').unwrap();
     assert!(terse.starts_with("3;"), "{out}");
+    serde_json::from_str::<serde_json::Value>(json_part).unwrap();
+    // The last of --minimal and --output-format wins: the output parses.
+    let mut a = job.to_vec();
+    a.extend(["--minimal", "--output-format=json"]);
+    let o = run_in(d.path(), &a);
+    serde_json::from_str::<serde_json::Value>(&stdout(&o)).unwrap();
+    let mut a = job.to_vec();
+    a.extend(["--output-format=json", "--minimal"]);
+    let o = run_in(d.path(), &a);
+    assert!(stdout(&o).starts_with("3;") && stdout(&o).lines().count() == 1);
     for (flag, needle) in [
         ("--client=host1", "DISTRIBUTED.md"),
         ("--trigger-file=/tmp/x", "trigger"),
@@ -389,4 +399,66 @@ fn readonly_showcmd_cmdhelp_enghelp() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stdout(&o).is_empty());
     assert_eq!(entries(d.path()), ["w.fio"], "nothing may be written");
+}
+
+#[test]
+fn fio_invocation_forms_version_and_debug() {
+    let d = tempfile::tempdir().unwrap();
+    // fio's version form first, so readers that check "fio-3" accept it.
+    let o = run_in(d.path(), &["--version"]);
+    let v = stdout(&o);
+    assert!(v.starts_with("fio-3.33 (dioscope "), "{v}");
+    // getopt_long_only: one dash, and values in the next word.
+    let o = run_in(
+        d.path(),
+        &[
+            "-name=t",
+            "-ioengine",
+            "null",
+            "-size=1m",
+            "-iodepth",
+            "4",
+            "-thread",
+            "-output-format=json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json(&o);
+    assert_eq!(j["fio version"].as_str().unwrap(), v.trim_end());
+    assert_eq!(j["jobs"][0]["job options"]["iodepth"], "4", "{j}");
+    // fio's steady-state test looks for these lines with --debug=parse.
+    for (ss, line) in [
+        ("iops:10", "set steady state IOPS threshold to 10.000000"),
+        ("iops:10%", "set steady state threshold to 10.000000%"),
+        ("iops:.1%", "set steady state threshold to 0.100000%"),
+        ("bw:10%", "set steady state threshold to 10.000000%"),
+        ("bw:12", "set steady state BW threshold to 12"),
+    ] {
+        let ss = format!("--ss={ss}");
+        let o = run_in(
+            d.path(),
+            &[
+                "--parse-only",
+                "--debug=parse",
+                "--ss_dur=10s",
+                &ss,
+                "--ss_ramp=5",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let out = stdout(&o);
+        assert!(out.contains(line), "{ss}: {out}");
+        // Only what was given: no line for a default.
+        assert_eq!(out.matches("set steady state").count(), 1, "{out}");
+    }
+    let o = run_in(d.path(), &["--debug=help"]);
+    assert!(stdout(&o).contains("steadystate"), "{}", stderr(&o));
+    let o = run_in(d.path(), &["--debug=nosuch", "--name=t", "--ioengine=null"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("not a debug category"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(entries(d.path()).is_empty(), "nothing may be written");
 }

@@ -346,3 +346,13 @@ pub fn regression_or_confounded(o: &std::process::Output, v: &serde_json::Value,
         c => panic!("a regression should exit 1 (or 4): exit {c:?}\n{what}"),
     }
 }
+
+/// The JSON and the text of one run's `--output-format=normal,json`,
+/// written in fio's order: the JSON object first (it ends at the first
+/// `}` alone on a line), then the normal text.
+pub fn json_then_text(out: &str) -> (serde_json::Value, &str) {
+    let end = out.find("\n}\n").expect("a JSON object first") + 3;
+    let v = serde_json::from_str(&out[..end])
+        .unwrap_or_else(|e| panic!("the JSON does not parse: {e}: {out}"));
+    (v, &out[end..])
+}

@@ -9,8 +9,8 @@ use std::process::{Command, Stdio};
 
 /// Text and JSON of one run (`--output-format=normal,json`).
 fn text_and_json(out: &str) -> (&str, serde_json::Value) {
-    let at = out.find("\n{").expect("the JSON after the text") + 1;
-    (&out[..at], serde_json::from_str(&out[at..]).unwrap())
+    let (j, text) = json_then_text(out);
+    (text, j)
 }
 
 /// Whitespace collapsed, so wrapped text compares with one-line text.

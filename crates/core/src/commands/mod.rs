@@ -61,7 +61,7 @@ pub fn main(args: Vec<String>) -> i32 {
             0
         }
         Some("--version") | Some("-V") => {
-            stdout(&format!("dioscope {}\n", env!("CARGO_PKG_VERSION")));
+            stdout(&format!("{}\n", crate::results::model::version_string()));
             0
         }
         _ if !help_only(&args) => {

@@ -72,6 +72,10 @@ fn answer_without_running(args: &[String]) -> Option<i32> {
         Ok(x) => x,
         Err(e) => return Some(eprint_err(&e)),
     };
+    if flags.debug == Some(crate::job::debug::Request::Help) {
+        crate::console::stdout(&crate::job::debug::help_text());
+        return Some(0);
+    }
     if let Some(what) = &flags.cmdhelp {
         return Some(match crate::job::flags::cmdhelp(what) {
             Ok(text) => {

@@ -14,6 +14,8 @@ pub struct Flags {
     pub readonly: bool,
     pub showcmd: bool,
     pub parse_only: bool,
+    /// `--minimal`, given after any `--output-format` (fio: the last of
+    /// the two wins; an `--output-format` after it clears this).
     pub minimal: bool,
     pub append_terse: bool,
     /// `--cmdhelp[=OPTION]`: "" or "all" for every option.
@@ -30,6 +32,8 @@ pub struct Flags {
     pub warnings_fatal: bool,
     /// `--status-interval=TIME`: an interim report every this many ms.
     pub status_interval_ms: Option<u64>,
+    /// `--debug=TYPES`.
+    pub debug: Option<crate::job::debug::Request>,
 }
 
 /// Whether a flag takes a value.
@@ -92,9 +96,13 @@ pub static FLAGS: &[FlagDef] = &[
     },
     FlagDef {
         name: "debug",
-        arg: Arg::Optional("TYPES"),
-        help: "accepted; no effect: dioscope has no debug tracing (--eta=always shows progress)",
-        apply: |_, _| Ok(()),
+        arg: Arg::Required("TYPES"),
+        help: "fio's debug categories (process,file,io,…,parse,…; all; help lists them): \
+               dioscope prints fio's parse lines, the others print nothing",
+        apply: |f, v| {
+            f.debug = Some(crate::job::debug::request(v)?);
+            Ok(())
+        },
     },
     FlagDef {
         name: "showcmd",
@@ -108,7 +116,7 @@ pub static FLAGS: &[FlagDef] = &[
     FlagDef {
         name: "minimal",
         arg: Arg::None,
-        help: "fio's terse v3 line per job (as --output-format=terse)",
+        help: "fio's terse v3 line per job (as --output-format=terse; the last of the two wins)",
         apply: |f, _| {
             f.minimal = true;
             Ok(())
@@ -208,6 +216,85 @@ pub static FLAGS: &[FlagDef] = &[
         },
     },
     FlagDef {
+        name: "inflate-log",
+        arg: Arg::Required("LOG"),
+        help: "refused: dioscope writes no compressed logs (log_store_compressed is refused)",
+        apply: |_, _| {
+            refuse(
+                "inflate-log",
+                "dioscope never compresses its logs (log_store_compressed is refused), so there \
+                 is nothing to inflate: its logs are text already; fio --inflate-log reads fio's",
+            )
+        },
+    },
+    FlagDef {
+        name: "bandwidth-log",
+        arg: Arg::None,
+        help: "refused: use write_bw_log=NAME on the jobs",
+        apply: |_, _| {
+            refuse(
+                "bandwidth-log",
+                "the aggregate agg-*_bw.log files are not written; give the jobs \
+                 write_bw_log=NAME (one log per job, fio's format)",
+            )
+        },
+    },
+    FlagDef {
+        name: "idle-prof",
+        arg: Arg::Required("system|percpu|calibrate"),
+        help: "refused: dioscope reports CPU per I/O and the system's busy CPU instead",
+        apply: |_, _| {
+            refuse(
+                "idle-prof",
+                "idleness profiling is not implemented; every result has the process's and \
+                 the system's CPU per I/O and the system's busy share (the cpu lines and \
+                 dioscope.system), and --profile says where the CPU went",
+            )
+        },
+    },
+    FlagDef {
+        name: "cpuclock-test",
+        arg: Arg::None,
+        help: "refused: dioscope's clock is clock_gettime(CLOCK_MONOTONIC), not the CPU's",
+        apply: |_, _| refuse("cpuclock-test", CLOCK),
+    },
+    FlagDef {
+        name: "crctest",
+        arg: Arg::Optional("TYPE"),
+        help: "refused: checksum speed tests are not implemented",
+        apply: |_, _| {
+            refuse(
+                "crctest",
+                "checksum speed tests are not implemented; a verify job's CPU per I/O shows \
+                 what its checksum costs",
+            )
+        },
+    },
+    FlagDef {
+        name: "merge-blktrace-only",
+        arg: Arg::None,
+        help: "refused: blktrace merging is not implemented",
+        apply: |_, _| {
+            refuse(
+                "merge-blktrace-only",
+                "blktrace merging is not implemented; merge with blkparse, or replay each \
+                 trace with read_iolog",
+            )
+        },
+    },
+    FlagDef {
+        name: "aux-path",
+        arg: Arg::Required("DIR"),
+        help: "refused: state files are written in the working directory",
+        apply: |_, _| {
+            refuse(
+                "aux-path",
+                "verify state files are written in the working directory; run dioscope from \
+                 the directory they belong in",
+            )
+        },
+    },
+    FlagDef {
         name: "trigger",
         arg: Arg::Required("CMD"),
         help: "refused: triggers are not implemented",
@@ -244,6 +331,12 @@ pub static FLAGS: &[FlagDef] = &[
         apply: |_, _| refuse("server", REMOTE),
     },
     FlagDef {
+        name: "remote-config",
+        arg: Arg::Required("FILE"),
+        help: "refused: there is no fio server mode (docs/DISTRIBUTED.md)",
+        apply: |_, _| refuse("remote-config", REMOTE),
+    },
+    FlagDef {
         name: "daemonize",
         arg: Arg::Required("PIDFILE"),
         help: "refused: there is no fio server mode (docs/DISTRIBUTED.md)",
@@ -251,6 +344,8 @@ pub static FLAGS: &[FlagDef] = &[
     },
 ];
 
+const CLOCK: &str = "dioscope always times with clock_gettime(CLOCK_MONOTONIC) through the \
+                     vDSO, not the CPU's cycle counter, so there is no CPU clock to test";
 const TRIGGER: &str = "dioscope runs no command when a trigger fires; run the command after \
                        dioscope, or stop it with SIGINT (the partial result is written)";
 const REMOTE: &str = "fio's client/server mode is not implemented; for a run over several \
@@ -280,18 +375,40 @@ fn near_flag(key: &str) -> Option<&'static str> {
         .map(|(_, n)| n)
 }
 
+/// fio reads its command line with getopt_long_only: `-iodepth=4`,
+/// `-thread` and `--iodepth 4` are all long options. A word with one dash
+/// whose name is a flag or an option (supported or refused: the refusal
+/// then names it) becomes the two-dash form; any other word with one dash
+/// (`-`, the standard input; a value such as `-1`) is left as it is.
+fn long_only(a: &str) -> Option<String> {
+    let name = a.strip_prefix('-').filter(|r| !r.starts_with('-'))?;
+    let key = name.split_once('=').map_or(name, |(k, _)| k);
+    let known = key.len() > 1
+        && (find(key).is_some()
+            || options::lookup(key).is_some()
+            || options::not_supported(key).is_some());
+    known.then(|| format!("-{a}"))
+}
+
 /// Take fio's invocation flags out of `args`; the flags and the rest, in
-/// order, for the job parser. A refused flag is an error naming it.
+/// order, for the job parser (one-dash long options made two-dash, see
+/// [`long_only`]). A refused flag is an error naming it. A flag that needs
+/// a value takes it after `=` or from the next word, as getopt does.
 pub fn split(args: &[String]) -> Result<(Flags, Vec<String>), String> {
     let mut flags = Flags::default();
     let mut rest = Vec::new();
-    for a in args {
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| long_only(a).unwrap_or_else(|| a.clone()))
+        .collect();
+    let mut words = args.iter().peekable();
+    while let Some(a) = words.next() {
         let Some(opt) = a.strip_prefix("--") else {
             rest.push(a.clone());
             continue;
         };
         let (key, value) = match opt.split_once('=') {
-            Some((k, v)) => (k, Some(v)),
+            Some((k, v)) => (k, Some(v.to_string())),
             None => (opt, None),
         };
         let Some(def) = find(key) else {
@@ -300,6 +417,10 @@ pub fn split(args: &[String]) -> Result<(Flags, Vec<String>), String> {
                     "unknown option '{key}' on the command line; did you mean '--{near}'?"
                 ));
             }
+            if matches!(key.replace('_', "-").as_str(), "output-format") {
+                // fio: the last of --minimal and --output-format wins.
+                flags.minimal = false;
+            }
             rest.push(a.clone());
             continue;
         };
@@ -307,15 +428,18 @@ pub fn split(args: &[String]) -> Result<(Flags, Vec<String>), String> {
             (Arg::None, Some(v)) => {
                 return Err(format!("--{}={v}: --{} takes no value", def.name, def.name))
             }
-            (Arg::Required(ex), None) => {
-                return Err(format!(
-                    "--{} needs a value, for example --{}={ex}",
-                    def.name, def.name
-                ))
-            }
-            (_, v) => v.unwrap_or(""),
+            (Arg::Required(ex), None) => match words.next_if(|w| !w.starts_with('-')) {
+                Some(w) => w.clone(),
+                None => {
+                    return Err(format!(
+                        "--{} needs a value, for example --{}={ex}",
+                        def.name, def.name
+                    ))
+                }
+            },
+            (_, v) => v.unwrap_or_default(),
         };
-        (def.apply)(&mut flags, v)?;
+        (def.apply)(&mut flags, &v)?;
     }
     Ok((flags, rest))
 }
@@ -516,6 +640,108 @@ mod tests {
     }
 
     #[test]
+    fn one_dash_long_options_and_values_in_the_next_word_as_getopt_long_only() {
+        let (f, rest) = split(&s(&[
+            "-filename=/tmp/f",
+            "-iodepth",
+            "1",
+            "-thread",
+            "-minimal",
+            "-section",
+            "a",
+            "--status-interval",
+            "2",
+            "-",
+            "-1",
+            "job.fio",
+        ]))
+        .unwrap();
+        assert!(f.minimal);
+        assert_eq!(f.sections, ["a"]);
+        assert_eq!(f.status_interval_ms, Some(2000));
+        assert_eq!(
+            rest,
+            s(&[
+                "--filename=/tmp/f",
+                "--iodepth",
+                "1",
+                "--thread",
+                "-",
+                "-1",
+                "job.fio"
+            ])
+        );
+        // A refused option keeps its refusal under one dash.
+        assert_eq!(
+            split(&s(&["-allrandrepeat=1"])).unwrap().1,
+            s(&["--allrandrepeat=1"])
+        );
+        // Not a name dioscope knows: left for the parser to name.
+        assert_eq!(split(&s(&["-bogus"])).unwrap().1, s(&["-bogus"]));
+        // The last of --minimal and --output-format wins.
+        assert!(
+            !split(&s(&["--minimal", "--output-format=json"]))
+                .unwrap()
+                .0
+                .minimal
+        );
+        assert!(
+            split(&s(&["--output-format=json", "--minimal"]))
+                .unwrap()
+                .0
+                .minimal
+        );
+        assert_eq!(
+            split(&s(&["--debug=parse,io"])).unwrap().0.debug,
+            Some(crate::job::debug::Request::Types(vec!["parse", "io"]))
+        );
+        assert!(split(&s(&["--debug=nope"])).is_err());
+    }
+
+    #[test]
+    fn every_fio_3_33_flag_is_known() {
+        // fio 3.33's `fio --help`, every flag: known (honoured or refused
+        // with a reason), never read as a job file or an unknown option.
+        for flag in [
+            "debug",
+            "parse-only",
+            "merge-blktrace-only",
+            "output",
+            "bandwidth-log",
+            "minimal",
+            "output-format",
+            "terse-version",
+            "cpuclock-test",
+            "crctest",
+            "cmdhelp",
+            "enghelp",
+            "showcmd",
+            "eta",
+            "eta-newline",
+            "status-interval",
+            "readonly",
+            "section",
+            "alloc-size",
+            "warnings-fatal",
+            "max-jobs",
+            "server",
+            "daemonize",
+            "client",
+            "remote-config",
+            "idle-prof",
+            "inflate-log",
+            "trigger-file",
+            "trigger-timeout",
+            "trigger",
+            "trigger-remote",
+            "aux-path",
+        ] {
+            let known = find(flag).is_some() || options::lookup(flag).is_some();
+            assert!(known, "--{flag}");
+        }
+    }
+
+    #[test]
     fn refused_flags_say_why_and_what_instead() {
         for (flag, needle) in [
             ("--trigger=reboot", "trigger"),
@@ -523,6 +749,14 @@ mod tests {
             ("--client=host1", "mpirun"),
             ("--server", "DISTRIBUTED.md"),
             ("--terse-version=2", "version 3"),
+            ("--inflate-log=x.log.z", "log_store_compressed"),
+            ("--bandwidth-log", "write_bw_log"),
+            ("--idle-prof=system", "CPU per I/O"),
+            ("--cpuclock-test", "clock_gettime"),
+            ("--crctest", "checksum"),
+            ("--merge-blktrace-only", "blkparse"),
+            ("--aux-path=/tmp", "working directory"),
+            ("--remote-config=j.fio", "mpirun"),
         ] {
             let e = split(&s(&[flag])).unwrap_err();
             assert!(e.contains("not supported by dioscope"), "{flag}: {e}");

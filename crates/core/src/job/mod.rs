@@ -2,6 +2,7 @@
 //! invocation flags.
 
 pub mod created;
+pub mod debug;
 /// fio's invocation flags that are not job options (`--output`, `--section`, …).
 pub mod flags;
 pub mod input;

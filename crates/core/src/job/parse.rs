@@ -396,6 +396,7 @@ pub fn apply(
 ) -> Result<(), ParseError> {
     let def = resolve_def(raw)?;
     let value = check_kind(def, raw)?;
+    super::debug::parse(|| format!("handle_option={}, ptr={value}", def.name));
     let bad = |reason: String| ParseError::BadValue {
         name: raw.key.clone(),
         value: value.clone(),

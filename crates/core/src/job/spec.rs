@@ -511,16 +511,18 @@ impl Default for JobSpec {
 /// `job` and `global`, with fio's units (`kb_base=1024`) whatever the
 /// caller's job file says.
 fn apply_defaults(job: &mut JobSpec, global: &mut GlobalSettings, which: impl Fn(&OptDef) -> bool) {
-    with_kb_base(1024, || {
-        for o in options::all().filter(|o| which(o)) {
-            if let Some(d) = o.default {
-                // options::tests::every_default_parses_and_is_what_a_spec_starts_with
-                // holds every default to this.
-                o.set(job, global, d)
-                    .unwrap_or_else(|e| panic!("the default of {}, '{d}': {e}", o.name));
+    super::debug::quietly(|| {
+        with_kb_base(1024, || {
+            for o in options::all().filter(|o| which(o)) {
+                if let Some(d) = o.default {
+                    // options::tests::every_default_parses_and_is_what_a_spec_starts_with
+                    // holds every default to this.
+                    o.set(job, global, d)
+                        .unwrap_or_else(|e| panic!("the default of {}, '{d}': {e}", o.name));
+                }
             }
-        }
-    });
+        })
+    })
 }
 
 /// A `JobSpec` with the fields before `;` as given and those after it at

@@ -40,6 +40,9 @@ impl Formats {
 /// output file's directory.
 pub fn validate(args: &[String]) -> Result<(Plan, Formats), String> {
     let (flags, rest) = crate::job::flags::split(args)?;
+    if let Some(job::debug::Request::Types(t)) = &flags.debug {
+        job::debug::enable(t);
+    }
     let mut plan = job::parse_args(&rest).map_err(|e| e.to_string())?;
     if flags.warnings_fatal {
         if let Some(w) = plan.global.warnings.first() {
@@ -115,27 +118,37 @@ pub fn check_created(plan: &Plan) -> Result<(), String> {
     Ok(())
 }
 
-/// `--output-format=a,b` (each once, in order; empty: the default), then
-/// `--minimal` (terse instead of the default) and `--append-terse`.
+/// `--output-format=a,b` (each once; empty: the default) or `--minimal`
+/// (terse), whichever came last (fio), then `--append-terse`; written in
+/// fio's order whatever the order given: terse, JSON, normal text, then
+/// dioscope's own formats in the order given.
 fn formats(given: &str, flags: &crate::job::flags::Flags) -> Result<Formats, String> {
     let mut out: Vec<&'static Format<RunDoc>> = Vec::new();
-    for name in given.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        let f =
-            render::find(RUN_FORMATS, name).ok_or_else(|| render::unknown(RUN_FORMATS, name))?;
-        if !out.iter().any(|o| o.name == f.name) {
-            out.push(f);
-        }
-    }
     let terse = render::find(RUN_FORMATS, "terse").expect("terse is a run format");
-    if flags.minimal && out.is_empty() {
+    if flags.minimal {
         out.push(terse);
+    } else {
+        for name in given.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            let f = render::find(RUN_FORMATS, name)
+                .ok_or_else(|| render::unknown(RUN_FORMATS, name))?;
+            if !out.iter().any(|o| o.name == f.name) {
+                out.push(f);
+            }
+        }
     }
     if out.is_empty() {
         out.push(&RUN_FORMATS[0]);
     }
-    if (flags.minimal || flags.append_terse) && !out.iter().any(|o| o.name == terse.name) {
+    if flags.append_terse && !out.iter().any(|o| o.name == terse.name) {
         out.push(terse);
     }
+    let rank = |f: &Format<RunDoc>| match f.name {
+        "terse" => 0,
+        "json" | "json+" => 1,
+        "normal" => 2,
+        _ => 3,
+    };
+    out.sort_by_key(|f| rank(f));
     Ok(Formats(out))
 }
 
@@ -208,22 +221,31 @@ mod tests {
             v.extend_from_slice(a);
             validate(&s(&v)).map(|(_, f)| f.names())
         };
+        // fio's order, whatever the order given: terse, JSON, normal.
         assert_eq!(
             names(&["--output-format=normal,json"]).unwrap(),
-            ["normal", "json"]
-        );
-        // Each once, in the order given.
-        assert_eq!(
-            names(&["--output-format=json,normal,json"]).unwrap(),
             ["json", "normal"]
+        );
+        assert_eq!(
+            names(&["--output-format=json,normal,json,terse"]).unwrap(),
+            ["terse", "json", "normal"]
+        );
+        // The last of --minimal and --output-format wins.
+        assert_eq!(
+            names(&["--minimal", "--output-format=json"]).unwrap(),
+            ["json"]
+        );
+        assert_eq!(
+            names(&["--output-format=json", "--minimal"]).unwrap(),
+            ["terse"]
         );
         assert_eq!(names(&["--minimal"]).unwrap(), ["terse"]);
         assert_eq!(names(&["--output-format=minimal"]).unwrap(), ["terse"]);
         assert_eq!(
             names(&["--output-format=json", "--append-terse"]).unwrap(),
-            ["json", "terse"]
+            ["terse", "json"]
         );
-        assert_eq!(names(&["--append-terse"]).unwrap(), ["normal", "terse"]);
+        assert_eq!(names(&["--append-terse"]).unwrap(), ["terse", "normal"]);
         assert_eq!(
             names(&["--terse-version=3", "--minimal"]).unwrap(),
             ["terse"]

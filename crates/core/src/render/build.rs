@@ -34,7 +34,7 @@ pub fn run_doc(r: &RunResult, diagnosis: &RunDiagnosis, context: String) -> RunD
         let _ = d.set_section("pacing", v);
     }
     RunDoc {
-        fio_version: format!("dioscope-{}", env!("CARGO_PKG_VERSION")),
+        fio_version: crate::results::model::version_string(),
         timestamp: now.as_secs(),
         timestamp_ms: now.as_millis() as u64,
         time: crate::results::ctime(now.as_secs() as i64),

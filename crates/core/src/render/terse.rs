@@ -47,10 +47,11 @@ impl Exporter<RunDoc> for Terse {
     }
 }
 
-/// fio writes `fio-3.33`; dioscope's JSON says `dioscope-0.1.0` there.
+/// The document's version (fio's `fio-3.33`, dioscope's
+/// `fio-3.33 (dioscope 0.1.0)`), dioscope's when it has none.
 fn terse_fio_version(v: &str) -> String {
     if v.is_empty() {
-        format!("dioscope-{}", env!("CARGO_PKG_VERSION"))
+        crate::results::model::version_string()
     } else {
         v.to_string()
     }

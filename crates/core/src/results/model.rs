@@ -24,6 +24,20 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Version of the `"dioscope"` section's layout; bump on incompatible change.
+/// The fio release whose options, job-file syntax and JSON layout dioscope
+/// follows (FIO-COMPAT.md): fio 3.33, the reference on the machines this
+/// was built and tested on, where every fio 3.33 option is classified
+/// (works, accepted with a note, refused with its reason).
+pub const FIO_COMPAT: &str = "3.33";
+
+/// What `--version`, the JSON's "fio version" and the terse line's version
+/// field say: fio's form first, so that readers of fio's output which
+/// check the version (fio-plot's bench-fio looks for "fio-3", blktests
+/// compares "fio-X.Y") accept it, and dioscope named after it.
+pub fn version_string() -> String {
+    format!("fio-{FIO_COMPAT} (dioscope {})", env!("CARGO_PKG_VERSION"))
+}
+
 pub const SCHEMA: u32 = 1;
 
 /// One run: fio's top level plus dioscope's section.

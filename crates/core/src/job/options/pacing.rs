@@ -80,6 +80,20 @@ impl SteadyCriterion {
         }
     }
 
+    /// What the criterion was read as, in fio's words (its `--debug=parse`
+    /// line, which fio's steady-state tests look for).
+    pub fn read_as(&self) -> String {
+        match (self.pct, self.metric) {
+            (true, _) => format!("set steady state threshold to {:.6}%", self.limit),
+            (false, SsMetric::Iops) => {
+                format!("set steady state IOPS threshold to {:.6}", self.limit)
+            }
+            (false, SsMetric::Bw) => {
+                format!("set steady state BW threshold to {}", self.limit as u64)
+            }
+        }
+    }
+
     /// `iops:10%`, `iops_slope:0.1%`, `bw:2%`, `bw_slope:1m` (a bandwidth
     /// limit without `%` is bytes per second, with units).
     pub fn parse(v: &str) -> Result<SteadyCriterion, UnitError> {
@@ -776,6 +790,7 @@ pub static PACING: &[OptDef] = &[
         help: "Stop the job once steady over ss_dur: iops/bw (every second's value within LIMIT of the mean) or iops_slope/bw_slope (least-squares slope under LIMIT); LIMIT may be a % of the mean. Judged in each trial; JSON `steadystate` is fio's",
         apply: job!(|j, v| {
             j.steadystate = SteadyCriterion::parse(v)?;
+            crate::job::debug::parse(|| j.steadystate.read_as());
             Ok(())
         }),
     },
