@@ -357,9 +357,6 @@ pub(crate) fn engine_opts(j: &JobSpec, depth: u32) -> EngineOpts {
         registered_files: j.registerfiles,
         poll_reaps: j.poll_reaps,
         meta: crate::engines::meta::MetaOpts {
-            stat_type: j.stat_type,
-            xattr_count: j.xattr_count,
-            xattr_size: j.xattr_size,
             unlink: j.unlink,
             layout_size: meta_layout_size(j),
             per_file: meta_file_bytes(j),
