@@ -673,6 +673,7 @@ engine_list! {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source_scan::{rust_files, without_test_code};
 
     #[test]
     fn names_are_unique_and_round_trip() {
@@ -725,42 +726,36 @@ mod tests {
         // in a condition or a match arm is not allowed.
         let allowed = [("spec.rs", "Psync"), ("parse.rs", "IoUring")];
         let core = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let mut dirs = vec![src.clone(), core.join("../sys/src"), core.join("../../src")];
+        let mut files = Vec::new();
+        for d in [src.clone(), core.join("../sys/src"), core.join("../../src")] {
+            rust_files(&d, &mut files);
+        }
         let mut found = Vec::new();
-        while let Some(d) = dirs.pop() {
-            for e in std::fs::read_dir(&d).unwrap().flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    if p.file_name().is_some_and(|n| n != "engines") {
-                        dirs.push(p);
-                    }
-                    continue;
-                }
-                let text = std::fs::read_to_string(&p).unwrap_or_default();
-                let code = text.split("#[cfg(test)]").next().unwrap_or("");
-                let file = p.file_name().unwrap().to_string_lossy().into_owned();
-                for (n, line) in code.lines().enumerate() {
-                    let line = line.split("//").next().unwrap_or("");
-                    for (_, kind) in EngineKind::LIST {
-                        let Some(at) = line.find(&format!("EngineKind::{kind}")) else {
-                            continue;
-                        };
-                        // A kind before `=>` is a match arm's pattern; two
-                        // kinds on a line, an or-pattern or a comparison.
-                        let arm = line.find("=>").is_some_and(|a| a > at);
-                        let condition = arm
-                            || line.matches("EngineKind::").count() > 1
-                            || ["==", "!=", "matches!", "if "]
-                                .iter()
-                                .any(|op| line.contains(op));
-                        if condition || !allowed.contains(&(file.as_str(), *kind)) {
-                            found.push(format!(
-                                "{}:{}: EngineKind::{kind} in `{}`",
-                                p.display(),
-                                n + 1,
-                                line.trim()
-                            ));
-                        }
+        for p in files.iter().filter(|p| !p.starts_with(src.join("engines"))) {
+            let text = std::fs::read_to_string(p).unwrap_or_default();
+            let code = without_test_code(&text);
+            let file = p.file_name().unwrap().to_string_lossy().into_owned();
+            for (n, line) in code.lines().enumerate() {
+                let line = line.split("//").next().unwrap_or("");
+                for (_, kind) in EngineKind::LIST {
+                    let Some(at) = line.find(&format!("EngineKind::{kind}")) else {
+                        continue;
+                    };
+                    // A kind before `=>` is a match arm's pattern; two
+                    // kinds on a line, an or-pattern or a comparison.
+                    let arm = line.find("=>").is_some_and(|a| a > at);
+                    let condition = arm
+                        || line.matches("EngineKind::").count() > 1
+                        || ["==", "!=", "matches!", "if "]
+                            .iter()
+                            .any(|op| line.contains(op));
+                    if condition || !allowed.contains(&(file.as_str(), *kind)) {
+                        found.push(format!(
+                            "{}:{}: EngineKind::{kind} in `{}`",
+                            p.display(),
+                            n + 1,
+                            line.trim()
+                        ));
                     }
                 }
             }
@@ -830,55 +825,47 @@ mod tests {
         let mut found = Vec::new();
         let mut used = vec![false; not_engines.len()];
         for root in &roots {
-            let mut dirs = vec![root.clone()];
-            while let Some(d) = dirs.pop() {
-                for e in std::fs::read_dir(&d).unwrap().flatten() {
-                    let p = e.path();
-                    if p.is_dir() {
-                        if p.file_name().is_some_and(|n| n != "engines") {
-                            dirs.push(p);
-                        }
+            let mut files = Vec::new();
+            rust_files(root, &mut files);
+            for p in files
+                .iter()
+                .filter(|p| !p.starts_with(root.join("engines")))
+            {
+                let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                let text = std::fs::read_to_string(p).unwrap_or_default();
+                let code = without_test_code(&text);
+                for (n, line) in code.lines().enumerate() {
+                    let line = line.split("//").next().unwrap_or("");
+                    // A match arm's pattern is what comes before `=>`
+                    // (an engine's name after it is data).
+                    let (line, arm) = match line.split_once("=>") {
+                        Some((pattern, _)) => (pattern, true),
+                        None => (line, false),
+                    };
+                    let branches = arm
+                        || ["==", "!=", "matches!", "| \"", "\" |"]
+                            .iter()
+                            .any(|op| line.contains(op));
+                    if !branches {
                         continue;
                     }
-                    if p.extension().is_none_or(|x| x != "rs") {
-                        continue;
-                    }
-                    let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
-                    let text = std::fs::read_to_string(&p).unwrap_or_default();
-                    let code = text.split("#[cfg(test)]").next().unwrap_or("");
-                    for (n, line) in code.lines().enumerate() {
-                        let line = line.split("//").next().unwrap_or("");
-                        // A match arm's pattern is what comes before `=>`
-                        // (an engine's name after it is data).
-                        let (line, arm) = match line.split_once("=>") {
-                            Some((pattern, _)) => (pattern, true),
-                            None => (line, false),
-                        };
-                        let branches = arm
-                            || ["==", "!=", "matches!", "| \"", "\" |"]
-                                .iter()
-                                .any(|op| line.contains(op));
-                        if !branches {
+                    for name in &names {
+                        if !line.contains(&format!("\"{name}\"")) {
                             continue;
                         }
-                        for name in &names {
-                            if !line.contains(&format!("\"{name}\"")) {
-                                continue;
-                            }
-                            if let Some(i) = not_engines
-                                .iter()
-                                .position(|(f, l, _)| rel == *f && l == name)
-                            {
-                                used[i] = true;
-                                continue;
-                            }
-                            found.push(format!(
-                                "{}:{}: \"{name}\" in `{}`",
-                                p.display(),
-                                n + 1,
-                                line.trim()
-                            ));
+                        if let Some(i) = not_engines
+                            .iter()
+                            .position(|(f, l, _)| rel == *f && l == name)
+                        {
+                            used[i] = true;
+                            continue;
                         }
+                        found.push(format!(
+                            "{}:{}: \"{name}\" in `{}`",
+                            p.display(),
+                            n + 1,
+                            line.trim()
+                        ));
                     }
                 }
             }

@@ -56,7 +56,6 @@ pub use worker::{
     merge_ticks, DirStats, IoErrorInfo, Progress, QueueStats, Tick, WorkerPlan, WorkerResult,
 };
 
-// Last: the audits read everything before the first `#[cfg(test)]` as code.
 #[cfg(test)]
 mod fixtures;
 #[cfg(test)]

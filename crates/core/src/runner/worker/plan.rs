@@ -436,8 +436,6 @@ fn go_on_sets(j: &JobSpec) -> [[u64; 3]; 2] {
     sets
 }
 
-// Last: the option audit (job/audit.rs) reads what is before the first
-// `#[cfg(test)]` as code.
 #[cfg(test)]
 impl WorkerPlan {
     /// A plan for tests: job `j` (a fixture such as `JobSpec::default()`
