@@ -1,6 +1,10 @@
 //! One integration-test binary driving the `dioscope` executable, split by topic.
 
 mod common;
+/// The sources' `.rs` files without their test code (one definition with
+/// crates/core's source-reading tests).
+#[path = "../../crates/core/tests/common/mod.rs"]
+mod source_scan;
 
 mod blockdev;
 mod buffers;

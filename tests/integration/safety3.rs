@@ -562,46 +562,37 @@ fn no_file_is_created_outside_the_checked_function() {
     ];
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/core/src");
     let mut bad = Vec::new();
-    let mut stack = vec![root.clone()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
+    let mut files = Vec::new();
+    crate::source_scan::rust_files(&root, &mut files);
+    for p in files {
+        let rel = p
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if allowed.iter().any(|(a, _)| rel.starts_with(a)) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&p).unwrap();
+        // Tests make their own fixtures.
+        let code = crate::source_scan::without_test_code(&text);
+        for (n, line) in code.lines().enumerate() {
+            let l = line.trim_start();
+            if l.starts_with("//") {
                 continue;
             }
-            if p.extension().is_none_or(|x| x != "rs") {
-                continue;
-            }
-            let rel = p
-                .strip_prefix(&root)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            if allowed.iter().any(|(a, _)| rel.starts_with(a)) {
-                continue;
-            }
-            let text = std::fs::read_to_string(&p).unwrap();
-            // Tests make their own fixtures.
-            let code = text.split("#[cfg(test)]").next().unwrap_or("");
-            for (n, line) in code.lines().enumerate() {
-                let l = line.trim_start();
-                if l.starts_with("//") {
-                    continue;
-                }
-                for pat in [
-                    "File::create(",
-                    ".create(true)",
-                    ".create_new(true)",
-                    "fs::write(",
-                    "create_dir(",
-                    "create_dir_all(",
-                    "O_CREAT",
-                    "write_atomic(",
-                ] {
-                    if l.contains(pat) && !l.contains("outfile::") {
-                        bad.push(format!("{rel}:{}: {}", n + 1, l.trim()));
-                    }
+            for pat in [
+                "File::create(",
+                ".create(true)",
+                ".create_new(true)",
+                "fs::write(",
+                "create_dir(",
+                "create_dir_all(",
+                "O_CREAT",
+                "write_atomic(",
+            ] {
+                if l.contains(pat) && !l.contains("outfile::") {
+                    bad.push(format!("{rel}:{}: {}", n + 1, l.trim()));
                 }
             }
         }

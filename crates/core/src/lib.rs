@@ -41,10 +41,18 @@ pub mod svg;
 pub mod targets;
 pub mod verify;
 
+/// The `.rs` files of a tree and a file's text without its test code, for
+/// the tests that read the sources (one definition, shared with the test
+/// binaries of crates/core/tests and tests/integration).
+#[cfg(test)]
+#[path = "../tests/common/mod.rs"]
+pub(crate) mod source_scan;
+
 /// The tests of docs/ARCHITECTURE.md's extension recipes that name files:
 /// a recipe's steps list exactly what its test-only example took.
 #[cfg(test)]
 mod recipe_check {
+    use crate::source_scan::rust_files;
     use std::path::{Path, PathBuf};
 
     fn root() -> PathBuf {
@@ -86,17 +94,6 @@ mod recipe_check {
                     .to_string()
             })
             .collect()
-    }
-
-    fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                rust_files(&p, out);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                out.push(p);
-            }
-        }
     }
 
     /// The recipe `title`'s steps, with `placeholder` (its example name,

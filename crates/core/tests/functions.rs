@@ -5,23 +5,15 @@
 //! is where a function would be listed while a branch splits it; the test
 //! also fails when a listed one no longer needs its entry.)
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{rust_files, without_test_code};
+use std::path::Path;
 
 const LIMIT: usize = 100;
 
 /// (file under crates/, function) still over [`LIMIT`] lines.
 const OVER: &[(&str, &str)] = &[];
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
 
 /// The source with comments, string and character literals blanked (their
 /// braces are not code), line breaks kept.
@@ -182,8 +174,8 @@ fn long_functions() -> Vec<(String, String, usize, usize)> {
         }
         let text = std::fs::read_to_string(&f).unwrap();
         // Tests make their own fixtures and may be long.
-        let text = text.split("#[cfg(test)]").next().unwrap_or("");
-        for (name, line, len) in functions(&code_only(text)) {
+        let text = without_test_code(&text);
+        for (name, line, len) in functions(&code_only(&text)) {
             if len > LIMIT {
                 out.push((rel.clone(), name, line, len));
             }

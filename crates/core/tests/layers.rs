@@ -5,6 +5,9 @@
 //! row below it, so there is no import cycle; and each row's "Imports"
 //! column names exactly what its modules import, so the table stays true.
 
+mod common;
+
+use common::{rust_files, without_test_code};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -29,17 +32,6 @@ fn modules(root: &Path) -> BTreeSet<String> {
         }
     }
     out
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
 }
 
 /// Source without `//` comments (doc links are not imports).
@@ -146,45 +138,6 @@ fn test_only_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
         .collect()
 }
 
-/// The text without its inline test modules (`#[cfg(test)] mod x { … }`).
-fn without_test_modules(text: &str) -> String {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(i) = rest.find("#[cfg(test)]") {
-        let after = &rest[i + "#[cfg(test)]".len()..];
-        let decl = after.trim_start();
-        let is_block = decl.starts_with("mod ")
-            && decl
-                .find(['{', ';'])
-                .is_some_and(|k| decl.as_bytes()[k] == b'{');
-        if !is_block {
-            out.push_str(&rest[..i + "#[cfg(test)]".len()]);
-            rest = after;
-            continue;
-        }
-        out.push_str(&rest[..i]);
-        let open = rest.len() - decl.len() + decl.find('{').unwrap();
-        let mut depth = 0;
-        let mut end = rest.len();
-        for (k, ch) in rest[open..].char_indices() {
-            match ch {
-                '{' => depth += 1,
-                '}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        end = open + k + 1;
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-        rest = &rest[end..];
-    }
-    out.push_str(rest);
-    out
-}
-
 /// Who imports whom among the top-level modules, in the code that is not
 /// test code (a test may drive a whole run from any layer).
 fn graph(root: &Path) -> Graph {
@@ -207,7 +160,7 @@ fn graph(root: &Path) -> Graph {
             continue;
         }
         let text = without_comments(&std::fs::read_to_string(f).unwrap());
-        for m in crate_paths(&without_test_modules(&text)) {
+        for m in crate_paths(&without_test_code(&text)) {
             if m != top && mods.contains(&m) {
                 g.get_mut(&top).unwrap().insert(m);
             }
@@ -334,9 +287,9 @@ fn the_import_reader_sees_grouped_and_nested_paths() {
     );
     // A comment is not an import.
     assert!(crate_paths(&without_comments("/// see [`crate::z`]\nfn f() {}")).is_empty());
-    // Test modules are left out, other cfg(test) items and the code after them kept.
+    // Test code is left out, the code after it kept.
     let t = "use crate::a;\n#[cfg(test)]\nmod tests {\n    use crate::b;\n    fn f() { g({ 1 }) }\n}\n#[cfg(test)]\nx,\nuse crate::c;";
-    assert_eq!(crate_paths(&without_test_modules(t)), ["a", "c"]);
+    assert_eq!(crate_paths(&without_test_code(t)), ["a", "c"]);
 }
 
 #[test]

@@ -18,7 +18,7 @@ pub fn wall_ns() -> u64 {
 /// How often a rank looks for another rank's "done" while stonewalling.
 const POLL_NS: u64 = 2_000_000;
 
-pub struct DistHooks<'a> {
+pub(super) struct DistHooks<'a> {
     d: &'a Dist,
     mode: RankStonewall,
     /// One per trial run, in order.

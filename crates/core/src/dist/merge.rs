@@ -13,7 +13,7 @@ use dioscope_sys::proc::Usage;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct WireDir {
+struct WireDir {
     ios: u64,
     bytes: u64,
     short_ios: u64,
@@ -77,7 +77,7 @@ fn add_usage(u: &mut Usage, w: &WireUsage) {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct WireTrial {
+struct WireTrial {
     dirs: [WireDir; 2],
     sync: WireDir,
     trim: WireDir,
@@ -90,14 +90,14 @@ pub struct WireTrial {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct WireEnv {
+struct WireEnv {
     process: WireUsage,
     ios: u64,
 }
 
 /// Everything rank 0 needs from one rank.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RankReport {
+pub(super) struct RankReport {
     pub rank: u32,
     pub host: String,
     pub exit_code: i32,
@@ -106,7 +106,7 @@ pub struct RankReport {
     /// Per group (in order), per trial.
     groups: Vec<Vec<WireEnv>>,
     pub windows: Vec<Window>,
-    pub rank_jobs: Vec<RankJob>,
+    rank_jobs: Vec<RankJob>,
     pub findings: serde_json::Value,
     /// The rank's errors, as it would have printed them.
     pub errors: Vec<String>,

@@ -34,7 +34,7 @@ const TAG_BCAST: i32 = 12;
 pub(crate) const TAG_DONE: i32 = 13;
 
 /// Default longest wait for another rank in one collective step.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// This process's place in a distributed run.
 pub struct Dist {
@@ -142,7 +142,7 @@ impl Dist {
     }
 
     /// Every rank's `mine`, on rank 0 (in rank order); `None` elsewhere.
-    pub fn gather(&self, mine: Vec<u8>, what: &str) -> Option<Vec<Vec<u8>>> {
+    fn gather(&self, mine: Vec<u8>, what: &str) -> Option<Vec<Vec<u8>>> {
         if !self.is_root() {
             self.send_bytes(0, TAG_GATHER, &mine, what);
             return None;
@@ -155,7 +155,7 @@ impl Dist {
     }
 
     /// Rank 0's `value` on every rank.
-    pub fn broadcast(&self, value: Vec<u8>, what: &str) -> Vec<u8> {
+    fn broadcast(&self, value: Vec<u8>, what: &str) -> Vec<u8> {
         if self.is_root() {
             for r in 1..self.size {
                 self.send_bytes(r, TAG_BCAST, &value, what);

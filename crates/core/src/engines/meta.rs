@@ -25,7 +25,10 @@
 //! always.
 
 use super::one_call::{OneAtATime, OneCall};
-use super::{Caps, EngineOpts, EngineSetupError, IoDesc, SlotArena, WithEngine};
+use super::{
+    int, Caps, EngineOption, EngineOpts, EngineSetupError, IoDesc, OptionInfo, OptionKind,
+    OptionValue, SlotArena, WithEngine,
+};
 use dioscope_sys::meta as sys;
 pub use dioscope_sys::meta::StatKind;
 use std::ffi::CString;
@@ -54,14 +57,85 @@ pub const fn caps(op: Op) -> Caps {
     }
 }
 
-/// The job options the metadata engines read.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct MetaOpts {
+/// The options only the metadata engines take, with fio's defaults
+/// (`EngineParams::meta`, set by [`SHARED_OPTIONS`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Params {
     /// filestat, dirstat: stat, lstat or statx.
     pub stat_type: StatKind,
     /// filesetxattr: attributes per file, and bytes of each value.
     pub xattr_count: u32,
     pub xattr_size: u32,
+}
+
+impl Default for Params {
+    fn default() -> Params {
+        Params {
+            stat_type: StatKind::Stat,
+            xattr_count: 1,
+            xattr_size: 64,
+        }
+    }
+}
+
+/// The options the metadata engines share, declared here and nowhere else
+/// (the engines that honour one name it in their `OPTIONS`).
+pub const SHARED_OPTIONS: &[EngineOption<Params>] = &[
+    EngineOption::new(
+        OptionInfo::new(
+            "stat_type",
+            OptionKind::Choice(&["stat", "lstat", "statx"]),
+            "statx",
+            "filestat, dirstat: the call that looks each name up: stat(2) (default), lstat(2) or \
+             statx(2)",
+        )
+        .defaults_to("stat"),
+        |p, v| {
+            p.stat_type = match v {
+                OptionValue::Choice("stat") => StatKind::Stat,
+                OptionValue::Choice("lstat") => StatKind::Lstat,
+                OptionValue::Choice("statx") => StatKind::Statx,
+                OptionValue::Choice(o) => return Err(format!("'{o}' is not stat, lstat or statx")),
+                o => return Err(format!("{o:?} is not stat, lstat or statx")),
+            };
+            Ok(())
+        },
+    ),
+    EngineOption::new(
+        OptionInfo::new(
+            "xattr_count",
+            OptionKind::Int,
+            "2",
+            "filesetxattr: extended attributes set on each file (user.dioscope.0 …; default 1)",
+        )
+        .defaults_to("1")
+        .min(1),
+        |p, v| {
+            p.xattr_count = int(v)?;
+            Ok(())
+        },
+    ),
+    EngineOption::new(
+        OptionInfo::new(
+            "xattr_size",
+            OptionKind::Size,
+            "128",
+            "filesetxattr: bytes of each attribute's value (default 64; at most 64k, the \
+             kernel's limit)",
+        )
+        .defaults_to("64")
+        .max(65536),
+        // The range keeps it at most 64k, the largest attribute Linux takes.
+        |p, v| {
+            p.xattr_size = int(v)?;
+            Ok(())
+        },
+    ),
+];
+
+/// What the metadata engines need of the job besides their own options.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MetaOpts {
     /// `unlink=1`: remove at the end what the run made.
     pub unlink: bool,
     /// Bytes of each file laid out before the run (`filesize`, else
@@ -150,18 +224,19 @@ pub fn with<W: WithEngine>(
     f: W,
 ) -> Result<(W::Out, Option<String>), EngineSetupError> {
     let m = opts.meta;
+    let p = opts.job.params.meta;
     let mut set = prepare(op, names, &m)?;
-    let xattr_names = (0..m.xattr_count.max(1))
+    let xattr_names = (0..p.xattr_count.max(1))
         .map(|i| CString::new(format!("user.dioscope.{i}")).expect("no NUL"))
         .collect();
     let mut e = OneAtATime::new(
         arena,
         MetaOps {
             op,
-            stat: m.stat_type,
+            stat: p.stat_type,
             names: set.iter().map(|n| n.c.clone()).collect(),
             xattr_names,
-            xattr_value: vec![0x5a; m.xattr_size as usize],
+            xattr_value: vec![0x5a; p.xattr_size as usize],
             list_buf: vec![0; if op == Op::ListXattr { 65536 } else { 0 }],
             per_file: m.per_file.max(1),
             done: vec![0; set.len()],
@@ -421,3 +496,26 @@ macro_rules! meta_def {
     };
 }
 pub(crate) use meta_def;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engines::EngineKind;
+
+    /// A shared option is one that several engines honour: each is named
+    /// in the `OPTIONS` of an engine, and none makes files
+    /// (`EngineParams::created` looks only at an engine's own options).
+    #[test]
+    fn each_shared_option_is_honoured_by_an_engine_and_creates_nothing() {
+        for o in SHARED_OPTIONS {
+            assert!(!o.info.creates, "{} creates files", o.info.name);
+            assert!(
+                EngineKind::ALL
+                    .iter()
+                    .any(|k| k.options().contains(&o.info.name)),
+                "no engine names {} in its OPTIONS",
+                o.info.name
+            );
+        }
+    }
+}

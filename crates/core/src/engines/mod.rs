@@ -170,12 +170,16 @@ pub fn io_jobs_running() -> usize {
 }
 
 /// The kind of value an engine option takes. The option table parses a
-/// value by it (and checks [`OptionInfo::at_least`]) before the engine's
-/// `apply` sees it, as for every option.
+/// value by it (and checks [`OptionInfo::at_least`] and
+/// [`OptionInfo::at_most`]) before the engine's `apply` sees it, as for
+/// every option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OptionKind {
     /// A number (`u32`).
     Int,
+    /// A number of bytes (`u32`), with fio's units (`64k`): an
+    /// [`OptionValue::Int`].
+    Size,
     /// A boolean that may appear bare.
     Flag,
     /// Text (empty: none).
@@ -204,6 +208,8 @@ pub struct OptionInfo {
     pub default: Option<&'static str>,
     /// The smallest number it accepts.
     pub at_least: Option<u64>,
+    /// The largest number it accepts.
+    pub at_most: Option<u64>,
     /// A valid value, shown in errors and help.
     pub example: &'static str,
     /// Its help line, starting with the engine's name (`cpuio: …`).
@@ -226,6 +232,7 @@ impl OptionInfo {
             kind,
             default: None,
             at_least: None,
+            at_most: None,
             example,
             help,
             creates: false,
@@ -244,6 +251,14 @@ impl OptionInfo {
     pub const fn min(self, n: u64) -> OptionInfo {
         OptionInfo {
             at_least: Some(n),
+            ..self
+        }
+    }
+
+    /// Accepting numbers up to `n`.
+    pub const fn max(self, n: u64) -> OptionInfo {
+        OptionInfo {
+            at_most: Some(n),
             ..self
         }
     }
@@ -300,7 +315,7 @@ pub fn text(v: OptionValue) -> Result<Option<String>, String> {
     }
 }
 
-/// The number of an [`OptionKind::Int`] value.
+/// The number of an [`OptionKind::Int`] or [`OptionKind::Size`] value.
 pub fn int(v: OptionValue) -> Result<u32, String> {
     match v {
         OptionValue::Int(n) => Ok(n),
@@ -346,7 +361,8 @@ pub struct EngineOpts {
     pub registered_files: bool,
     /// `iodepth_batch_complete_min=0`: poll for completions before sleeping.
     pub poll_reaps: bool,
-    /// The metadata engines' options (stat_type, xattrs, unlink).
+    /// What the metadata engines need of the job besides their own
+    /// options (`opts.job.params.meta`): `unlink`, the files' size.
     pub meta: meta::MetaOpts,
     /// What engines that are not just reads and writes need of the job.
     pub job: JobContext,
@@ -457,7 +473,7 @@ macro_rules! queue_engine {
 pub(crate) use queue_engine;
 
 macro_rules! engine_list {
-    ($($(#[$a:meta])* $module:ident => $Kind:ident,)*) => {
+    ($($(#[$a:meta])* $module:ident => $Kind:ident,)* ; $(shared $group:ident,)*) => {
         $($(#[$a])* pub mod $module;)*
 
         /// I/O engine (`ioengine=`).
@@ -467,10 +483,13 @@ macro_rules! engine_list {
         }
 
         /// The values of the engines' own options, one field per engine
-        /// (its [`EngineDef::Params`]), named as its file.
+        /// (its [`EngineDef::Params`]), named as its file; then one per
+        /// group of engines that share options (its `Params`), named as
+        /// the file of their common part.
         #[derive(Debug, Clone, PartialEq, Default)]
         pub struct EngineParams {
             $($(#[$a])* pub $module: <$module::Def as EngineDef>::Params,)*
+            $(pub $group: $group::Params,)*
         }
 
         impl EngineParams {
@@ -481,6 +500,11 @@ macro_rules! engine_list {
                     $(#[$a])*
                     if let Some(o) = <$module::Def as EngineDef>::OWN_OPTIONS.iter().find(|o| o.info.name == name) {
                         return Some((o.apply)(&mut self.$module, v));
+                    }
+                )*
+                $(
+                    if let Some(o) = $group::SHARED_OPTIONS.iter().find(|o| o.info.name == name) {
+                        return Some((o.apply)(&mut self.$group, v));
                     }
                 )*
                 None
@@ -505,10 +529,12 @@ macro_rules! engine_list {
             }
         }
 
-        /// Every engine's own options, in the order of the engine list.
+        /// Every engine's own options, in the order of the engine list,
+        /// then the options each group of engines shares.
         pub fn all_options() -> impl Iterator<Item = &'static OptionInfo> {
             let mut all: Vec<&'static OptionInfo> = Vec::new();
             $($(#[$a])* all.extend(<$module::Def as EngineDef>::OWN_OPTIONS.iter().map(|o| &o.info));)*
+            $(all.extend($group::SHARED_OPTIONS.iter().map(|o| &o.info));)*
             all.into_iter()
         }
 
@@ -637,11 +663,17 @@ engine_list! {
     // test-only engine (its test `adding_an_engine_is_one_file_and_one_line`).
     #[cfg(test)]
     example_engine => Example,
+    ;
+    // Options several engines share, declared once in the file of their
+    // common part (`SHARED_OPTIONS` and `Params`); each engine that honours
+    // one names it in its `OPTIONS`.
+    shared meta,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source_scan::{rust_files, without_test_code};
 
     #[test]
     fn names_are_unique_and_round_trip() {
@@ -694,42 +726,36 @@ mod tests {
         // in a condition or a match arm is not allowed.
         let allowed = [("spec.rs", "Psync"), ("parse.rs", "IoUring")];
         let core = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let mut dirs = vec![src.clone(), core.join("../sys/src"), core.join("../../src")];
+        let mut files = Vec::new();
+        for d in [src.clone(), core.join("../sys/src"), core.join("../../src")] {
+            rust_files(&d, &mut files);
+        }
         let mut found = Vec::new();
-        while let Some(d) = dirs.pop() {
-            for e in std::fs::read_dir(&d).unwrap().flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    if p.file_name().is_some_and(|n| n != "engines") {
-                        dirs.push(p);
-                    }
-                    continue;
-                }
-                let text = std::fs::read_to_string(&p).unwrap_or_default();
-                let code = text.split("#[cfg(test)]").next().unwrap_or("");
-                let file = p.file_name().unwrap().to_string_lossy().into_owned();
-                for (n, line) in code.lines().enumerate() {
-                    let line = line.split("//").next().unwrap_or("");
-                    for (_, kind) in EngineKind::LIST {
-                        let Some(at) = line.find(&format!("EngineKind::{kind}")) else {
-                            continue;
-                        };
-                        // A kind before `=>` is a match arm's pattern; two
-                        // kinds on a line, an or-pattern or a comparison.
-                        let arm = line.find("=>").is_some_and(|a| a > at);
-                        let condition = arm
-                            || line.matches("EngineKind::").count() > 1
-                            || ["==", "!=", "matches!", "if "]
-                                .iter()
-                                .any(|op| line.contains(op));
-                        if condition || !allowed.contains(&(file.as_str(), *kind)) {
-                            found.push(format!(
-                                "{}:{}: EngineKind::{kind} in `{}`",
-                                p.display(),
-                                n + 1,
-                                line.trim()
-                            ));
-                        }
+        for p in files.iter().filter(|p| !p.starts_with(src.join("engines"))) {
+            let text = std::fs::read_to_string(p).unwrap_or_default();
+            let code = without_test_code(&text);
+            let file = p.file_name().unwrap().to_string_lossy().into_owned();
+            for (n, line) in code.lines().enumerate() {
+                let line = line.split("//").next().unwrap_or("");
+                for (_, kind) in EngineKind::LIST {
+                    let Some(at) = line.find(&format!("EngineKind::{kind}")) else {
+                        continue;
+                    };
+                    // A kind before `=>` is a match arm's pattern; two
+                    // kinds on a line, an or-pattern or a comparison.
+                    let arm = line.find("=>").is_some_and(|a| a > at);
+                    let condition = arm
+                        || line.matches("EngineKind::").count() > 1
+                        || ["==", "!=", "matches!", "if "]
+                            .iter()
+                            .any(|op| line.contains(op));
+                    if condition || !allowed.contains(&(file.as_str(), *kind)) {
+                        found.push(format!(
+                            "{}:{}: EngineKind::{kind} in `{}`",
+                            p.display(),
+                            n + 1,
+                            line.trim()
+                        ));
                     }
                 }
             }
@@ -799,55 +825,47 @@ mod tests {
         let mut found = Vec::new();
         let mut used = vec![false; not_engines.len()];
         for root in &roots {
-            let mut dirs = vec![root.clone()];
-            while let Some(d) = dirs.pop() {
-                for e in std::fs::read_dir(&d).unwrap().flatten() {
-                    let p = e.path();
-                    if p.is_dir() {
-                        if p.file_name().is_some_and(|n| n != "engines") {
-                            dirs.push(p);
-                        }
+            let mut files = Vec::new();
+            rust_files(root, &mut files);
+            for p in files
+                .iter()
+                .filter(|p| !p.starts_with(root.join("engines")))
+            {
+                let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                let text = std::fs::read_to_string(p).unwrap_or_default();
+                let code = without_test_code(&text);
+                for (n, line) in code.lines().enumerate() {
+                    let line = line.split("//").next().unwrap_or("");
+                    // A match arm's pattern is what comes before `=>`
+                    // (an engine's name after it is data).
+                    let (line, arm) = match line.split_once("=>") {
+                        Some((pattern, _)) => (pattern, true),
+                        None => (line, false),
+                    };
+                    let branches = arm
+                        || ["==", "!=", "matches!", "| \"", "\" |"]
+                            .iter()
+                            .any(|op| line.contains(op));
+                    if !branches {
                         continue;
                     }
-                    if p.extension().is_none_or(|x| x != "rs") {
-                        continue;
-                    }
-                    let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
-                    let text = std::fs::read_to_string(&p).unwrap_or_default();
-                    let code = text.split("#[cfg(test)]").next().unwrap_or("");
-                    for (n, line) in code.lines().enumerate() {
-                        let line = line.split("//").next().unwrap_or("");
-                        // A match arm's pattern is what comes before `=>`
-                        // (an engine's name after it is data).
-                        let (line, arm) = match line.split_once("=>") {
-                            Some((pattern, _)) => (pattern, true),
-                            None => (line, false),
-                        };
-                        let branches = arm
-                            || ["==", "!=", "matches!", "| \"", "\" |"]
-                                .iter()
-                                .any(|op| line.contains(op));
-                        if !branches {
+                    for name in &names {
+                        if !line.contains(&format!("\"{name}\"")) {
                             continue;
                         }
-                        for name in &names {
-                            if !line.contains(&format!("\"{name}\"")) {
-                                continue;
-                            }
-                            if let Some(i) = not_engines
-                                .iter()
-                                .position(|(f, l, _)| rel == *f && l == name)
-                            {
-                                used[i] = true;
-                                continue;
-                            }
-                            found.push(format!(
-                                "{}:{}: \"{name}\" in `{}`",
-                                p.display(),
-                                n + 1,
-                                line.trim()
-                            ));
+                        if let Some(i) = not_engines
+                            .iter()
+                            .position(|(f, l, _)| rel == *f && l == name)
+                        {
+                            used[i] = true;
+                            continue;
                         }
+                        found.push(format!(
+                            "{}:{}: \"{name}\" in `{}`",
+                            p.display(),
+                            n + 1,
+                            line.trim()
+                        ));
                     }
                 }
             }

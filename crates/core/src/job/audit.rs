@@ -22,6 +22,7 @@
 
 use super::options::{all, Apply, Kind, OptDef};
 use super::spec::{GlobalSettings, JobSpec};
+use crate::source_scan::{rust_files, without_test_code};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -166,24 +167,14 @@ fn samples(o: &OptDef) -> Vec<String> {
 fn consumer_source() -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut out = String::new();
-    let mut dirs = vec![root.join("src"), root.join("../../src")];
-    while let Some(d) = dirs.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                if p.file_name().is_some_and(|n| n != "job") {
-                    dirs.push(p);
-                }
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                let text = std::fs::read_to_string(&p).unwrap_or_default();
-                // Test modules sit at the end of a file: they consume nothing.
-                let code = text.split("#[cfg(test)]").next().unwrap_or("");
-                out.push_str(code);
-            }
-        }
+    let src = root.join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    rust_files(&root.join("../../src"), &mut files);
+    for p in files.iter().filter(|p| !p.starts_with(src.join("job"))) {
+        let text = std::fs::read_to_string(p).unwrap_or_default();
+        // Test code consumes nothing.
+        out.push_str(&without_test_code(&text));
     }
     out
 }
@@ -191,7 +182,7 @@ fn consumer_source() -> String {
 /// Methods of the spec (job/spec.rs) that read `field`: reading through them counts.
 fn accessors(field: &str) -> Vec<String> {
     let spec = include_str!("spec.rs");
-    let code = spec.split("#[cfg(test)]").next().unwrap_or("");
+    let code = without_test_code(spec);
     code.split("pub fn ")
         .skip(1)
         .filter(|body| is_read(body, field))

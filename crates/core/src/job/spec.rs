@@ -484,11 +484,6 @@ pub struct JobSpec {
     pub given: Vec<(String, String)>,
     /// `description=`: fio's free text about the job (JSON `desc`, terse).
     pub description: Option<String>,
-    /// The metadata engines' options (engines/meta.rs): how filestat and
-    /// dirstat look a name up, and the attributes filesetxattr sets.
-    pub stat_type: crate::engines::meta::StatKind,
-    pub xattr_count: u32,
-    pub xattr_size: u32,
 }
 
 impl Default for JobSpec {
@@ -586,7 +581,7 @@ impl JobSpec {
             spr_num_regions, spr_cs, random_center, percentage_random, serialize_overlap, zonesize,
             zonerange, zoneskip, number_ios, io_size, read_iolog, write_iolog, replay_no_stall,
             replay_redirect, replay_align, replay_scale, replay_time_scale, replay_skip, given,
-            description, stat_type, xattr_count, xattr_size,
+            description,
         }
     }
 }
@@ -935,9 +930,6 @@ mod tests {
             replay_skip: Vec::new(),
             given: Vec::new(),
             description: None,
-            stat_type: Default::default(),
-            xattr_count: 1,
-            xattr_size: 64,
         }
     }
 

@@ -90,11 +90,3 @@ pub struct Ranks {
     pub aggregate: Vec<AggregateTrial>,
     pub ranks: Vec<RankDoc>,
 }
-
-impl Ranks {
-    /// The section of a result, when it has one.
-    pub fn from_doc(doc: &super::RunDoc) -> Option<Result<Ranks, String>> {
-        let v = doc.dioscope.as_ref()?.section(KEY)?;
-        Some(serde_json::from_value(v.clone()).map_err(|e| format!("'dioscope.{KEY}': {e}")))
-    }
-}

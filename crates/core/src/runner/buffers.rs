@@ -241,7 +241,7 @@ impl Fill {
 // ---------------------------------------------------------------- priorities
 
 /// Chooses each I/O's priority (cmdprio_percentage / cmdprio_bssplit).
-pub struct PrioPicker {
+pub(super) struct PrioPicker {
     /// Per direction: (block size or 0 for any, percentage, ioprio value).
     rules: [Vec<(u64, u32, u16)>; 2],
     rng: u64,

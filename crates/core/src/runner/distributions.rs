@@ -46,7 +46,7 @@ pub(crate) fn mix(mut z: u64) -> u64 {
 /// domain is < 2n, so fewer than 2 walks on average; about 20 instructions a
 /// walk, against a bitmap's memory and a Feistel network's 6 hash rounds.
 #[derive(Debug, Clone)]
-pub struct Permutation {
+pub(super) struct Permutation {
     n: u64,
     mask: u64,
     shift: u32,

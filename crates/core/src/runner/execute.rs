@@ -24,7 +24,7 @@ pub fn execute(
 
 /// [`execute`] on `clock`: the trial loop and every worker read time and
 /// the stop signal from it (runner/clock.rs; unit tests use a fake one).
-pub fn execute_on<C: Clock>(
+pub(super) fn execute_on<C: Clock>(
     mut resolved: Vec<ResolvedJob>,
     table: &TargetTable,
     opts: &RunOptions,

@@ -135,7 +135,7 @@ impl IoLog {
 
     /// `replay_skip`: drop the I/Os of these kinds ("sync" drops datasync
     /// too); `replay_time_scale`: run at `pct` percent of the recorded rate.
-    pub fn filter_and_pace(&mut self, skip: &[String], pct: u32) {
+    pub(super) fn filter_and_pace(&mut self, skip: &[String], pct: u32) {
         let skipped = |k: OpKind| {
             let name = match k {
                 OpKind::Datasync => "sync",
@@ -167,7 +167,7 @@ impl IoLog {
     }
 
     /// Whether the log changes data (writes or trims).
-    pub fn modifies(&self) -> bool {
+    pub(super) fn modifies(&self) -> bool {
         self.ops
             .iter()
             .any(|o| matches!(o.kind, OpKind::Write | OpKind::Trim))

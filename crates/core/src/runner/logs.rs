@@ -44,7 +44,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use writer::Writer;
 
 /// Records per buffer (32 B each: 2 MiB per buffer, 8 MiB per worker).
-pub const REC_PER_BUF: usize = 65_536;
+const REC_PER_BUF: usize = 65_536;
 const BUFFERS: usize = 4;
 const MS: u64 = 1_000_000;
 
@@ -65,29 +65,29 @@ pub struct Rec {
 pub struct LogPlan {
     /// (kind, path): kind is `bw`, `iops`, `slat`, `clat` or `lat`.
     pub files: Vec<(&'static str, String)>,
-    pub avg_ms: u64,
-    pub max_value: bool,
+    pub(super) avg_ms: u64,
+    pub(super) max_value: bool,
     pub offset: bool,
     /// `log_prio`: the prio column is the I/O's priority value in hex.
     pub prio: bool,
     /// `log_window_value=both`: a window's line has the mean, then the maximum.
     pub both: bool,
     /// `log_issue_time`: a last column with the I/O's issue time in ns.
-    pub issue_time: bool,
+    pub(super) issue_time: bool,
     /// The slat log has lines: fio measures no submission latency for an
     /// I/O done when submitted (sync engines, null at iodepth 1), and
     /// leaves their slat log empty.
-    pub no_slat: bool,
+    pub(super) no_slat: bool,
     /// Several workers append to one file (`per_job_logs=0`).
     pub shared: bool,
     /// `write_hist_log`.
     pub hist: Option<HistPlan>,
     /// When the job stops at the latest, ns since its start (its ramp and
     /// runtime; 0: no runtime): windows ending then have no rate lines.
-    pub stop_ns: u64,
+    stop_ns: u64,
     /// Times on this clock's epoch (`clock_gettime` id) instead of from
     /// the job's start: `log_unix_epoch` (0) or `log_alternate_epoch`.
-    pub epoch_clock: Option<i32>,
+    pub(super) epoch_clock: Option<i32>,
 }
 
 /// A histogram log: its file, window and coarseness.
@@ -102,7 +102,7 @@ pub struct HistPlan {
 
 /// The logs of worker `index` (1-based over all jobs' clones) in trial
 /// `trial` (0-based); `None` when the job asks for none.
-pub fn plan_for(j: &JobSpec, index: usize, trial: u32) -> Option<LogPlan> {
+pub(super) fn plan_for(j: &JobSpec, index: usize, trial: u32) -> Option<LogPlan> {
     let mut files = Vec::new();
     let name =
         |prefix: &str, kind: &str| crate::job::created::log_file(j, prefix, kind, index, trial);
@@ -150,7 +150,7 @@ pub fn plan_for(j: &JobSpec, index: usize, trial: u32) -> Option<LogPlan> {
 
 /// One direction's windowed sums, kept by the worker (`log_avg_msec`).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Acc {
+pub(super) struct Acc {
     /// I/Os and bytes, for the rates (bw, iops).
     n: u64,
     bytes: u64,

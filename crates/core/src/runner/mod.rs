@@ -44,22 +44,18 @@ pub mod watch;
 pub mod worker;
 
 pub use crate::results::measure::{TrialEnv, TrialJob};
-pub use execute::{execute, execute_on};
+pub use execute::execute;
 pub use hooks::{Chain, NoHooks, TrialHooks};
-pub use paths::{
-    created_files, default_scratch_path, generated_name, input_paths, replay_log, target_paths,
-};
+pub use paths::{created_files, input_paths, replay_log, target_paths};
 pub use resolve::prepare;
 pub use result::{
     FileUse, JobRun, PhaseRun, ResolvedJob, RunOptions, RunResult, SetupError, WorkerSetupError,
 };
 pub use start::Gate;
-pub use verifying::verify_spec;
 pub use worker::{
     merge_ticks, DirStats, IoErrorInfo, Progress, QueueStats, Tick, WorkerPlan, WorkerResult,
 };
 
-// Last: the audits read everything before the first `#[cfg(test)]` as code.
 #[cfg(test)]
 mod fixtures;
 #[cfg(test)]

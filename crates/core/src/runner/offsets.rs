@@ -85,7 +85,7 @@ impl OffsetCfg {
 // ever write one line (false sharing), whatever the allocator does.
 #[repr(align(128))]
 #[derive(Debug, Clone)]
-pub struct Region {
+pub(super) struct Region {
     pub start: u64,
     pub len: u64,
     /// The window, relative to `start`.

@@ -125,7 +125,7 @@ pub enum PaceEvent {
 
 /// Whether a run note is a pacing failure of this errno (what the worker's
 /// [`PaceEvent::Fail`] message starts with).
-pub fn is_failure(note: &str, errno: i32) -> bool {
+pub(super) fn is_failure(note: &str, errno: i32) -> bool {
     match errno {
         libc::EIO => note.starts_with("rate_min=") || note.starts_with("rate_iops_min="),
         libc::ETIMEDOUT => note.starts_with("latency_target="),
@@ -155,7 +155,7 @@ pub struct Pacer {
     issues: [bool; 2],
     hold: Hold,
     /// The last step of the depth search, for the report.
-    pub lat_target: Option<u64>,
+    lat_target: Option<u64>,
 }
 
 impl Pacer {

@@ -10,7 +10,7 @@ use crate::job::{JobSpec, Plan};
 use std::path::{Path, PathBuf};
 
 /// The scratch file of the default job, in the current directory.
-pub fn default_scratch_path() -> PathBuf {
+pub(super) fn default_scratch_path() -> PathBuf {
     PathBuf::from(format!("dioscope-scratch.{}.dat", std::process::id()))
 }
 
@@ -122,7 +122,7 @@ pub fn replay_log(j: &JobSpec) -> Result<iolog::IoLog, SetupError> {
 /// A generated file name: `filename_format` with `$jobname`, `$jobnum`
 /// (the clone), `$filenum` and `$clientuid` (fio's client identity; here
 /// the MPI rank, so ranks on one host get their own files) replaced.
-pub fn generated_name(j: &JobSpec, clone: u32, file: u32) -> String {
+pub(super) fn generated_name(j: &JobSpec, clone: u32, file: u32) -> String {
     let fmt = j
         .filename_format
         .as_deref()

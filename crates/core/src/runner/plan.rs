@@ -42,7 +42,7 @@ pub fn place(jobs: &[JobSpec]) -> Vec<Placement> {
 }
 
 /// The number of phases of `placed` (0 for no jobs).
-pub fn phase_count(placed: &[Placement]) -> u32 {
+pub(super) fn phase_count(placed: &[Placement]) -> u32 {
     placed.iter().map(|p| p.phase + 1).max().unwrap_or(0)
 }
 

@@ -13,7 +13,7 @@ use crate::job::{JobSpec, Plan};
 
 /// Worker threads one group may start, whatever the system allows: beyond
 /// this a run measures the scheduler, not the storage.
-pub const MAX_WORKERS_PER_GROUP: u64 = 4096;
+const MAX_WORKERS_PER_GROUP: u64 = 4096;
 
 fn err(j: &JobSpec, msg: String) -> SetupError {
     SetupError::Job {
@@ -48,7 +48,7 @@ fn mem_available() -> Option<u64> {
 }
 
 /// Parse a kernel CPU list ("0-3,8").
-pub fn parse_cpu_set(s: &str) -> Vec<usize> {
+fn parse_cpu_set(s: &str) -> Vec<usize> {
     let mut out = Vec::new();
     for part in s.trim().split(',').filter(|p| !p.is_empty()) {
         match part.split_once('-') {

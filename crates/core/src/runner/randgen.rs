@@ -54,13 +54,14 @@ impl Taus {
     }
 
     /// taus88 from its three component states, as the paper gives them.
-    pub fn taus88_from(s: [u32; 3]) -> Taus {
+    #[cfg(test)]
+    fn taus88_from(s: [u32; 3]) -> Taus {
         Taus::T88(s)
     }
 
     /// lfsr258 seeded from `seed` (each component above its minimum:
     /// z1 > 1, z2 > 511, z3 > 4095, z4 > 131071, z5 > 8388607).
-    pub fn taus258(seed: u64) -> Taus {
+    pub(super) fn taus258(seed: u64) -> Taus {
         const MIN: [u64; 5] = [1, 511, 4095, 131_071, 8_388_607];
         let mut s = seed;
         let mut z = [0u64; 5];
@@ -73,7 +74,7 @@ impl Taus {
 
     /// The next raw output: 32 significant bits (taus88) or 64 (lfsr258).
     #[inline(always)]
-    pub fn next_raw(&mut self) -> u64 {
+    fn next_raw(&mut self) -> u64 {
         match self {
             Taus::T88(s) => {
                 // Component (k, q, s) = (31, 13, 12), (29, 2, 4), (28, 3, 17).
@@ -195,7 +196,7 @@ const XAPP052_TAPS: [&[u8]; 63] = [
 /// is bit t - 1. Its characteristic polynomial is x^width + Σ x^(width - t)
 /// over the other taps (the reciprocal of the table's), primitive when
 /// the table's is.
-pub fn lfsr_mask(width: u32) -> u64 {
+fn lfsr_mask(width: u32) -> u64 {
     XAPP052_TAPS[width as usize - 2]
         .iter()
         .fold(0u64, |m, &t| m | 1 << (t - 1))
@@ -268,7 +269,7 @@ impl Lfsr {
 }
 
 /// Uniform picks [`BlockMap::draw`] tries before taking the next free block.
-pub const MAP_TRIES: u32 = 16;
+const MAP_TRIES: u32 = 16;
 
 /// fio's random map: which blocks of [0, n) this pass used. A drawn block
 /// already used gives the next free one after it (wrapping), found through

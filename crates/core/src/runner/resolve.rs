@@ -86,7 +86,7 @@ fn existing_size(p: &Path) -> u64 {
 /// What each file of each job needs of its target (one entry per job,
 /// clone and file; `TargetTable::open_all` merges them per path), given
 /// the size each file has before the run (`existing`).
-pub fn target_needs(
+pub(super) fn target_needs(
     plan: &Plan,
     files: &[JobFiles],
     existing: impl Fn(&Path) -> u64,
@@ -139,7 +139,7 @@ pub struct Facts {
     pub free: HashMap<PathBuf, u64>,
     /// Block devices a `hipri` job uses whose queue does not poll
     /// (`queue/io_poll` = 0).
-    pub no_poll: HashSet<PathBuf>,
+    pub(super) no_poll: HashSet<PathBuf>,
 }
 
 impl Facts {

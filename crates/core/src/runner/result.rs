@@ -84,7 +84,7 @@ pub struct ResolvedJob {
 impl ResolvedJob {
     /// Its clones are reported one by one (numjobs > 1 without
     /// group_reporting), as fio writes them.
-    pub fn reports_clones(&self) -> bool {
+    pub(super) fn reports_clones(&self) -> bool {
         self.spec.numjobs > 1 && !self.spec.group_reporting
     }
 }

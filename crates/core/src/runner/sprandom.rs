@@ -40,7 +40,7 @@ use crate::job::JobSpec;
 
 /// The modelled physical size of `logical` bytes with over-provisioning
 /// `op`: `logical + ⌈logical × op⌉`, rounded up to `bs`.
-pub fn physical_size(logical: u64, op: f64, bs: u64) -> u64 {
+fn physical_size(logical: u64, op: f64, bs: u64) -> u64 {
     let extra = (logical as f64 * op).ceil() as u64;
     (logical + extra).div_ceil(bs.max(1)) * bs.max(1)
 }
@@ -280,7 +280,7 @@ impl Sprandom {
 
     /// The offset of the next write.
     #[inline]
-    pub fn next_offset(&mut self) -> u64 {
+    pub(super) fn next_offset(&mut self) -> u64 {
         if self.done == self.writes[self.region] {
             self.next_region();
         }

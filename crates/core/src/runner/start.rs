@@ -46,7 +46,7 @@ impl Gate {
     }
 
     /// `n` expected parties will never come.
-    pub fn shrink(&self, n: usize) {
+    pub(super) fn shrink(&self, n: usize) {
         let mut st = self.lock();
         st.1 = st.1.saturating_sub(n);
         if st.0 >= st.1 {

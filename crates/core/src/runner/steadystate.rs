@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 /// The rolling window and the last judgement.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Detector {
-    pub crit: SteadyCriterion,
+    crit: SteadyCriterion,
     /// Window length in samples (seconds).
     pub len: usize,
     iops: Vec<u64>,

@@ -40,7 +40,7 @@ pub struct StepPlan {
     pub levels: Vec<u32>,
     pub iodepth: u32,
     pub ramp_ns: u64,
-    pub run_ns: u64,
+    run_ns: u64,
     /// Which directions the job issues.
     pub issues: [bool; 2],
 }
@@ -138,7 +138,7 @@ impl Stepper {
     }
 
     /// Start over (the measurement starts after `ramp_time`).
-    pub fn restart(&mut self, now: u64) {
+    pub(super) fn restart(&mut self, now: u64) {
         self.since = now;
         self.step = 0;
         self.max_inflight = 0;

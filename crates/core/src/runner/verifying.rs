@@ -29,7 +29,7 @@ use std::sync::Arc;
 /// The per-block work of one worker: contents, verify stamping and
 /// checking, the backlog, priorities.
 #[derive(Default)]
-pub struct JobHook {
+pub(super) struct JobHook {
     fill: Option<Fill>,
     writer: Option<Writer>,
     checker: Option<Checker>,
@@ -106,7 +106,7 @@ pub(super) struct HookOut {
 }
 
 /// The verify parameters of a job, if it verifies.
-pub fn verify_spec(j: &JobSpec, generation: u64) -> Option<VerifySpec> {
+pub(super) fn verify_spec(j: &JobSpec, generation: u64) -> Option<VerifySpec> {
     let algo = Algo::parse(j.verify.as_deref()?)?;
     let interval = j.verify_interval_used();
     let mut s = VerifySpec::new(algo, interval as u32, j.randseed, generation);

@@ -31,10 +31,10 @@ pub struct WatchOut {
     /// job sets `ss_dur`; with `group_reporting` the group's, for each member).
     pub steady: Vec<Option<SteadyReport>>,
     /// `exitall` with `exit_what=all` fired: no later trial or phase runs.
-    pub end_run: bool,
+    pub(super) end_run: bool,
     /// Reporting groups `exit_what=group` stopped: their jobs in later
     /// phases (behind a `wait_for`) never start.
-    pub ended_groups: Vec<u32>,
+    pub(super) ended_groups: Vec<u32>,
     /// What ended jobs early, for the report.
     pub notes: Vec<String>,
 }

@@ -12,7 +12,7 @@ pub struct SysCpu {
     pub iowait: u64,
     pub irq: u64,
     pub softirq: u64,
-    pub steal: u64,
+    steal: u64,
 }
 
 impl SysCpu {

@@ -13,7 +13,7 @@ const SUB: u64 = 1 << SUB_BITS;
 /// Largest exponent tracked: 2^44 ns ≈ 4.9 hours; larger values are clamped.
 const MAX_EXP: u32 = 44;
 /// Number of buckets.
-pub const NBUCKETS: usize = ((MAX_EXP - SUB_BITS + 2) as usize) * SUB as usize;
+const NBUCKETS: usize = ((MAX_EXP - SUB_BITS + 2) as usize) * SUB as usize;
 
 /// A histogram's exact state, serializable: see [`Histogram::to_parts`].
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]

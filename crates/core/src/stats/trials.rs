@@ -20,7 +20,7 @@ use serde::Serialize;
 use super::summary::median;
 
 /// `|M|` above which a value is an outlier (Iglewicz & Hoaglin's recommendation).
-pub const OUTLIER_THRESHOLD: f64 = 3.5;
+const OUTLIER_THRESHOLD: f64 = 3.5;
 
 /// The practical-size floor shared by every pattern rule (docs/STATISTICS.md):
 /// a value less than 10 % from the median is never an outlier, two groups
@@ -29,7 +29,7 @@ pub const OUTLIER_THRESHOLD: f64 = 3.5;
 /// never drift. Smaller effects can be statistically clear on a quiet
 /// machine yet change no conclusion; they still widen the confidence
 /// interval, which the `high_variance` rule (±5 %) reports.
-pub const PRACTICAL_REL: f64 = 0.10;
+const PRACTICAL_REL: f64 = 0.10;
 
 /// Fewest values any pattern rule (outliers, two modes) judges. With 3 or 4
 /// trials the median and MAD rest on one or two values, any two close trials
@@ -37,7 +37,7 @@ pub const PRACTICAL_REL: f64 = 0.10;
 /// chance; the Mann–Kendall drift test cannot reach p < 0.05 below 5 values
 /// either (smallest exact p for n = 4 is 1/12). Below it only the confidence
 /// interval speaks.
-pub const MIN_PATTERN_VALUES: usize = 5;
+const MIN_PATTERN_VALUES: usize = 5;
 
 /// One value flagged by [`outliers`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -50,7 +50,7 @@ pub struct Outlier {
 }
 
 /// Median absolute deviation from the median.
-pub fn mad(xs: &[f64]) -> f64 {
+fn mad(xs: &[f64]) -> f64 {
     let m = median(xs);
     let dev: Vec<f64> = xs.iter().map(|x| (x - m).abs()).collect();
     median(&dev)
@@ -62,7 +62,7 @@ pub fn mad(xs: &[f64]) -> f64 {
 /// SPSS does, the mean absolute deviation scaled by 1.253314 (which makes it a
 /// consistent estimator of σ for normal data, like 1/0.6745 does for the MAD)
 /// takes its place. All-equal data gives all-zero scores.
-pub fn modified_z_scores(xs: &[f64]) -> Vec<f64> {
+fn modified_z_scores(xs: &[f64]) -> Vec<f64> {
     let m = median(xs);
     let mad = mad(xs);
     if mad > 0.0 {
@@ -101,7 +101,7 @@ pub fn outliers(xs: &[f64]) -> Vec<Outlier> {
 /// from the bias-corrected sample skewness G1 and excess kurtosis G2. Values
 /// above 5/9 (that of a uniform distribution) suggest two modes. `None` for
 /// fewer than 4 values or no spread.
-pub fn bimodality_coefficient(xs: &[f64]) -> Option<f64> {
+fn bimodality_coefficient(xs: &[f64]) -> Option<f64> {
     let n = xs.len();
     if n < 4 {
         return None;
@@ -122,7 +122,7 @@ pub fn bimodality_coefficient(xs: &[f64]) -> Option<f64> {
 }
 
 /// Sarle's threshold: the coefficient of a uniform distribution.
-pub const BC_THRESHOLD: f64 = 5.0 / 9.0;
+const BC_THRESHOLD: f64 = 5.0 / 9.0;
 
 /// The best split of the values into a low and a high group (1-D two-means:
 /// the cut between sorted neighbours that minimises the within-group sum of
@@ -137,12 +137,12 @@ pub struct TwoMeans {
     /// Smallest high value minus largest low value.
     pub gap: f64,
     /// Pooled within-group standard deviation, √(SSW/(n−2)).
-    pub within_sd: f64,
+    within_sd: f64,
     /// Share of the total variance the split explains, 1 − SSW/SST.
-    pub explained: f64,
+    explained: f64,
 }
 
-pub fn two_means(xs: &[f64]) -> Option<TwoMeans> {
+fn two_means(xs: &[f64]) -> Option<TwoMeans> {
     let n = xs.len();
     if n < 2 {
         return None;
@@ -189,7 +189,7 @@ pub fn two_means(xs: &[f64]) -> Option<TwoMeans> {
 
 /// Smallest difference between the two group means, relative to the median,
 /// that is reported: the shared practical floor.
-pub const BIMODAL_MIN_REL_GAP: f64 = PRACTICAL_REL;
+const BIMODAL_MIN_REL_GAP: f64 = PRACTICAL_REL;
 /// How cleanly the two groups must separate, by number of values: the share
 /// of the variance the split explains (1 − SSW/SST), and the empty gap between
 /// the groups in pooled within-group σ. Small samples of pure normal noise
@@ -209,7 +209,7 @@ const SEPARATION: [(usize, f64, f64); 6] = [
 ];
 
 /// `(min explained share, min gap in within-group σ)` for `n` values.
-pub fn separation_thresholds(n: usize) -> (f64, f64) {
+fn separation_thresholds(n: usize) -> (f64, f64) {
     let first = SEPARATION[0];
     if n <= first.0 {
         return (first.1, first.2);
@@ -228,7 +228,7 @@ pub fn separation_thresholds(n: usize) -> (f64, f64) {
 /// From this many values on, Sarle's coefficient must agree too; below it the
 /// coefficient's small-sample bias is too large to be useful (for n = 6 even
 /// two perfectly separated points give 0.34).
-pub const BIMODAL_BC_MIN_N: usize = 20;
+const BIMODAL_BC_MIN_N: usize = 20;
 
 /// The verdict of [`bimodality`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -238,7 +238,7 @@ pub struct Bimodality {
     /// Sarle's coefficient, when defined.
     pub coefficient: Option<f64>,
     /// `(high_mean − low_mean) / |median|`.
-    pub rel_gap: f64,
+    rel_gap: f64,
 }
 
 /// Whether the values fall into two separate groups.
@@ -290,7 +290,7 @@ pub fn bimodality(xs: &[f64]) -> Option<Bimodality> {
 
 /// The largest one-sided permutation p-value at which the trials under a
 /// measured condition form a group of their own ([`conditioned_split`]).
-pub const CONDITION_ALPHA: f64 = 0.05;
+const CONDITION_ALPHA: f64 = 0.05;
 /// The empty gap between the trials under a condition and the rest, in
 /// pooled within-group standard deviations, that [`conditioned_split`]
 /// needs. Far below the data-searched split's bar (5 σ at 8 values): the
@@ -299,7 +299,7 @@ pub const CONDITION_ALPHA: f64 = 0.05;
 /// noisy unimodal data a random group that happens to be the lowest values
 /// sits right next to the others (a gap of about half a σ), while a
 /// condition that moves its trials leaves a clear hole.
-pub const CONDITION_MIN_GAP_SD: f64 = 2.0;
+const CONDITION_MIN_GAP_SD: f64 = 2.0;
 
 /// `C(n, k)` as a float (exact for the trial counts seen here).
 fn choose(n: usize, k: usize) -> f64 {
@@ -394,11 +394,11 @@ pub fn conditioned_split(
 }
 
 /// Significance level of the drift test.
-pub const DRIFT_ALPHA: f64 = 0.05;
+const DRIFT_ALPHA: f64 = 0.05;
 /// Smallest change over the series reported as drift: the shared practical
 /// floor. Per-interval series are also autocorrelated, which makes the test
 /// over-confident; requiring a change users care about keeps it honest.
-pub const DRIFT_MIN_REL_CHANGE: f64 = PRACTICAL_REL;
+const DRIFT_MIN_REL_CHANGE: f64 = PRACTICAL_REL;
 
 /// The verdict of [`drift`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -516,7 +516,7 @@ fn mann_kendall_exact_p(n: usize, s: i64) -> f64 {
 /// Sen's slope: the median of (x_j − x_i)/(j − i) over all pairs. Above 2000
 /// values (a long per-second series) the least-squares slope is used instead,
 /// to keep the cost linear.
-pub fn sen_slope(xs: &[f64]) -> f64 {
+fn sen_slope(xs: &[f64]) -> f64 {
     let n = xs.len();
     if n < 2 {
         return 0.0;

@@ -16,6 +16,7 @@ pub(super) static ENGINES: std::sync::LazyLock<Vec<OptDef>> = std::sync::LazyLoc
             aliases: &[],
             kind: match o.kind {
                 OptionKind::Int => Kind::Int,
+                OptionKind::Size => Kind::Size,
                 OptionKind::Flag => Kind::Flag,
                 OptionKind::Str => Kind::Str,
                 OptionKind::Choice(c) => Kind::Choice(c),
@@ -28,7 +29,10 @@ pub(super) static ENGINES: std::sync::LazyLock<Vec<OptDef>> = std::sync::LazyLoc
                 false => Creates::Nothing,
             },
             default: o.default,
-            range: o.at_least.map(Range::at_least),
+            range: match (o.at_least, o.at_most) {
+                (None, None) => None,
+                (lo, hi) => Some(Range::between(lo.unwrap_or(0), hi.unwrap_or(u64::MAX))),
+            },
             category: Category::EngineOptions,
             example: o.example,
             help: o.help,
@@ -40,7 +44,7 @@ pub(super) static ENGINES: std::sync::LazyLock<Vec<OptDef>> = std::sync::LazyLoc
 /// Set the engine option `o` of the job to `v`, parsed by its kind.
 pub(super) fn apply(o: &OptDef, j: &mut JobSpec, v: &str) -> Result<(), UnitError> {
     let value = match o.kind {
-        Kind::Int => OptionValue::Int(u32v(v)?),
+        Kind::Int | Kind::Size => OptionValue::Int(u32v(v)?),
         Kind::Flag => OptionValue::Flag(parse_bool(v)?),
         Kind::Choice(_) => OptionValue::Choice(v.trim()),
         _ => OptionValue::Str(opt_str(v)),

@@ -1245,58 +1245,6 @@ static CORE: &[OptDef] = &[
         }),
     },
     OptDef {
-        name: "stat_type",
-        aliases: &[],
-        kind: Kind::Choice(&["stat", "lstat", "statx"]),
-        creates: Creates::Nothing,
-        default: Some("stat"),
-        range: None,
-        category: Category::EngineOptions,
-        example: "statx",
-        help: "filestat, dirstat: the call that looks each name up: stat(2) (default), lstat(2) or statx(2)",
-        apply: job!(|j, v| {
-            use crate::engines::meta::StatKind;
-            j.stat_type = match v.trim() {
-                "stat" => StatKind::Stat,
-                "lstat" => StatKind::Lstat,
-                "statx" => StatKind::Statx,
-                o => return Err(format!("'{o}' is not stat, lstat or statx")),
-            };
-            Ok(())
-        }),
-    },
-    OptDef {
-        name: "xattr_count",
-        aliases: &[],
-        kind: Kind::Int,
-        creates: Creates::Nothing,
-        default: Some("1"),
-        range: Some(Range::at_least(1)),
-        category: Category::EngineOptions,
-        example: "2",
-        help: "filesetxattr: extended attributes set on each file (user.dioscope.0 …; default 1)",
-        apply: job!(|j, v| {
-            j.xattr_count = u32v(v)?;
-            Ok(())
-        }),
-    },
-    OptDef {
-        name: "xattr_size",
-        aliases: &[],
-        kind: Kind::Size,
-        creates: Creates::Nothing,
-        default: Some("64"),
-        range: Some(Range::at_most(65536)),
-        category: Category::EngineOptions,
-        example: "128",
-        help: "filesetxattr: bytes of each attribute's value (default 64; at most 64k, the kernel's limit)",
-        apply: job!(|j, v| {
-            // The range keeps it at most 64k, the largest attribute Linux takes.
-            j.xattr_size = u32v(v)?;
-            Ok(())
-        }),
-    },
-    OptDef {
         name: "create_on_open",
         aliases: &[],
         kind: Kind::Flag,
@@ -2030,7 +1978,7 @@ mod tests {
         set(&mut j, "rwmixwrite", "100").unwrap();
         assert_eq!(j.rwmixread, 0);
         set(&mut j, "xattr_size", "64k").unwrap();
-        assert_eq!(j.xattr_size, 65536);
+        assert_eq!(j.engine_params.meta.xattr_size, 65536);
         set(&mut j, "log_hist_coarseness", "6").unwrap();
         assert!(set(&mut j, "log_hist_coarseness", "7").is_err());
     }

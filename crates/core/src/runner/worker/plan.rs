@@ -19,8 +19,8 @@ use std::sync::Arc;
 #[derive(Debug, Clone)]
 pub struct WorkerPlan {
     pub depth: u32,
-    pub batch_submit: u32,
-    pub complete_min: u32,
+    pub(super) batch_submit: u32,
+    pub(super) complete_min: u32,
     /// Completions reaped at most at once (0: all that are ready).
     pub complete_max: u32,
     pub read_pct: u32,
@@ -45,20 +45,20 @@ pub struct WorkerPlan {
     /// counts and goes on after (EIO and EILSEQ unless `ignore_error` lists
     /// that type); any other errno ends the job, with or without
     /// `continue_on_error`, as in fio.
-    pub go_on: [[u64; 3]; 2],
+    pub(super) go_on: [[u64; 3]; 2],
     /// `ignore_error`: per direction (read, write), the errnos (bits of
     /// 192) that are ignored rather than errors.
     pub ignore: [[u64; 3]; 2],
     /// `fill_device`: a write that finds the file system full (ENOSPC,
     /// EDQUOT) ends the job; it is not an error.
-    pub until_full: bool,
+    pub(super) until_full: bool,
     /// `create_on_open` on an engine that completes asynchronously: a read
     /// past what the job has written yet (end of file) returns 0 bytes and
     /// counts as a read of nothing, not an error (fio's libaio and io_uring
     /// do the same; its sync engines fail it, and so does this worker).
     pub eof_reads: bool,
     pub fds: Vec<i32>,
-    pub tick_ns: u64,
+    pub(super) tick_ns: u64,
     /// fio's logs this worker writes (runner/logs.rs); `None`: no cost.
     pub log: Option<super::super::logs::LogPlan>,
     /// The latencies measured (fio's disable_slat/clat/lat turn them off).
@@ -69,7 +69,7 @@ pub struct WorkerPlan {
     pub trim: TrimMode,
     /// Per file: a block device (trimmed with BLKDISCARD) or a file
     /// (trimmed by punching a hole).
-    pub trim_is_dev: Vec<bool>,
+    pub(super) trim_is_dev: Vec<bool>,
     /// Block sizes of trims.
     pub bs_trim: BsPicker,
     /// `serialize_overlap`: an I/O overlapping one in flight waits for it.
@@ -357,9 +357,6 @@ pub(crate) fn engine_opts(j: &JobSpec, depth: u32) -> EngineOpts {
         registered_files: j.registerfiles,
         poll_reaps: j.poll_reaps,
         meta: crate::engines::meta::MetaOpts {
-            stat_type: j.stat_type,
-            xattr_count: j.xattr_count,
-            xattr_size: j.xattr_size,
             unlink: j.unlink,
             layout_size: meta_layout_size(j),
             per_file: meta_file_bytes(j),
@@ -439,15 +436,13 @@ fn go_on_sets(j: &JobSpec) -> [[u64; 3]; 2] {
     sets
 }
 
-// Last: the option audit (job/audit.rs) reads what is before the first
-// `#[cfg(test)]` as code.
 #[cfg(test)]
 impl WorkerPlan {
     /// A plan for tests: job `j` (a fixture such as `JobSpec::default()`
     /// with the options a test is about) on no files, built by [`new`].
     ///
     /// [`new`]: WorkerPlan::new
-    pub fn for_test(j: &JobSpec) -> WorkerPlan {
+    pub(super) fn for_test(j: &JobSpec) -> WorkerPlan {
         WorkerPlan::new(j, &[], &TargetTable::default(), 0, 0)
     }
 }

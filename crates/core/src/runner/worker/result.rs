@@ -52,14 +52,14 @@ impl WorkerResult {
 /// Bucket of fio's iodepth_level map: 1, 2, 4, 8, 16, 32, >=64, each
 /// holding depths from its key up to the next key.
 #[inline(always)]
-pub fn depth_bucket(d: usize) -> usize {
+pub(super) fn depth_bucket(d: usize) -> usize {
     ((usize::BITS - 1 - d.max(1).leading_zeros()) as usize).min(6)
 }
 
 /// Bucket of fio's iodepth_submit/complete maps: 0, 1-4, 5-8, 9-16, 17-32,
 /// 33-64, >64 (keys "0", "4", "8", "16", "32", "64", ">=64").
 #[inline(always)]
-pub fn batch_bucket(n: usize) -> usize {
+pub(super) fn batch_bucket(n: usize) -> usize {
     const T: [u8; 65] = {
         let mut t = [0u8; 65];
         let mut i = 1;
