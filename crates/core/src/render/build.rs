@@ -295,7 +295,12 @@ fn job(r: &RunResult, s: &JobSummary) -> Job {
         trim: dir(r, s, (s.trim.ios > 0 || spec.rw.trims()).then_some(2)),
         sync: Sync {
             total_ios: s.sync.ios,
-            lat_ns: lat(&s.sync.lat, None),
+            // fio's sync latency has percentiles once there were syncs.
+            lat_ns: lat(
+                &s.sync.lat,
+                (s.sync.ios > 0 && spec.clat_percentiles)
+                    .then_some(spec.percentile_list.as_slice()),
+            ),
         },
         job_runtime: s.runtime_ms.round() as u64,
         usr_cpu: 100.0 * s.thread_cpu.user_us as f64 / 1000.0 / rt,
