@@ -189,7 +189,13 @@ fn latency_buckets(h: &Histogram) -> [OrderedMap<f64>; 3] {
     let mk = |keys: &[&str], v: &[u64]| -> OrderedMap<f64> {
         keys.iter()
             .zip(v)
-            .map(|(k, &c)| (k.to_string(), 100.0 * c as f64 / total))
+            // fio shows a bucket that holds any I/O as at least 0.01 %.
+            .map(|(k, &c)| {
+                (
+                    k.to_string(),
+                    (100.0 * c as f64 / total).max(0.01 * c.min(1) as f64),
+                )
+            })
             .collect()
     };
     let k10 = [

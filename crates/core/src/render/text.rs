@@ -1,7 +1,11 @@
-//! The human summary: per job IOPS, bandwidth, latency percentiles, CPU per
-//! I/O, and the trial statistics; then the context, the devices, the
+//! The normal output: first fio 3.33's own text, line for line (per job
+//! its block, per group its run status, the disk stats: `fio_text.rs`, a
+//! fixed contract that scripts grep, tested by tests/integration/fio_text.rs),
+//! describing each job's measured trials merged as one run; then one line
+//! saying so and dioscope's sections: per job its options, the trial
+//! statistics and the CPU per I/O; then the context, the devices, the
 //! findings and whether the result is partial. It reads only the typed
-//! result, so fio's own JSON renders too (without dioscope's sections).
+//! result, so fio's own JSON renders too (fio's part only).
 
 use super::{Exporter, Format};
 use crate::results::model::{DeviceTotal, Dioscope, DioscopeJob, Job, Severity};
@@ -18,7 +22,7 @@ pub struct Text;
 pub const FORMAT: Format<RunDoc> = Format {
     name: "normal",
     aliases: &[],
-    help: "the human summary: per job IOPS, bandwidth, latency, CPU per I/O, trials, findings",
+    help: "fio's normal output (per job, group, disk), then dioscope's trials, CPU per I/O, findings",
     exporter: &Text,
 };
 
