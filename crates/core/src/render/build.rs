@@ -33,16 +33,40 @@ pub fn run_doc(r: &RunResult, diagnosis: &RunDiagnosis, context: String) -> RunD
     if let Some(v) = crate::runner::pacing::trials_section(r) {
         let _ = d.set_section("pacing", v);
     }
+    let mut jobs: Vec<Job> = sums.iter().map(|s| job(r, s)).collect();
+    share_of_group(&mut jobs);
     RunDoc {
         fio_version: format!("dioscope-{}", env!("CARGO_PKG_VERSION")),
         timestamp: now.as_secs(),
         timestamp_ms: now.as_millis() as u64,
         time: crate::results::ctime(now.as_secs() as i64),
         global_options: None,
-        jobs: sums.iter().map(|s| job(r, s)).collect(),
+        jobs,
         disk_util: diagnosis.disk_util(),
         dioscope: Some(d),
         other: OrderedMap::new(),
+    }
+}
+
+/// fio's `bw_agg` (`per=` of the text): a direction's mean sampled
+/// bandwidth as a percentage of its group's aggregate (at most 100).
+fn share_of_group(jobs: &mut [Job]) {
+    let aggs: Vec<[Option<u64>; 3]> = jobs
+        .iter()
+        .map(|j| [0, 1, 2].map(|d| super::fio_text::group_agg(jobs, j.groupid, d)))
+        .collect();
+    for (j, agg) in jobs.iter_mut().zip(aggs) {
+        for (dir, agg) in [&mut j.read, &mut j.write, &mut j.trim]
+            .into_iter()
+            .zip(agg)
+        {
+            dir.bw_agg = match agg {
+                Some(a) if a > 0 && dir.bw_samples > 0 => {
+                    (dir.bw_mean * 100.0 / (a as f64 / 1024.0)).min(100.0)
+                }
+                _ => 0.0,
+            };
+        }
     }
 }
 
@@ -113,7 +137,6 @@ fn dir(r: &RunResult, s: &JobSummary, d: Option<usize>) -> Dir {
         (spec.clat_percentiles && !spec.disable_clat).then_some(spec.percentile_list.as_slice());
     let lat_pct =
         (spec.lat_percentiles && !spec.disable_lat).then_some(spec.percentile_list.as_slice());
-    let total_bw: f64 = s.dirs.iter().map(|x| x.bytes as f64).sum();
     let min_max = |v: &[f64], x: f64| if v.is_empty() { 0 } else { x.round() as u64 };
     Dir {
         io_bytes: st.bytes,
@@ -132,11 +155,8 @@ fn dir(r: &RunResult, s: &JobSummary, d: Option<usize>) -> Dir {
         lat_ns: lat(&st.lat, lat_pct),
         bw_min: min_max(&bws, sm.min),
         bw_max: min_max(&bws, sm.max),
-        bw_agg: if total_bw > 0.0 {
-            100.0 * st.bytes as f64 / total_bw
-        } else {
-            0.0
-        },
+        // Set once the group is known: share_of_group.
+        bw_agg: 0.0,
         bw_mean: sm.mean,
         bw_dev: sm.stddev,
         bw_samples: bws.len() as u64,

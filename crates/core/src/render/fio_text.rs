@@ -318,6 +318,18 @@ fn depth_lines(out: &mut String, j: &Job) {
     );
 }
 
+/// A group's aggregate bandwidth in direction `d` (B/s), as fio's run
+/// status: the group's bytes over its longest runtime; None if idle.
+pub fn group_agg(jobs: &[Job], g: u32, d: usize) -> Option<u64> {
+    let of_group = || jobs.iter().filter(|j| j.groupid == g).map(|j| dirs(j)[d]);
+    let max_run = of_group().map(|x| x.runtime).max().filter(|&r| r > 0)?;
+    let io: u64 = of_group()
+        .filter(|x| x.runtime > 0)
+        .map(|x| x.io_bytes)
+        .sum();
+    Some((io as u128 * 1000 / max_run as u128) as u64)
+}
+
 /// `Run status group G (all jobs):`, one line per direction that ran: the
 /// group's aggregate bandwidth (its bytes over its longest runtime), the
 /// slowest and fastest job's, the bytes, the shortest and longest runtime.
@@ -340,7 +352,7 @@ fn group_block(out: &mut String, doc: &RunDoc, g: u32) {
             .map(|x| (x.io_bytes as u128 * 1000 / x.runtime as u128) as u64)
             .collect();
         let io: u64 = dirs.iter().map(|x| x.io_bytes).sum();
-        let agg = (io as u128 * 1000 / max_run as u128) as u64;
+        let agg = group_agg(&doc.jobs, g, d).unwrap_or(0);
         let (lo, hi) = (
             bws.iter().copied().min().unwrap_or(0),
             bws.iter().copied().max().unwrap_or(0),
