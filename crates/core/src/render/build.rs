@@ -168,13 +168,15 @@ fn dir(r: &RunResult, s: &JobSummary, d: Option<usize>) -> Dir {
     }
 }
 
+/// fio's iodepth maps: percent per bucket, a bucket that holds anything
+/// at least 0.1 % (as fio's JSON and text show it).
 fn pct_map(keys: &[&str], counts: &[u64]) -> OrderedMap<f64> {
     let total: u64 = counts.iter().sum();
     keys.iter()
         .zip(counts)
         .map(|(k, &c)| {
             let v = if total > 0 {
-                100.0 * c as f64 / total as f64
+                (100.0 * c as f64 / total as f64).max(0.1 * c.min(1) as f64)
             } else {
                 0.0
             };
