@@ -117,14 +117,14 @@ fn merged_line(out: &mut String, d: &Dioscope) {
     let mut counts: Vec<usize> = d.jobs.iter().map(|j| j.trials.len()).collect();
     counts.sort_unstable();
     counts.dedup();
-    let n = match counts.as_slice() {
-        [n] => n.to_string(),
-        _ => "its".to_string(),
+    let what = match counts.as_slice() {
+        [1] => "is the job's one measured trial".to_string(),
+        [n] => format!("merges the job's {n} measured trials as one run"),
+        _ => "merges the job's measured trials as one run".to_string(),
     };
     let _ = writeln!(
         out,
-        "\ndioscope: each job block above is {n} measured trial{} merged as one run; per job, dioscope's figures:",
-        if n == "1" { "" } else { "s" }
+        "\ndioscope: each job block above {what}; dioscope's figures per job:"
     );
 }
 
