@@ -146,6 +146,7 @@ fn normal_output_is_fios_block_line_for_line() {
             "--rw=randread",
             "--rate_iops=300",
             "--disable_lat=1",
+            "--percentile_list=25:50:99.999",
         ],
         // Two groups; two jobs each, apart and merged; a description.
         &["two.fio"],

@@ -114,9 +114,16 @@ fn job_block(out: &mut String, doc: &RunDoc, j: &Job, dj: Option<&DioscopeJob>) 
         .get("pid")
         .and_then(|v| v.as_u64())
         .unwrap_or_else(|| std::process::id() as u64);
+    // fio: `err= 5 (file:io_u.c:1889, func=io_u error, error=…)`; its
+    // source location has no meaning here.
+    let why = dj
+        .and_then(|d| d.first_error.as_ref())
+        .filter(|_| j.error != 0)
+        .map(|e| format!(" (func=io_u error, error={})", e.error))
+        .unwrap_or_default();
     let _ = writeln!(
         out,
-        "{}: (groupid={}, jobs={}): err={:2}: pid={pid}: {}",
+        "{}: (groupid={}, jobs={}): err={:2}{why}: pid={pid}: {}",
         j.jobname,
         j.groupid,
         dj.map(|d| d.numjobs.max(1)).unwrap_or(1),
@@ -203,32 +210,35 @@ fn pct_block(out: &mut String, label: &str, l: &Lat) {
     let (div, unit) = pct_unit(lo, hi);
     let _ = writeln!(out, "    {label} percentiles ({unit}):");
     let last = pcts.len() - 1;
+    let dec = pct_decimals(&pcts);
     for (row, chunk) in pcts.chunks(4).enumerate() {
         let mut line = String::from("     |");
         for (k, (p, v)) in chunk.iter().enumerate() {
             let _ = write!(
                 line,
-                " {}th=[{:5}]{}",
-                pct_name(*p),
+                " {p:w$.dec$}th=[{:5}]{}",
                 v.div_ceil(div),
-                if row * 4 + k == last { "" } else { "," }
+                if row * 4 + k == last { "" } else { "," },
+                w = dec + 3,
             );
         }
         let _ = writeln!(out, "{line}");
     }
 }
 
-/// A percentile as fio names it: two decimals, more when it has them
-/// (`99.99`, `99.999`), at least five characters wide.
-fn pct_name(p: f64) -> String {
-    let decimals = (2..6)
-        .find(|&d| {
-            format!("{p:.d$}")
-                .parse::<f64>()
-                .is_ok_and(|x| (x - p).abs() < 1e-9)
-        })
-        .unwrap_or(6);
-    format!("{p:5.decimals$}")
+/// The decimals fio names a list's percentiles with: as many as the most
+/// precise of them needs (`25`, `50.0`/`99.9`, `99.99`, `99.999`).
+fn pct_decimals(pcts: &[(f64, u64)]) -> usize {
+    let needs = |p: f64| {
+        (0..6)
+            .find(|&d| {
+                format!("{p:.d$}")
+                    .parse::<f64>()
+                    .is_ok_and(|x| (x - p).abs() < 1e-9)
+            })
+            .unwrap_or(6)
+    };
+    pcts.iter().map(|x| needs(x.0)).max().unwrap_or(2)
 }
 
 /// `   bw (  KiB/s): …` and `   iops        : …`, when there were samples.
@@ -421,9 +431,11 @@ mod tests {
         assert_eq!(lat_unit(1_873_000.0, 32_521_000.0, 2e6).1, "usec");
         assert_eq!(lat_unit(3e6, 2e8, 2e6).1, "msec");
         assert_eq!(pct_unit(68_096, 4_800_000), (1000, "usec"));
-        assert_eq!(pct_name(1.0), " 1.00");
-        assert_eq!(pct_name(99.99), "99.99");
-        assert_eq!(pct_name(99.999), "99.999");
+        let list = |ps: &[f64]| pct_decimals(&ps.iter().map(|&p| (p, 0)).collect::<Vec<_>>());
+        assert_eq!(list(&[1.0, 99.5, 99.95]), 2);
+        assert_eq!(list(&[50.0, 99.0, 99.9]), 1);
+        assert_eq!(list(&[99.999]), 3);
+        assert_eq!(list(&[25.0, 50.0, 75.0]), 0);
     }
 
     /// fio 3.33's own JSON renders as fio 3.33's own text of the same run,
