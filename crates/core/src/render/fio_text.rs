@@ -43,20 +43,25 @@ pub fn render(out: &mut String, doc: &RunDoc) {
 /// by 1000 (`k`, `M`, …) or 1024 (`Ki`, `Mi`, …) while it has more digits,
 /// the remainder shown as decimals where they fit (rounded), then `unit`.
 pub fn num2str(num: u64, maxlen: usize, pow2: bool, unit: &str) -> String {
+    num2str_from(num, 0, maxlen, pow2, unit)
+}
+
+/// `num2str` of a number already in units of prefix `start` (1: k / Ki).
+fn num2str_from(num: u64, start: usize, maxlen: usize, pow2: bool, unit: &str) -> String {
     let base: u64 = if pow2 { 1024 } else { 1000 };
     let prefixes: [&str; 7] = if pow2 {
         ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
     } else {
         ["", "k", "M", "G", "T", "P", "E"]
     };
-    let (mut n, mut rem, mut idx) = (num, 0u64, 0usize);
+    let (mut n, mut rem, mut idx) = (num, 0u64, start);
     while n.to_string().len() > maxlen && idx + 1 < prefixes.len() {
         rem = n % base;
         n /= base;
         idx += 1;
     }
-    if idx == 0 {
-        return format!("{n}{unit}");
+    if idx == start {
+        return format!("{n}{}{unit}", prefixes[idx]);
     }
     let int_len = n.to_string().len();
     let decimals = maxlen as i64 - int_len as i64 - 1;
@@ -150,6 +155,44 @@ fn job_block(out: &mut String, doc: &RunDoc, j: &Job, dj: Option<&DioscopeJob>) 
         j.usr_cpu, j.sys_cpu, j.ctx, j.majf, j.minf
     );
     depth_lines(out, j);
+    if let Some(ss) = j.other.get("steadystate") {
+        steady_line(out, ss);
+    }
+}
+
+/// `  steadystate  : attained=yes, bw=… (…), iops=…, iops mean dev=…%`.
+fn steady_line(out: &mut String, ss: &serde_json::Value) {
+    let num = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
+    let bw = num(&ss["data"]["bw_mean"]) as u64;
+    let kind = ss["ss"]
+        .as_str()
+        .unwrap_or("")
+        .split(':')
+        .next()
+        .unwrap_or("");
+    let metric = if kind.starts_with("bw") { "bw" } else { "iops" };
+    let test = if kind.ends_with("_slope") {
+        "slope"
+    } else {
+        "mean dev"
+    };
+    let crit = ss["criterion"].as_str().unwrap_or("0");
+    let pct = if crit.ends_with('%') { "%" } else { "" };
+    let crit: f64 = crit.trim_end_matches('%').parse().unwrap_or(0.0);
+    // fio prints the 1000-based rate from the KiB/s figure, so scaled
+    // by 1000/1024 (its own quirk, kept: scripts read fio's numbers).
+    let _ = writeln!(
+        out,
+        "  steadystate  : attained={}, bw={} ({}), iops={}, {metric} {test}={crit:.3}{pct}",
+        if num(&ss["attained"]) != 0.0 {
+            "yes"
+        } else {
+            "no"
+        },
+        num2str(bw, 4, true, "B/s"),
+        num2str_from(bw / 1024, 1, 4, false, "B/s"),
+        num2str(num(&ss["data"]["iops_mean"]) as u64, 4, false, ""),
+    );
 }
 
 fn dir_block(out: &mut String, name: &str, st: &Dir, no_slat: bool) {
@@ -442,7 +485,7 @@ mod tests {
     /// byte for byte but the pid, which fio's JSON does not carry: randrw
     /// on io_uring at depth 16 with lat_percentiles=1; three groups (1 MiB
     /// reads, two readers with a description and clat_percentiles=0,
-    /// writes with fsync=4 and disable_lat).
+    /// writes with fsync=4 and disable_lat); steadystate=iops:50%.
     #[test]
     fn fios_json_renders_as_fios_text() {
         let cases = [
@@ -453,6 +496,10 @@ mod tests {
             (
                 include_str!("testdata/fio333_groups.json"),
                 include_str!("testdata/fio333_groups.txt"),
+            ),
+            (
+                include_str!("testdata/fio333_steadystate.json"),
+                include_str!("testdata/fio333_steadystate.txt"),
             ),
         ];
         let strip = |s: &str| -> Vec<String> {
