@@ -215,7 +215,8 @@ fn summary_header_shows_block_sizes_as_given() {
     assert!(
         stdout(&o)
             .lines()
-            .next()
+            // dioscope's header of the job, after fio's block.
+            .find(|l| l.starts_with("x: (g=0)"))
             .unwrap()
             .contains("bs=4.00 KiB,64.0 KiB"),
         "{}",
@@ -233,7 +234,8 @@ fn summary_header_shows_block_sizes_as_given() {
     assert!(
         stdout(&o)
             .lines()
-            .next()
+            // dioscope's header of the job, after fio's block.
+            .find(|l| l.starts_with("x: (g=0)"))
             .unwrap()
             .contains("bs=4.00 KiB/75:64.0 KiB/25"),
         "{}",

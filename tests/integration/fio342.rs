@@ -289,7 +289,7 @@ fn status_interval_prints_interim_reports_then_the_final_one() {
     let out = stdout(&o);
     let lines = out.lines().filter(|l| l.starts_with("status at ")).count();
     assert!(lines >= 2, "{out}");
-    let report = out.find("s: (g=0)").expect("the final report");
+    let report = out.find("s: (groupid=0").expect("the final report");
     assert!(out.rfind("status at ").unwrap() < report, "{out}");
     // A bad interval is refused naming it.
     let o = run_in(

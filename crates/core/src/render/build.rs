@@ -33,16 +33,40 @@ pub fn run_doc(r: &RunResult, diagnosis: &RunDiagnosis, context: String) -> RunD
     if let Some(v) = crate::runner::pacing::trials_section(r) {
         let _ = d.set_section("pacing", v);
     }
+    let mut jobs: Vec<Job> = sums.iter().map(|s| job(r, s)).collect();
+    share_of_group(&mut jobs);
     RunDoc {
         fio_version: crate::results::model::version_string(),
         timestamp: now.as_secs(),
         timestamp_ms: now.as_millis() as u64,
         time: crate::results::ctime(now.as_secs() as i64),
         global_options: None,
-        jobs: sums.iter().map(|s| job(r, s)).collect(),
+        jobs,
         disk_util: diagnosis.disk_util(),
         dioscope: Some(d),
         other: OrderedMap::new(),
+    }
+}
+
+/// fio's `bw_agg` (`per=` of the text): a direction's mean sampled
+/// bandwidth as a percentage of its group's aggregate (at most 100).
+fn share_of_group(jobs: &mut [Job]) {
+    let aggs: Vec<[Option<u64>; 3]> = jobs
+        .iter()
+        .map(|j| [0, 1, 2].map(|d| super::fio_text::group_agg(jobs, j.groupid, d)))
+        .collect();
+    for (j, agg) in jobs.iter_mut().zip(aggs) {
+        for (dir, agg) in [&mut j.read, &mut j.write, &mut j.trim]
+            .into_iter()
+            .zip(agg)
+        {
+            dir.bw_agg = match agg {
+                Some(a) if a > 0 && dir.bw_samples > 0 => {
+                    (dir.bw_mean * 100.0 / (a as f64 / 1024.0)).min(100.0)
+                }
+                _ => 0.0,
+            };
+        }
     }
 }
 
@@ -113,7 +137,6 @@ fn dir(r: &RunResult, s: &JobSummary, d: Option<usize>) -> Dir {
         (spec.clat_percentiles && !spec.disable_clat).then_some(spec.percentile_list.as_slice());
     let lat_pct =
         (spec.lat_percentiles && !spec.disable_lat).then_some(spec.percentile_list.as_slice());
-    let total_bw: f64 = s.dirs.iter().map(|x| x.bytes as f64).sum();
     let min_max = |v: &[f64], x: f64| if v.is_empty() { 0 } else { x.round() as u64 };
     Dir {
         io_bytes: st.bytes,
@@ -132,11 +155,8 @@ fn dir(r: &RunResult, s: &JobSummary, d: Option<usize>) -> Dir {
         lat_ns: lat(&st.lat, lat_pct),
         bw_min: min_max(&bws, sm.min),
         bw_max: min_max(&bws, sm.max),
-        bw_agg: if total_bw > 0.0 {
-            100.0 * st.bytes as f64 / total_bw
-        } else {
-            0.0
-        },
+        // Set once the group is known: share_of_group.
+        bw_agg: 0.0,
         bw_mean: sm.mean,
         bw_dev: sm.stddev,
         bw_samples: bws.len() as u64,
@@ -148,13 +168,15 @@ fn dir(r: &RunResult, s: &JobSummary, d: Option<usize>) -> Dir {
     }
 }
 
+/// fio's iodepth maps: percent per bucket, a bucket that holds anything
+/// at least 0.1 % (as fio's JSON and text show it).
 fn pct_map(keys: &[&str], counts: &[u64]) -> OrderedMap<f64> {
     let total: u64 = counts.iter().sum();
     keys.iter()
         .zip(counts)
         .map(|(k, &c)| {
             let v = if total > 0 {
-                100.0 * c as f64 / total as f64
+                (100.0 * c as f64 / total as f64).max(0.1 * c.min(1) as f64)
             } else {
                 0.0
             };
@@ -189,7 +211,13 @@ fn latency_buckets(h: &Histogram) -> [OrderedMap<f64>; 3] {
     let mk = |keys: &[&str], v: &[u64]| -> OrderedMap<f64> {
         keys.iter()
             .zip(v)
-            .map(|(k, &c)| (k.to_string(), 100.0 * c as f64 / total))
+            // fio shows a bucket that holds any I/O as at least 0.01 %.
+            .map(|(k, &c)| {
+                (
+                    k.to_string(),
+                    (100.0 * c as f64 / total).max(0.01 * c.min(1) as f64),
+                )
+            })
             .collect()
     };
     let k10 = [
@@ -295,7 +323,12 @@ fn job(r: &RunResult, s: &JobSummary) -> Job {
         trim: dir(r, s, (s.trim.ios > 0 || spec.rw.trims()).then_some(2)),
         sync: Sync {
             total_ios: s.sync.ios,
-            lat_ns: lat(&s.sync.lat, None),
+            // fio's sync latency has percentiles once there were syncs.
+            lat_ns: lat(
+                &s.sync.lat,
+                (s.sync.ios > 0 && spec.clat_percentiles)
+                    .then_some(spec.percentile_list.as_slice()),
+            ),
         },
         job_runtime: s.runtime_ms.round() as u64,
         usr_cpu: 100.0 * s.thread_cpu.user_us as f64 / 1000.0 / rt,

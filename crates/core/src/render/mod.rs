@@ -16,6 +16,7 @@ pub mod build;
 pub mod compare_markdown;
 pub mod compare_text;
 pub mod doctor;
+pub mod fio_text;
 pub mod html_experiments;
 pub mod sweep_csv;
 pub mod sweep_text;

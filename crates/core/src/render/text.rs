@@ -1,10 +1,14 @@
-//! The human summary: per job IOPS, bandwidth, latency percentiles, CPU per
-//! I/O, and the trial statistics; then the context, the devices, the
+//! The normal output: first fio 3.33's own text, line for line (per job
+//! its block, per group its run status, the disk stats: `fio_text.rs`, a
+//! fixed contract that scripts grep, tested by tests/integration/fio_text.rs),
+//! describing each job's measured trials merged as one run; then one line
+//! saying so and dioscope's sections: per job its options, the trial
+//! statistics and the CPU per I/O; then the context, the devices, the
 //! findings and whether the result is partial. It reads only the typed
-//! result, so fio's own JSON renders too (without dioscope's sections).
+//! result, so fio's own JSON renders too (fio's part only).
 
 use super::{Exporter, Format};
-use crate::results::model::{DeviceTotal, Dioscope, DioscopeJob, Dir, Job, Severity};
+use crate::results::model::{DeviceTotal, Dioscope, DioscopeJob, Job, Severity};
 use crate::results::{
     human_bytes, human_count, human_ns, human_rate,
     units::{interval, wrap},
@@ -18,17 +22,20 @@ pub struct Text;
 pub const FORMAT: Format<RunDoc> = Format {
     name: "normal",
     aliases: &[],
-    help: "the human summary: per job IOPS, bandwidth, latency, CPU per I/O, trials, findings",
+    help: "fio's normal output (per job, group, disk), then dioscope's trials, CPU per I/O, findings",
     exporter: &Text,
 };
 
 impl Exporter<RunDoc> for Text {
     fn render(&self, doc: &RunDoc) -> String {
         let mut out = String::new();
-        for (i, j) in doc.jobs.iter().enumerate() {
-            job_block(&mut out, j, doc.dioscope_job(i));
-        }
+        // fio 3.33's normal output, a fixed contract (see fio_text.rs).
+        super::fio_text::render(&mut out, doc);
         if let Some(d) = &doc.dioscope {
+            merged_line(&mut out, d);
+            for (i, j) in doc.jobs.iter().enumerate() {
+                job_block(&mut out, j, doc.dioscope_job(i));
+            }
             verify_block(&mut out, d);
             if let Some(p) = &d.profile {
                 out.push('\n');
@@ -82,52 +89,43 @@ fn header(out: &mut String, j: &Job, dj: Option<&DioscopeJob>) {
     );
 }
 
+/// dioscope's section of one job (after the fio part): its options, the
+/// stepped depths, errors, the trials and the CPU per I/O.
 fn job_block(out: &mut String, j: &Job, dj: Option<&DioscopeJob>) {
     header(out, j, dj);
-    // Measured time: the trials' sum (exact) when dioscope recorded it.
-    let runtime_ms = dj
-        .map(|d| d.trials.iter().map(|t| t.runtime_ms).sum::<f64>())
-        .unwrap_or(j.job_runtime as f64);
-    for (d, name) in ["read", "write"].iter().enumerate() {
-        let shown = match dj {
-            Some(x) => x.measures(name),
-            None => j.dir(d).total_ios > 0,
-        };
-        if shown {
-            let errors = dj.map(|x| x.errors_by_direction[d]).unwrap_or(0);
-            let st = j.dir(d);
-            // A direction with a time of its own (reads with the verify
-            // read-back's, which fio counts as reads) over that time.
-            let rt = if st.runtime != runtime_ms.round() as u64 && st.iops > 0.0 {
-                st.total_ios as f64 * 1000.0 / st.iops
-            } else {
-                runtime_ms
-            };
-            dir_block(out, name, st, rt, errors);
-        }
-    }
-    let trims = match dj {
-        Some(x) => x.measures("trim"),
-        None => j.trim.total_ios > 0,
-    };
-    if trims {
-        dir_block(out, "trim", &j.trim, runtime_ms, 0);
-    }
     if let Some(v) = j.other.get("iodepth_steps") {
         steps_block(out, v);
     }
-    if j.sync.total_ios > 0 {
-        let _ = writeln!(
-            out,
-            "  sync: {} calls, mean {}",
-            j.sync.total_ios,
-            human_ns(j.sync.lat_ns.mean)
-        );
+    for (d, name) in ["read", "write"].iter().enumerate() {
+        let errors = dj.map(|x| x.errors_by_direction[d]).unwrap_or(0);
+        if errors > 0 || j.dir(d).short_ios > 0 {
+            let _ = writeln!(
+                out,
+                "  {name}: errors={errors} short={}",
+                j.dir(d).short_ios
+            );
+        }
     }
     if let Some(d) = dj {
         trials_block(out, d);
         cpu_block(out, j, d);
     }
+}
+
+/// The one line between fio's part and dioscope's: what fio's blocks are.
+fn merged_line(out: &mut String, d: &Dioscope) {
+    let mut counts: Vec<usize> = d.jobs.iter().map(|j| j.trials.len()).collect();
+    counts.sort_unstable();
+    counts.dedup();
+    let what = match counts.as_slice() {
+        [1] => "is the job's one measured trial".to_string(),
+        [n] => format!("merges the job's {n} measured trials as one run"),
+        _ => "merges the job's measured trials as one run".to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "\ndioscope: each job block above {what}; dioscope's figures per job:"
+    );
 }
 
 /// iodepth_mode=stepped: one line per step and direction (fio's
@@ -166,58 +164,6 @@ fn steps_block(out: &mut String, v: &serde_json::Value) {
                 num(st, "max_inflight"),
             );
         }
-    }
-}
-
-fn dir_block(out: &mut String, name: &str, st: &Dir, runtime_ms: f64, errors: u64) {
-    let per_s = |n: u64| crate::results::summary::per_second(n, runtime_ms);
-    let _ = writeln!(
-        out,
-        "  {name}: IOPS={}, BW={}/s ({} in {:.1}s)",
-        human_count(per_s(st.total_ios)),
-        human_rate(per_s(st.io_bytes)),
-        human_bytes(st.io_bytes),
-        runtime_ms / 1000.0
-    );
-    let l = &st.lat_ns;
-    // disable_slat/clat/lat and gtod_reduce leave a latency unmeasured.
-    let mean = |x: &crate::results::model::Lat| {
-        if x.n == 0 && st.total_ios > 0 {
-            "not measured".to_string()
-        } else {
-            human_ns(x.mean)
-        }
-    };
-    if l.n == 0 && st.total_ios > 0 {
-        let _ = writeln!(
-            out,
-            "    lat: not measured   (slat mean={}, clat mean={})",
-            mean(&st.slat_ns),
-            mean(&st.clat_ns)
-        );
-    } else {
-        let _ = writeln!(
-            out,
-            "    lat: min={} mean={} σ={} max={}   (slat mean={}, clat mean={})",
-            human_ns(l.min as f64),
-            human_ns(l.mean),
-            human_ns(l.stddev),
-            human_ns(l.max as f64),
-            mean(&st.slat_ns),
-            mean(&st.clat_ns)
-        );
-    }
-    let pcts = st.clat_ns.percentiles();
-    if !pcts.is_empty() && st.clat_ns.n > 0 {
-        let ps: Vec<String> = pcts
-            .iter()
-            .filter(|(p, _)| [1.0, 50.0, 90.0, 99.0, 99.9, 99.99].contains(p) || pcts.len() <= 8)
-            .map(|(p, v)| format!("p{p}={}", human_ns(*v as f64)))
-            .collect();
-        let _ = writeln!(out, "    clat percentiles: {}", ps.join(" "));
-    }
-    if errors > 0 || st.short_ios > 0 {
-        let _ = writeln!(out, "    errors={errors} short={}", st.short_ios);
     }
 }
 
