@@ -249,9 +249,8 @@ fn grep_and_awk_idioms_read_the_numbers_of_the_json() {
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
-    let at = out.find("\n{\n").expect("the JSON after the text") + 1;
-    let (text, v): (&str, serde_json::Value) =
-        (&out[..at], serde_json::from_str(&out[at..]).unwrap());
+    // fio's order: the JSON first, then the text.
+    let (v, text) = json_then_text(&out);
     let j = &v["jobs"][0];
     let f = |x: &serde_json::Value| x.as_f64().unwrap();
     let q = |s: &str| idiom(text, s);
