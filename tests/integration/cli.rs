@@ -163,6 +163,34 @@ fn options_reference_in_docs_is_generated_from_the_table() {
 }
 
 #[test]
+fn fio_option_classification_in_docs_is_generated_from_the_tables() {
+    let o = run_in(std::path::Path::new("."), &["options", "--fio-compat"]);
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/FIO-OPTIONS.md"))
+        .unwrap();
+    assert_eq!(
+        stdout(&o),
+        docs,
+        "docs/FIO-OPTIONS.md is stale: regenerate with \
+         `dioscope options --fio-compat > docs/FIO-OPTIONS.md`"
+    );
+    // Every refused option of the README's list is refused by the tables.
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let refused: Vec<&str> = docs
+        .lines()
+        .filter(|l| l.contains("| refused |"))
+        .filter_map(|l| l.split('`').nth(1))
+        .collect();
+    assert!(refused.len() > 30, "{}", refused.len());
+    for r in &refused {
+        assert!(
+            readme.contains(&format!("`{r}`")),
+            "README.md does not list the refused {r}"
+        );
+    }
+}
+
+#[test]
 fn progress_only_on_a_terminal() {
     let d = tempfile::tempdir().unwrap();
     let args = [

@@ -28,6 +28,12 @@ use std::path::Path;
 
 /// Options exempt from the audit, each with its reason. Keep it short.
 const EXEMPT: &[(&str, &str)] = &[
+    // job/options/accepted.rs: accepted for fio's job files, each saying
+    // what dioscope does instead.
+    ("disk_util", "device statistics are always read around every trial"),
+    ("create_fsync", "a file dioscope lays out is always fsynced before any trial"),
+    ("unique_filename", "a client/server option: dioscope has no client/server mode"),
+    ("hugepage-size", "huge page buffers use the system's default size"),
     (
         "experimental_verify",
         "changes nothing checked: every read-back reads exactly the blocks the job wrote \

@@ -1,6 +1,7 @@
 //! Jobs: the option table, fio's units, job files, command lines and fio's
 //! invocation flags.
 
+pub mod compat;
 pub mod created;
 pub mod debug;
 /// fio's invocation flags that are not job options (`--output`, `--section`, …).

@@ -382,6 +382,7 @@ macro_rules! job {
 }
 
 // Section files (after `job!`: they use it).
+mod accepted;
 pub mod engines;
 mod logs;
 mod output;
@@ -401,6 +402,7 @@ static SECTIONS: &[&[OptDef]] = &[
     logs::LOGS,
     timing::TIMING,
     output::OUTPUT,
+    accepted::ACCEPTED,
 ];
 
 pub mod buffers;
@@ -1637,8 +1639,17 @@ static CORE: &[OptDef] = &[
         range: None,
         category: Category::Output,
         example: "1",
-        help: "Record the measured windows with perf: CPU per I/O by function and subsystem",
+        help: "Record the measured windows with perf: CPU per I/O by function and subsystem \
+               (fio's profile=act and profile=tiobench, built-in job profiles, are refused)",
         apply: Apply::Global(|g, v| {
+            if ["act", "tiobench"].contains(&v.trim()) {
+                return Err(format!(
+                    "not supported by dioscope: fio's built-in job profile profile={} (write \
+                     the jobs it runs out as a job file); dioscope's profile=1 records a perf \
+                     profile",
+                    v.trim()
+                ));
+            }
             g.profile = parse_bool(v)?;
             Ok(())
         }),
@@ -1691,6 +1702,34 @@ pub static FIO_UNIMPLEMENTED: &[(&str, &str)] = &[
     ),
     ("bwavgtime", "the bandwidth sample window is fixed"),
     ("iopsavgtime", "the IOPS sample window is fixed"),
+    // fio 3.33's HOWTO, the rest (job/compat.rs classifies every entry).
+    ("create_only", "laying out files without running the jobs is not implemented; run the job once with a short runtime"),
+    ("zonecapacity", "it belongs to zonemode=zbd, which is refused"),
+    ("unified_rw_reporting", "dioscope reports each direction; the sum of reads and writes is in the JSON's per-trial iops and bw_bytes"),
+    ("write_hint", "write lifetime hints (F_SET_RW_HINT) are not implemented"),
+    ("write_barrier", "barrier writes are not implemented"),
+    ("sync_file_range", "sync_file_range calls are not implemented; use fdatasync=N or fsync=N"),
+    ("fsync_on_close", "an fsync when a file is closed is not implemented; use end_fsync=1"),
+    ("softrandommap", "dioscope's random map is allocated before the run and never fails, so there is nothing to fall back from; remove it"),
+    ("blocksize_unaligned", "block sizes of a range are kept multiples of the smallest; give bsrange or bssplit sizes that are"),
+    ("bs_unaligned", "block sizes of a range are kept multiples of the smallest; give bsrange or bssplit sizes that are"),
+    ("bs_is_seq_rand", "block sizes by sequential or random I/O (instead of by direction) are not implemented"),
+    ("file_append", "appending at the end of the file is not implemented; give offset= the file's size"),
+    ("nonvectored", "dioscope's io_uring always issues non-vectored reads and writes (IORING_OP_READ/WRITE, or the fixed-buffer ones); remove it"),
+    ("force_async", "forcing io-wq punts (IOSQE_ASYNC) is not implemented"),
+    ("sqthread_poll_cpu", "pinning the SQPOLL thread is not implemented; it runs where the kernel puts it"),
+    ("hipri_percentage", "polling a share of the I/Os is not implemented; hipri=1 polls all"),
+    ("iodepth_low", "dioscope refills the queue as soon as it can (fio's default, iodepth_low = iodepth); to reap in batches use iodepth_batch_complete_min"),
+    ("max_latency", "stopping a job with an error on one slow I/O is not implemented; latency_target finds the depth that keeps a latency"),
+    ("read_iolog_chunked", "an iolog is read whole before the run; it is not read in chunks"),
+    ("merge_blktrace_file", "blktrace merging is not implemented; merge with blkparse"),
+    ("merge_blktrace_scalars", "blktrace merging is not implemented; merge with blkparse"),
+    ("merge_blktrace_iters", "blktrace merging is not implemented; merge with blkparse"),
+    ("cgroup_weight", "dioscope does not create or join cgroups; run it under systemd-run -p IOWeight= or cgexec"),
+    ("cgroup_nodelete", "dioscope does not create or join cgroups; run it under systemd-run or cgexec"),
+    ("stats", "dioscope always measures: statistics cost no clock read per I/O beyond the latency, which disable_lat and disable_clat turn off"),
+    ("block_error_percentiles", "the trim-error histogram is not implemented (trims after writes are not either)"),
+    ("significant_figures", "dioscope's text prints fio's fixed precision; the JSON has full values"),
 ];
 
 /// Why dioscope does not support the fio option `name`, if it is one of those.
