@@ -47,13 +47,28 @@ command -v gnuplot >/dev/null || need+=(gnuplot-nox)
 /usr/bin/python3 -c 'import six' 2>/dev/null || need+=(python3-six)
 # fio's fiologparser_hist.py (the histogram-log test) needs pandas and numpy.
 /usr/bin/python3 -c 'import pandas, numpy' 2>/dev/null || need+=(python3-pandas python3-numpy)
+# fio-plot's bench-fio and fio-plot (the readers-of-fio's-output test) come
+# from PyPI into their own virtual environment, below.
+/usr/bin/python3 -c 'import ensurepip' 2>/dev/null || need+=(python3-venv)
 # Multi-rank runs (the mpi feature, tests/mpi): OpenMPI to build against and
 # run under, and libclang for the bindings (docs/DISTRIBUTED.md).
 command -v mpirun >/dev/null || need+=(openmpi-bin)
 dpkg-query -W -f='${Status}' libopenmpi-dev 2>/dev/null | grep -q 'ok installed' || need+=(libopenmpi-dev)
 dpkg-query -W -f='${Status}' libclang-dev 2>/dev/null | grep -q 'ok installed' || need+=(libclang-dev)
 
+# fio-plot (bench-fio, fio-plot) for tests/integration/fio_readers.rs, pinned,
+# in a virtual environment of its own (FIO_PLOT_VENV in the tests).
+fio_plot_venv() {
+    local venv=/opt/dioscope-tests/fio-plot
+    [ -x "$venv/bin/bench-fio" ] && return 0
+    [ "$(id -u)" -eq 0 ] || { echo "install-deps: run as root to install fio-plot" >&2; return 0; }
+    mkdir -p /opt/dioscope-tests
+    /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/pip" install -q 'fio-plot==1.1.21'
+}
+
 if [ ${#need[@]} -eq 0 ]; then
+    fio_plot_venv
     exit 0
 fi
 # Deduplicate.
@@ -66,3 +81,4 @@ echo "install-deps: installing ${need[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fio_plot_venv

@@ -17,6 +17,7 @@ mod engines_meta;
 mod experiments;
 mod faults;
 mod fio342;
+mod fio_readers;
 mod fio_text;
 mod groups;
 mod jobfile;
