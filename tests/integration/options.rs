@@ -347,3 +347,46 @@ fn clocksource_cpu_and_gettimeofday_run_with_one_note() {
         json(&o);
     }
 }
+
+#[test]
+fn allrandrepeat_repeats_offsets_sizes_mix_and_buffers() {
+    let d = tempfile::tempdir().unwrap();
+    let run = |n: u32, all: &str| {
+        let (log, data) = (format!("log{n}"), format!("data{n}"));
+        let o = run_in(
+            d.path(),
+            &[
+                "--name=a",
+                &format!("--filename={data}"),
+                "--size=256k",
+                "--rw=randrw",
+                "--bsrange=512-8k",
+                "--randrepeat=0",
+                &format!("--allrandrepeat={all}"),
+                "--refill_buffers",
+                "--io_size=1m",
+                &format!("--write_iolog={log}"),
+                "--output-format=json",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        (
+            std::fs::read(d.path().join(&log)).unwrap(),
+            std::fs::read(d.path().join(&data)).unwrap(),
+        )
+    };
+    let (l1, d1) = run(1, "1");
+    let (l2, d2) = run(2, "1");
+    let strip = |l: &[u8], n: u32| String::from_utf8_lossy(l).replace(&format!("data{n}"), "F");
+    assert_eq!(
+        strip(&l1, 1),
+        strip(&l2, 2),
+        "allrandrepeat=1: the same I/O"
+    );
+    assert!(d1 == d2, "allrandrepeat=1: the same data");
+    let (l3, d3) = run(3, "0");
+    assert!(
+        strip(&l1, 1) != strip(&l3, 3) || d1 != d3,
+        "allrandrepeat=0: the clock seeds"
+    );
+}

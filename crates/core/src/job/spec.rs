@@ -262,6 +262,9 @@ pub struct JobSpec {
     pub end_fsync: bool,
     pub norandommap: bool,
     pub randrepeat: bool,
+    /// `allrandrepeat`: every generator from `randseed`, even with
+    /// `randrepeat=0` (each worker's generators all derive from its seed).
+    pub allrandrepeat: bool,
     pub randseed: u64,
     pub random_distribution: RandomDist,
     pub group_reporting: bool,
@@ -558,7 +561,7 @@ impl JobSpec {
             name, filenames, directory, size, filesize, offset_increment, rwmixread, iodepth,
             iodepth_batch_submit, iodepth_batch_complete_min, poll_reaps,
             iodepth_batch_complete_max, numjobs, runtime_us, time_based, ramp_time_us, loops,
-            direct, open_sync, invalidate, fsync, fdatasync, end_fsync, norandommap, randrepeat, randseed,
+            direct, open_sync, invalidate, fsync, fdatasync, end_fsync, norandommap, randrepeat, allrandrepeat, randseed,
             group_reporting, stonewall, new_group, wait_phase, cpus_allowed, percentile_list,
             clat_percentiles, lat_percentiles, disable_slat, disable_clat, disable_lat, gtod_reduce,
             unlink, rate_iops, rate, rate_min, rate_iops_min, rate_cycle_ms, rate_ignore_thinktime,
@@ -784,6 +787,7 @@ mod tests {
             end_fsync: false,
             norandommap: false,
             randrepeat: true,
+            allrandrepeat: false,
             randseed: 0x89,
             random_distribution: RandomDist::Uniform,
             group_reporting: false,
