@@ -229,3 +229,174 @@ fn disable_lat_family_turns_latencies_off() {
         assert!(wall < 10.0, "{opt}: took {wall:.1} s");
     }
 }
+
+/// The `flags:` (octal) of every descriptor of `pid` open on `path`.
+fn fd_flags(pid: u32, path: &std::path::Path) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten()
+    {
+        let e = e.unwrap();
+        if std::fs::read_link(e.path()).ok().as_deref() != Some(path) {
+            continue;
+        }
+        let info = std::fs::read_to_string(format!(
+            "/proc/{pid}/fdinfo/{}",
+            e.file_name().to_string_lossy()
+        ))
+        .unwrap_or_default();
+        if let Some(f) = info.lines().find_map(|l| l.strip_prefix("flags:")) {
+            out.push(i32::from_str_radix(f.trim(), 8).unwrap());
+        }
+    }
+    out
+}
+
+#[test]
+fn sync_opens_the_target_with_o_sync_or_o_dsync() {
+    use std::process::{Command, Stdio};
+    let d = tempfile::tempdir().unwrap();
+    for (v, flag) in [
+        ("1", libc::O_SYNC),
+        ("sync", libc::O_SYNC),
+        ("dsync", libc::O_DSYNC),
+    ] {
+        let f = d.path().join(format!("s{v}.dat"));
+        let mut child = Command::new(bin())
+            .args([
+                "--name=s",
+                &format!("--filename={}", f.display()),
+                "--size=1m",
+                "--rw=write",
+                "--time_based",
+                "--runtime=20s",
+                &format!("--sync={v}"),
+                "--output-format=json",
+            ])
+            .current_dir(d.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let seen = std::panic::catch_unwind(|| {
+            wait_for("the worker to write", 20, || {
+                worker_io(pid, "s").is_some_and(|(_, w)| w > 0)
+            });
+            fd_flags(pid, &f)
+        });
+        kill(pid, libc::SIGKILL);
+        let _ = child.wait();
+        let seen = seen.unwrap();
+        // O_SYNC includes O_DSYNC's bit: dsync must not carry O_SYNC's own.
+        assert!(
+            seen.iter()
+                .any(|&fl| fl & libc::O_SYNC == flag && fl & libc::O_ACCMODE == libc::O_RDWR),
+            "sync={v}: no read-write descriptor with {flag:o}: {seen:?}"
+        );
+    }
+    // The journal line of Ceph's guides runs (on a file here) and says nothing.
+    let o = run_in(
+        d.path(),
+        &[
+            "--filename=j.dat",
+            "--size=1m",
+            "--direct=1",
+            "--sync=1",
+            "--rw=write",
+            "--bs=4k",
+            "--numjobs=1",
+            "--iodepth=1",
+            "--runtime=1",
+            "--time_based",
+            "--group_reporting",
+            "--name=journal-test",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+}
+
+#[test]
+fn clocksource_cpu_and_gettimeofday_run_with_one_note() {
+    let d = tempfile::tempdir().unwrap();
+    for c in ["cpu", "gettimeofday", "clock_gettime"] {
+        let o = run_in(
+            d.path(),
+            &[
+                "--name=a",
+                "--ioengine=null",
+                "--size=1m",
+                &format!("--clocksource={c}"),
+                "--name=b",
+                "--ioengine=null",
+                "--size=1m",
+                &format!("--clocksource={c}"),
+                "--output-format=json",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{c}: {}", stderr(&o));
+        let notes = stderr(&o).matches("dioscope: note: clocksource=").count();
+        assert_eq!(
+            notes,
+            usize::from(c != "clock_gettime"),
+            "{c}: {}",
+            stderr(&o)
+        );
+        json(&o);
+    }
+}
+
+#[test]
+fn allrandrepeat_repeats_offsets_sizes_mix_and_buffers() {
+    let d = tempfile::tempdir().unwrap();
+    let run = |n: u32, all: &str| {
+        let (log, data) = (format!("log{n}"), format!("data{n}"));
+        let o = run_in(
+            d.path(),
+            &[
+                "--name=a",
+                &format!("--filename={data}"),
+                "--size=256k",
+                "--rw=randrw",
+                "--bsrange=512-8k",
+                "--randrepeat=0",
+                &format!("--allrandrepeat={all}"),
+                "--refill_buffers",
+                "--io_size=1m",
+                &format!("--write_iolog={log}"),
+                "--output-format=json",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        (
+            std::fs::read(d.path().join(&log)).unwrap(),
+            std::fs::read(d.path().join(&data)).unwrap(),
+        )
+    };
+    let (l1, d1) = run(1, "1");
+    let (l2, d2) = run(2, "1");
+    // fio's iolog v3: "TIME FILE ACTION OFFSET LEN"; the times differ.
+    let strip = |l: &[u8], n: u32| -> Vec<String> {
+        String::from_utf8_lossy(l)
+            .replace(&format!("data{n}"), "F")
+            .lines()
+            .map(|x| match x.split_once(' ') {
+                Some((t, rest)) if t.parse::<u64>().is_ok() => rest.to_string(),
+                _ => x.to_string(),
+            })
+            .collect()
+    };
+    assert_eq!(
+        strip(&l1, 1),
+        strip(&l2, 2),
+        "allrandrepeat=1: the same I/O"
+    );
+    assert!(d1 == d2, "allrandrepeat=1: the same data");
+    let (l3, d3) = run(3, "0");
+    assert!(
+        strip(&l1, 1) != strip(&l3, 3) || d1 != d3,
+        "allrandrepeat=0: the clock seeds"
+    );
+}

@@ -70,10 +70,6 @@ const EXEMPT: &[(&str, &str)] = &[
         "layout is always serial and before any job starts, outside the measurement: 0 and 1 measure the same",
     ),
     (
-        "sync",
-        "its accepted values, none and 0, are how dioscope opens files (sync, 1 and dsync are refused)",
-    ),
-    (
         "wait_for",
         "read when the plan is built (options/workload.rs: resolve_wait_for), where it starts the waiter's run phase (wait_phase)",
     ),
@@ -89,10 +85,6 @@ const EXEMPT: &[(&str, &str)] = &[
         "error_dump",
         "0 is how dioscope reports errors (the first, with its offset, and the count); 1 is refused",
     ),
-    (
-        "clocksource",
-        "its one accepted value, clock_gettime, is the clock dioscope always uses (the others are refused)",
-    ),
 ];
 
 /// Choice values that are fio's other spelling of another value.
@@ -101,6 +93,8 @@ const SPELLINGS: &[(&str, &str, &str)] = &[
     ("verify", "crc32c", "crc32c-intel"),
     ("fallocate", "none", "0"),
     ("fallocate", "posix", "1"),
+    ("sync", "none", "0"),
+    ("sync", "sync", "1"),
 ];
 
 /// The spec after applying `v`, as one Debug chunk per top-level field.

@@ -253,12 +253,18 @@ pub struct JobSpec {
     /// `startdelay`: a delay, or a range to draw one from per clone and trial.
     pub startdelay_us: (u64, u64),
     pub direct: bool,
+    /// `sync=`: the flag targets are opened with besides O_DIRECT
+    /// (0, `libc::O_SYNC` or `libc::O_DSYNC`).
+    pub open_sync: i32,
     pub invalidate: bool,
     pub fsync: u32,
     pub fdatasync: u32,
     pub end_fsync: bool,
     pub norandommap: bool,
     pub randrepeat: bool,
+    /// `allrandrepeat`: every generator from `randseed`, even with
+    /// `randrepeat=0` (each worker's generators all derive from its seed).
+    pub allrandrepeat: bool,
     pub randseed: u64,
     pub random_distribution: RandomDist,
     pub group_reporting: bool,
@@ -555,7 +561,7 @@ impl JobSpec {
             name, filenames, directory, size, filesize, offset_increment, rwmixread, iodepth,
             iodepth_batch_submit, iodepth_batch_complete_min, poll_reaps,
             iodepth_batch_complete_max, numjobs, runtime_us, time_based, ramp_time_us, loops,
-            direct, invalidate, fsync, fdatasync, end_fsync, norandommap, randrepeat, randseed,
+            direct, open_sync, invalidate, fsync, fdatasync, end_fsync, norandommap, randrepeat, allrandrepeat, randseed,
             group_reporting, stonewall, new_group, wait_phase, cpus_allowed, percentile_list,
             clat_percentiles, lat_percentiles, disable_slat, disable_clat, disable_lat, gtod_reduce,
             unlink, rate_iops, rate, rate_min, rate_iops_min, rate_cycle_ms, rate_ignore_thinktime,
@@ -620,6 +626,10 @@ pub struct GlobalSettings {
     /// What fio only warns about, and dioscope too (the run prints them;
     /// `--warnings-fatal` makes them errors).
     pub warnings: Vec<String>,
+    /// What dioscope does otherwise than a fio option says, told once on
+    /// stderr (`dioscope: note: …`): never an error, even with
+    /// `--warnings-fatal`.
+    pub notes: Vec<String>,
     /// `--eta-newline=TIME`: a new progress line every this many seconds.
     pub eta_newline_s: Option<u64>,
     /// `--status-interval=TIME`: an interim status every this many ms.
@@ -664,6 +674,7 @@ impl GlobalSettings {
     fn blank() -> Self {
         GlobalSettings {
             warnings: Vec::new(),
+            notes: Vec::new(),
             eta_newline_s: None,
             status_interval_ms: None,
             output_format: String::new(),
@@ -769,12 +780,14 @@ mod tests {
             loops: 1,
             startdelay_us: (0, 0),
             direct: false,
+            open_sync: 0,
             invalidate: true,
             fsync: 0,
             fdatasync: 0,
             end_fsync: false,
             norandommap: false,
             randrepeat: true,
+            allrandrepeat: false,
             randseed: 0x89,
             random_distribution: RandomDist::Uniform,
             group_reporting: false,

@@ -52,6 +52,9 @@ pub fn validate(args: &[String]) -> Result<(Plan, Formats), String> {
     for w in &plan.global.warnings {
         eprintln!("dioscope: warning: {w}");
     }
+    for n in &plan.global.notes {
+        eprintln!("dioscope: note: {n}");
+    }
     plan.global.eta_newline_s = flags.eta_newline_s;
     plan.global.status_interval_ms = flags.status_interval_ms;
     if !flags.sections.is_empty() {

@@ -38,4 +38,8 @@ pub struct TargetInfo {
     /// percentage `offset=` is of this size, as in fio.
     #[serde(skip)]
     pub prior_size: u64,
+    /// `sync=`'s open flag (O_SYNC, O_DSYNC or 0): which descriptor of a
+    /// path a job uses.
+    #[serde(skip)]
+    pub open_sync: i32,
 }

@@ -101,6 +101,7 @@ pub(super) fn target_needs(
                 needs.push(TargetNeed {
                     path: p.clone(),
                     direct: j.direct,
+                    open_sync: j.open_sync,
                     write: match replay {
                         Some(l) => l.modifies(),
                         None => j.rw.writes() && !j.verify_only,
@@ -151,7 +152,7 @@ impl Facts {
         };
         for (j, jf) in plan.jobs.iter().zip(files) {
             for p in jf.paths.iter().flatten() {
-                let Some(t) = table.get(p, j.direct) else {
+                let Some(t) = table.get(p, j.direct, j.open_sync) else {
                     continue;
                 };
                 if j.fill_device && t.kind == TargetKind::File && !facts.free.contains_key(p) {
@@ -265,7 +266,9 @@ pub fn resolve(
                     .targets
                     .iter()
                     .enumerate()
-                    .find(|(_, t)| t.path == p && t.direct == j.direct)
+                    .find(|(_, t)| {
+                        t.path == p && t.direct == j.direct && t.open_sync == j.open_sync
+                    })
                     .expect("every path was opened");
                 if let Some(log) = replay {
                     check_replay(j, log, fi as u32, t)?;

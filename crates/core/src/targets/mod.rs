@@ -185,6 +185,9 @@ pub fn free_bytes(path: &Path) -> u64 {
 pub struct TargetNeed {
     pub path: PathBuf,
     pub direct: bool,
+    /// `sync=`: O_SYNC, O_DSYNC or 0, opened besides O_DIRECT; a path used
+    /// with two of them is two descriptors, as direct and buffered are.
+    pub open_sync: i32,
     pub write: bool,
     /// Bytes the file must hold (layout size); 0 for "whatever it has".
     pub min_size: u64,
@@ -214,13 +217,13 @@ pub use crate::job::spec::Fallocate;
 #[derive(Debug, Default)]
 pub struct TargetTable {
     pub targets: Vec<Target>,
-    index: HashMap<(PathBuf, bool), usize>,
+    index: HashMap<(PathBuf, bool, i32), usize>,
 }
 
 impl TargetTable {
-    pub fn get(&self, path: &Path, direct: bool) -> Option<&Target> {
+    pub fn get(&self, path: &Path, direct: bool, open_sync: i32) -> Option<&Target> {
         self.index
-            .get(&(path.to_path_buf(), direct))
+            .get(&(path.to_path_buf(), direct, open_sync))
             .map(|&i| &self.targets[i])
     }
 
@@ -256,12 +259,12 @@ impl TargetTable {
         needs: &[TargetNeed],
         destroy_data_on: &[String],
     ) -> Result<TargetTable, TargetError> {
-        // Merge needs per (path, direct).
+        // Merge needs per (path, direct, sync).
         let mut merged: Vec<TargetNeed> = Vec::new();
         for n in needs {
             match merged
                 .iter_mut()
-                .find(|m| m.path == n.path && m.direct == n.direct)
+                .find(|m| m.path == n.path && m.direct == n.direct && m.open_sync == n.open_sync)
             {
                 Some(m) => {
                     m.allow_mounted_write = match (m.write, n.write) {
@@ -321,7 +324,7 @@ impl TargetTable {
             };
             table
                 .index
-                .insert((n.path.clone(), n.direct), table.targets.len());
+                .insert((n.path.clone(), n.direct, n.open_sync), table.targets.len());
             table.targets.push(t);
         }
         Ok(table)
@@ -468,10 +471,12 @@ fn open_one(n: &TargetNeed, checked: Option<crate::safety::Opened>) -> Result<Ta
 }
 
 /// How a target's descriptor is opened: `read-write` or `read-only` (for
-/// errors) and the O_DIRECT flag when the job asks for it.
+/// errors) and the flags the job asks for: O_DIRECT, and `sync=`'s O_SYNC
+/// or O_DSYNC.
 fn open_mode(n: &TargetNeed) -> (&'static str, i32) {
     let mode = if n.write { "read-write" } else { "read-only" };
-    (mode, if n.direct { libc::O_DIRECT } else { 0 })
+    let direct = if n.direct { libc::O_DIRECT } else { 0 };
+    (mode, direct | n.open_sync)
 }
 
 /// A missing target file, created (with its directories when the job
@@ -536,6 +541,7 @@ fn open_null_device(n: &TargetNeed, opened: crate::safety::Opened) -> Result<Tar
             writable: n.write,
             created: false,
             prior_size: n.min_size,
+            open_sync: n.open_sync,
         },
     })
 }
@@ -572,6 +578,7 @@ fn open_block_device(n: &TargetNeed, opened: crate::safety::Opened) -> Result<Ta
             writable: n.write,
             created: false,
             prior_size: size,
+            open_sync: n.open_sync,
         },
     })
 }
@@ -653,6 +660,7 @@ fn open_file(
             writable: n.write,
             created,
             prior_size: if created { 0 } else { have },
+            open_sync: n.open_sync,
         },
     })
 }
@@ -867,6 +875,7 @@ mod tests {
             TargetNeed {
                 path: p.clone(),
                 direct: false,
+                open_sync: 0,
                 write: false,
                 min_size: 3 << 20,
                 no_layout: false,
@@ -879,6 +888,7 @@ mod tests {
             TargetNeed {
                 path: p.clone(),
                 direct: false,
+                open_sync: 0,
                 write: true,
                 min_size: 1 << 20,
                 no_layout: false,
@@ -909,6 +919,7 @@ mod tests {
             &[TargetNeed {
                 path: p,
                 direct: false,
+                open_sync: 0,
                 write: false,
                 min_size: 0,
                 no_layout: false,
@@ -933,6 +944,7 @@ mod tests {
             &[TargetNeed {
                 path: p,
                 direct: false,
+                open_sync: 0,
                 write: false,
                 min_size: 0,
                 no_layout: false,

@@ -971,6 +971,21 @@ static CORE: &[OptDef] = &[
         }),
     },
     OptDef {
+        name: "allrandrepeat",
+        aliases: &[],
+        kind: Kind::Flag,
+        creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Pattern,
+        example: "1",
+        help: "Seed every random generator (offsets, buffer contents, block sizes, read/write mix, pacing) from randseed, whatever randrepeat says: two runs do the same I/O with the same data",
+        apply: job!(|j, v| {
+            j.allrandrepeat = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
         name: "randseed",
         aliases: &[],
         kind: Kind::Int,
@@ -1688,10 +1703,6 @@ pub static FIO_UNIMPLEMENTED: &[(&str, &str)] = &[
     ),
     ("uid", "dioscope does not switch users"),
     ("gid", "dioscope does not switch groups"),
-    (
-        "allrandrepeat",
-        "seeding every random generator alike is not implemented",
-    ),
     ("fadvise_hint", "dioscope gives no posix_fadvise hints"),
     ("ioengine_opts", "engine options are options of their own"),
     ("uncached", "uncached buffered I/O is not implemented"),

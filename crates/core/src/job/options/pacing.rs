@@ -1049,10 +1049,21 @@ pub static PACING: &[OptDef] = &[
         range: None,
         category: Category::Time,
         example: "clock_gettime",
-        help: "clock_gettime: dioscope always times with clock_gettime(CLOCK_MONOTONIC) via the vDSO; gettimeofday and cpu are not supported",
-        apply: job!(|_, v| match v.trim() {
+        help: "Accepted for fio's job files: dioscope always times with its own clock, clock_gettime(CLOCK_MONOTONIC) through the vDSO (the calibrated TSC where the kernel trusts it; the JSON's environment.clock); cpu and gettimeofday run with a note",
+        apply: Apply::Global(|g, v| match v.trim() {
             "clock_gettime" => Ok(()),
-            o @ ("gettimeofday" | "cpu") => Err(format!("not supported by dioscope: clocksource={o} (dioscope times every I/O with clock_gettime(CLOCK_MONOTONIC) through the vDSO, which reads the TSC itself where the kernel trusts it, and never steps with the wall clock). Drop the option or give clock_gettime")),
+            o @ ("gettimeofday" | "cpu") => {
+                let note = format!(
+                    "clocksource={o}: dioscope times every I/O with its own clock, \
+                     clock_gettime(CLOCK_MONOTONIC) through the vDSO (which reads the calibrated \
+                     TSC where the kernel trusts it; the JSON's environment.clock says which), \
+                     whatever clocksource says"
+                );
+                if !g.notes.contains(&note) {
+                    g.notes.push(note);
+                }
+                Ok(())
+            }
             o => Err(format!("'{o}' is not a clock source: choose clock_gettime")),
         }),
     },
@@ -1223,11 +1234,17 @@ mod tests {
         j.verify = Some("crc32c".into());
         let e = check(&j).unwrap_err();
         assert!(e.contains("io_submit_mode=offload with verify"), "{e}");
-        let e = set("clocksource", "cpu").unwrap_err();
+        let (mut j, mut g) = (JobSpec::default(), GlobalSettings::default());
+        let o = all().find(|o| o.name == "clocksource").unwrap();
+        for v in ["cpu", "gettimeofday", "cpu", "clock_gettime"] {
+            o.set(&mut j, &mut g, v).unwrap();
+        }
+        assert_eq!(g.notes.len(), 2, "one note per clock, once: {:?}", g.notes);
         assert!(
-            e.starts_with("not supported by dioscope: clocksource=cpu"),
-            "{e}"
+            g.notes[0].starts_with("clocksource=cpu: dioscope times"),
+            "{:?}",
+            g.notes
         );
-        assert!(set("clocksource", "clock_gettime").is_ok());
+        assert!(set("clocksource", "bogus").is_err());
     }
 }

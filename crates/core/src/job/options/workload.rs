@@ -443,13 +443,20 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         range: None,
         category: Category::Pattern,
         example: "none",
-        help: "O_SYNC/O_DSYNC opens: none (0, fio's default) is how dioscope opens files; sync (1) and dsync are refused (use fsync=1 or fdatasync=1 for a flush after each write)",
-        apply: job!(|_j, v| match v.trim() {
-            "none" | "0" | "" => Ok(()),
-            o @ ("sync" | "1" | "dsync") => Err(format!(
-                "not supported by dioscope: sync={o} (opening files with O_SYNC/O_DSYNC is not \
-                 implemented); use fsync=1 (or fdatasync=1) for a flush after each write"
-            )),
+        help: "Open the job's files and devices with O_SYNC (sync, 1: each write returns once data and metadata are stable) or O_DSYNC (dsync: data only); none (0) is fio's default",
+        apply: job!(|j, v| match v.trim() {
+            "none" | "0" | "" => {
+                j.open_sync = 0;
+                Ok(())
+            }
+            "sync" | "1" => {
+                j.open_sync = libc::O_SYNC;
+                Ok(())
+            }
+            "dsync" => {
+                j.open_sync = libc::O_DSYNC;
+                Ok(())
+            }
             o => Err(format!("'{o}' is not none, 0, sync, 1 or dsync")),
         }),
     },

@@ -54,6 +54,7 @@ fn facts(plan: &Plan, files: &[JobFiles], t: Tgt) -> Facts {
                 writable: true,
                 created: false,
                 prior_size: t.prior,
+                open_sync: 0,
             });
         }
     }

@@ -231,9 +231,11 @@ fn plan_regions(
 }
 
 /// The random seed of clone `clone` in trial `trial` (`randseed` with
-/// `randrepeat`, else the clock).
+/// `randrepeat` or `allrandrepeat`, else the clock). Every generator of the
+/// worker (offsets, block sizes, the mix, buffer contents, pacing) derives
+/// from it.
 fn worker_seed(j: &JobSpec, clone: u32, trial: u32) -> u64 {
-    let seed = if j.randrepeat {
+    let seed = if j.randrepeat || j.allrandrepeat {
         j.randseed
     } else {
         dioscope_sys::clock::now_ns()
@@ -444,5 +446,30 @@ impl WorkerPlan {
     /// [`new`]: WorkerPlan::new
     pub(super) fn for_test(j: &JobSpec) -> WorkerPlan {
         WorkerPlan::new(j, &[], &TargetTable::default(), 0, 0)
+    }
+}
+
+#[cfg(test)]
+mod seed_tests {
+    use super::*;
+
+    #[test]
+    fn allrandrepeat_fixes_the_seed_even_without_randrepeat() {
+        let mut j = JobSpec {
+            randrepeat: false,
+            allrandrepeat: true,
+            randseed: 1234,
+            ..JobSpec::default()
+        };
+        assert_eq!(worker_seed(&j, 1, 2), worker_seed(&j, 1, 2));
+        assert_ne!(
+            worker_seed(&j, 0, 0),
+            worker_seed(&j, 1, 0),
+            "clones differ"
+        );
+        j.allrandrepeat = false;
+        let a = worker_seed(&j, 1, 2);
+        std::thread::sleep(std::time::Duration::from_micros(10));
+        assert_ne!(a, worker_seed(&j, 1, 2), "randrepeat=0 alone: the clock");
     }
 }
