@@ -400,3 +400,39 @@ fn allrandrepeat_repeats_offsets_sizes_mix_and_buffers() {
         "allrandrepeat=0: the clock seeds"
     );
 }
+
+#[test]
+fn slat_percentiles_reports_submission_latency_percentiles() {
+    let d = tempfile::tempdir().unwrap();
+    let base = [
+        "--name=s",
+        "--ioengine=null",
+        "--iodepth=4",
+        "--size=4m",
+        "--rw=randread",
+    ];
+    let mut a = base.to_vec();
+    a.extend(["--slat_percentiles=1", "--output-format=json,normal"]);
+    let o = run_in(d.path(), &a);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let (v, text) = json_then_text(&out);
+    let slat = &v["jobs"][0]["read"]["slat_ns"];
+    let p = slat["percentile"]
+        .as_object()
+        .unwrap_or_else(|| panic!("{slat}"));
+    assert_eq!(p.len(), 17, "fio's default list: {slat}");
+    let p99 = p["99.000000"].as_u64().unwrap();
+    assert!(p99 >= slat["min"].as_u64().unwrap() && p99 <= slat["max"].as_u64().unwrap());
+    // fio's order: slat, clat, then lat percentile rows.
+    let at = |s: &str| text.find(s).unwrap_or_else(|| panic!("no {s}: {text}"));
+    assert!(
+        at("slat percentiles (") < at("clat percentiles ("),
+        "{text}"
+    );
+    // Off by default, as in fio.
+    let mut a = base.to_vec();
+    a.push("--output-format=json");
+    let v = json(&run_in(d.path(), &a));
+    assert!(v["jobs"][0]["read"]["slat_ns"].get("percentile").is_none());
+}

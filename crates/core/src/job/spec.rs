@@ -278,6 +278,8 @@ pub struct JobSpec {
     pub percentile_list: Vec<f64>,
     pub clat_percentiles: bool,
     pub lat_percentiles: bool,
+    /// fio's slat_percentiles: submission-latency percentiles too.
+    pub slat_percentiles: bool,
     /// fio's disable_slat / disable_clat / disable_lat: latencies not measured.
     pub disable_slat: bool,
     pub disable_clat: bool,
@@ -563,7 +565,7 @@ impl JobSpec {
             iodepth_batch_complete_max, numjobs, runtime_us, time_based, ramp_time_us, loops,
             direct, open_sync, invalidate, fsync, fdatasync, end_fsync, norandommap, randrepeat, allrandrepeat, randseed,
             group_reporting, stonewall, new_group, wait_phase, cpus_allowed, percentile_list,
-            clat_percentiles, lat_percentiles, disable_slat, disable_clat, disable_lat, gtod_reduce,
+            clat_percentiles, lat_percentiles, slat_percentiles, disable_slat, disable_clat, disable_lat, gtod_reduce,
             unlink, rate_iops, rate, rate_min, rate_iops_min, rate_cycle_ms, rate_ignore_thinktime,
             thinktime_us, thinktime_spin_us, thinktime_blocks, thinktime_iotime_us, flow, flow_id,
             flow_sleep_us, steadystate, ss_dur_us, ss_ramp_us, latency_target_ns, latency_window_us,
@@ -802,6 +804,7 @@ mod tests {
             ],
             clat_percentiles: true,
             lat_percentiles: false,
+            slat_percentiles: false,
             disable_slat: false,
             disable_clat: false,
             disable_lat: false,

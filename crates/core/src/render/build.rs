@@ -137,6 +137,8 @@ fn dir(r: &RunResult, s: &JobSummary, d: Option<usize>) -> Dir {
         (spec.clat_percentiles && !spec.disable_clat).then_some(spec.percentile_list.as_slice());
     let lat_pct =
         (spec.lat_percentiles && !spec.disable_lat).then_some(spec.percentile_list.as_slice());
+    let slat_pct =
+        (spec.slat_percentiles && !spec.disable_slat).then_some(spec.percentile_list.as_slice());
     let min_max = |v: &[f64], x: f64| if v.is_empty() { 0 } else { x.round() as u64 };
     Dir {
         io_bytes: st.bytes,
@@ -150,7 +152,7 @@ fn dir(r: &RunResult, s: &JobSummary, d: Option<usize>) -> Dir {
         total_ios: st.ios,
         short_ios: st.short_ios,
         drop_ios: 0,
-        slat_ns: lat(&st.slat, None),
+        slat_ns: lat(&st.slat, slat_pct),
         clat_ns: lat(&st.clat, pct),
         lat_ns: lat(&st.lat, lat_pct),
         bw_min: min_max(&bws, sm.min),

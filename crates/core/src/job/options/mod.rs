@@ -1172,6 +1172,22 @@ static CORE: &[OptDef] = &[
         }),
     },
     OptDef {
+        name: "slat_percentiles",
+        aliases: &[],
+        kind: Kind::Flag,
+        creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Output,
+        example: "1",
+        help: "Report submission-latency percentiles too (JSON slat_ns.percentile and the text's \
+               slat percentiles rows); a synchronous engine's I/O has no submission latency",
+        apply: job!(|j, v| {
+            j.slat_percentiles = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
         name: "unlink",
         aliases: &[],
         kind: Kind::Flag,
