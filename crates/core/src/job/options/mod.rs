@@ -1245,6 +1245,36 @@ static CORE: &[OptDef] = &[
         }),
     },
     OptDef {
+        name: "uncached",
+        aliases: &[],
+        kind: Kind::Flag,
+        creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::EngineOptions,
+        example: "1",
+        help: "RWF_DONTCACHE (Linux 6.14+): buffered I/O whose pages leave the page cache once done (pvsync2, io_uring); the file system must support it (checked before the run)",
+        apply: job!(|j, v| {
+            j.uncached = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "atomic",
+        aliases: &[],
+        kind: Kind::Flag,
+        creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::EngineOptions,
+        example: "1",
+        help: "RWF_ATOMIC (Linux 6.11+): torn-write-protected direct writes (pvsync2, io_uring); needs direct=1, and bs within the file's statx atomic-write limits (checked before the run)",
+        apply: job!(|j, v| {
+            j.atomic = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
         name: "create_on_open",
         aliases: &[],
         kind: Kind::Flag,
@@ -1683,8 +1713,6 @@ pub static FIO_UNIMPLEMENTED: &[(&str, &str)] = &[
     ),
     ("fadvise_hint", "dioscope gives no posix_fadvise hints"),
     ("ioengine_opts", "engine options are options of their own"),
-    ("uncached", "uncached buffered I/O is not implemented"),
-    ("atomic", "atomic writes (RWF_ATOMIC) are not implemented"),
     (
         "userspace_reap",
         "reaping libaio completions in user space is not implemented",
