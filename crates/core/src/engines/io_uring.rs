@@ -34,7 +34,10 @@ impl EngineDef for Def {
     ) -> Result<(W::Out, Option<String>), EngineSetupError> {
         let opts = UringOpts {
             entries: o.depth,
-            fixed_bufs: o.fixed_bufs,
+            // Linux 6.18 refuses RWF_ATOMIC on a registered buffer (EINVAL:
+            // its pages make more than one segment): atomic writes use
+            // plain ones.
+            fixed_bufs: o.fixed_bufs && !o.atomic,
             register_files: o.registered_files,
             sqpoll: o.sqpoll,
             iopoll: o.hipri,
