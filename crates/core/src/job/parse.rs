@@ -640,16 +640,22 @@ fn atomic_can(j: &JobSpec) -> Result<(), String> {
         return Ok(());
     }
     if !j.direct {
-        return Err("atomic=1 (RWF_ATOMIC) needs direct=1: the kernel takes atomic writes \
+        return Err(
+            "atomic=1 (RWF_ATOMIC) needs direct=1: the kernel takes atomic writes \
                     only as direct I/O (buffered ones fail with EOPNOTSUPP); add direct=1"
-            .into());
+                .into(),
+        );
     }
     let sizes = j.bs[1].all();
     if j.rw.writes() && sizes.len() != 1 {
         return Err(format!(
             "atomic=1 writes must each be aligned to their own size, which mixed write \
              sizes ({}) cannot promise; use one write block size (bs=)",
-            sizes.iter().map(|b| b.to_string()).collect::<Vec<_>>().join(", ")
+            sizes
+                .iter()
+                .map(|b| b.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     match sizes.first() {

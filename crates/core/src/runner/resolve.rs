@@ -426,7 +426,11 @@ fn check_region(
             ),
         ));
     }
-    if let Some(why) = j.uncached.then(|| facts.no_dontcache.get(&(p.clone(), j.direct))).flatten() {
+    if let Some(why) = j
+        .uncached
+        .then(|| facts.no_dontcache.get(&(p.clone(), j.direct)))
+        .flatten()
+    {
         return Err(job_err(j, why.clone()));
     }
     if let Some(lim) = j.atomic.then(|| facts.atomic.get(p)).flatten() {
