@@ -257,5 +257,8 @@ fn newer_fio_syntax_is_refused_with_its_reason_or_accepted() {
     assert!(o.status.success(), "{}", stderr(&o));
     let j = json(&o);
     assert_eq!(j["jobs"][0]["error"].as_u64(), Some(0), "{j}");
-    assert!(j["jobs"][0]["write"]["io_bytes"].as_u64() >= Some(1 << 20), "{j}");
+    assert!(
+        j["jobs"][0]["write"]["io_bytes"].as_u64() >= Some(1 << 20),
+        "{j}"
+    );
 }

@@ -3,7 +3,7 @@
 //! read with the flag on the job's own descriptor, and `atomic`
 //! (RWF_ATOMIC, Linux 6.11+) by the file's statx atomic-write limits.
 //!
-//! Measured on Linux 6.18 (docs/FIO-COMPAT-KERNEL.md): ext4 and XFS take
+//! Measured on Linux 6.18 (README.md, "Where dioscope differs from fio"): ext4 and XFS take
 //! RWF_DONTCACHE, buffered or direct (with O_DIRECT it changes nothing);
 //! btrfs, tmpfs and a raw loop device return EOPNOTSUPP. XFS reports atomic
 //! writes of 4 KiB–1 MiB (one segment); ext4 without bigalloc, btrfs, tmpfs
