@@ -266,6 +266,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn raw_statx_is_the_kernels_256_bytes() {
+        assert_eq!(std::mem::size_of::<RawStatx>(), 256);
+        assert_eq!(std::mem::offset_of!(RawStatx, atomic_write_unit_min), 0xa8);
+    }
+
+    #[test]
     fn statx_of_tmp_file() {
         let p = std::env::temp_dir().join(format!("dioscope-statx-{}", std::process::id()));
         std::fs::write(&p, [1u8; 5000]).unwrap();
