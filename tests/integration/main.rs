@@ -22,6 +22,7 @@ mod fio_text;
 mod groups;
 mod jobfile;
 mod json;
+mod kernflags;
 mod leftovers;
 mod options;
 mod pacing;

@@ -10,6 +10,7 @@ use std::path::Path;
 
 const STATX_BASIC_STATS: u32 = 0x7ff;
 const STATX_DIOALIGN: u32 = 0x2000;
+const STATX_WRITE_ATOMIC: u32 = 0x10000;
 
 #[repr(C)]
 #[derive(Default, Clone, Copy)]
@@ -46,7 +47,12 @@ struct RawStatx {
     mnt_id: u64,
     dio_mem_align: u32,
     dio_offset_align: u32,
-    spare3: [u64; 12],
+    subvol: u64,
+    atomic_write_unit_min: u32,
+    atomic_write_unit_max: u32,
+    atomic_write_segments_max: u32,
+    spare2: [u32; 3],
+    spare3: [u64; 8],
 }
 
 /// What dioscope needs from `statx(2)`.
@@ -66,6 +72,18 @@ pub struct Statx {
     /// kernel or filesystem does not say; `Some((0, 0))` means direct I/O is
     /// not supported on this file.
     pub dio_align: Option<(u32, u32)>,
+    /// Torn-write-protected (RWF_ATOMIC) direct writes, when the file system
+    /// reports them (`STATX_WRITE_ATOMIC`, Linux 6.11+): `None` when it does
+    /// not say or reports none.
+    pub atomic_write: Option<AtomicWrite>,
+}
+
+/// A file's atomic-write limits (`stx_atomic_write_*`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AtomicWrite {
+    pub unit_min: u32,
+    pub unit_max: u32,
+    pub segments_max: u32,
 }
 
 impl Statx {
@@ -86,6 +104,13 @@ fn from_raw(r: &RawStatx) -> Statx {
         rdev: (r.rdev_major, r.rdev_minor),
         dev: (r.dev_major, r.dev_minor),
         dio_align: (r.mask & STATX_DIOALIGN != 0).then_some((r.dio_mem_align, r.dio_offset_align)),
+        atomic_write: (r.mask & STATX_WRITE_ATOMIC != 0 && r.atomic_write_unit_max != 0).then_some(
+            AtomicWrite {
+                unit_min: r.atomic_write_unit_min,
+                unit_max: r.atomic_write_unit_max,
+                segments_max: r.atomic_write_segments_max,
+            },
+        ),
     }
 }
 
@@ -98,7 +123,7 @@ fn raw_statx(dirfd: RawFd, path: &CString, flags: i32) -> io::Result<Statx> {
             dirfd,
             path.as_ptr(),
             flags,
-            STATX_BASIC_STATS | STATX_DIOALIGN,
+            STATX_BASIC_STATS | STATX_DIOALIGN | STATX_WRITE_ATOMIC,
             &mut r as *mut RawStatx,
         )
     };
@@ -239,6 +264,12 @@ pub fn link_fd(fd: RawFd, path: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn raw_statx_is_the_kernels_256_bytes() {
+        assert_eq!(std::mem::size_of::<RawStatx>(), 256);
+        assert_eq!(std::mem::offset_of!(RawStatx, atomic_write_unit_min), 0xa8);
+    }
 
     #[test]
     fn statx_of_tmp_file() {

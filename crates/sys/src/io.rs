@@ -9,6 +9,10 @@ pub type RwfFlags = i32;
 pub const RWF_HIPRI: RwfFlags = 0x1;
 /// Do not wait for data that is not immediately available.
 pub const RWF_NOWAIT: RwfFlags = 0x8;
+/// Torn-write protection: all of the write or none of it (Linux 6.11+).
+pub const RWF_ATOMIC: RwfFlags = 0x40;
+/// Buffered I/O whose pages leave the page cache once done (Linux 6.14+).
+pub const RWF_DONTCACHE: RwfFlags = 0x80;
 
 /// `pread(2)` into `buf`; returns bytes read. Retries on EINTR.
 #[inline]
@@ -78,4 +82,16 @@ pub fn fsync(fd: RawFd) -> io::Result<()> {
 pub fn fdatasync(fd: RawFd) -> io::Result<()> {
     // SAFETY: as above.
     cvt(unsafe { libc::fdatasync(fd) }).map(drop)
+}
+
+/// Whether the file behind `fd` takes the RWF flags `flags` on a read: one
+/// read of `len` bytes at offset 0 into a page-aligned buffer (so it also
+/// works on a descriptor open with O_DIRECT). `Ok` or the kernel's error
+/// (EOPNOTSUPP when the file system does not support a flag).
+pub fn probe_read_flags(fd: RawFd, flags: RwfFlags, len: usize) -> io::Result<()> {
+    let buf = crate::buf::AlignedBuf::new(len.max(1))?;
+    // SAFETY: the buffer is ours, valid for writes of its length, and
+    // nothing else reads or writes it while this call runs.
+    let slice = unsafe { std::slice::from_raw_parts_mut(buf.as_ptr(), buf.len()) };
+    preadv2(fd, slice, 0, flags).map(|_| ())
 }

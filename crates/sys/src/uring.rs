@@ -88,6 +88,10 @@ pub struct UringOpts {
     /// IORING_SETUP_IOPOLL (hipri): polled completions.
     pub iopoll: bool,
     pub nowait: bool,
+    /// RWF flags added to every read (`uncached`: RWF_DONTCACHE).
+    pub read_flags: crate::io::RwfFlags,
+    /// RWF flags added to every write (`uncached`, `atomic`: RWF_ATOMIC).
+    pub write_flags: crate::io::RwfFlags,
     /// Poll the completion queue ([`POLL_REAPS`] times) before a wait sleeps.
     pub poll_reaps: bool,
 }
@@ -186,6 +190,7 @@ pub struct UringQueue<'r> {
     fds: &'r [RawFd],
     features: UringFeatures,
     rw_flags: i32,
+    w_rw_flags: i32,
     staged: u32,
     /// I/Os pushed to the submission queue and not yet reaped: what the
     /// kernel may still be reading into or writing from the arena.
@@ -241,7 +246,8 @@ pub fn with_queue<R>(
         arena,
         fds,
         features,
-        rw_flags: flags,
+        rw_flags: flags | opts.read_flags,
+        w_rw_flags: flags | opts.write_flags,
         staged: 0,
         outstanding: 0,
         enter,
@@ -284,7 +290,7 @@ impl UringQueue<'_> {
                 .build(),
             (true, true) => opcode::WriteFixed::new(fd, ptr, d.len, 0)
                 .offset(d.offset)
-                .rw_flags(self.rw_flags)
+                .rw_flags(self.w_rw_flags)
                 .ioprio(d.prio)
                 .build(),
             (false, false) => opcode::Read::new(fd, ptr, d.len)
@@ -294,7 +300,7 @@ impl UringQueue<'_> {
                 .build(),
             (false, true) => opcode::Write::new(fd, ptr, d.len)
                 .offset(d.offset)
-                .rw_flags(self.rw_flags)
+                .rw_flags(self.w_rw_flags)
                 .ioprio(d.prio)
                 .build(),
         };

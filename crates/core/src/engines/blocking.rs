@@ -50,8 +50,8 @@ pub enum Call {
     Seek,
     /// preadv/pwritev with one iovec.
     Preadv,
-    /// preadv2/pwritev2 with these RWF flags.
-    Preadv2(RwfFlags),
+    /// preadv2/pwritev2 with these RWF flags (reads', writes').
+    Preadv2(RwfFlags, RwfFlags),
 }
 
 /// The system call pair of a blocking engine, one call per I/O (under
@@ -136,8 +136,8 @@ impl OneCall for Blocking {
                 match (call, d.write) {
                     (Call::Seek, false) => seek_read(fd, buf, d.offset),
                     (Call::Seek, true) => seek_write(fd, buf, d.offset),
-                    (Call::Preadv2(f), false) => preadv2(fd, buf, d.offset, f),
-                    (Call::Preadv2(f), true) => pwritev2(fd, buf, d.offset, f),
+                    (Call::Preadv2(f, _), false) => preadv2(fd, buf, d.offset, f),
+                    (Call::Preadv2(_, f), true) => pwritev2(fd, buf, d.offset, f),
                     (_, false) => pread(fd, buf, d.offset),
                     (_, true) => pwrite(fd, buf, d.offset),
                 }

@@ -14,10 +14,11 @@ impl EngineDef for Def {
     type Params = ();
     const NAMES: &'static [&'static str] = &["io_uring"];
     const HELP: &'static str = "io_uring: one ring per worker, submission and completion queues shared with the kernel; direct and buffered I/O both queue";
-    const OPTIONS: &'static [&'static str] = &["hipri", "nowait", "sqthread_poll", "fixedbufs", "registerfiles"];
+    const OPTIONS: &'static [&'static str] = &["hipri", "nowait", "uncached", "atomic", "sqthread_poll", "fixedbufs", "registerfiles"];
     const CAPS: Caps = Caps {
         hipri: true,
         nowait: true,
+        rwf_flags: true,
         sqpoll: true,
         fixed_bufs: true,
         registered_files: true,
@@ -33,11 +34,16 @@ impl EngineDef for Def {
     ) -> Result<(W::Out, Option<String>), EngineSetupError> {
         let opts = UringOpts {
             entries: o.depth,
-            fixed_bufs: o.fixed_bufs,
+            // Linux 6.18 refuses RWF_ATOMIC on a registered buffer (EINVAL:
+            // its pages make more than one segment): atomic writes use
+            // plain ones.
+            fixed_bufs: o.fixed_bufs && !o.atomic,
             register_files: o.registered_files,
             sqpoll: o.sqpoll,
             iopoll: o.hipri,
             nowait: o.nowait,
+            read_flags: o.read_rw_flags() & !o.rw_flags_base(),
+            write_flags: o.write_rw_flags() & !o.rw_flags_base(),
             poll_reaps: o.poll_reaps,
         };
         with_queue(&opts, fds, &mut arena, |q| {

@@ -23,7 +23,7 @@ impl EngineDef for Def {
         opts: &EngineOpts,
         f: W,
     ) -> Result<(W::Out, Option<String>), EngineSetupError> {
-        let mut q = AioQueue::new(arena, fds, opts.rw_flags()).map_err(|e| {
+        let mut q = AioQueue::new(arena, fds, opts.rw_flags_base()).map_err(|e| {
             let fix = match e.raw_os_error() {
                 Some(libc::EAGAIN) => {
                     "the system's libaio events are used up: raise fs.aio-max-nr \

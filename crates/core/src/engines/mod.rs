@@ -80,6 +80,8 @@ pub struct Caps {
     pub hipri: bool,
     /// `nowait`: RWF_NOWAIT.
     pub nowait: bool,
+    /// `uncached` and `atomic`: RWF_DONTCACHE and RWF_ATOMIC per I/O.
+    pub rwf_flags: bool,
     /// `sqthread_poll`: a kernel thread polls the submission queue.
     pub sqpoll: bool,
     /// `fixedbufs`: buffers registered with the kernel once.
@@ -125,6 +127,7 @@ impl Caps {
         real_io: true,
         hipri: false,
         nowait: false,
+        rwf_flags: false,
         sqpoll: false,
         fixed_bufs: false,
         registered_files: false,
@@ -356,6 +359,10 @@ pub struct EngineOpts {
     pub random: bool,
     pub hipri: bool,
     pub nowait: bool,
+    /// `uncached=1`: RWF_DONTCACHE on every I/O.
+    pub uncached: bool,
+    /// `atomic=1`: RWF_ATOMIC on every write.
+    pub atomic: bool,
     pub sqpoll: bool,
     pub fixed_bufs: bool,
     pub registered_files: bool,
@@ -369,14 +376,33 @@ pub struct EngineOpts {
 }
 
 impl EngineOpts {
-    /// The RWF_* flags for engines that pass them per I/O.
-    pub fn rw_flags(&self) -> dioscope_sys::io::RwfFlags {
+    /// The RWF_* flags of every I/O (hipri, nowait) for engines that pass
+    /// them per I/O.
+    pub fn rw_flags_base(&self) -> dioscope_sys::io::RwfFlags {
         let mut f = 0;
         if self.hipri {
             f |= dioscope_sys::io::RWF_HIPRI;
         }
         if self.nowait {
             f |= dioscope_sys::io::RWF_NOWAIT;
+        }
+        f
+    }
+
+    /// The RWF_* flags of a read: the base ones and RWF_DONTCACHE (uncached).
+    pub fn read_rw_flags(&self) -> dioscope_sys::io::RwfFlags {
+        let mut f = self.rw_flags_base();
+        if self.uncached {
+            f |= dioscope_sys::io::RWF_DONTCACHE;
+        }
+        f
+    }
+
+    /// The RWF_* flags of a write: a read's and RWF_ATOMIC (atomic).
+    pub fn write_rw_flags(&self) -> dioscope_sys::io::RwfFlags {
+        let mut f = self.read_rw_flags();
+        if self.atomic {
+            f |= dioscope_sys::io::RWF_ATOMIC;
         }
         f
     }

@@ -1,4 +1,5 @@
-//! pvsync2: preadv2/pwritev2 with RWF flags (hipri, nowait), one I/O at a time.
+//! pvsync2: preadv2/pwritev2 with RWF flags (hipri, nowait, uncached,
+//! atomic), one I/O at a time.
 
 use super::blocking::{Blocking, Call};
 use super::{Caps, EngineDef, EngineOpts, SlotArena, WithEngine};
@@ -10,12 +11,13 @@ impl EngineDef for Def {
     type Params = ();
     const NAMES: &'static [&'static str] = &["pvsync2"];
     const HELP: &'static str =
-        "preadv2(2)/pwritev2(2) with RWF_HIPRI (hipri) and RWF_NOWAIT (nowait), one I/O at a time";
-    const OPTIONS: &'static [&'static str] = &["hipri", "nowait"];
+        "preadv2(2)/pwritev2(2) with RWF_HIPRI (hipri), RWF_NOWAIT (nowait), RWF_DONTCACHE (uncached) and RWF_ATOMIC (atomic), one I/O at a time";
+    const OPTIONS: &'static [&'static str] = &["hipri", "nowait", "uncached", "atomic"];
     const CAPS: Caps = Caps {
         sync: true,
         hipri: true,
         nowait: true,
+        rwf_flags: true,
         ..Caps::BASE
     };
     fn with<W: WithEngine>(
@@ -24,7 +26,7 @@ impl EngineDef for Def {
         opts: &EngineOpts,
         f: W,
     ) -> Result<(W::Out, Option<String>), super::EngineSetupError> {
-        let mut e = Blocking::new(arena, fds, Call::Preadv2(opts.rw_flags()));
+        let mut e = Blocking::new(arena, fds, Call::Preadv2(opts.read_rw_flags(), opts.write_rw_flags()));
         Ok((f.run(&mut e), None))
     }
 }

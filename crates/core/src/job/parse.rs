@@ -576,6 +576,7 @@ pub fn validate(j: &JobSpec) -> Result<(), ParseError> {
         }
     }
     engine_can(j)?;
+    atomic_can(j).map_err(|m| ParseError::Invalid(format!("job '{}': {m}", j.name)))?;
     super::options::engines::validate(j)
         .map_err(|m| ParseError::Invalid(format!("job '{}': {m}", j.name)))?;
     if let Err(m) = super::options::buffers::validate(j) {
@@ -587,9 +588,11 @@ pub fn validate(j: &JobSpec) -> Result<(), ParseError> {
 /// Refuse an engine option the job's engine cannot honour, rather than ignore it.
 fn engine_can(j: &JobSpec) -> Result<(), ParseError> {
     type Has = fn(&crate::engines::Caps) -> bool;
-    let wanted: [(&str, bool, Has); 3] = [
+    let wanted: [(&str, bool, Has); 5] = [
         ("hipri", j.hipri, |c| c.hipri),
         ("nowait", j.nowait, |c| c.nowait),
+        ("uncached", j.uncached, |c| c.rwf_flags),
+        ("atomic", j.atomic, |c| c.rwf_flags),
         ("sqthread_poll", j.sqthread_poll, |c| c.sqpoll),
     ];
     // fio's null engine "pretends" its I/O verified: it runs, verifying
@@ -627,6 +630,41 @@ fn engine_can(j: &JobSpec) -> Result<(), ParseError> {
         }
     }
     Ok(())
+}
+
+/// `atomic=1`'s rules that need no file: RWF_ATOMIC is for direct writes,
+/// each naturally aligned to its size, so one power-of-two write size. The
+/// file's own limits (statx) are checked when it is open.
+fn atomic_can(j: &JobSpec) -> Result<(), String> {
+    if !j.atomic {
+        return Ok(());
+    }
+    if !j.direct {
+        return Err(
+            "atomic=1 (RWF_ATOMIC) needs direct=1: the kernel takes atomic writes \
+                    only as direct I/O (buffered ones fail with EOPNOTSUPP); add direct=1"
+                .into(),
+        );
+    }
+    let sizes = j.bs[1].all();
+    if j.rw.writes() && sizes.len() != 1 {
+        return Err(format!(
+            "atomic=1 writes must each be aligned to their own size, which mixed write \
+             sizes ({}) cannot promise; use one write block size (bs=)",
+            sizes
+                .iter()
+                .map(|b| b.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    match sizes.first() {
+        Some(&b) if j.rw.writes() && !b.is_power_of_two() => Err(format!(
+            "atomic=1 writes must be a power of two in size, and bs={b} is not; use e.g. bs={}",
+            b.next_power_of_two()
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn gcd(a: u64, b: u64) -> u64 {

@@ -332,6 +332,11 @@ pub struct JobSpec {
     pub sqthread_poll: bool,
     pub hipri: bool,
     pub nowait: bool,
+    /// `uncached=1`: RWF_DONTCACHE per I/O (buffered I/O that leaves no
+    /// pages in the page cache).
+    pub uncached: bool,
+    /// `atomic=1`: RWF_ATOMIC per write (torn-write protection).
+    pub atomic: bool,
     pub create_on_open: bool,
     pub allow_mounted_write: bool,
     pub continue_on_error: bool,
@@ -570,7 +575,7 @@ impl JobSpec {
             thinktime_us, thinktime_spin_us, thinktime_blocks, thinktime_iotime_us, flow, flow_id,
             flow_sleep_us, steadystate, ss_dur_us, ss_ramp_us, latency_target_ns, latency_window_us,
             latency_percentile, latency_run, iodepth_mode, exitall, exitall_on_error, fixedbufs,
-            registerfiles, engine_params, sqthread_poll, hipri, nowait, create_on_open,
+            registerfiles, engine_params, sqthread_poll, hipri, nowait, uncached, atomic, create_on_open,
             allow_mounted_write, continue_on_error, write_bw_log, write_iops_log, write_lat_log,
             log_avg_msec, log_max_value, log_offset, per_job_logs, write_hist_log, log_hist_msec,
             log_hist_coarseness, log_prio, log_unix_epoch, log_alternate_epoch,
@@ -842,6 +847,8 @@ mod tests {
             sqthread_poll: false,
             hipri: false,
             nowait: false,
+            uncached: false,
+            atomic: false,
             create_on_open: false,
             allow_mounted_write: false,
             continue_on_error: false,

@@ -22,6 +22,7 @@ mod execute;
 pub mod hint;
 mod hooks;
 pub mod iolog;
+mod kernflags;
 pub mod latency_target;
 pub mod logs;
 mod offload;

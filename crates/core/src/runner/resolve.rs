@@ -12,7 +12,7 @@
 use super::iolog::IoLog;
 use super::paths::{job_err, job_paths, replay_log};
 use super::result::{FileUse, ResolvedJob, SetupError};
-use super::{plan, preflight, sprandom, thread_setup};
+use super::{kernflags, plan, preflight, sprandom, thread_setup};
 use crate::engines::caps;
 use crate::job::{JobSpec, Plan};
 use crate::targets::{check_aligned, TargetInfo, TargetKind, TargetNeed, TargetTable};
@@ -141,6 +141,12 @@ pub struct Facts {
     /// Block devices a `hipri` job uses whose queue does not poll
     /// (`queue/io_poll` = 0).
     pub(super) no_poll: HashSet<PathBuf>,
+    /// Files of `uncached` jobs whose file system refused RWF_DONTCACHE
+    /// on the probe read: why (runner/kernflags.rs).
+    pub(super) no_dontcache: HashMap<(PathBuf, bool), String>,
+    /// The atomic-write limits of the files `atomic` jobs write, or why
+    /// they have none.
+    pub(super) atomic: HashMap<PathBuf, Result<dioscope_sys::fs::AtomicWrite, String>>,
 }
 
 impl Facts {
@@ -157,6 +163,14 @@ impl Facts {
                 };
                 if j.fill_device && t.kind == TargetKind::File && !facts.free.contains_key(p) {
                     facts.free.insert(p.clone(), crate::targets::free_bytes(p));
+                }
+                if j.uncached && !facts.no_dontcache.contains_key(&(p.clone(), j.direct)) {
+                    if let Some(why) = kernflags::probe_dontcache(t) {
+                        facts.no_dontcache.insert((p.clone(), j.direct), why);
+                    }
+                }
+                if j.atomic && j.rw.writes() && !facts.atomic.contains_key(p) {
+                    facts.atomic.insert(p.clone(), kernflags::atomic_limits(t));
                 }
                 if j.hipri && t.kind == TargetKind::BlockDevice {
                     let rdev = dioscope_sys::fs::statx_path(p)
@@ -414,6 +428,16 @@ fn check_region(
                 j.max_bs()
             ),
         ));
+    }
+    if let Some(why) = j
+        .uncached
+        .then(|| facts.no_dontcache.get(&(p.clone(), j.direct)))
+        .flatten()
+    {
+        return Err(job_err(j, why.clone()));
+    }
+    if let Some(lim) = j.atomic.then(|| facts.atomic.get(p)).flatten() {
+        kernflags::check_atomic(j, t, lim, off).map_err(|m| job_err(j, m))?;
     }
     if j.hipri && t.kind == TargetKind::BlockDevice && facts.no_poll.contains(p) {
         return Err(job_err(j, format!("hipri needs polling queues, but {} has queue/io_poll = 0; drop hipri, or load the driver with poll queues (e.g. nvme.poll_queues=N)", p.display())));

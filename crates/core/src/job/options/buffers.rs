@@ -109,9 +109,19 @@ fn cmdprio_bssplit(v: &str) -> Result<[Vec<BsPrio>; 2], UnitError> {
             let (bs, pct, class, level) = match f.as_slice() {
                 [b, p] => (parse_size(b)?, u32v(p)?, None, None),
                 [b, p, c, l] => (parse_size(b)?, u32v(p)?, Some(u32v(c)?), Some(u32v(l)?)),
+                // fio 3.41's third form adds a priority hint; hint 0 is none.
+                [b, p, c, l, h] if u32v(h)? == 0 => {
+                    (parse_size(b)?, u32v(p)?, Some(u32v(c)?), Some(u32v(l)?))
+                }
+                [_, _, _, _, h] => {
+                    return Err(format!(
+                        "'{e}': priority hints (the fifth field, {h}; fio's cmdprio_hint) are not \
+                         implemented; give hint 0 or the BS/PERCENT/CLASS/LEVEL form"
+                    ))
+                }
                 _ => {
                     return Err(format!(
-                    "'{e}': give BS/PERCENT or BS/PERCENT/CLASS/LEVEL, e.g. 64k/30 or 64k/30/1/0"
+                    "'{e}': give BS/PERCENT, BS/PERCENT/CLASS/LEVEL or BS/PERCENT/CLASS/LEVEL/HINT, e.g. 64k/30 or 64k/30/1/0"
                 ))
                 }
             };

@@ -1278,6 +1278,36 @@ static CORE: &[OptDef] = &[
         }),
     },
     OptDef {
+        name: "uncached",
+        aliases: &[],
+        kind: Kind::Flag,
+        creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::EngineOptions,
+        example: "1",
+        help: "RWF_DONTCACHE (Linux 6.14+): buffered I/O whose pages leave the page cache once done (pvsync2, io_uring); the file system must support it (checked before the run)",
+        apply: job!(|j, v| {
+            j.uncached = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "atomic",
+        aliases: &[],
+        kind: Kind::Flag,
+        creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::EngineOptions,
+        example: "1",
+        help: "RWF_ATOMIC (Linux 6.11+): torn-write-protected direct writes (pvsync2, io_uring); needs direct=1, and bs within the file's statx atomic-write limits (checked before the run)",
+        apply: job!(|j, v| {
+            j.atomic = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
         name: "create_on_open",
         aliases: &[],
         kind: Kind::Flag,
@@ -1369,6 +1399,15 @@ static CORE: &[OptDef] = &[
                     return Err(format!(
                         "not supported by dioscope: verify={o} (no SHA-1/SHA-3 and no pretend verify here); use sha256 or sha512"
                     ))
+                }
+                "pattern_hdr" => {
+                    return Err(
+                        "not supported by dioscope: verify=pattern_hdr (fio 3.41: verify_pattern \
+                         with fio's verify header) is not implemented, as dioscope does not write \
+                         fio's header; use verify=pattern (the pattern alone) or a checksum \
+                         (verify=crc32c: dioscope's own header)"
+                            .into(),
+                    )
                 }
                 o => {
                     return Err(format!(
@@ -1720,9 +1759,11 @@ pub static FIO_UNIMPLEMENTED: &[(&str, &str)] = &[
     ("uid", "dioscope does not switch users"),
     ("gid", "dioscope does not switch groups"),
     ("fadvise_hint", "dioscope gives no posix_fadvise hints"),
+    (
+        "verify_pattern_interval",
+        "recreating verify_pattern every N bytes (fio 3.41, for %o patterns) is not implemented; dioscope's verify_pattern repeats over each block",
+    ),
     ("ioengine_opts", "engine options are options of their own"),
-    ("uncached", "uncached buffered I/O is not implemented"),
-    ("atomic", "atomic writes (RWF_ATOMIC) are not implemented"),
     (
         "userspace_reap",
         "reaping libaio completions in user space is not implemented",

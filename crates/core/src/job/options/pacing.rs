@@ -106,6 +106,13 @@ impl SteadyCriterion {
             "iops_slope" => (SsMetric::Iops, true),
             "bw" => (SsMetric::Bw, false),
             "bw_slope" => (SsMetric::Bw, true),
+            o @ ("lat" | "lat_slope") => {
+                return Err(format!(
+                    "not supported by dioscope: steadystate={o} (fio 3.41: steady state on the \
+                     mean completion latency) is not implemented, as the steady-state watcher \
+                     reads only the I/O and byte counters; use iops, iops_slope, bw or bw_slope"
+                ))
+            }
             other => {
                 return Err(format!(
                     "'{other}' is not a steady-state criterion: choose iops, iops_slope, bw or bw_slope"

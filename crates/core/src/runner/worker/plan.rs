@@ -354,6 +354,8 @@ pub(crate) fn engine_opts(j: &JobSpec, depth: u32) -> EngineOpts {
         random: j.rw.is_random(),
         hipri: j.hipri,
         nowait: j.nowait,
+        uncached: j.uncached,
+        atomic: j.atomic,
         sqpoll: j.sqthread_poll,
         fixed_bufs: j.fixedbufs,
         registered_files: j.registerfiles,
