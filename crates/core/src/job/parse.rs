@@ -622,10 +622,11 @@ fn engine_can(j: &JobSpec) -> Result<(), ParseError> {
                 .map(|k| k.as_str())
                 .collect();
             return Err(ParseError::Invalid(format!(
-                "job '{}': {opt} works with {}, not {}; drop {opt} or change ioengine=",
+                "job '{}': not supported by dioscope: {opt} with ioengine={} ({opt} works with \
+                 {}); drop {opt} or change ioengine=",
                 j.name,
-                with.join(" or "),
-                j.ioengine.as_str()
+                j.ioengine.as_str(),
+                with.join(" or ")
             )));
         }
     }
