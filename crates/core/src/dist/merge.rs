@@ -97,7 +97,7 @@ struct WireEnv {
 
 /// Everything rank 0 needs from one rank.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub(super) struct RankReport {
+pub struct RankReport {
     pub rank: u32,
     pub host: String,
     pub exit_code: i32,
