@@ -319,18 +319,17 @@ fn one_file_used_buffered_and_direct_is_created_once() {
 }
 
 #[test]
-fn sync_opens_are_refused_by_name_and_none_is_accepted() {
+fn sync_values_run_and_an_unknown_one_is_refused() {
+    // The O_SYNC/O_DSYNC opens themselves: options::sync_opens_the_target_with_o_sync_or_o_dsync.
     let d = tempfile::tempdir().unwrap();
     let base = ["--name=s", "--ioengine=null", "--size=64k"];
-    let o = run(d.path(), &[&base[..], &["--sync=0"]].concat());
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let o = run(d.path(), &[&base[..], &["--sync=dsync"]].concat());
+    for v in ["--sync=0", "--sync=dsync", "--sync=1"] {
+        let o = run(d.path(), &[&base[..], &[v]].concat());
+        assert_eq!(o.status.code(), Some(0), "{v}: {}", stderr(&o));
+    }
+    let o = run(d.path(), &[&base[..], &["--sync=always"]].concat());
     assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("not supported by dioscope: sync=dsync"),
-        "{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains("sync"), "{}", stderr(&o));
 }
 
 #[test]
