@@ -43,6 +43,14 @@ command -v perf >/dev/null || need+=(linux-perf)
 # fio_generate_plots and fio2gnuplot (the log tests) need gnuplot.
 command -v chromium >/dev/null || need+=(chromium)
 command -v gnuplot >/dev/null || need+=(gnuplot-nox)
+# Shell completions and man pages (tests/integration/citizen.rs): zsh and
+# fish load the generated scripts; man-db and groff render the pages.
+command -v zsh >/dev/null || need+=(zsh)
+command -v fish >/dev/null || need+=(fish)
+command -v man >/dev/null || need+=(man-db)
+command -v groff >/dev/null || need+=(groff-base)
+# The .deb (scripts/build-deb.sh, run by .ci/run) is built with dpkg-deb.
+command -v dpkg-deb >/dev/null || need+=(dpkg)
 # fio_jsonplus_clat2csv runs under Debian's python3 in the tests and needs six.
 /usr/bin/python3 -c 'import six' 2>/dev/null || need+=(python3-six)
 # fio's fiologparser_hist.py (the histogram-log test) needs pandas and numpy.
@@ -67,8 +75,17 @@ fio_plot_venv() {
     "$venv/bin/pip" install -q 'fio-plot==1.1.21'
 }
 
+# cargo-machete (.ci/run: no declared dependency goes unused), from
+# crates.io, pinned; it runs on stable Rust.
+cargo_tools() {
+    command -v cargo-machete >/dev/null && return 0
+    command -v cargo >/dev/null || return 0
+    cargo install -q --locked cargo-machete@0.9.2
+}
+
 if [ ${#need[@]} -eq 0 ]; then
     fio_plot_venv
+    cargo_tools
     exit 0
 fi
 # Deduplicate.
@@ -82,3 +99,4 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fio_plot_venv
+cargo_tools

@@ -8,6 +8,7 @@ mod source_scan;
 
 mod blockdev;
 mod buffers;
+mod citizen;
 mod cli;
 mod conventions;
 mod diag;

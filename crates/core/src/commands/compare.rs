@@ -8,6 +8,7 @@
 //! finish (I/O errors or a failed set-up), 4 a significant change while the
 //! sides' environments differed (confounded), 128+N stopped by signal N.
 
+use super::cli::{self, Arg, Cli, Flag, Value};
 use super::{eprint_err, Command};
 use crate::experiment::compare::{compare, design, gates, parse_metrics, Looks, RunLog};
 use crate::experiment::sequential::{self, Step, Stop};
@@ -42,6 +43,7 @@ pub const COMMAND: Command = Command {
              apply to both; exit 3 when a run cannot finish",
         ),
     ],
+    cli: &CLI,
     main,
 };
 
@@ -59,6 +61,83 @@ struct Args {
     pass: Vec<String>,
 }
 
+fn comparison_formats() -> Vec<&'static str> {
+    COMPARISON_FORMATS.iter().map(|f| f.name).collect()
+}
+
+/// compare's flags (with `--run`, other `--OPTION=VALUE` are job options
+/// for both sides).
+pub static CLI: Cli = Cli {
+    positional: "A.json B.json | A1.json ... -- B1.json ... | --run A.fio B.fio",
+    flags: &[
+        Flag {
+            name: "threshold",
+            short: None,
+            value: Value::Text("PCT"),
+            example: "2%",
+            help: "a change smaller than this is no change (default 2%)",
+        },
+        Flag {
+            name: "expect-different",
+            short: None,
+            value: Value::Text("OPT,..."),
+            example: "iodepth,kernel",
+            help: "the options and environment facts that are meant to differ between the sides",
+        },
+        Flag {
+            name: "allow-different",
+            short: None,
+            value: Value::None,
+            example: "",
+            help: "compare whatever differs between the sides",
+        },
+        Flag {
+            name: "gate",
+            short: None,
+            value: Value::Text("METRIC,..."),
+            example: "iops,lat_p99",
+            help: "the metrics that decide the exit code (default: all)",
+        },
+        Flag {
+            name: "output-format",
+            short: None,
+            value: Value::Names(comparison_formats),
+            example: "json",
+            help: "how the comparison is printed",
+        },
+        Flag {
+            name: "output",
+            short: None,
+            value: Value::Output,
+            example: "cmp.json",
+            help: "write the comparison to this file instead of standard output",
+        },
+        Flag {
+            name: "run",
+            short: None,
+            value: Value::None,
+            example: "",
+            help: "the two files are job files: run both, interleaved, until the verdict is clear",
+        },
+        Flag {
+            name: "max-trials",
+            short: None,
+            value: Value::Text("N"),
+            example: "30",
+            help: "with --run: at most N trials per side (default 30)",
+        },
+        Flag {
+            name: "max-time",
+            short: None,
+            value: Value::Text("TIME"),
+            example: "10m",
+            help: "with --run: stop after this long (default 10m)",
+        },
+    ],
+    subcommands: &[],
+    job_options: true,
+};
+
 fn parse(args: &[String]) -> Result<Args, String> {
     let mut s = CompareSettings::default();
     let mut sides: [Vec<String>; 2] = [Vec::new(), Vec::new()];
@@ -68,66 +147,68 @@ fn parse(args: &[String]) -> Result<Args, String> {
     let (mut output, mut run) = (None, false);
     let (mut max_trials, mut max_time_s) = (30usize, 600.0);
     let mut pass = Vec::new();
-    for a in args {
-        if a == "--" {
-            if split {
-                return Err("compare takes one '--' (between the A files and the B files)".into());
+    for w in cli::parse("compare", &CLI, args)? {
+        let (k, v) = match w {
+            Arg::Word(x) if x == "--" => {
+                if split {
+                    return Err("compare takes one '--' (between the A files and the B files)".into());
+                }
+                split = true;
+                side = 1;
+                continue;
             }
-            split = true;
-            side = 1;
-            continue;
-        }
-        let Some(opt) = a.strip_prefix("--") else {
-            sides[side].push(a.clone());
-            continue;
-        };
-        let (k, v) = opt.split_once('=').unwrap_or((opt, ""));
-        let need = |what: &str| {
-            if v.is_empty() {
-                Err(format!("--{k} needs a value, e.g. --{k}={what}"))
-            } else {
-                Ok(v)
+            // A job option: only --run has jobs to apply it to.
+            Arg::Word(x) if x.starts_with("--") => {
+                pass.push(x);
+                continue;
             }
+            Arg::Word(x) => {
+                sides[side].push(x);
+                continue;
+            }
+            Arg::Flag(k, v) => (k, v.unwrap_or_default()),
         };
+        let v = v.as_str();
         match k {
-            "threshold" => s.threshold_pct = threshold_pct(need("2%")?)?,
-            "expect-different" | "expect_different" => {
+            "threshold" => s.threshold_pct = threshold_pct(v)?,
+            "expect-different" => {
                 s.expect.extend(
-                    need("iodepth,kernel")?
-                        .split(',')
+                    v.split(',')
                         .filter(|x| !x.trim().is_empty())
                         .map(|x| x.trim().to_string()),
                 );
             }
-            "allow-different" | "allow_different" => s.allow_all = true,
-            "gate" => s.gate = parse_metrics(need("iops,lat_p99")?).map_err(|e| format!("--gate: {e}"))?,
-            "output-format" | "output_format" => {
-                let f = need("json")?;
-                format = render::find(COMPARISON_FORMATS, f)
-                    .ok_or_else(|| render::unknown(COMPARISON_FORMATS, f))?;
+            "allow-different" => s.allow_all = true,
+            "gate" => s.gate = parse_metrics(v).map_err(|e| format!("--gate: {e}"))?,
+            "output-format" => {
+                format = render::find(COMPARISON_FORMATS, v)
+                    .ok_or_else(|| render::unknown(COMPARISON_FORMATS, v))?;
             }
-            "output" => output = Some(need("cmp.json")?.to_string()),
+            "output" => output = Some(v.to_string()),
             "run" => run = true,
-            "max-trials" | "max_trials" => {
-                max_trials = need("30")?
+            "max-trials" => {
+                max_trials = v
                     .parse()
                     .ok()
                     .filter(|&n: &usize| n >= 1)
                     .ok_or_else(|| format!("--max-trials={v}: a whole number ≥ 1, e.g. --max-trials=30"))?;
             }
-            "max-time" | "max_time" => {
-                let us = job::units::parse_time_us(need("10m")?, 1_000_000)
+            "max-time" => {
+                let us = job::units::parse_time_us(v, 1_000_000)
                     .map_err(|e| format!("--max-time={v}: {e} (e.g. --max-time=10m)"))?;
                 max_time_s = us as f64 / 1e6;
             }
-            _ if run => pass.push(a.clone()),
-            _ => {
-                return Err(format!(
-                    "compare: unknown option --{k}; compare takes --threshold, --expect-different, \
-                     --allow-different, --gate, --output-format, --output, --run, --max-trials, --max-time \
-                     (job options only with --run)"
-                ))
-            }
+            other => return Err(cli::unhandled("compare", other)),
+        }
+    }
+    if !run {
+        if let Some(x) = pass.first() {
+            return Err(format!(
+                "compare: unknown option {}; compare takes --threshold, --expect-different, \
+                 --allow-different, --gate, --output-format, --output, --run, --max-trials, --max-time \
+                 (job options only with --run; see dioscope compare --help)",
+                crate::console::clip_words(x)
+            ));
         }
     }
     let (a, b) = split_sides(sides, split)?;
@@ -497,6 +578,11 @@ fn build(a: &Args, docs: &[Vec<RunDoc>; 2]) -> Comparison {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_flag_of_the_table_parses_in_both_forms() {
+        crate::commands::cli::check_both_forms(&CLI, &["a.json", "b.json"], parse);
+    }
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()

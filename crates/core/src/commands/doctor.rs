@@ -2,6 +2,7 @@
 //! JSON). Exit 0 when nothing is critical, 1 when a check fails, 2 when the
 //! target does not exist or the arguments are wrong.
 
+use super::cli::{self, Arg, Cli, Flag, Value};
 use super::{eprint_err, Command};
 use crate::diag::{self, DoctorReport};
 use crate::render::{self, Format, DOCTOR_FORMATS};
@@ -16,28 +17,41 @@ pub const COMMAND: Command = Command {
          buffering, holes, layout, governor\n\
          (exit 1 when a check fails)",
     )],
+    cli: &CLI,
     main,
 };
 
+fn doctor_formats() -> Vec<&'static str> {
+    DOCTOR_FORMATS.iter().map(|f| f.name).collect()
+}
+
+/// doctor's one flag.
+pub static CLI: Cli = Cli {
+    positional: "TARGET",
+    flags: &[Flag {
+        name: "output-format",
+        short: None,
+        value: Value::Names(doctor_formats),
+        example: "json",
+        help: "how the checklist is printed",
+    }],
+    subcommands: &[],
+    job_options: false,
+};
+
 /// The target and the output format, or the error to print.
-fn parse(args: &[String]) -> Result<(&str, &'static Format<DoctorReport>), String> {
+fn parse(args: &[String]) -> Result<(String, &'static Format<DoctorReport>), String> {
     let mut format = &DOCTOR_FORMATS[0];
-    let mut target: Option<&str> = None;
-    for a in args {
-        match a.as_str() {
-            s if s.starts_with("--output-format=") => {
-                let v = &s["--output-format=".len()..];
-                format = render::find(DOCTOR_FORMATS, v)
-                    .ok_or_else(|| format!("doctor: {}", render::unknown(DOCTOR_FORMATS, v)))?;
+    let mut target: Option<String> = None;
+    for w in cli::parse("doctor", &CLI, args)? {
+        match w {
+            Arg::Flag("output-format", Some(v)) => {
+                format = render::find(DOCTOR_FORMATS, &v)
+                    .ok_or_else(|| format!("doctor: {}", render::unknown(DOCTOR_FORMATS, &v)))?;
             }
-            s if s.starts_with("--") => {
-                return Err(format!(
-                    "doctor: unknown option {s}; the only option is --output-format=json \
-                     (e.g. dioscope doctor /dev/nvme0n1 --output-format=json)"
-                ))
-            }
-            s if target.is_none() => target = Some(s),
-            s => {
+            Arg::Flag(other, _) => return Err(cli::unhandled("doctor", other)),
+            Arg::Word(s) if target.is_none() => target = Some(s),
+            Arg::Word(s) => {
                 return Err(format!(
                     "doctor: one target at a time, got a second one: {s}"
                 ))
@@ -66,7 +80,7 @@ fn main(args: &[String]) -> i32 {
         Ok(x) => x,
         Err(e) => return eprint_err(&e),
     };
-    let (r, missing) = check(target);
+    let (r, missing) = check(&target);
     super::stdout(&format.exporter.render(&r));
     if missing {
         eprintln!(
@@ -84,6 +98,11 @@ fn main(args: &[String]) -> i32 {
 mod tests {
     use super::*;
 
+    #[test]
+    fn every_flag_of_the_table_parses_in_both_forms() {
+        crate::commands::cli::check_both_forms(&CLI, &["/dev/x"], parse);
+    }
+
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
     }
@@ -92,7 +111,7 @@ mod tests {
     fn arguments() {
         let a = s(&["/dev/x", "--output-format=json"]);
         let (t, f) = parse(&a).unwrap();
-        assert_eq!((t, f.name), ("/dev/x", "json"));
+        assert_eq!((t.as_str(), f.name), ("/dev/x", "json"));
         assert_eq!(
             parse(&s(&["x", "--output-format=json+"])).unwrap().1.name,
             "json"
@@ -107,6 +126,6 @@ mod tests {
         assert!(parse(&s(&["a", "b"])).unwrap_err().contains("one target"));
         assert!(parse(&s(&["--x"]))
             .unwrap_err()
-            .contains("unknown option --x"));
+            .contains("unknown option '--x'"));
     }
 }

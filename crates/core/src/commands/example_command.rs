@@ -6,6 +6,7 @@ use super::{eprint_err, Command};
 pub const COMMAND: Command = Command {
     name: "example-command",
     usage: &[("example-command FILE", "what it does, for --help")],
+    cli: &super::cli::Cli::NONE,
     main,
 };
 

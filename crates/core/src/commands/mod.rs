@@ -17,6 +17,9 @@ use crate::render::{self, RUN_FORMATS};
 pub struct Command {
     pub name: &'static str,
     pub usage: &'static [(&'static str, &'static str)],
+    /// Its flags and sub-commands: the parser, `--help`, completions and
+    /// man pages read this one table ([`cli`]).
+    pub cli: &'static cli::Cli,
     pub main: fn(&[String]) -> i32,
 }
 
@@ -30,6 +33,8 @@ macro_rules! commands {
     };
 }
 
+pub mod cli;
+
 commands!(
     run,
     compare,
@@ -39,6 +44,8 @@ commands!(
     scratch,
     recipe,
     options,
+    completions,
+    man,
     // docs/ARCHITECTURE.md's "Add a command", followed to the letter by a
     // test-only command (the test `adding_a_command_is_one_file_and_one_line`).
     #[cfg(test)]
@@ -51,6 +58,11 @@ use crate::job::flags;
 /// The command `name` names, if any.
 pub fn find(name: &str) -> Option<&'static Command> {
     COMMANDS.iter().find(|c| c.name == name)
+}
+
+/// Every command, in `--help`'s order.
+pub fn all() -> &'static [Command] {
+    COMMANDS
 }
 
 /// The whole invocation: arguments without the program name → exit code.
@@ -82,6 +94,11 @@ fn help_only(args: &[String]) -> bool {
 fn dispatch(args: &[String]) -> i32 {
     match args.first().map(String::as_str) {
         Some(name) => match find(name) {
+            // `run` is fio's invocation: its help is the whole usage.
+            Some(c) if c.name != "run" && help_only(&args[1..]) => {
+                stdout(&command_help(c, &args[1..]));
+                0
+            }
             Some(c) => (c.main)(&args[1..]),
             // fio's invocation: job files and options, no command name.
             None => (run::COMMAND.main)(args),
@@ -146,6 +163,25 @@ fn launched_without_mpi() -> Result<(), i32> {
                 }
             )))
         }
+    }
+}
+
+/// `dioscope CMD [SUB] --help`: the command's help, from its table (a
+/// sub-command's alone when one is named).
+pub fn command_help(c: &Command, args: &[String]) -> String {
+    let sub = args.first().and_then(|w| c.cli.sub(w));
+    match sub {
+        Some(s) => {
+            let name = format!("{} {}", c.name, s.name);
+            let usage: Vec<(&str, &str)> = c
+                .usage
+                .iter()
+                .filter(|(syn, _)| syn.starts_with(&name))
+                .copied()
+                .collect();
+            cli::help(&name, &usage, &s.cli)
+        }
+        None => cli::help(c.name, c.usage, c.cli),
     }
 }
 

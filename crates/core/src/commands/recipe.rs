@@ -1,6 +1,7 @@
 //! `dioscope recipe list` and `dioscope recipe run NAME`: each seed's
 //! experiment as one command (see `crate::recipes`).
 
+use super::cli::{self, Arg, Cli, Flag, Sub, Value};
 use super::{eprint_err, Command};
 use crate::experiment::compare::{compare, CompareSettings, Input};
 use crate::experiment::sweep::{CellStatus, Sweep};
@@ -23,7 +24,68 @@ pub const COMMAND: Command = Command {
              --profile, quick or not)",
         ),
     ],
+    cli: &CLI,
     main,
+};
+
+/// recipe's sub-commands and their flags.
+pub static CLI: Cli = Cli {
+    positional: "list|run",
+    flags: &[],
+    subcommands: &[
+        Sub {
+            name: "list",
+            what: "the recipes, one line each on what they reproduce",
+            cli: Cli::NONE,
+        },
+        Sub {
+            name: "run",
+            what: "run a recipe on scratch devices it makes and removes",
+            cli: Cli {
+                positional: "NAME",
+                flags: &[
+                    Flag {
+                        name: "quick",
+                        short: None,
+                        value: Value::None,
+                        example: "",
+                        help: "a short run, at most a minute",
+                    },
+                    Flag {
+                        name: "profile",
+                        short: None,
+                        value: Value::None,
+                        example: "",
+                        help: "every cell with --profile",
+                    },
+                    Flag {
+                        name: "trials",
+                        short: None,
+                        value: Value::Text("N|auto"),
+                        example: "auto",
+                        help: "trials per cell",
+                    },
+                    Flag {
+                        name: "output",
+                        short: None,
+                        value: Value::Output,
+                        example: "recipe.json",
+                        help: "write the result's JSON to this file",
+                    },
+                    Flag {
+                        name: "compare-with",
+                        short: None,
+                        value: Value::Input,
+                        example: "saved.json",
+                        help: "compare with a saved result of the same recipe",
+                    },
+                ],
+                subcommands: &[],
+                job_options: false,
+            },
+        },
+    ],
+    job_options: false,
 };
 
 struct Args {
@@ -44,29 +106,28 @@ fn parse(args: &[String]) -> Result<Args, String> {
         output: None,
         compare_with: None,
     };
-    for x in args {
-        if let Some(v) = x.strip_prefix("--trials=") {
-            if v != "auto" && v.parse::<u32>().map(|n| n < 1).unwrap_or(true) {
-                return Err(format!("--trials={v}: a number ≥ 1 or auto"));
+    let cli = &CLI.sub("run").expect("run is in the table").cli;
+    for w in cli::parse("recipe run", cli, args)? {
+        match w {
+            Arg::Flag("trials", Some(v)) => {
+                if v != "auto" && v.parse::<u32>().map(|n| n < 1).unwrap_or(true) {
+                    return Err(format!("--trials={v}: a number ≥ 1 or auto"));
+                }
+                a.trials = v;
             }
-            a.trials = v.to_string();
-        } else if x == "--quick" {
-            a.quick = true;
-        } else if x == "--profile" {
-            a.profile = true;
-        } else if let Some(v) = x.strip_prefix("--output=") {
-            a.output = Some(v.to_string());
-        } else if let Some(v) = x.strip_prefix("--compare-with=") {
-            a.compare_with = Some(v.to_string());
-        } else if x.starts_with("--") {
-            return Err(format!(
-                "recipe run: unknown option '{x}' (it takes --quick, --profile, --trials=, \
-                 --output=, --compare-with=)"
-            ));
-        } else if a.name.is_empty() {
-            a.name = x.clone();
-        } else {
-            return Err(format!("recipe run: one recipe at a time ('{x}' is extra)"));
+            Arg::Flag("quick", _) => a.quick = true,
+            Arg::Flag("profile", _) => a.profile = true,
+            Arg::Flag("output", v) => a.output = v,
+            Arg::Flag("compare-with", v) => a.compare_with = v,
+            Arg::Flag(other, _) => return Err(cli::unhandled("recipe run", other)),
+            Arg::Word(x) if x.starts_with('-') => {
+                return Err(format!(
+                    "recipe run: unknown option '{x}' (it takes --quick, --profile, --trials=, \
+                     --output=, --compare-with=)"
+                ))
+            }
+            Arg::Word(x) if a.name.is_empty() => a.name = x,
+            Arg::Word(x) => return Err(format!("recipe run: one recipe at a time ('{x}' is extra)")),
         }
     }
     if a.name.is_empty() {
@@ -304,5 +365,16 @@ fn print_comparison(saved: &Sweep, ctx: &Ctx, label: &str) {
             cmp.outcome,
             parts.join(", ")
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_flag_of_the_table_parses_in_both_forms() {
+        let run = &CLI.sub("run").unwrap().cli;
+        crate::commands::cli::check_both_forms(run, &[RECIPES[0].name], parse);
     }
 }

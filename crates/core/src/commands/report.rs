@@ -3,6 +3,7 @@
 //! fio's JSON (json and json+). Two or more results are shown side by side
 //! with the change of each against the first.
 
+use super::cli::{self, Arg, Cli, Flag, Value};
 use super::{eprint_err, Command};
 use crate::experiment::compare::Comparison;
 use crate::experiment::sweep::Sweep;
@@ -18,7 +19,22 @@ pub const COMMAND: Command = Command {
          compare's or sweep's JSON; two or more results are\n\
          shown side by side",
     )],
+    cli: &CLI,
     main,
+};
+
+/// report's one flag.
+pub static CLI: Cli = Cli {
+    positional: "RESULT.json [MORE.json...]",
+    flags: &[Flag {
+        name: "output",
+        short: Some('o'),
+        value: Value::Output,
+        example: "report.html",
+        help: "write the HTML here (default: standard output)",
+    }],
+    subcommands: &[],
+    job_options: false,
 };
 
 /// What the command line asked for.
@@ -33,24 +49,16 @@ fn parse(args: &[String]) -> Result<Args, String> {
         inputs: Vec::new(),
         output: None,
     };
-    let mut it = args.iter();
-    while let Some(x) = it.next() {
-        if x == "-o" || x == "--output" {
-            let v = it
-                .next()
-                .ok_or_else(|| format!("{x} needs a file name (e.g. {x} report.html)"))?;
-            a.output = Some(v.clone());
-        } else if let Some(v) = x
-            .strip_prefix("--output=")
-            .or_else(|| x.strip_prefix("-o="))
-        {
-            a.output = Some(v.to_string());
-        } else if x.starts_with('-') && x != "-" {
-            return Err(format!(
-                "report: unknown option '{x}'; usage: dioscope report RESULT.json [MORE.json...] -o report.html"
-            ));
-        } else {
-            a.inputs.push(x.clone());
+    for w in cli::parse("report", &CLI, args)? {
+        match w {
+            Arg::Flag("output", v) => a.output = v,
+            Arg::Flag(other, _) => return Err(cli::unhandled("report", other)),
+            Arg::Word(x) if x.starts_with('-') && x != "-" => {
+                return Err(format!(
+                    "report: unknown option '{x}'; usage: dioscope report RESULT.json [MORE.json...] -o report.html"
+                ))
+            }
+            Arg::Word(x) => a.inputs.push(x),
         }
     }
     if a.inputs.is_empty() {
@@ -180,6 +188,11 @@ fn main(args: &[String]) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_flag_of_the_table_parses_in_both_forms() {
+        crate::commands::cli::check_both_forms(&CLI, &["a.json"], parse);
+    }
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()

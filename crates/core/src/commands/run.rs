@@ -28,6 +28,9 @@ pub const COMMAND: Command = Command {
              file here, 3 trials, removed afterwards",
         ),
     ],
+    // fio's syntax: its flags and options have their own tables
+    // (job::flags::FLAGS, job::options), which completions and man read.
+    cli: &super::cli::Cli::NONE,
     main,
 };
 fn main(args: &[String]) -> i32 {

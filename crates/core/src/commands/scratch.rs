@@ -2,6 +2,7 @@
 //! systems for experiments, recorded so that only what dioscope made is
 //! ever removed (see `crate::scratch`).
 
+use super::cli::{self, Arg, Cli, Flag, Sub, Value};
 use super::{eprint_err, Command};
 use crate::job::units::parse_size;
 use crate::scratch::{self, FsSpec, LoopSpec};
@@ -32,23 +33,82 @@ pub const COMMAND: Command = Command {
             "remove what dioscope made, and nothing else",
         ),
     ],
+    cli: &CLI,
     main,
 };
 
-fn opts(args: &[String]) -> Result<Vec<(String, Option<String>)>, String> {
-    let mut out = Vec::new();
-    for a in args {
-        let Some(o) = a.strip_prefix("--") else {
-            return Err(format!(
-                "scratch: unexpected '{a}'; options are written --name=value (see dioscope --help)"
-            ));
-        };
-        match o.split_once('=') {
-            Some((k, v)) => out.push((k.to_string(), Some(v.to_string()))),
-            None => out.push((o.to_string(), None)),
+const fn flag(name: &'static str, value: Value, example: &'static str, help: &'static str) -> Flag {
+    Flag {
+        name,
+        short: None,
+        value,
+        example,
+        help,
+    }
+}
+
+const ON_OFF: Value = Value::Choice(&["on", "off"]);
+
+/// scratch's sub-commands and their flags.
+pub static CLI: Cli = Cli {
+    positional: "create|list|destroy",
+    flags: &[],
+    subcommands: &[
+        Sub {
+            name: "create",
+            what: "make a zram device, a loop device, or devices with a file system",
+            cli: Cli {
+                positional: "zram|loop|fs",
+                flags: &[
+                    flag("size", Value::Text("SIZE"), "1g", "the device's size (fs: per device)"),
+                    flag("no-fill", Value::None, "", "zram: leave it empty (reads of zeros cost nothing)"),
+                    flag("sector-size", Value::Choice(&["512", "4096"]), "4096", "loop, fs: the logical block size"),
+                    flag("direct-io", ON_OFF, "on", "loop, fs: the loop device's direct I/O to its file"),
+                    flag("on", Value::Text("DIR|zram|loop"), "/tmp", "loop: the folder of its file; fs: the devices under it"),
+                    flag("type", Value::Choice(&["ext4", "xfs", "btrfs"]), "ext4", "fs: the file system"),
+                    flag("mkfs", Value::Text("ARGS"), "-O ^extent", "fs: extra arguments for mkfs"),
+                    flag("devices", Value::Text("N"), "2", "fs: one file system per device; btrfs -d raid0 over all"),
+                ],
+                subcommands: &[],
+                job_options: false,
+            },
+        },
+        Sub {
+            name: "list",
+            what: "what dioscope made (leftovers of a crash are marked)",
+            cli: Cli {
+                positional: "",
+                flags: &[flag("json", Value::None, "", "print JSON")],
+                subcommands: &[],
+                job_options: false,
+            },
+        },
+        Sub {
+            name: "destroy",
+            what: "remove what dioscope made, and nothing else",
+            cli: Cli {
+                positional: "ID",
+                flags: &[flag("all", Value::None, "", "everything dioscope made")],
+                subcommands: &[],
+                job_options: false,
+            },
+        },
+    ],
+    job_options: false,
+};
+
+/// The flags of `scratch SUB`, and its positional words.
+fn sub_args(sub: &str, args: &[String]) -> Result<(Vec<String>, Vec<(String, Option<String>)>), String> {
+    let cli = &CLI.sub(sub).expect("a sub-command of the table").cli;
+    let mut words = Vec::new();
+    let mut flags = Vec::new();
+    for w in cli::parse(&format!("scratch {sub}"), cli, args)? {
+        match w {
+            Arg::Flag(k, v) => flags.push((k.to_string(), v)),
+            Arg::Word(x) => words.push(x),
         }
     }
-    Ok(out)
+    Ok((words, flags))
 }
 
 fn size_of(v: &str) -> Result<u64, String> {
@@ -76,14 +136,22 @@ fn main(args: &[String]) -> i32 {
 }
 
 fn create(args: &[String]) -> i32 {
-    let Some(kind) = args.first() else {
-        return eprint_err(
-            "scratch create needs zram, loop or fs (e.g. scratch create zram --size=1g)",
-        );
-    };
-    let o = match opts(&args[1..]) {
-        Ok(o) => o,
+    let (words, o) = match sub_args("create", args) {
+        Ok(x) => x,
         Err(e) => return eprint_err(&e),
+    };
+    let kind = match words.as_slice() {
+        [k] => k,
+        [] => {
+            return eprint_err(
+                "scratch create needs zram, loop or fs (e.g. scratch create zram --size=1g)",
+            )
+        }
+        [_, extra, ..] => {
+            return eprint_err(&format!(
+                "scratch create: unexpected '{extra}'; options are written --name=value (see dioscope scratch --help)"
+            ))
+        }
     };
     let made = match build(kind, &o) {
         Ok(Ok(it)) if dioscope_sys::signal::stop_count() == 0 => it,
@@ -129,8 +197,9 @@ fn create(args: &[String]) -> i32 {
 
 type Made = Result<scratch::Result<scratch::Item>, String>;
 
-fn build(kind: &str, o: &[(String, Option<String>)]) -> Made {
-    let allowed: &[&str] = match kind {
+/// The flags of `scratch create` each kind takes (empty: not a kind).
+fn build_allowed(kind: &str) -> &'static [&'static str] {
+    match kind {
         "zram" => &["size", "no-fill"],
         "loop" => &["size", "sector-size", "direct-io", "on"],
         "fs" => &[
@@ -142,8 +211,15 @@ fn build(kind: &str, o: &[(String, Option<String>)]) -> Made {
             "sector-size",
             "direct-io",
         ],
-        _ => return Err(format!("scratch create {kind}: choose zram, loop or fs")),
-    };
+        _ => &[],
+    }
+}
+
+fn build(kind: &str, o: &[(String, Option<String>)]) -> Made {
+    let allowed = build_allowed(kind);
+    if allowed.is_empty() {
+        return Err(format!("scratch create {kind}: choose zram, loop or fs"));
+    }
     for (k, _) in o {
         if !allowed.contains(&k.as_str()) {
             return Err(format!(
@@ -219,10 +295,13 @@ fn build(kind: &str, o: &[(String, Option<String>)]) -> Made {
 }
 
 fn list(args: &[String]) -> i32 {
-    let json = args.iter().any(|a| a == "--json");
-    if let Some(a) = args.iter().find(|a| *a != "--json") {
-        return eprint_err(&format!("scratch list: unknown '{a}' (it takes --json)"));
-    }
+    let json = match sub_args("list", args) {
+        Ok((words, _)) if !words.is_empty() => {
+            return eprint_err(&format!("scratch list: unknown '{}' (it takes --json)", words[0]))
+        }
+        Ok((_, flags)) => !flags.is_empty(),
+        Err(e) => return eprint_err(&e),
+    };
     let items = match scratch::load() {
         Ok(i) => i,
         Err(e) => {
@@ -274,9 +353,13 @@ fn list(args: &[String]) -> i32 {
 }
 
 fn destroy(args: &[String]) -> i32 {
-    let r = match args {
-        [a] if a == "--all" => scratch::destroy_all().map(|n| println!("destroyed {n}")),
-        [id] if !id.starts_with("--") => scratch::destroy(id).map(|_| println!("destroyed {id}")),
+    let (words, flags) = match sub_args("destroy", args) {
+        Ok(x) => x,
+        Err(e) => return eprint_err(&e),
+    };
+    let r = match (words.as_slice(), flags.is_empty()) {
+        ([], false) => scratch::destroy_all().map(|n| println!("destroyed {n}")),
+        ([id], true) => scratch::destroy(id).map(|_| println!("destroyed {id}")),
         _ => return eprint_err("scratch destroy needs one ID (from scratch list) or --all"),
     };
     match r {
@@ -284,6 +367,25 @@ fn destroy(args: &[String]) -> i32 {
         Err(e) => {
             eprintln!("dioscope: error: {e}");
             e.exit_code()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_flag_of_the_table_parses_in_both_forms() {
+        for sub in CLI.subcommands {
+            crate::commands::cli::check_both_forms(&sub.cli, &[], |a| sub_args(sub.name, a));
+        }
+        // Every flag of `create` is taken by one of its kinds.
+        for f in CLI.sub("create").unwrap().cli.flags {
+            let taken = ["zram", "loop", "fs"].iter().any(|k| {
+                build_allowed(k).contains(&f.name)
+            });
+            assert!(taken, "--{} is taken by no kind", f.name);
         }
     }
 }

@@ -6,6 +6,7 @@
 //! Targets are opened per cell but laid out once: a file the first cell
 //! created and filled is reused as it is by the others.
 
+use super::cli::{self, Arg, Cli, Flag, Value};
 use super::{eprint_err, Command};
 use crate::experiment::sweep::{parse_axis, shuffled, Axis, CellStatus, Order, Sweep, SweepCell};
 use crate::job::parse::{apply, validate, Origin, RawOpt};
@@ -34,7 +35,77 @@ pub const COMMAND: Command = Command {
             "run only the cells an interrupted sweep has not done",
         ),
     ],
+    cli: &CLI,
     main,
+};
+
+fn sweep_formats() -> Vec<&'static str> {
+    SWEEP_FORMATS.iter().map(|f| f.name).collect()
+}
+
+/// sweep's flags; other `--OPTION=VALUE` are job options for every cell.
+pub static CLI: Cli = Cli {
+    positional: "JOBFILE...",
+    flags: &[
+        Flag {
+            name: "vary",
+            short: None,
+            value: Value::Text("OPT=V1|V2"),
+            example: "bs=4k|64k",
+            help: "run every value of OPT (one --vary per option; values separated by '|')",
+        },
+        Flag {
+            name: "pivot",
+            short: None,
+            value: Value::Text("ROW,COL"),
+            example: "iodepth,bs",
+            help: "print a table of ROW × COL",
+        },
+        Flag {
+            name: "metrics",
+            short: None,
+            value: Value::Text("METRIC,..."),
+            example: "bw,sys_cpu_us_per_io",
+            help: "the metrics of the table (default iops)",
+        },
+        Flag {
+            name: "order",
+            short: None,
+            value: Value::Choice(&["given", "random", "interleaved"]),
+            example: "random",
+            help: "the order the cells run in",
+        },
+        Flag {
+            name: "seed",
+            short: None,
+            value: Value::Text("N"),
+            example: "42",
+            help: "the seed of --order=random",
+        },
+        Flag {
+            name: "resume",
+            short: None,
+            value: Value::Input,
+            example: "dioscope-sweep.json",
+            help: "run only the cells this interrupted sweep has not done",
+        },
+        Flag {
+            name: "output",
+            short: None,
+            value: Value::Output,
+            example: "sweep.json",
+            help: "the sweep's JSON, written after every cell (default dioscope-sweep.json)",
+        },
+        Flag {
+            name: "output-format",
+            short: None,
+            value: Value::Names(sweep_formats),
+            example: "json",
+            help: "how the result is printed",
+        },
+    ],
+    subcommands: &[],
+    job_options: true,
 };
 
 struct Args {
@@ -61,40 +132,14 @@ fn parse(args: &[String]) -> Result<Args, String> {
         output: None,
         format: &SWEEP_FORMATS[0],
     };
-    let mut i = 0;
-    while i < args.len() {
-        let arg = &args[i];
-        i += 1;
-        let Some(opt) = arg.strip_prefix("--") else {
-            a.base.push(arg.clone());
-            continue;
-        };
-        let (k, inline) = match opt.split_once('=') {
-            Some((k, v)) => (k, Some(v.to_string())),
-            None => (opt, None),
-        };
-        let ours = [
-            "vary",
-            "pivot",
-            "metrics",
-            "order",
-            "seed",
-            "resume",
-            "output",
-            "output-format",
-            "output_format",
-        ];
-        if !ours.contains(&k) {
-            a.base.push(arg.clone());
-            continue;
-        }
-        let v = match inline {
-            Some(v) => v,
-            None if i < args.len() && !args[i].starts_with("--") => {
-                i += 1;
-                args[i - 1].clone()
+    for w in cli::parse("sweep", &CLI, args)? {
+        let (k, v) = match w {
+            // Job files and job options, for every cell.
+            Arg::Word(x) => {
+                a.base.push(x);
+                continue;
             }
-            None => return Err(format!("--{k} needs a value (see dioscope --help)")),
+            Arg::Flag(k, v) => (k, v.unwrap_or_default()),
         };
         match k {
             "vary" => {
@@ -129,10 +174,11 @@ fn parse(args: &[String]) -> Result<Args, String> {
             }
             "resume" => a.resume = Some(v),
             "output" => a.output = Some(v),
-            _ => {
+            "output-format" => {
                 a.format = render::find(SWEEP_FORMATS, &v)
                     .ok_or_else(|| render::unknown(SWEEP_FORMATS, &v))?
             }
+            other => return Err(cli::unhandled("sweep", other)),
         }
     }
     Ok(a)
@@ -481,6 +527,11 @@ fn record(cell: &mut SweepCell, done: crate::pipeline::Finished, wall: f64, pass
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_flag_of_the_table_parses_in_both_forms() {
+        crate::commands::cli::check_both_forms(&CLI, &["--name=x", "--ioengine=null"], parse);
+    }
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()

@@ -12,6 +12,7 @@
 //! [`Exporter`] and `pub const FORMAT: Format<RunDoc>`, then add `NAME` to
 //! the `run_formats!` list below.
 
+pub mod benchmark;
 pub mod build;
 pub mod compare_markdown;
 pub mod compare_text;
@@ -64,6 +65,8 @@ run_formats!(
     json_plus,
     html,
     terse,
+    benchmark_bigger,
+    benchmark_smaller,
     // docs/ARCHITECTURE.md's "Add a format" followed by a test-only format
     // (the test `adding_a_format_is_one_file_and_one_line`).
     #[cfg(test)]
@@ -90,6 +93,8 @@ pub static COMPARISON_FORMATS: &[Format<Comparison>] = &[
         help: "the same tables in Markdown, for a pull request or a mailing-list post",
         exporter: &compare_markdown::CompareMarkdown,
     },
+    benchmark::COMPARE_BIGGER,
+    benchmark::COMPARE_SMALLER,
 ];
 
 /// The formats of a sweep (`dioscope sweep`); the first is the default.

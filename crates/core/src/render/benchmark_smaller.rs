@@ -1,0 +1,2 @@
+//! `--output-format=benchmark-smaller` (see [`super::benchmark`]).
+pub use super::benchmark::RUN_SMALLER as FORMAT;
