@@ -60,7 +60,14 @@ fn bash_offers(script: &Path, line: &str) -> Vec<String> {
          _dioscope; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
         script.display()
     );
-    let o = Command::new("bash").arg("-c").arg(&prog).output().unwrap();
+    // In an empty folder: file names are offered too, and must not match.
+    let empty = tempfile::tempdir().unwrap();
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(&prog)
+        .current_dir(empty.path())
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{prog}: {}", stderr(&o));
     stdout(&o).lines().map(str::to_string).collect()
 }
@@ -98,8 +105,12 @@ fn completions_load_in_bash_and_offer_the_tables() {
         bash_offers(&script, "dioscope compare --output-f"),
         ["--output-format="]
     );
+    // COMP_WORDBREAKS above has no '=': the value is offered with its flag.
     let formats = bash_offers(&script, "dioscope compare --output-format=");
-    assert!(formats.contains(&"json".to_string()), "{formats:?}");
+    assert!(
+        formats.contains(&"--output-format=json".to_string()),
+        "{formats:?}"
+    );
     assert_eq!(bash_offers(&script, "dioscope scratch cr"), ["create"]);
     let create = bash_offers(&script, "dioscope scratch create zram --");
     for f in commands::find("scratch")
@@ -124,7 +135,7 @@ fn completions_load_in_bash_and_offer_the_tables() {
     );
     // fio's invocation: job options with their choices.
     assert!(bash_offers(&script, "dioscope --ioeng").contains(&"--ioengine=".to_string()));
-    assert!(bash_offers(&script, "dioscope --rw=randr").contains(&"randread".to_string()));
+    assert!(bash_offers(&script, "dioscope --rw=randr").contains(&"--rw=randread".to_string()));
 }
 
 #[test]

@@ -96,7 +96,11 @@ fn fio_flags() -> Vec<ShellFlag> {
             help: f.help.to_string(),
         })
         .collect();
-    out.extend(job_options());
+    for o in job_options() {
+        if !out.iter().any(|f| f.name == o.name) {
+            out.push(o);
+        }
+    }
     out
 }
 
@@ -127,7 +131,10 @@ fn first_line(s: &str) -> String {
 fn cli_contexts(path: Vec<&'static str>, cli: &'static Cli, out: &mut Vec<Context>) {
     let mut flags: Vec<ShellFlag> = cli.flags.iter().map(shell_flag).collect();
     if cli.job_options {
-        flags.extend(job_options());
+        // The command's own flags win over a job option of the same name
+        // (its parser reads them first).
+        let own: Vec<String> = flags.iter().map(|f| f.name.clone()).collect();
+        flags.extend(job_options().into_iter().filter(|f| !own.contains(&f.name)));
     }
     out.push(Context {
         path: path.clone(),

@@ -74,7 +74,19 @@ pub fn pages() -> Vec<String> {
 /// Text as roff: backslashes escaped, a line never starting with a
 /// control character, dashes as minus signs where they are options.
 fn esc(s: &str) -> String {
-    let t = s.replace('\\', "\\e").replace('-', "\\-");
+    let t: String = s
+        .replace('\\', "\\e")
+        .replace('-', "\\-")
+        .chars()
+        .map(|c| {
+            if c.is_ascii() {
+                c.to_string()
+            } else {
+                // Any roff reads \[uXXXX], whatever its input encoding.
+                format!("\\[u{:04X}]", c as u32)
+            }
+        })
+        .collect();
     t.lines()
         .map(|l| {
             if l.starts_with('.') || l.starts_with('\'') {

@@ -95,8 +95,12 @@ fn dispatch(args: &[String]) -> i32 {
     match args.first().map(String::as_str) {
         Some(name) => match find(name) {
             // `run` is fio's invocation: its help is the whole usage.
-            Some(c) if c.name != "run" && help_only(&args[1..]) => {
-                stdout(&command_help(c, &args[1..]));
+            Some(c) if help_only(&args[1..]) => {
+                if c.name == "run" {
+                    stdout(&usage());
+                } else {
+                    stdout(&command_help(c, &args[1..]));
+                }
                 0
             }
             Some(c) => (c.main)(&args[1..]),

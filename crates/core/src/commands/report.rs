@@ -217,7 +217,7 @@ mod tests {
         assert!(parse(&s(&[])).unwrap_err().contains("no result"));
         assert!(parse(&s(&["a.json", "-o"]))
             .unwrap_err()
-            .contains("needs a file name"));
+            .contains("-o needs a value, e.g. -o=report.html"));
         assert!(parse(&s(&["a.json", "--bogus"]))
             .unwrap_err()
             .contains("unknown option"));
