@@ -155,9 +155,9 @@ pub fn command_page(c: &Command) -> String {
         ));
         flag_items(&mut out, s.cli.flags);
     }
-    out.push_str(&format!(
-        ".SH \"SEE ALSO\"\n\\fBdioscope\\fR(1), \\fBfio\\fR(1)\n.PP\nValues are written \\fB\\-\\-flag=value\\fR or \\fB\\-\\-flag value\\fR.\n"
-    ));
+    out.push_str(
+        ".SH \"SEE ALSO\"\n\\fBdioscope\\fR(1), \\fBfio\\fR(1)\n.PP\nValues are written \\fB\\-\\-flag=value\\fR or \\fB\\-\\-flag value\\fR.\n",
+    );
     out
 }
 

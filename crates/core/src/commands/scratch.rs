@@ -97,8 +97,11 @@ pub static CLI: Cli = Cli {
     job_options: false,
 };
 
+/// A sub-command's positional words and its flags with their values.
+type SubArgs = (Vec<String>, Vec<(String, Option<String>)>);
+
 /// The flags of `scratch SUB`, and its positional words.
-fn sub_args(sub: &str, args: &[String]) -> Result<(Vec<String>, Vec<(String, Option<String>)>), String> {
+fn sub_args(sub: &str, args: &[String]) -> Result<SubArgs, String> {
     let cli = &CLI.sub(sub).expect("a sub-command of the table").cli;
     let mut words = Vec::new();
     let mut flags = Vec::new();
