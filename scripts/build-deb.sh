@@ -40,8 +40,11 @@ chmod 644 "$stage"/usr/share/man/man1/* "$stage"/usr/share/*/*/dioscope* "$stage
 # The shared libraries the binary links, as the packages that hold them.
 depends=$(objdump -p "$bin" | awk '/NEEDED/ {print $2}' | while read -r lib; do
     path=$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')
-    [ -n "$path" ] && dpkg -S "$(readlink -f "$path")" 2>/dev/null | cut -d: -f1 | head -1
-done | sort -u | paste -sd, | sed 's/,/, /g')
+    [ -n "$path" ] || continue
+    # dpkg knows the path it installed (/lib/… or /usr/lib/… with usrmerge).
+    { dpkg -S "$path" 2>/dev/null || dpkg -S "$(readlink -f "$path")" 2>/dev/null || true; } \
+        | cut -d: -f1 | head -1
+done | sort -u | paste -sd, | sed 's/,/, /g' || true)
 install -d "$stage/DEBIAN"
 cat > "$stage/DEBIAN/control" <<CONTROL
 Package: dioscope
