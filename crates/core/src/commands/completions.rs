@@ -181,8 +181,9 @@ fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
-/// The case patterns that move the context one word on.
-fn context_patterns(cx: &[Context]) -> String {
+/// The case patterns that move the context one word on, joined by `sep`
+/// (`|` in bash and zsh, a space in fish).
+fn context_patterns(cx: &[Context], sep: &str) -> String {
     cx.iter()
         .filter(|c| !c.path.is_empty())
         .map(|c| {
@@ -190,7 +191,7 @@ fn context_patterns(cx: &[Context]) -> String {
             quote(&format!("{} {last}", before.join(" ")))
         })
         .collect::<Vec<_>>()
-        .join("|")
+        .join(sep)
 }
 
 fn offer_word(o: &Offer) -> String {
@@ -298,7 +299,7 @@ _dioscope() {{
 }}
 complete -F _dioscope dioscope
 "#,
-        pats = context_patterns(&cx),
+        pats = context_patterns(&cx, "|"),
     )
 }
 
@@ -403,7 +404,7 @@ else
   compdef _dioscope dioscope
 fi
 "#,
-        pats = context_patterns(&cx),
+        pats = context_patterns(&cx, "|"),
     )
 }
 
@@ -429,14 +430,7 @@ pub fn fish() -> String {
     out.push_str(&format!(
         "            case {}\n                set ctx (string trim -- \"$ctx $w\")\n            case '*'\n                break\n        end\n    end\n    echo $ctx\nend\n\n\
          function __dioscope_ctx_is\n    set -l c (__dioscope_ctx)\n    test \"$c\" = \"$argv[1]\"\nend\n\n",
-        cx.iter()
-            .filter(|c| !c.path.is_empty())
-            .map(|c| {
-                let (last, before) = c.path.split_last().unwrap_or((&"", &[]));
-                quote(&format!("{} {last}", before.join(" ")))
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
+        context_patterns(&cx, " ")
     ));
     out.push_str("complete -c dioscope -f\n");
     for c in &cx {
