@@ -211,7 +211,9 @@ fn needs(cmd: &str, written: &str, f: &Flag) -> String {
     )
 }
 
-fn unknown(cmd: &str, cli: &Cli, a: &str) -> String {
+/// The error for a word that is not a flag of `cli`: it names the flags
+/// the table has.
+pub fn unknown(cmd: &str, cli: &Cli, a: &str) -> String {
     let names: Vec<String> = cli.flags.iter().map(|f| format!("--{}", f.name)).collect();
     let takes = if names.is_empty() {
         "it takes no options".to_string()

@@ -204,10 +204,8 @@ fn parse(args: &[String]) -> Result<Args, String> {
     if !run {
         if let Some(x) = pass.first() {
             return Err(format!(
-                "compare: unknown option {}; compare takes --threshold, --expect-different, \
-                 --allow-different, --gate, --output-format, --output, --run, --max-trials, --max-time \
-                 (job options only with --run; see dioscope compare --help)",
-                crate::console::clip_words(x)
+                "{} (job options only with --run)",
+                cli::unknown("compare", &CLI, x)
             ));
         }
     }

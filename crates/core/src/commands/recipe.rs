@@ -120,12 +120,6 @@ fn parse(args: &[String]) -> Result<Args, String> {
             Arg::Flag("output", v) => a.output = v,
             Arg::Flag("compare-with", v) => a.compare_with = v,
             Arg::Flag(other, _) => return Err(cli::unhandled("recipe run", other)),
-            Arg::Word(x) if x.starts_with('-') => {
-                return Err(format!(
-                    "recipe run: unknown option '{x}' (it takes --quick, --profile, --trials=, \
-                     --output=, --compare-with=)"
-                ))
-            }
             Arg::Word(x) if a.name.is_empty() => a.name = x,
             Arg::Word(x) => return Err(format!("recipe run: one recipe at a time ('{x}' is extra)")),
         }

@@ -53,11 +53,6 @@ fn parse(args: &[String]) -> Result<Args, String> {
         match w {
             Arg::Flag("output", v) => a.output = v,
             Arg::Flag(other, _) => return Err(cli::unhandled("report", other)),
-            Arg::Word(x) if x.starts_with('-') && x != "-" => {
-                return Err(format!(
-                    "report: unknown option '{x}'; usage: dioscope report RESULT.json [MORE.json...] -o report.html"
-                ))
-            }
             Arg::Word(x) => a.inputs.push(x),
         }
     }
