@@ -131,7 +131,15 @@ const SCRIPTS: &[Script] = &[
     Script {
         name: "strided.py",
         side_by_side: true,
-        args: |bin, _, _| vec![s(bin)],
+        // fio 3.33 takes the binary as its argument; later ones -f and -a.
+        args: |bin, root, dir| {
+            let text = std::fs::read_to_string(root.join("t/strided.py")).unwrap_or_default();
+            if text.contains("add_argument('-f'") {
+                vec!["-f".into(), s(bin), "-a".into(), s(&dir.join("artifacts"))]
+            } else {
+                vec![s(bin)]
+            }
+        },
     },
     Script {
         name: "jsonplus2csv_test.py",
@@ -346,7 +354,8 @@ fn parse_outcomes_reads_every_script_format() {
 
 #[test]
 fn fio_tscripts_dioscope_passes_what_fio_passes() {
-    let scratch = std::env::temp_dir().join(format!("dioscope-fio-tscripts-{}", std::process::id()));
+    let scratch =
+        std::env::temp_dir().join(format!("dioscope-fio-tscripts-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&scratch);
     std::fs::create_dir_all(&scratch).unwrap();
     let Some(p) = prepare(&scratch) else { return };
@@ -363,7 +372,9 @@ fn fio_tscripts_dioscope_passes_what_fio_passes() {
     let (mut ref_total, mut dio_total) = (0usize, 0usize);
     let mut failures = Vec::new();
     for script in SCRIPTS {
-        if only.as_ref().is_some_and(|o| !o.iter().any(|n| n == script.name))
+        if only
+            .as_ref()
+            .is_some_and(|o| !o.iter().any(|n| n == script.name))
             || !p.root.join("t").join(script.name).is_file()
         {
             continue;
@@ -381,13 +392,20 @@ fn fio_tscripts_dioscope_passes_what_fio_passes() {
                 run_script(script, &p.dioscope, &p, &base.join("dioscope")),
             )
         };
-        let excepted = |id: &str| EXCEPTIONS.iter().any(|e| e.script == script.name && e.id == id);
+        let excepted = |id: &str| {
+            EXCEPTIONS
+                .iter()
+                .any(|e| e.script == script.name && e.id == id)
+        };
         let compared: Vec<&String> = fio
             .iter()
             .filter(|(id, passed)| **passed && !excepted(id))
             .map(|(id, _)| id)
             .collect();
-        let passed = compared.iter().filter(|id| dio.get(**id) == Some(&true)).count();
+        let passed = compared
+            .iter()
+            .filter(|id| dio.get(**id) == Some(&true))
+            .count();
         println!(
             "\n{:<24} fio: {}/{} passed ({:.0?})  dioscope: {}/{} of those ({:.0?})",
             script.name,
@@ -429,7 +447,11 @@ fn fio_tscripts_dioscope_passes_what_fio_passes() {
         println!("dioscope fails: {}", failures.join(", "));
     }
     drop_data_files(&scratch);
-    assert!(ref_total > 0, "fio passed no test: the scripts did not run (see {})", scratch.display());
+    assert!(
+        ref_total > 0,
+        "fio passed no test: the scripts did not run (see {})",
+        scratch.display()
+    );
     assert!(
         pct >= FLOOR_PERCENT,
         "dioscope passes {pct:.1} % of the tests fio 3.33 passes (floor {FLOOR_PERCENT} %); failing: {}; logs under {}",
@@ -442,7 +464,9 @@ fn fio_tscripts_dioscope_passes_what_fio_passes() {
 /// Deletes the scripts' large data files (fio's t/jobs write GiBs), keeping
 /// the logs for a failure's post-mortem.
 fn drop_data_files(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for e in entries.flatten() {
         let path = e.path();
         match e.metadata() {

@@ -52,7 +52,10 @@ fn holed_sequential_io_stops_where_the_next_block_does_not_fit() {
         );
         assert!(o.status.success(), "{}", stderr(&o));
         let v = json(&o);
-        assert_eq!(v["jobs"][0]["read"]["io_bytes"], want, "size={size} read:{skip}");
+        assert_eq!(
+            v["jobs"][0]["read"]["io_bytes"], want,
+            "size={size} read:{skip}"
+        );
     }
 }
 
@@ -84,6 +87,50 @@ fn per_io_bw_log_has_the_trims_before_their_writes() {
     for pair in lines.chunks(2) {
         assert_eq!(pair[0][2], 2, "a trim first: {pair:?}");
         assert_eq!(pair[1][2], 1, "then its write: {pair:?}");
-        assert_eq!(pair[0][3..5], pair[1][3..5], "same size and offset: {pair:?}");
+        assert_eq!(
+            pair[0][3..5],
+            pair[1][3..5],
+            "same size and offset: {pair:?}"
+        );
     }
+}
+
+/// fio's terse percentile fields are the total latency's with
+/// lat_percentiles=1 (else clat's, else slat's): fio's latency_percentiles
+/// test 9 compares them with the JSON.
+#[test]
+fn terse_percentiles_follow_lat_percentiles() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run_in(
+        dir.path(),
+        &[
+            "--name=t",
+            "--ioengine=null",
+            "--rw=randwrite",
+            "--size=16m",
+            "--lat_percentiles=1",
+            "--clat_percentiles=1",
+            "--output-format=terse,json",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let terse = out
+        .lines()
+        .find(|l| l.starts_with("3;"))
+        .expect("a terse line");
+    let v: serde_json::Value = serde_json::from_str(&out[out.find('{').unwrap()..]).unwrap();
+    let pct = &v["jobs"][0]["write"]["lat_ns"]["percentile"];
+    let want = pct["99.000000"]
+        .as_u64()
+        .expect("lat percentiles in the JSON")
+        / 1000;
+    // The read side of a write-only job has no percentiles ("0%=0"
+    // padding): the first 99th percentile field is the write's.
+    let fields: Vec<&str> = terse.split(';').collect();
+    let p99 = fields
+        .iter()
+        .find_map(|f| f.strip_prefix("99.000000%="))
+        .expect("a 99th percentile field");
+    assert_eq!(p99.parse::<u64>().unwrap(), want, "{terse}");
 }
