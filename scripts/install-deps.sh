@@ -58,6 +58,10 @@ command -v dpkg-deb >/dev/null || need+=(dpkg)
 # fio-plot's bench-fio and fio-plot (the readers-of-fio's-output test) come
 # from PyPI into their own virtual environment, below.
 /usr/bin/python3 -c 'import ensurepip' 2>/dev/null || need+=(python3-venv)
+# fio's own t/*.py scripts (tests/fio_tscripts): steadystate_tests.py needs
+# scipy; `apt-get source` needs dpkg-source.
+/usr/bin/python3 -c 'import scipy' 2>/dev/null || need+=(python3-scipy)
+command -v dpkg-source >/dev/null || need+=(dpkg-dev)
 # Multi-rank runs (the mpi feature, tests/mpi): OpenMPI to build against and
 # run under, and libclang for the bindings (docs/DISTRIBUTED.md).
 command -v mpirun >/dev/null || need+=(openmpi-bin)
@@ -83,9 +87,42 @@ cargo_tools() {
     cargo install -q --locked cargo-machete@0.9.2
 }
 
+# fio 3.33's source (its t/*.py test scripts and t/jobs) for
+# tests/fio_tscripts, from Debian's source package of the installed fio:
+# enables the deb-src entries (deb822 debian.sources or the one-line
+# sources.list, whichever is there), then `apt-get source fio` into a fixed
+# directory. Nothing of fio is kept in the repository.
+FIO_SRC=/opt/dioscope-tests/fio-src
+enable_deb_src() {
+    local f=/etc/apt/sources.list.d/debian.sources changed=0
+    if [ -f "$f" ] && grep -q '^Types: deb$' "$f"; then
+        sed -i 's/^Types: deb$/Types: deb deb-src/' "$f"
+        changed=1
+    fi
+    f=/etc/apt/sources.list
+    if [ -f "$f" ] && grep -q '^deb ' "$f"; then
+        local line
+        while IFS= read -r line; do
+            grep -qxF "deb-src ${line#deb }" "$f" || { echo "deb-src ${line#deb }" >>"$f"; changed=1; }
+        done < <(grep '^deb ' "$f")
+    fi
+    [ "$changed" -eq 0 ] || apt-get update -qq
+}
+fio_source() {
+    ls -d "$FIO_SRC"/fio-*/t/run-fio-tests.py >/dev/null 2>&1 && return 0
+    [ "$(id -u)" -eq 0 ] || { echo "install-deps: run as root to fetch fio's source" >&2; return 0; }
+    enable_deb_src
+    rm -rf "$FIO_SRC.part"
+    mkdir -p "$FIO_SRC.part"
+    (cd "$FIO_SRC.part" && apt-get source -qq fio >/dev/null)
+    rm -rf "$FIO_SRC"
+    mv "$FIO_SRC.part" "$FIO_SRC"
+}
+
 if [ ${#need[@]} -eq 0 ]; then
     fio_plot_venv
     cargo_tools
+    fio_source
     exit 0
 fi
 # Deduplicate.
@@ -100,3 +137,4 @@ apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fio_plot_venv
 cargo_tools
+fio_source

@@ -20,6 +20,7 @@ mod faults;
 mod fio342;
 mod fio_readers;
 mod fio_text;
+mod fio_tscripts_fixes;
 mod groups;
 mod jobfile;
 mod json;

@@ -471,6 +471,7 @@ fn build_job(
         .and_then(|v| v.trim().parse::<u64>().ok())
         .filter(|b| *b == 1000)
         .unwrap_or(1024);
+    super::units::take_ignored_tails();
     super::units::with_kb_base(kb_base, || {
         raw.opts.iter().enumerate().try_for_each(|(i, o)| {
             // fio names a job by its section (or the `name=` in it): a
@@ -479,7 +480,16 @@ fn build_job(
             if i < raw.globals && !cli_default_template && o.key.trim() == "name" {
                 return Ok(());
             }
-            apply(o, &mut j, global)
+            apply(o, &mut j, global)?;
+            for tail in super::units::take_ignored_tails() {
+                global.warnings.push(format!(
+                    "job '{}': {}={tail} is ignored, as fio ignores it; write {}= without it",
+                    j.name,
+                    o.key.trim(),
+                    o.key.trim()
+                ));
+            }
+            Ok(())
         })
     })?;
     if raw.file_boundary {

@@ -162,6 +162,33 @@ thread_local! {
     static KB_BASE: std::cell::Cell<u64> = const { std::cell::Cell::new(1024) };
 }
 
+thread_local! {
+    /// Trailing characters a size ignored on this thread (see [`parse_size`]),
+    /// for the job parser to warn about.
+    static IGNORED_TAILS: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The trailing characters sizes ignored since the last call, oldest first.
+pub fn take_ignored_tails() -> Vec<String> {
+    IGNORED_TAILS.with(|t| std::mem::take(&mut *t.borrow_mut()))
+}
+
+/// Splits a size's suffix into its unit and trailing punctuation
+/// (`k)` → `k`, `)`): fio reads a size's unit by its leading letters and
+/// ignores what follows (fio's own t/strided.py passes `--filesize=65536)`).
+/// Letters and digits stay in the unit, so a mistyped unit (`4q`) is
+/// still an error.
+fn split_tail(suffix: &str) -> (&str, &str) {
+    let t = suffix.trim();
+    let end = t
+        .char_indices()
+        .rev()
+        .find(|&(_, c)| c.is_alphanumeric() || c == '%')
+        .map(|(i, c)| i + c.len_utf8())
+        .unwrap_or(0);
+    (&t[..end], &t[end..])
+}
+
 /// Run `f` with fio's `kb_base` in force for the sizes it parses: 1024
 /// (the default, fio's compatibility mode: `4k` = 4096, `4Ki` = 4000) or
 /// 1000 (SI: `4k` = 4000, `4KiB` = 4096).
@@ -235,8 +262,12 @@ pub fn parse_size(s: &str) -> Result<u64, UnitError> {
     if num < 0.0 {
         return Err(format!("'{s}' is negative"));
     }
+    let (suffix, tail) = split_tail(suffix);
     let mult =
         size_multiplier(suffix).ok_or_else(|| format!("'{s}' has an unknown unit '{suffix}'"))?;
+    if !tail.is_empty() {
+        IGNORED_TAILS.with(|t| t.borrow_mut().push(format!("'{s}': the trailing '{tail}'")));
+    }
     let v = num * mult as f64;
     // u64::MAX as f64 rounds up to 2^64, which does not fit: hence >=.
     if !v.is_finite() || v >= u64::MAX as f64 {
@@ -390,6 +421,19 @@ pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, UnitError> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn trailing_punctuation_after_a_size_is_ignored_and_reported() {
+        take_ignored_tails();
+        assert_eq!(parse_size("65536)").unwrap(), 65536);
+        assert_eq!(parse_size("4k)").unwrap(), 4096);
+        assert_eq!(parse_size("4k").unwrap(), 4096);
+        assert_eq!(take_ignored_tails().len(), 2);
+        assert!(take_ignored_tails().is_empty());
+        // A mistyped unit is still an error.
+        assert!(parse_size("4q").is_err());
+        assert!(parse_size("4kq)").is_err());
+    }
+
     use super::*;
 
     #[test]

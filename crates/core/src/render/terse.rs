@@ -119,9 +119,14 @@ fn direction(d: &Dir, f: &mut Vec<String>) {
     f.push(d.runtime.to_string());
     lat4(&d.slat_ns, f);
     lat4(&d.clat_ns, f);
-    let mut pcts: Vec<String> = d
-        .clat_ns
-        .percentiles()
+    // fio's percentile fields: lat's with lat_percentiles, else clat's,
+    // else slat's (whichever the JSON carries, in that order).
+    let pcts = [&d.lat_ns, &d.clat_ns, &d.slat_ns]
+        .iter()
+        .map(|l| l.percentiles())
+        .find(|p| !p.is_empty())
+        .unwrap_or_default();
+    let mut pcts: Vec<String> = pcts
         .into_iter()
         .take(PERCENTILE_FIELDS)
         .map(|(p, ns)| format!("{p:.6}%={}", us(ns)))

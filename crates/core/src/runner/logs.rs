@@ -58,6 +58,9 @@ pub struct Rec {
     pub clat_ns: u32,
     pub len: u32,
     pub write: bool,
+    /// A trim (`rw=trim`, `trimwrite`): direction 2 in the per-I/O logs, as
+    /// fio writes it (`write` is true too, trims count on the write side).
+    pub trim: bool,
 }
 
 /// Which logs a worker writes, and how. Built before the trial.
@@ -315,7 +318,8 @@ impl LogSink {
     /// has its capacity, a window is sent by value.
     #[inline(always)]
     pub fn push(&mut self, r: Rec) {
-        if let Some(w) = &mut self.win {
+        // Trims are in the per-I/O lines only (fio's windows of them: not kept).
+        if let Some(w) = self.win.as_mut().filter(|_| !r.trim) {
             let d = r.write as usize;
             if r.t_ns >= w.end {
                 // fio: the I/O that reaches a window's end is in its
@@ -434,6 +438,7 @@ mod tests {
             clat_ns: 4000,
             len: 4096,
             write,
+            trim: false,
         }
     }
 

@@ -70,7 +70,7 @@ impl HistLog {
     }
 
     pub(super) fn add(&mut self, r: &Rec, epoch_ms: u64, line: &mut String) -> std::io::Result<()> {
-        if self.ms == 0 {
+        if self.ms == 0 || r.trim {
             return Ok(());
         }
         let d = r.write as usize;

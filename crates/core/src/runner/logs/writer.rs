@@ -146,7 +146,7 @@ impl Writer {
                     self.line,
                     "{}, {v}, {}, {}",
                     r.t_ns / 1_000_000 + self.epoch_ms,
-                    r.write as u8,
+                    if r.trim { 2 } else { r.write as u8 },
                     r.len
                 );
                 if self.offset {

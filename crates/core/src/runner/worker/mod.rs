@@ -530,6 +530,18 @@ impl<'a, E: Engine, H: BlockHook, C: Clock> Worker<'a, E, H, C> {
                 }
                 if self.tl.measuring {
                     self.measured_bytes += len;
+                    if let Some(l) = &mut self.log {
+                        // fio's per-I/O logs have the trims, direction 2.
+                        l.push(Rec {
+                            t_ns: self.now - self.tl.start,
+                            offset,
+                            slat_ns: 0,
+                            clat_ns: dt.min(u32::MAX as u64) as u32,
+                            len: len.min(u32::MAX as u64) as u32,
+                            write: true,
+                            trim: true,
+                        });
+                    }
                 }
             }
             Err(errno) if ignores(&self.p.ignore[1], errno) => self.res.ignored(errno),
@@ -796,6 +808,7 @@ impl<'a, E: Engine, H: BlockHook, C: Clock> Worker<'a, E, H, C> {
                         clat_ns: (self.now - m.commit_ns).min(u32::MAX as u64) as u32,
                         len: c.res as u32,
                         write: m.write,
+                        trim: false,
                     });
                 }
             }
