@@ -15,12 +15,16 @@ pub const COMMAND: Command = Command {
             "the recipes, one line each on what they reproduce",
         ),
         (
-            "recipe run NAME [--quick]",
+            "recipe run NAME [--quick] [--control]",
             "make the scratch devices, run, print the seed's table (mean ± σ),\n\
-             say whether the seed's effect is present, remove the devices\n\
+             say whether the seed's effect is PRESENT, ABSENT or INCONCLUSIVE\n\
+             (with the reason), remove the devices\n\
              ([--trials=N|auto] [--output=FILE.json] [--compare-with=SAVED.json];\n\
-             --quick: a short run, at most a minute; --profile: every cell with\n\
-             --profile, quick or not)",
+             --quick: a short run; --profile: every cell with --profile, quick or\n\
+             not; --control: also plant the seed's effect on the recipe's scratch\n\
+             devices and say whether the recipe sees it — ABSENT needs it;\n\
+             --cap-request-kb=N (indirect-write): cap the devices' request size;\n\
+             --contaminate (pagecache-interference): a buffered reader throughout)",
         ),
     ],
     main,
@@ -33,6 +37,9 @@ struct Args {
     trials: String,
     output: Option<String>,
     compare_with: Option<String>,
+    control: bool,
+    cap_request_kb: Option<u32>,
+    contaminate: bool,
 }
 
 fn parse(args: &[String]) -> Result<Args, String> {
@@ -43,6 +50,9 @@ fn parse(args: &[String]) -> Result<Args, String> {
         trials: String::new(),
         output: None,
         compare_with: None,
+        control: false,
+        cap_request_kb: None,
+        contaminate: false,
     };
     for x in args {
         if let Some(v) = x.strip_prefix("--trials=") {
@@ -54,14 +64,27 @@ fn parse(args: &[String]) -> Result<Args, String> {
             a.quick = true;
         } else if x == "--profile" {
             a.profile = true;
+        } else if x == "--control" {
+            a.control = true;
+        } else if x == "--contaminate" {
+            a.contaminate = true;
+        } else if let Some(v) = x.strip_prefix("--cap-request-kb=") {
+            match v.parse::<u32>() {
+                Ok(n) if n >= 4 && n % 4 == 0 => a.cap_request_kb = Some(n),
+                _ => {
+                    return Err(format!(
+                        "--cap-request-kb={v}: a multiple of 4 (KiB), at least 4"
+                    ))
+                }
+            }
         } else if let Some(v) = x.strip_prefix("--output=") {
             a.output = Some(v.to_string());
         } else if let Some(v) = x.strip_prefix("--compare-with=") {
             a.compare_with = Some(v.to_string());
         } else if x.starts_with("--") {
             return Err(format!(
-                "recipe run: unknown option '{x}' (it takes --quick, --profile, --trials=, \
-                 --output=, --compare-with=)"
+                "recipe run: unknown option '{x}' (it takes --quick, --profile, --control, \
+                 --trials=, --output=, --compare-with=, --cap-request-kb=, --contaminate)"
             ));
         } else if a.name.is_empty() {
             a.name = x.clone();
@@ -74,6 +97,19 @@ fn parse(args: &[String]) -> Result<Args, String> {
     }
     if recipes::find(&a.name).is_none() {
         return Err(format!("no recipe '{}': choose {}", a.name, names()));
+    }
+    if a.cap_request_kb.is_some() && a.name != "indirect-write" {
+        return Err(format!(
+            "--cap-request-kb is indirect-write's (it caps its loop devices), not {}'s",
+            a.name
+        ));
+    }
+    if a.contaminate && a.name != "pagecache-interference" {
+        return Err(format!(
+            "--contaminate is pagecache-interference's (a buffered reader on its device), not \
+             {}'s",
+            a.name
+        ));
     }
     Ok(a)
 }
@@ -152,6 +188,9 @@ fn run(args: &[String]) -> i32 {
     let recipe = recipes::find(&a.name).expect("checked in parse");
     let mut ctx = Ctx::new(recipe.name, a.quick, &a.trials);
     ctx.profile = a.profile;
+    ctx.control = a.control;
+    ctx.cap_request_kb = a.cap_request_kb;
+    ctx.contaminate = a.contaminate;
     let res = (recipe.run)(&mut ctx);
     // Tear down first: on success, failure and a stop signal alike.
     let clean = ctx.session.teardown();
@@ -183,6 +222,17 @@ fn run(args: &[String]) -> i32 {
             println!("\n{}", t.render());
         }
         println!("This kernel: {}", outcome.verdict);
+        println!("  {}", outcome.verdict_text);
+        match outcome.control_verdict.as_deref() {
+            Some("PRESENT") => println!("control: detected — {}", outcome.control_text),
+            Some(v) => println!(
+                "control: NOT detected — ABSENT above is not evidence ({v}; {})",
+                outcome.control_text
+            ),
+            None => println!(
+                "control: not run (--control plants the seed's effect; ABSENT needs it detected)"
+            ),
+        }
         println!("The seed:    {}", outcome.seed_reported);
         for n in &outcome.notes {
             println!("Note: {n}");
