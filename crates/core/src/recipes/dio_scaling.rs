@@ -231,6 +231,7 @@ fn control_cells(ctx: &mut Ctx, s: &Setup) -> Result<Said, Stop> {
         // 4 KiB) and is a sub-block write for XFS.
         on: "loop".into(),
         sector_size: 512,
+        backing_dir: Some("/dev/shm".into()),
         size: size + (64 << 20),
         ..FsSpec::default()
     })?;
