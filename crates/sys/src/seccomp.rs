@@ -88,7 +88,11 @@ pub fn ns_per_insn() -> io::Result<f64> {
         let bare = best(0);
         let ok = install_cost_filter(MAX_INSNS).is_ok();
         let with = best(1);
-        let v: f64 = if ok { (with - bare) / MAX_INSNS as f64 } else { -1.0 };
+        let v: f64 = if ok {
+            (with - bare) / MAX_INSNS as f64
+        } else {
+            -1.0
+        };
         let b = v.to_ne_bytes();
         // SAFETY: b is 8 bytes; _exit ends the child without unwinding.
         unsafe {
