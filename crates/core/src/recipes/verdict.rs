@@ -304,15 +304,23 @@ mod tests {
         assert!(why(decide(&ev(&a, &wide, 35.0, detected()))).contains("excludes neither"));
     }
 
-    /// The three cases from equally overlapping intervals now get
-    /// one answer: INCONCLUSIVE, whatever the recipe.
+    /// The three cases (dio-scaling ABSENT, blocksize INCONCLUSIVE,
+    /// submit-cost PRESENT from equally overlapping intervals) now follow
+    /// one rule: overlapping cells are never PRESENT, and ABSENT exactly
+    /// when the interval excludes the recipe's size.
     #[test]
-    fn equally_overlapping_intervals_get_one_verdict() {
+    fn equally_overlapping_intervals_get_one_rule() {
         let a = [100.0, 110.0, 95.0, 105.0];
         let b = [104.0, 112.0, 97.0, 108.0];
+        let (lo, hi) = judge_trials(&a, &b)
+            .and_then(|j| j.ci_pct)
+            .expect("an interval");
+        assert!(lo < 0.0 && hi > 0.0, "[{lo}, {hi}] must overlap no change");
         for size in [-74.0, -33.0, 18.0] {
             let v = decide(&ev(&a, &b, size, detected()));
-            assert_eq!(v.word(), "INCONCLUSIVE", "size {size}: {v}");
+            let excludes = if size > 0.0 { hi < size } else { lo > size };
+            let want = if excludes { "ABSENT" } else { "INCONCLUSIVE" };
+            assert_eq!(v.word(), want, "size {size}, [{lo}, {hi}]: {v}");
         }
     }
 
