@@ -161,8 +161,15 @@ fn assert_nothing_new(before: &BTreeSet<String>, state: &Path, pid: u32, what: &
 }
 
 fn run_recipe(name: &str) {
+    run_recipe_with(name, &[]);
+}
+
+/// `recipe run NAME --quick EXTRA…`: the checks of every run (nothing left
+/// behind, the table, the JSON, compare and report read it); the text and
+/// the JSON for the caller's own checks (`None`: skipped, not root).
+fn run_recipe_with(name: &str, extra: &[&str]) -> Option<(String, serde_json::Value)> {
     if !can_run() {
-        return;
+        return None;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().expect("tempdir");
@@ -177,6 +184,7 @@ fn run_recipe(name: &str) {
         "--quick",
         &format!("--output={}", out.display()),
     ])
+    .args(extra)
     .current_dir(dir.path());
     let t0 = Instant::now();
     let (o, pid) = within(c, BUDGET);
@@ -189,7 +197,7 @@ fn run_recipe(name: &str) {
         "{name}: exit {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
         o.status
     );
-    eprintln!("{name}: {took:?}\n{stdout}");
+    eprintln!("{name} {extra:?}: {took:?}\n{stdout}");
     // The table: a header row and a separator, mean ± σ in the cells (and
     // the legend that says so), a verdict.
     assert!(stdout.contains("|--"), "{name}: no table:\n{stdout}");
@@ -299,6 +307,33 @@ fn run_recipe(name: &str) {
         doc.display(),
         String::from_utf8_lossy(&rep.stderr)
     );
+    // The three-way verdict, in the JSON and the text alike.
+    let verdict = v["recipe"]["verdict"].as_str().unwrap_or("").to_string();
+    assert!(
+        verdict == "PRESENT" || verdict == "ABSENT" || verdict.starts_with("INCONCLUSIVE ("),
+        "{name}: verdict {verdict:?}"
+    );
+    assert!(
+        stdout.contains(&format!("This kernel: {verdict}")),
+        "{stdout}"
+    );
+    Some((stdout.to_string(), v))
+}
+
+/// `--quick --control`: the control is detected (control_verdict PRESENT,
+/// "control: detected" in the text), and the verdict is never ABSENT
+/// without it.
+fn run_control(name: &str) -> Option<(String, serde_json::Value)> {
+    let (stdout, v) = run_recipe_with(name, &["--control"])?;
+    let r = &v["recipe"];
+    assert_eq!(r["control"], true, "{name}");
+    assert_eq!(
+        r["control_verdict"], "PRESENT",
+        "{name}: the control was not detected: {}\n{stdout}",
+        r["control_text"]
+    );
+    assert!(stdout.contains("control: detected — "), "{name}:\n{stdout}");
+    Some((stdout, v))
 }
 
 /// The recipes this file runs and interrupts (a test each, below).
@@ -333,29 +368,125 @@ fn every_recipe_is_tested() {
     assert_eq!(listed.len(), TESTED.len(), "{listed:?} vs {TESTED:?}");
 }
 
+// Time budget of this binary (issue 29): each `--quick --control` run
+// below takes 5–70 s here (blocksize the longest), the two planted cases
+// about 30 s, the interruptions a few seconds each: about 6 minutes for the
+// whole binary on this 2-CPU machine while other builds run, within the
+// 10 minutes the issue allows (each run is also held to BUDGET).
+
 #[test]
 fn indirect_write_quick() {
-    run_recipe("indirect-write");
+    let Some((_, v)) = run_control("indirect-write") else {
+        return;
+    };
+    // This kernel's indirect layout leaves its write in 7 requests against
+    // the extents layout's 4: the split is seen.
+    assert_eq!(
+        v["recipe"]["verdict"], "PRESENT",
+        "{}",
+        v["recipe"]["verdict_text"]
+    );
+}
+
+/// dio-scaling's control (XFS sub-block direct writes) is not detected on
+/// this 2-CPU machine: this test states it rather than passing without it.
+#[test]
+#[ignore = "dio-scaling's control is not detected on 2 CPUs (issue 29 open): see docs/RECIPES.md"]
+fn dio_scaling_control() {
+    run_control("dio-scaling");
 }
 
 #[test]
 fn dio_scaling_quick() {
-    run_recipe("dio-scaling");
+    let Some((_, v)) = run_recipe_with("dio-scaling", &[]) else {
+        return;
+    };
+    // Fewer CPUs than the seed's collapse needs: masked, never ABSENT.
+    let cpus = v["recipe"]["cpus"].as_u64().unwrap_or(0);
+    if cpus < 8 {
+        let verdict = v["recipe"]["verdict"].as_str().unwrap_or("");
+        assert!(
+            verdict.starts_with(&format!("INCONCLUSIVE (masked: {cpus} CPUs")),
+            "{verdict}"
+        );
+    }
+}
+
+/// blocksize has no control planted yet (issue 29 leaves it open): this
+/// test states what is missing rather than passing without it.
+#[test]
+#[ignore = "blocksize has no positive control yet (issue 29): its control_verdict is INCONCLUSIVE"]
+fn blocksize_quick() {
+    run_control("blocksize");
 }
 
 #[test]
-fn blocksize_quick() {
+fn blocksize_quick_without_control() {
     run_recipe("blocksize");
 }
 
 #[test]
 fn submit_cost_quick() {
-    run_recipe("submit-cost");
+    run_control("submit-cost");
 }
 
+/// The clean case and the fair negative: seed 004's interference on this
+/// kernel. A direct write drops the cached pages of its own range, so a
+/// device read buffered beforehand costs the writes nothing lasting: the
+/// cached cell against the clean one excludes the seed's +35 % while the
+/// planted reader (the seed's cause, present during every trial) is
+/// detected. The clean cell must be clean: when another process holds the
+/// CPUs (cpu_contention in the cells) the rule says INCONCLUSIVE, which
+/// fails this test in CI and skips the ABSENT check locally with a message.
 #[test]
 fn pagecache_interference_quick() {
-    run_recipe("pagecache-interference");
+    let Some((_, v)) = run_control("pagecache-interference") else {
+        return;
+    };
+    let r = &v["recipe"];
+    let verdict = r["verdict"].as_str().unwrap_or("");
+    let text = r["verdict_text"].as_str().unwrap_or("");
+    if verdict.contains("cpu_contention") && std::env::var_os("CI").is_none() {
+        eprintln!("skipped the ABSENT check: the CPUs were busy with other work ({verdict})");
+        return;
+    }
+    assert_eq!(verdict, "ABSENT", "{text}");
+    assert!(text.contains("the seed's effect: +35 %"), "{text}");
+}
+
+/// Seed 000 masked: every request of both layouts capped at 64 KiB, so
+/// both write 64-odd requests and the layout's split cannot show: not
+/// ABSENT but INCONCLUSIVE, naming the device limit.
+#[test]
+fn indirect_write_masked_by_the_request_size_limit() {
+    let Some((_, v)) = run_recipe_with("indirect-write", &["--cap-request-kb=64"]) else {
+        return;
+    };
+    let verdict = v["recipe"]["verdict"].as_str().unwrap_or("");
+    assert!(
+        verdict.starts_with("INCONCLUSIVE (masked: the device request-size limit"),
+        "{verdict}: {}",
+        v["recipe"]["verdict_text"]
+    );
+}
+
+/// Seed 004 on a contaminated baseline: a buffered reader on the device
+/// during every cell, the clean one included; the findings show it and the
+/// verdict says so.
+#[test]
+fn pagecache_interference_contaminated_baseline() {
+    let Some((_, v)) = run_recipe_with("pagecache-interference", &["--contaminate"]) else {
+        return;
+    };
+    let verdict = v["recipe"]["verdict"].as_str().unwrap_or("");
+    assert!(
+        verdict.starts_with("INCONCLUSIVE (contaminated baseline: ")
+            && ["page_cache", "other_openers", "other_device_io"]
+                .iter()
+                .any(|k| verdict.contains(k)),
+        "{verdict}: {}",
+        v["recipe"]["verdict_text"]
+    );
 }
 
 /// How a recipe is stopped in [`interrupt_recipe_with`].
@@ -371,6 +502,8 @@ enum Stopping {
     /// SIGKILL: nothing can clean up; `scratch list` marks what it made
     /// LEFTOVER and `scratch destroy --all` removes exactly that.
     Kill,
+    /// One SIGINT once `--control`'s first cell runs (its devices made).
+    InControl,
 }
 
 /// SIGINT in the middle of recipe `name`, once its scratch devices exist
@@ -387,8 +520,19 @@ fn interrupt_recipe_with(name: &str, how: Stopping) {
     let dir = tempfile::tempdir().expect("tempdir");
     let state = state_dir(dir.path());
     let before = snapshot(&state);
+    let control: &[&str] = if how == Stopping::InControl {
+        &["--control"]
+    } else {
+        &[]
+    };
+    let marker = if how == Stopping::InControl {
+        "[recipe · control-"
+    } else {
+        "[recipe · "
+    };
     let mut child = dioscope(&state)
         .args(["recipe", "run", name, "--quick"])
+        .args(control)
         .current_dir(dir.path())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -423,11 +567,11 @@ fn interrupt_recipe_with(name: &str, how: Stopping) {
             .as_array()
             .map(|a| a.iter().any(|i| i["pid"] == pid))
             .unwrap_or(false);
-        if made && err.lock().unwrap().contains("[recipe · ") {
+        if made && err.lock().unwrap().contains(marker) {
             break;
         }
         assert!(
-            t0.elapsed() < Duration::from_secs(90),
+            t0.elapsed() < Duration::from_secs(if control.is_empty() { 90 } else { 150 }),
             "{name}: no scratch device or no cell within 90 s; stderr:\n{}",
             err.lock().unwrap()
         );
@@ -531,6 +675,14 @@ fn interrupt_recipe_with(name: &str, how: Stopping) {
         took < Duration::from_secs(3),
         "{name}: {took:?} from SIGINT to exit; stderr:\n{err}"
     );
+}
+
+/// Issue 29: SIGINT while the control runs (dio-scaling's control makes an
+/// XFS on a loop device of its own) leaves no loop or zram device, mount
+/// or file of the recipe.
+#[test]
+fn interrupted_control_leaves_nothing() {
+    interrupt_recipe_with("dio-scaling", Stopping::InControl);
 }
 
 /// Issue 23, principle 4: a second Ctrl-C finishes the clean-up (quickly)

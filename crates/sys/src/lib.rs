@@ -21,6 +21,7 @@ pub mod posixaio;
 pub mod proc;
 pub mod queue;
 pub mod sched;
+pub mod seccomp;
 pub mod seek;
 pub mod signal;
 pub mod uring;

@@ -16,12 +16,16 @@ pub const COMMAND: Command = Command {
             "the recipes, one line each on what they reproduce",
         ),
         (
-            "recipe run NAME [--quick]",
+            "recipe run NAME [--quick] [--control]",
             "make the scratch devices, run, print the seed's table (mean ± σ),\n\
-             say whether the seed's effect is present, remove the devices\n\
+             say whether the seed's effect is PRESENT, ABSENT or INCONCLUSIVE\n\
+             (with the reason), remove the devices\n\
              ([--trials=N|auto] [--output=FILE.json] [--compare-with=SAVED.json];\n\
-             --quick: a short run, at most a minute; --profile: every cell with\n\
-             --profile, quick or not)",
+             --quick: a short run; --profile: every cell with --profile, quick or\n\
+             not; --control: also plant the seed's effect on the recipe's scratch\n\
+             devices and say whether the recipe sees it — ABSENT needs it;\n\
+             --cap-request-kb=N (indirect-write): cap the devices' request size;\n\
+             --contaminate (pagecache-interference): a buffered reader throughout)",
         ),
     ],
     cli: &CLI,
@@ -49,7 +53,7 @@ pub static CLI: Cli = Cli {
                         short: None,
                         value: Value::None,
                         example: "",
-                        help: "a short run, at most a minute",
+                        help: "a short run",
                     },
                     Flag {
                         name: "profile",
@@ -57,6 +61,28 @@ pub static CLI: Cli = Cli {
                         value: Value::None,
                         example: "",
                         help: "every cell with --profile",
+                    },
+                    Flag {
+                        name: "control",
+                        short: None,
+                        value: Value::None,
+                        example: "",
+                        help: "also plant the seed's effect on the recipe's scratch devices \
+                               and say whether the recipe sees it (ABSENT needs it)",
+                    },
+                    Flag {
+                        name: "cap-request-kb",
+                        short: None,
+                        value: Value::Text("N"),
+                        example: "64",
+                        help: "indirect-write: cap the devices' request size (KiB, a multiple of 4)",
+                    },
+                    Flag {
+                        name: "contaminate",
+                        short: None,
+                        value: Value::None,
+                        example: "",
+                        help: "pagecache-interference: a buffered reader throughout",
                     },
                     Flag {
                         name: "trials",
@@ -95,6 +121,9 @@ struct Args {
     trials: String,
     output: Option<String>,
     compare_with: Option<String>,
+    control: bool,
+    cap_request_kb: Option<u32>,
+    contaminate: bool,
 }
 
 fn parse(args: &[String]) -> Result<Args, String> {
@@ -105,6 +134,9 @@ fn parse(args: &[String]) -> Result<Args, String> {
         trials: String::new(),
         output: None,
         compare_with: None,
+        control: false,
+        cap_request_kb: None,
+        contaminate: false,
     };
     let cli = &CLI.sub("run").expect("run is in the table").cli;
     for w in cli::parse("recipe run", cli, args)? {
@@ -117,6 +149,12 @@ fn parse(args: &[String]) -> Result<Args, String> {
             }
             Arg::Flag("quick", _) => a.quick = true,
             Arg::Flag("profile", _) => a.profile = true,
+            Arg::Flag("control", _) => a.control = true,
+            Arg::Flag("contaminate", _) => a.contaminate = true,
+            Arg::Flag("cap-request-kb", Some(v)) => match v.parse::<u32>() {
+                Ok(n) if n >= 4 && n % 4 == 0 => a.cap_request_kb = Some(n),
+                _ => return Err(format!("--cap-request-kb={v}: a multiple of 4 (KiB), at least 4")),
+            },
             Arg::Flag("output", v) => a.output = v,
             Arg::Flag("compare-with", v) => a.compare_with = v,
             Arg::Flag(other, _) => return Err(cli::unhandled("recipe run", other)),
@@ -129,6 +167,19 @@ fn parse(args: &[String]) -> Result<Args, String> {
     }
     if recipes::find(&a.name).is_none() {
         return Err(format!("no recipe '{}': choose {}", a.name, names()));
+    }
+    if a.cap_request_kb.is_some() && a.name != "indirect-write" {
+        return Err(format!(
+            "--cap-request-kb is indirect-write's (it caps its loop devices), not {}'s",
+            a.name
+        ));
+    }
+    if a.contaminate && a.name != "pagecache-interference" {
+        return Err(format!(
+            "--contaminate is pagecache-interference's (a buffered reader on its device), not \
+             {}'s",
+            a.name
+        ));
     }
     Ok(a)
 }
@@ -207,6 +258,9 @@ fn run(args: &[String]) -> i32 {
     let recipe = recipes::find(&a.name).expect("checked in parse");
     let mut ctx = Ctx::new(recipe.name, a.quick, &a.trials);
     ctx.profile = a.profile;
+    ctx.control = a.control;
+    ctx.cap_request_kb = a.cap_request_kb;
+    ctx.contaminate = a.contaminate;
     let res = (recipe.run)(&mut ctx);
     // Tear down first: on success, failure and a stop signal alike.
     let clean = ctx.session.teardown();
@@ -238,6 +292,17 @@ fn run(args: &[String]) -> i32 {
             println!("\n{}", t.render());
         }
         println!("This kernel: {}", outcome.verdict);
+        println!("  {}", outcome.verdict_text);
+        match outcome.control_verdict.as_deref() {
+            Some("PRESENT") => println!("control: detected — {}", outcome.control_text),
+            Some(v) => println!(
+                "control: NOT detected — ABSENT above is not evidence ({v}; {})",
+                outcome.control_text
+            ),
+            None => println!(
+                "control: not run (--control plants the seed's effect; ABSENT needs it detected)"
+            ),
+        }
         println!("The seed:    {}", outcome.seed_reported);
         for n in &outcome.notes {
             println!("Note: {n}");

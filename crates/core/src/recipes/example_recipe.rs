@@ -2,7 +2,7 @@
 //! through `recipes!` like every recipe (under `cfg(test)`). Its one cell
 //! runs the null engine, so it needs no scratch device and no root.
 
-use super::{job, pm, run_steps, Ctx, Recipe, Steps, Stop, Table};
+use super::{job, pm, run_steps, Ctx, Recipe, Said, Steps, Stop, Table, Verdict};
 use crate::experiment::samples::M;
 
 pub const RECIPE: Recipe = Recipe {
@@ -33,11 +33,18 @@ impl Steps for Example {
         vec![t]
     }
 
-    fn verdict(ctx: &Ctx, _: &()) -> String {
+    fn verdict(ctx: &Ctx, _: &()) -> Said {
         match ctx.stat("null", M::IOPS) {
-            Some(s) if s.mean > 0.0 => "PRESENT: the null engine ran".into(),
-            _ => "no result: a cell did not run".into(),
+            Some(s) if s.mean > 0.0 => Said::new(Verdict::Present, "the null engine ran".into()),
+            _ => Said::missing(),
         }
+    }
+
+    fn control(_: &mut Ctx, _: &()) -> Result<Said, Stop> {
+        Ok(Said::new(
+            Verdict::Inconclusive("a test recipe has no control".into()),
+            String::new(),
+        ))
     }
 }
 
@@ -56,7 +63,8 @@ mod tests {
         assert!(super::super::RECIPES.iter().any(|x| x.name == r.name));
         let mut ctx = Ctx::new(r.name, true, "");
         let out = (r.run)(&mut ctx).unwrap_or_else(|e| panic!("{e:?}"));
-        assert_eq!(out.verdict, "PRESENT: the null engine ran");
+        assert_eq!(out.verdict, "PRESENT");
+        assert_eq!(out.verdict_text, "the null engine ran");
         assert_eq!(out.tables[0].rows.len(), 1);
         let json = super::super::result_json(r, &ctx, &out, false);
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();

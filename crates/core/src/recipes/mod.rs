@@ -15,10 +15,12 @@
 //! and its module name in the `recipes!` list below (docs/ARCHITECTURE.md).
 
 use crate::experiment::samples::M;
-use crate::experiment::sequential::{fixed_boundary, judge, significant};
 use crate::experiment::sweep::{cell_stat, Axis, CellStat, CellStatus, Order, Sweep, SweepCell};
 use crate::scratch::{self, Geometry, Item, Session};
 use serde::Serialize;
+pub use verdict::{Control, Evidence, Verdict};
+
+pub mod verdict;
 
 /// One recipe.
 pub struct Recipe {
@@ -46,7 +48,14 @@ pub trait Steps {
     fn setup(ctx: &mut Ctx) -> Result<Self::Setup, Stop>;
     fn cells(ctx: &mut Ctx, s: &Self::Setup) -> Result<(), Stop>;
     fn tables(ctx: &Ctx, s: &Self::Setup) -> Vec<Table>;
-    fn verdict(ctx: &Ctx, s: &Self::Setup) -> String;
+    /// The verdict by the shared rule ([`verdict::decide`]) and the
+    /// sentence that gives its figures.
+    fn verdict(ctx: &Ctx, s: &Self::Setup) -> Said;
+    /// `--control`: plant the seed's effect (no larger than the size an
+    /// ABSENT verdict excludes) on the recipe's scratch devices, run the
+    /// cells that show it, and say whether the rule sees it (PRESENT:
+    /// detected). Runs after [`Steps::cells`] and before the verdict.
+    fn control(ctx: &mut Ctx, s: &Self::Setup) -> Result<Said, Stop>;
     fn notes(_ctx: &Ctx, _s: &Self::Setup) -> Vec<String> {
         Vec::new()
     }
@@ -56,12 +65,44 @@ pub trait Steps {
 pub fn run_steps<R: Steps>(ctx: &mut Ctx) -> Result<Outcome, Stop> {
     let setup = R::setup(ctx)?;
     R::cells(ctx, &setup)?;
+    let control = if ctx.control {
+        let c = R::control(ctx, &setup)?;
+        ctx.control_state = Control::Ran(c.verdict.clone());
+        Some(c)
+    } else {
+        None
+    };
+    let said = R::verdict(ctx, &setup);
     Ok(Outcome {
         tables: R::tables(ctx, &setup),
-        verdict: R::verdict(ctx, &setup),
+        verdict: said.verdict.to_string(),
+        verdict_text: said.text,
+        control_verdict: control.as_ref().map(|c| c.verdict.to_string()),
+        control_text: control.map(|c| c.text).unwrap_or_default(),
         seed_reported: R::SEED_REPORTED.into(),
         notes: R::notes(ctx, &setup),
     })
+}
+
+/// A verdict and the sentence with its figures.
+#[derive(Debug, Clone)]
+pub struct Said {
+    pub verdict: Verdict,
+    pub text: String,
+}
+
+impl Said {
+    pub fn new(verdict: Verdict, text: String) -> Said {
+        Said { verdict, text }
+    }
+
+    /// A cell the verdict needs did not run.
+    pub fn missing() -> Said {
+        Said::new(
+            Verdict::Inconclusive("no result: a cell did not run".into()),
+            "no result: a cell did not run".into(),
+        )
+    }
 }
 
 /// Declares the recipe modules and [`RECIPES`] from one list: each module
@@ -167,8 +208,15 @@ impl Table {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Outcome {
     pub tables: Vec<Table>,
-    /// Whether the seed's effect is present on this kernel, in words.
+    /// The verdict on this kernel: `PRESENT`, `ABSENT` or `INCONCLUSIVE
+    /// (reason)`.
     pub verdict: String,
+    /// The sentence with the figures the verdict rests on.
+    pub verdict_text: String,
+    /// `--control`: the control's verdict (PRESENT: detected); `None`
+    /// without `--control`.
+    pub control_verdict: Option<String>,
+    pub control_text: String,
     /// What the seed reported, for the side-by-side.
     pub seed_reported: String,
     pub notes: Vec<String>,
@@ -186,6 +234,16 @@ pub struct Ctx {
     pub sweep: Sweep,
     /// Extra per-cell facts (e.g. memory used), by cell name.
     pub extra: serde_json::Map<String, serde_json::Value>,
+    /// `--control`: run the positive control after the cells.
+    pub control: bool,
+    /// The control's outcome, for the verdict (set before it).
+    pub control_state: Control,
+    /// `--cap-request-kb=N` (indirect-write): cap the request size of
+    /// every layout's device, to show how a device limit masks the split.
+    pub cap_request_kb: Option<u32>,
+    /// `--contaminate` (pagecache-interference): a buffered reader on the
+    /// device during every cell, the baseline's included.
+    pub contaminate: bool,
     /// A full run's time budget for the trials (see [`Ctx::plan`]).
     budget: Option<Budget>,
 }
@@ -236,6 +294,10 @@ impl Ctx {
             geometry: Vec::new(),
             sweep,
             extra: serde_json::Map::new(),
+            control: false,
+            control_state: Control::NotRun,
+            cap_request_kb: None,
+            contaminate: false,
             budget: None,
         }
     }
@@ -434,16 +496,35 @@ impl Ctx {
             .unwrap_or_default()
     }
 
-    /// Whether cells `a` and `b` differ in metric `k`, judged by compare's
-    /// own procedure (`experiment::sequential::judge`: the Hodges–Lehmann
-    /// ratio of their trials with its interval inverted from the U test,
-    /// at 95 %, no threshold) — a difference the trials support. Fewer
-    /// trials than a U test needs to reach 5 % (4 a side), or a metric
-    /// with a value ≤ 0: not apart, and the recipe says "inconclusive".
-    pub fn apart(&self, a: &str, b: &str, k: usize) -> bool {
-        let (xa, xb) = (self.trial_values(a, k), self.trial_values(b, k));
-        let bound = fixed_boundary(xa.len(), xb.len(), 0.05);
-        judge(&xa, &xb, bound, 0.0, true).is_some_and(|j| significant(j.verdict))
+    /// Cell `b` against cell `a` in metric `k` as `compare` judges it
+    /// ([`verdict::judge_trials`]).
+    pub fn change(
+        &self,
+        a: &str,
+        b: &str,
+        k: usize,
+    ) -> Option<crate::experiment::sequential::Judged> {
+        verdict::judge_trials(&self.trial_values(a, k), &self.trial_values(b, k))
+    }
+
+    /// The evidence for the rule: `b` (the effect side) against `a` (the
+    /// baseline) in metric `k`; the interference the baseline's findings
+    /// show (page cache, other openers, other device I/O: the effect side
+    /// may carry the effect itself, a cached page for instance) and the CPU
+    /// contention of either; this run's control.
+    pub fn evidence(&self, metric: &str, a: &str, b: &str, k: usize, size_pct: f64) -> Evidence {
+        let (contaminated, mut contention) = verdict::interference(&self.findings(a));
+        contention.extend(verdict::interference(&self.findings(b)).1);
+        contention.dedup();
+        Evidence {
+            metric: metric.into(),
+            change: self.change(a, b, k),
+            size_pct,
+            masked: None,
+            contaminated,
+            contention,
+            control: self.control_state.clone(),
+        }
     }
 
     /// Findings of a cell (kinds).
@@ -543,6 +624,10 @@ pub fn result_json(recipe: &Recipe, ctx: &Ctx, out: &Outcome, interrupted: bool)
         "geometry": ctx.geometry,
         "tables": out.tables,
         "verdict": out.verdict,
+        "verdict_text": out.verdict_text,
+        "control": ctx.control,
+        "control_verdict": out.control_verdict,
+        "control_text": out.control_text,
         "seed_reported": out.seed_reported,
         "notes": out.notes,
         "extra": ctx.extra,

@@ -394,6 +394,9 @@ pub struct FsSpec {
     /// `-E nodiscard` / `-K` to keep it), so reads of blocks the file
     /// system never wrote still cost a real decompression.
     pub fill: bool,
+    /// loop only: the directory of the backing files (default /var/tmp;
+    /// /dev/shm keeps a disk's noise out).
+    pub backing_dir: Option<PathBuf>,
 }
 
 impl Default for FsSpec {
@@ -407,6 +410,7 @@ impl Default for FsSpec {
             sector_size: 512,
             direct_io: true,
             fill: false,
+            backing_dir: None,
         }
     }
 }
@@ -486,7 +490,7 @@ fn fs_devices(
                     size: spec.size,
                     sector_size: spec.sector_size,
                     direct_io: spec.direct_io,
-                    on: None,
+                    on: spec.backing_dir.clone(),
                 },
                 Some(&it.id),
             )?
