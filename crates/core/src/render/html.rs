@@ -71,7 +71,7 @@ pre{padding:8px;white-space:pre-wrap;word-break:break-all}\
 svg.chart{max-width:100%;height:auto;display:block;margin:6px 0 14px;font:11px system-ui,sans-serif}\
 .ct{font-size:14px;font-weight:600}.xt{text-anchor:middle;fill:#333}.yt{text-anchor:end;fill:#333}.xl,.yl{text-anchor:middle;font-size:12px}\
 .grid{stroke:#e3e3e3}.tick{stroke:#888}.axis{stroke:#333}.shade{fill:#999;fill-opacity:.18}.st{fill:#444;font-style:italic}\
-.lg text,.lgt{font-size:11px}.empty{text-anchor:middle;fill:#777;font-size:14px}\
+.lg text,.lgt{font-size:11px}.note{font-size:11px;fill:#333}.empty{text-anchor:middle;fill:#777;font-size:14px}\
 .sev-critical{background:#D55E00;color:#fff;font-weight:700}.sev-warning{background:#E69F00;font-weight:700}.sev-info{background:#56B4E9}\
 .cols{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:18px}.up{color:#006d4f}.down{color:#a33c00}\
 nav a{margin-right:12px}";

@@ -107,11 +107,7 @@ fn comparison_lists(o: &mut String, c: &Comparison) {
     if !c.differences.is_empty() {
         o.push_str("<h3>Differences between A and B</h3><ul>");
         for d in &c.differences {
-            let _ = write!(
-                o,
-                "<li><code>{}</code></li>",
-                esc(&serde_json::to_string(d).unwrap_or_default())
-            );
+            let _ = write!(o, "<li>{}</li>", esc(&super::compare_text::difference_sentence(d)));
         }
         o.push_str("</ul>");
     }
@@ -169,6 +165,7 @@ fn job_changes(
         lines: vec![line],
         fmt_y: |v| format!("{v:+.0} %"),
         x_categories: cats,
+        signed: true,
         ..Default::default()
     }));
 }
@@ -258,11 +255,11 @@ fn sweep_header(o: &mut String, name: &str, s: &Sweep) {
         .collect();
     let _ = write!(
         o,
-        "<section id=\"sweep\"><h2>Sweep {}</h2><p>Varied: <code>{}</code>; order {:?}; {} of {} cells done{}; \
+        "<section id=\"sweep\"><h2>Sweep {}</h2><p>Varied: <code>{}</code>; order {}; {} of {} cells done{}; \
          wall {:.0} s ({:.0} % outside trials).</p><p>Base: <code>{}</code></p>",
         esc(name),
         esc(&axes.join("; ")),
-        s.order,
+        s.order.word(),
         s.cells.iter().filter(|c| c.status == CellStatus::Done).count(),
         s.cells.len(),
         if s.interrupted { ", INTERRUPTED" } else { "" },
