@@ -49,8 +49,13 @@ pub enum Input {
     Run { name: String, doc: Box<RunDoc> },
     /// `dioscope compare`'s JSON.
     Compare { name: String, cmp: Box<Comparison> },
-    /// `dioscope sweep`'s JSON.
-    Sweep { name: String, sweep: Box<Sweep> },
+    /// `dioscope sweep`'s JSON; a recipe's result adds its `recipe`
+    /// section (tables, verdict, control verdict, the seed's figures).
+    Sweep {
+        name: String,
+        sweep: Box<Sweep>,
+        recipe: Option<Box<Value>>,
+    },
 }
 
 impl Input {
@@ -98,7 +103,16 @@ pub fn report(inputs: &[Input]) -> String {
                 super::html_experiments::comparison(&mut o, name, cmp, "cmp");
                 compared_runs(&mut o, cmp);
             }
-            Input::Sweep { name, sweep } => super::html_experiments::sweep(&mut o, name, sweep),
+            Input::Sweep {
+                name,
+                sweep,
+                recipe,
+            } => {
+                if let Some(r) = recipe {
+                    super::html_experiments::recipe(&mut o, r);
+                }
+                super::html_experiments::sweep(&mut o, name, sweep)
+            }
             Input::Run { .. } => {}
         }
     }
@@ -824,6 +838,16 @@ fn findings(o: &mut String, p: &str, doc: &RunDoc) {
     }
 }
 
+/// `OPT=VALUE` as the job gave it; a flag given without a value (fio's
+/// `time_based`) shows the value it sets, 1.
+fn option_text(k: &str, v: &str) -> String {
+    if v.is_empty() {
+        format!("{k}=1")
+    } else {
+        format!("{k}={v}")
+    }
+}
+
 /// `a.b.c = value` rows of a JSON object.
 fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
     match v {
@@ -880,7 +904,7 @@ fn environment(o: &mut String, p: &str, doc: &RunDoc) {
                 let _ = write!(
                     o,
                     "<tr><th class=\"l\">{}</th><td class=\"l\">{}</td></tr>",
-                    esc(&k),
+                    esc(&k.replace('_', " ").replace('.', " › ")),
                     esc(&v)
                 );
             }
@@ -889,7 +913,7 @@ fn environment(o: &mut String, p: &str, doc: &RunDoc) {
     }
     let _ = write!(o, "<h3>Job options</h3><table id=\"{p}-options\"><tr><th class=\"l\">job</th><th class=\"l\">options</th></tr>");
     if let Some(g) = &doc.global_options {
-        let s: Vec<String> = g.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let s: Vec<String> = g.iter().map(|(k, v)| option_text(k, v)).collect();
         let _ = write!(
             o,
             "<tr><td class=\"l\">(global)</td><td class=\"l\"><code>{}</code></td></tr>",
@@ -900,7 +924,7 @@ fn environment(o: &mut String, p: &str, doc: &RunDoc) {
         let s: Vec<String> = j
             .job_options
             .iter()
-            .map(|(k, v)| format!("{k}={v}"))
+            .map(|(k, v)| option_text(k, v))
             .collect();
         let _ = write!(
             o,

@@ -170,6 +170,78 @@ fn job_changes(
     }));
 }
 
+/// A recipe's own section: what it reproduces, its verdict (and the
+/// control's, when the result has one), what the seed reported, its tables
+/// and notes — all from the result's `recipe` section.
+pub fn recipe(o: &mut String, r: &serde_json::Value) {
+    let text = |k: &str| r.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
+    let _ = write!(
+        o,
+        "<section id=\"recipe\"><h2>Recipe {} (seed {})</h2><p>{}</p>",
+        esc(&text("name")),
+        esc(&text("seed")),
+        esc(&text("reproduces"))
+    );
+    let _ = write!(
+        o,
+        "<p>On kernel {} with {} CPUs{}.</p>",
+        esc(&text("kernel")),
+        r.get("cpus").and_then(|v| v.as_u64()).unwrap_or(0),
+        if r.get("quick").and_then(|v| v.as_bool()) == Some(true) {
+            ", quick (fewer trials: a smoke test, not a measurement)"
+        } else {
+            ""
+        }
+    );
+    let _ = write!(o, "<p id=\"recipe-verdict\"><b>Verdict:</b> {}</p>", esc(&text("verdict")));
+    if let Some(cv) = r.get("control_verdict").and_then(|v| v.as_str()) {
+        let _ = write!(o, "<p id=\"recipe-control\"><b>Control:</b> {}</p>", esc(cv));
+    }
+    let _ = write!(
+        o,
+        "<p id=\"recipe-seed\"><b>What the seed reported:</b> {}</p>",
+        esc(&text("seed_reported"))
+    );
+    for (i, t) in r
+        .get("tables")
+        .and_then(|v| v.as_array())
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        recipe_table(o, i, t);
+    }
+    for n in r.get("notes").and_then(|v| v.as_array()).into_iter().flatten() {
+        let _ = write!(o, "<p class=\"muted\">note: {}</p>", esc(n.as_str().unwrap_or("")));
+    }
+    o.push_str("</section>");
+}
+
+/// One of a recipe's tables (title, header, rows of text).
+fn recipe_table(o: &mut String, i: usize, t: &serde_json::Value) {
+    let strs = |v: Option<&serde_json::Value>| -> Vec<String> {
+        v.and_then(|v| v.as_array())
+            .into_iter()
+            .flatten()
+            .map(|x| x.as_str().map(str::to_string).unwrap_or_else(|| x.to_string()))
+            .collect()
+    };
+    let title = t.get("title").and_then(|v| v.as_str()).unwrap_or("");
+    let _ = write!(o, "<h3>{}</h3><table id=\"recipe-table-{i}\"><tr>", esc(title));
+    for h in strs(t.get("header")) {
+        let _ = write!(o, "<th class=\"l\">{}</th>", esc(&h));
+    }
+    o.push_str("</tr>");
+    for row in t.get("rows").and_then(|v| v.as_array()).into_iter().flatten() {
+        o.push_str("<tr>");
+        for cell in strs(Some(row)) {
+            let _ = write!(o, "<td class=\"l\">{}</td>", esc(&cell));
+        }
+        o.push_str("</tr>");
+    }
+    o.push_str("</table>");
+}
+
 /// The charted sweep metrics (keys of the metric table) and whether their
 /// axis is logarithmic.
 const SWEEP_CHARTS: &[(&str, bool)] = &[
@@ -342,7 +414,11 @@ fn sweep_table(o: &mut String, s: &Sweep) {
                         "{} ± {} [{}, {}] ({})",
                         fmt_unit(u, st.mean),
                         fmt_unit(u, st.sigma().unwrap_or(f64::NAN)),
-                        fmt_unit(u, st.mean - st.half),
+                        if st.mean - st.half < 0.0 {
+                            "reaches 0".to_string()
+                        } else {
+                            fmt_unit(u, st.mean - st.half)
+                        },
                         fmt_unit(u, st.mean + st.half),
                         st.n
                     )
@@ -352,11 +428,12 @@ fn sweep_table(o: &mut String, s: &Sweep) {
             };
             let _ = write!(o, "<td>{}</td>", esc(&txt));
         }
-        let _ = write!(
-            o,
-            "<td class=\"l\">{}</td></tr>",
-            esc(&c.findings().join(", "))
-        );
+        let f: Vec<String> = c
+            .findings()
+            .iter()
+            .map(|k| format!("<code>{}</code>", esc(k)))
+            .collect();
+        let _ = write!(o, "<td class=\"l\">{}</td></tr>", f.join(", "));
     }
     o.push_str("</table><p class=\"muted\">Each cell: mean over its trials ± σ (their standard deviation), the 95 % CI of the mean as [low, high], (trials); one trial: the value alone. The first job is shown in the table; the charts have a line per job.</p></section>");
 }

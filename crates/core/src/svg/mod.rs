@@ -207,8 +207,8 @@ impl Scale {
             }
             // End the axis on ticks, so the extremes sit inside it.
             let step = tick_step(hi - lo);
-            lo = (lo / step - 1e-9).floor() * step;
-            hi = (hi / step + 1e-9).ceil() * step;
+            lo = (lo / step + 1e-9).floor() * step;
+            hi = (hi / step - 1e-9).ceil() * step;
         }
         Scale {
             lo,
@@ -366,7 +366,7 @@ fn axes(o: &mut String, xs: &Scale, ys: &Scale, ch: &LineChart, top: f64) {
                 c(y0),
                 c(y0 + 4.0),
                 c(x),
-                c(y0 + 16.0),
+                c(y0 + 18.0),
                 esc(&(ch.fmt_x)(t))
             );
         }
@@ -377,7 +377,7 @@ fn axes(o: &mut String, xs: &Scale, ys: &Scale, ch: &LineChart, top: f64) {
                 continue;
             }
             let x = c(xs.px(i as f64));
-            let _ = write!(o, "<text x=\"{x}\" y=\"{}\" class=\"xt\">", c(y0 + 16.0));
+            let _ = write!(o, "<text x=\"{x}\" y=\"{}\" class=\"xt\">", c(y0 + 18.0));
             for (k, l) in lines.iter().enumerate() {
                 let _ = write!(
                     o,
