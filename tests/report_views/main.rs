@@ -110,15 +110,22 @@ fn check(bin: &str, dir: &Path, page: &Path, options: &[String]) -> Found {
     )
     .unwrap();
     let stem = page.file_stem().unwrap().to_string_lossy().to_string();
-    let o = browser(bin, &dir.join(format!("prof-{stem}")), &["--dump-dom".into()], &checked);
+    let o = browser(
+        bin,
+        &dir.join(format!("prof-{stem}")),
+        &["--dump-dom".into()],
+        &checked,
+    );
     let dom = String::from_utf8_lossy(&o.stdout);
-    let start = dom
-        .rfind("<pre id=\"dom-check\">")
-        .unwrap_or_else(|| panic!("{stem}: the check did not run: {:.2000}", String::from_utf8_lossy(&o.stderr)));
+    let start = dom.rfind("<pre id=\"dom-check\">").unwrap_or_else(|| {
+        panic!(
+            "{stem}: the check did not run: {:.2000}",
+            String::from_utf8_lossy(&o.stderr)
+        )
+    });
     let rest = &dom[start + "<pre id=\"dom-check\">".len()..];
     let json = &rest[..rest.find("</pre>").unwrap()];
-    let v: serde_json::Value =
-        serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}"));
+    let v: serde_json::Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}"));
     let mut problems = Vec::new();
     for key in ["overlaps", "negative_ticks", "outside", "raw"] {
         for p in v[key].as_array().unwrap() {
@@ -178,15 +185,34 @@ fn run_args(out: &str, extra: &[&str]) -> Vec<String> {
 
 /// The results of every kind, and their reports: (kind, page).
 fn make_reports(dir: &Path) -> Vec<(&'static str, PathBuf)> {
-    let s = |v: &[String]| v.iter().map(String::as_str).collect::<Vec<_>>().join("\u{1}");
+    let s = |v: &[String]| {
+        v.iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join("\u{1}")
+    };
     let go = |v: Vec<String>, limit| {
         let j = s(&v);
         dioscope(dir, &j.split('\u{1}').collect::<Vec<_>>(), limit);
     };
     go(run_args("a.json", &["--report=run.html"]), 120);
     go(run_args("b.json", &["--iodepth=4"]), 120);
-    dioscope(dir, &["report", "a.json", "b.json", "-o", "two-runs.html"], 60);
-    let o = dioscope(dir, &["compare", "a.json", "b.json", "--output-format=json", "--expect-different=iodepth"], 60);
+    dioscope(
+        dir,
+        &["report", "a.json", "b.json", "-o", "two-runs.html"],
+        60,
+    );
+    let o = dioscope(
+        dir,
+        &[
+            "compare",
+            "a.json",
+            "b.json",
+            "--output-format=json",
+            "--expect-different=iodepth",
+        ],
+        60,
+    );
     std::fs::write(dir.join("cmp.json"), &o.stdout).unwrap();
     dioscope(dir, &["report", "cmp.json", "-o", "compare.html"], 60);
     // A sweep with two trials per cell: wide intervals, some reaching 0.
@@ -197,7 +223,16 @@ fn make_reports(dir: &Path) -> Vec<(&'static str, PathBuf)> {
     .unwrap();
     dioscope(
         dir,
-        &["sweep", "j.fio", "--vary", "iodepth=1|8", "--vary", "bs=4k|64k", "--trials=2", "--output=sw.json"],
+        &[
+            "sweep",
+            "j.fio",
+            "--vary",
+            "iodepth=1|8",
+            "--vary",
+            "bs=4k|64k",
+            "--trials=2",
+            "--output=sw.json",
+        ],
         300,
     );
     dioscope(dir, &["report", "sw.json", "-o", "sweep.html"], 60);
@@ -242,7 +277,17 @@ fn make_reports(dir: &Path) -> Vec<(&'static str, PathBuf)> {
     }
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
-        dioscope(dir, &["recipe", "run", "dio-scaling", "--quick", "--output=recipe.json"], 300);
+        dioscope(
+            dir,
+            &[
+                "recipe",
+                "run",
+                "dio-scaling",
+                "--quick",
+                "--output=recipe.json",
+            ],
+            300,
+        );
         dioscope(dir, &["report", "recipe.json", "-o", "recipe.html"], 60);
         pages.push(("recipe", dir.join("recipe.html")));
     } else {
@@ -254,7 +299,10 @@ fn make_reports(dir: &Path) -> Vec<(&'static str, PathBuf)> {
 #[test]
 fn every_report_kind_reads_true_in_chromium() {
     let t0 = Instant::now();
-    let bin = match ["chromium", "chromium-browser"].into_iter().find(|b| have(b)) {
+    let bin = match ["chromium", "chromium-browser"]
+        .into_iter()
+        .find(|b| have(b))
+    {
         Some(b) => b,
         None => return missing("chromium"),
     };
@@ -264,7 +312,10 @@ fn every_report_kind_reads_true_in_chromium() {
     // Kernel names the text quotes on purpose: a recipe's subject (the
     // inode's i_dio_count) and perf's counter of migrations.
     options.extend(["i_dio_count", "nr_migrations"].map(String::from));
-    assert!(options.iter().any(|o| o == "time_based"), "no option names: {options:?}");
+    assert!(
+        options.iter().any(|o| o == "time_based"),
+        "no option names: {options:?}"
+    );
     let pages = make_reports(dir);
     let keep = std::env::var_os("DIOSCOPE_SCREENSHOTS").map(PathBuf::from);
     let mut problems = Vec::new();
@@ -286,7 +337,19 @@ fn every_report_kind_reads_true_in_chromium() {
             screenshot(bin, dir, page, k, kind);
         }
     }
-    assert!(problems.is_empty(), "{} problem(s):\n{}", problems.len(), problems.join("\n"));
-    eprintln!("{open} open-ended interval(s) in all; took {:?}", t0.elapsed());
-    assert!(t0.elapsed() < BUDGET, "took {:?}, budget {BUDGET:?}", t0.elapsed());
+    assert!(
+        problems.is_empty(),
+        "{} problem(s):\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+    eprintln!(
+        "{open} open-ended interval(s) in all; took {:?}",
+        t0.elapsed()
+    );
+    assert!(
+        t0.elapsed() < BUDGET,
+        "took {:?}, budget {BUDGET:?}",
+        t0.elapsed()
+    );
 }

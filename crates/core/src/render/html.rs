@@ -13,6 +13,7 @@
 //! tests can find them.
 
 use crate::svg::{self, esc, ns, num, BarRow, DotGroup, Line, LineChart};
+use super::html_experiments::MIB;
 use super::{Exporter, Format};
 use crate::experiment::compare::Comparison;
 use crate::experiment::sweep::Sweep;
@@ -302,8 +303,8 @@ fn ci_text(s: &Summary, fmt: fn(f64) -> String) -> String {
     }
 }
 
-fn mbps(x: f64) -> String {
-    format!("{} MB/s", num(x / 1e6))
+fn rate_text(x: f64) -> String {
+    crate::experiment::show("bytes", x)
 }
 
 fn pct_of(l: &Lat, p: f64) -> Option<u64> {
@@ -387,7 +388,7 @@ fn summary_table(o: &mut String, p: &str, views: &[JobView]) {
                 DIRS[d],
                 tr.len(),
                 ci_text(&iops, num),
-                ci_text(&bw, mbps),
+                ci_text(&bw, rate_text),
                 esc(&ns(dir.lat_ns.mean)),
                 pc(50.0),
                 pc(99.0),
@@ -404,7 +405,7 @@ fn summary_table(o: &mut String, p: &str, views: &[JobView]) {
                     esc(&v.name),
                     s.iops.n,
                     ci_text(&s.iops, num),
-                    ci_text(&s.bw_bytes, mbps),
+                    ci_text(&s.bw_bytes, rate_text),
                     ci_text(&s.lat_mean_ns, ns),
                     ci_text(&s.lat_p99_ns, ns)
                 );
@@ -484,9 +485,9 @@ fn time_series(o: &mut String, p: &str, views: &[JobView]) {
             id: &format!("{p}-bw-{j}"),
             title: &format!("{}: bandwidth per interval, each trial", v.name),
             x_label: "time since the job's start (s)",
-            y_label: "bandwidth (MB/s)",
+            y_label: "bandwidth (MiB/s)",
             shade: shade.clone(),
-            lines: lines(&|s, d, i| s.dir(d).bw_bytes[i] / 1e6, "", 0),
+            lines: lines(&|s, d, i| s.dir(d).bw_bytes[i] / MIB, "", 0),
             fmt_y: num,
             fmt_x: secs,
             ..Default::default()
@@ -632,8 +633,8 @@ fn spread(o: &mut String, p: &str, views: &[JobView]) {
         (
             "bw",
             "bandwidth per trial",
-            "MB/s",
-            |t| t.bw_bytes / 1e6,
+            "MiB/s",
+            |t| t.bw_bytes / MIB,
             |s| &s.bw_bytes,
             num,
         ),
@@ -660,7 +661,7 @@ fn spread(o: &mut String, p: &str, views: &[JobView]) {
             .map(|v| {
                 let ds = v.ds.expect("filtered");
                 let s = stat(&ds.summary);
-                let scale = if key == "bw" { 1e6 } else { 1.0 };
+                let scale = if key == "bw" { MIB } else { 1.0 };
                 DotGroup {
                     name: v.name.clone(),
                     values: ds
@@ -974,7 +975,7 @@ fn comparison(o: &mut String, runs: &[(&str, &RunDoc)]) {
         for &d in &base.dirs {
             for (metric, idx, fmt) in [
                 ("IOPS", 0usize, num as fn(f64) -> String),
-                ("bandwidth", 1, mbps),
+                ("bandwidth", 1, rate_text),
             ] {
                 let _ = write!(
                     o,

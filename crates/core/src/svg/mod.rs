@@ -499,10 +499,11 @@ pub fn line_chart(ch: &LineChart) -> String {
         ylo = ylo.min(0.0);
         yhi *= 1.05;
     }
-    let open = ch
-        .lines
-        .iter()
-        .any(|l| l.err.iter().any(|&(lo, hi)| hi.is_finite() && reaches_zero(ch, lo)));
+    let open = ch.lines.iter().any(|l| {
+        l.err
+            .iter()
+            .any(|&(lo, hi)| hi.is_finite() && reaches_zero(ch, lo))
+    });
     let lg = legend(&mut o, &ch.lines);
     let extra = category_extra(&ch.x_categories) + if open { 16.0 } else { 0.0 };
     let h = h + lg + extra;
