@@ -91,9 +91,15 @@ fn read_input(path: &str) -> Result<Input, String> {
         }
         Some("sweep") => {
             let sweep = Sweep::from_json(json).map_err(bad)?;
+            let recipe = serde_json::from_str::<serde_json::Value>(json)
+                .ok()
+                .and_then(|mut v| v.get_mut("recipe").map(serde_json::Value::take))
+                .filter(serde_json::Value::is_object)
+                .map(Box::new);
             return Ok(Input::Sweep {
                 name: path.to_string(),
                 sweep: Box::new(sweep),
+                recipe,
             });
         }
         _ => {}

@@ -86,6 +86,15 @@ pub enum Order {
 }
 
 impl Order {
+    /// The word a person reads (the one `--order=` takes).
+    pub fn word(self) -> &'static str {
+        match self {
+            Order::Given => "given",
+            Order::Random => "random",
+            Order::Interleaved => "interleaved",
+        }
+    }
+
     pub fn parse(s: &str) -> Result<Order, String> {
         match s.trim() {
             "given" => Ok(Order::Given),

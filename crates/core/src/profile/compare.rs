@@ -596,6 +596,7 @@ fn group_html(o: &mut String, k: usize, g: &GroupDelta) {
             .collect(),
         fmt_y: |v| format!("{v:+.2}"),
         x_categories: cats,
+        signed: true,
         ..Default::default()
     }));
 }

@@ -139,7 +139,7 @@ fn group_html(o: &mut String, p: &str, k: usize, g: &super::result::GroupProfile
     for f in &b.functions {
         let _ = write!(
             o,
-            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{:.3}</td><td>{:.1} %</td></tr>",
+            "<tr><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td>{:.3}</td><td>{:.1} %</td></tr>",
             esc(&f.function),
             esc(&f.subsystem),
             f.us_per_io,

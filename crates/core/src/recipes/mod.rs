@@ -246,6 +246,8 @@ pub struct Ctx {
     pub contaminate: bool,
     /// A full run's time budget for the trials (see [`Ctx::plan`]).
     budget: Option<Budget>,
+    /// When the recipe started: its wall time in the result.
+    pub started: std::time::Instant,
 }
 
 /// The time a full run's `trials=auto` cells may take together: what is
@@ -299,6 +301,7 @@ impl Ctx {
             cap_request_kb: None,
             contaminate: false,
             budget: None,
+            started: std::time::Instant::now(),
         }
     }
 
@@ -452,6 +455,14 @@ impl Ctx {
             );
         }
         let errors = done.result.io_errors();
+        let wall_s = started.elapsed().as_secs_f64();
+        let in_trials: f64 = done
+            .result
+            .phases
+            .iter()
+            .flat_map(|g| g.trials.iter())
+            .map(|t| t.wall_ns as f64 / 1e9)
+            .sum();
         self.sweep.axes[0].values.push(name.to_string());
         let index = self.sweep.cells.len();
         self.sweep.cells.push(SweepCell {
@@ -464,8 +475,8 @@ impl Ctx {
             },
             error: (errors > 0).then(|| format!("{errors} I/O error(s)")),
             runs: vec![doc],
-            wall_s: 0.0,
-            trials_s: 0.0,
+            wall_s,
+            trials_s: in_trials.min(wall_s),
         });
         if errors > 0 {
             return Err(Stop::Failed(format!("cell {name}: {errors} I/O error(s)")));
@@ -611,6 +622,7 @@ pub fn kernel() -> String {
 /// The whole JSON result: the sweep plus the `recipe` section.
 pub fn result_json(recipe: &Recipe, ctx: &Ctx, out: &Outcome, interrupted: bool) -> String {
     let mut s = ctx.sweep.clone();
+    s.account(ctx.started.elapsed().as_secs_f64(), 0.0);
     s.interrupted = interrupted;
     s.complete = !interrupted;
     let mut v = serde_json::to_value(&s).unwrap_or_default();

@@ -71,6 +71,34 @@ pub fn environment_lines(c: &Comparison) -> Vec<String> {
 }
 
 /// The footer: what A, B, the change and the interval are.
+/// One difference between the sides as a sentence: what, A's and B's
+/// value, where, and whether `--expect-different` named it.
+pub fn difference_sentence(d: &crate::experiment::differ::Difference) -> String {
+    let shown = |v: &str| {
+        if v.is_empty() {
+            "(not set)".to_string()
+        } else {
+            v.to_string()
+        }
+    };
+    let side = if d.between == "A vs B" {
+        String::new()
+    } else {
+        format!(" ({})", d.between)
+    };
+    format!(
+        "{} differs{side}: {} in A, {} in B{}.",
+        d.what,
+        shown(&d.a),
+        shown(&d.b),
+        if d.expected {
+            " (expected: named by --expect-different)"
+        } else {
+            " (not named by --expect-different)"
+        }
+    )
+}
+
 pub fn legend(c: &Comparison) -> String {
     format!(
         "* decides the exit code. ↑ higher is better, ↓ lower is better. A, B: median of the          per-trial values. {}. Threshold ±{} %.",

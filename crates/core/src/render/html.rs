@@ -13,6 +13,7 @@
 //! tests can find them.
 
 use crate::svg::{self, esc, ns, num, BarRow, DotGroup, Line, LineChart};
+use super::html_experiments::MIB;
 use super::{Exporter, Format};
 use crate::experiment::compare::Comparison;
 use crate::experiment::sweep::Sweep;
@@ -49,8 +50,13 @@ pub enum Input {
     Run { name: String, doc: Box<RunDoc> },
     /// `dioscope compare`'s JSON.
     Compare { name: String, cmp: Box<Comparison> },
-    /// `dioscope sweep`'s JSON.
-    Sweep { name: String, sweep: Box<Sweep> },
+    /// `dioscope sweep`'s JSON; a recipe's result adds its `recipe`
+    /// section (tables, verdict, control verdict, the seed's figures).
+    Sweep {
+        name: String,
+        sweep: Box<Sweep>,
+        recipe: Option<Box<Value>>,
+    },
 }
 
 impl Input {
@@ -71,7 +77,7 @@ pre{padding:8px;white-space:pre-wrap;word-break:break-all}\
 svg.chart{max-width:100%;height:auto;display:block;margin:6px 0 14px;font:11px system-ui,sans-serif}\
 .ct{font-size:14px;font-weight:600}.xt{text-anchor:middle;fill:#333}.yt{text-anchor:end;fill:#333}.xl,.yl{text-anchor:middle;font-size:12px}\
 .grid{stroke:#e3e3e3}.tick{stroke:#888}.axis{stroke:#333}.shade{fill:#999;fill-opacity:.18}.st{fill:#444;font-style:italic}\
-.lg text,.lgt{font-size:11px}.empty{text-anchor:middle;fill:#777;font-size:14px}\
+.lg text,.lgt{font-size:11px}.note{font-size:11px;fill:#333}.empty{text-anchor:middle;fill:#777;font-size:14px}\
 .sev-critical{background:#D55E00;color:#fff;font-weight:700}.sev-warning{background:#E69F00;font-weight:700}.sev-info{background:#56B4E9}\
 .cols{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:18px}.up{color:#006d4f}.down{color:#a33c00}\
 nav a{margin-right:12px}";
@@ -98,7 +104,16 @@ pub fn report(inputs: &[Input]) -> String {
                 super::html_experiments::comparison(&mut o, name, cmp, "cmp");
                 compared_runs(&mut o, cmp);
             }
-            Input::Sweep { name, sweep } => super::html_experiments::sweep(&mut o, name, sweep),
+            Input::Sweep {
+                name,
+                sweep,
+                recipe,
+            } => {
+                if let Some(r) = recipe {
+                    super::html_experiments::recipe(&mut o, r);
+                }
+                super::html_experiments::sweep(&mut o, name, sweep)
+            }
             Input::Run { .. } => {}
         }
     }
@@ -288,8 +303,8 @@ fn ci_text(s: &Summary, fmt: fn(f64) -> String) -> String {
     }
 }
 
-fn mbps(x: f64) -> String {
-    format!("{} MB/s", num(x / 1e6))
+fn rate_text(x: f64) -> String {
+    crate::experiment::show("bytes", x)
 }
 
 fn pct_of(l: &Lat, p: f64) -> Option<u64> {
@@ -373,7 +388,7 @@ fn summary_table(o: &mut String, p: &str, views: &[JobView]) {
                 DIRS[d],
                 tr.len(),
                 ci_text(&iops, num),
-                ci_text(&bw, mbps),
+                ci_text(&bw, rate_text),
                 esc(&ns(dir.lat_ns.mean)),
                 pc(50.0),
                 pc(99.0),
@@ -390,7 +405,7 @@ fn summary_table(o: &mut String, p: &str, views: &[JobView]) {
                     esc(&v.name),
                     s.iops.n,
                     ci_text(&s.iops, num),
-                    ci_text(&s.bw_bytes, mbps),
+                    ci_text(&s.bw_bytes, rate_text),
                     ci_text(&s.lat_mean_ns, ns),
                     ci_text(&s.lat_p99_ns, ns)
                 );
@@ -470,9 +485,9 @@ fn time_series(o: &mut String, p: &str, views: &[JobView]) {
             id: &format!("{p}-bw-{j}"),
             title: &format!("{}: bandwidth per interval, each trial", v.name),
             x_label: "time since the job's start (s)",
-            y_label: "bandwidth (MB/s)",
+            y_label: "bandwidth (MiB/s)",
             shade: shade.clone(),
-            lines: lines(&|s, d, i| s.dir(d).bw_bytes[i] / 1e6, "", 0),
+            lines: lines(&|s, d, i| s.dir(d).bw_bytes[i] / MIB, "", 0),
             fmt_y: num,
             fmt_x: secs,
             ..Default::default()
@@ -618,8 +633,8 @@ fn spread(o: &mut String, p: &str, views: &[JobView]) {
         (
             "bw",
             "bandwidth per trial",
-            "MB/s",
-            |t| t.bw_bytes / 1e6,
+            "MiB/s",
+            |t| t.bw_bytes / MIB,
             |s| &s.bw_bytes,
             num,
         ),
@@ -646,7 +661,7 @@ fn spread(o: &mut String, p: &str, views: &[JobView]) {
             .map(|v| {
                 let ds = v.ds.expect("filtered");
                 let s = stat(&ds.summary);
-                let scale = if key == "bw" { 1e6 } else { 1.0 };
+                let scale = if key == "bw" { MIB } else { 1.0 };
                 DotGroup {
                     name: v.name.clone(),
                     values: ds
@@ -824,6 +839,16 @@ fn findings(o: &mut String, p: &str, doc: &RunDoc) {
     }
 }
 
+/// `OPT=VALUE` as the job gave it; a flag given without a value (fio's
+/// `time_based`) shows the value it sets, 1.
+fn option_text(k: &str, v: &str) -> String {
+    if v.is_empty() {
+        format!("{k}=1")
+    } else {
+        format!("{k}={v}")
+    }
+}
+
 /// `a.b.c = value` rows of a JSON object.
 fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
     match v {
@@ -880,7 +905,7 @@ fn environment(o: &mut String, p: &str, doc: &RunDoc) {
                 let _ = write!(
                     o,
                     "<tr><th class=\"l\">{}</th><td class=\"l\">{}</td></tr>",
-                    esc(&k),
+                    esc(&k.replace('_', " ").replace('.', " › ")),
                     esc(&v)
                 );
             }
@@ -889,7 +914,7 @@ fn environment(o: &mut String, p: &str, doc: &RunDoc) {
     }
     let _ = write!(o, "<h3>Job options</h3><table id=\"{p}-options\"><tr><th class=\"l\">job</th><th class=\"l\">options</th></tr>");
     if let Some(g) = &doc.global_options {
-        let s: Vec<String> = g.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let s: Vec<String> = g.iter().map(|(k, v)| option_text(k, v)).collect();
         let _ = write!(
             o,
             "<tr><td class=\"l\">(global)</td><td class=\"l\"><code>{}</code></td></tr>",
@@ -900,7 +925,7 @@ fn environment(o: &mut String, p: &str, doc: &RunDoc) {
         let s: Vec<String> = j
             .job_options
             .iter()
-            .map(|(k, v)| format!("{k}={v}"))
+            .map(|(k, v)| option_text(k, v))
             .collect();
         let _ = write!(
             o,
@@ -950,7 +975,7 @@ fn comparison(o: &mut String, runs: &[(&str, &RunDoc)]) {
         for &d in &base.dirs {
             for (metric, idx, fmt) in [
                 ("IOPS", 0usize, num as fn(f64) -> String),
-                ("bandwidth", 1, mbps),
+                ("bandwidth", 1, rate_text),
             ] {
                 let _ = write!(
                     o,

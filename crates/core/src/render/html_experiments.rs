@@ -10,15 +10,15 @@ use crate::experiment::sweep::{cell_stat, CellStatus, Sweep};
 use crate::svg::{self, esc, ns, num, Line, LineChart};
 use std::fmt::Write;
 
-/// A metric's value as text, by its unit.
+/// A metric's value as text, by its unit: the one formatting of the text
+/// and Markdown views ([`crate::experiment::show`]: MiB/s, the same
+/// rounding), so a figure reads the same in every view.
 fn fmt_unit(unit: &str, v: f64) -> String {
-    match unit {
-        "ns" => ns(v),
-        "bytes" => format!("{} MB/s", num(v / 1e6)),
-        "us" => format!("{} µs", num(v)),
-        _ => num(v),
-    }
+    crate::experiment::show(unit, v)
 }
+
+/// Bytes per second → MiB/s, the unit of the charts' bandwidth axes.
+pub const MIB: f64 = 1024.0 * 1024.0;
 
 fn verdict_class(v: Verdict) -> &'static str {
     match v {
@@ -109,8 +109,8 @@ fn comparison_lists(o: &mut String, c: &Comparison) {
         for d in &c.differences {
             let _ = write!(
                 o,
-                "<li><code>{}</code></li>",
-                esc(&serde_json::to_string(d).unwrap_or_default())
+                "<li>{}</li>",
+                esc(&super::compare_text::difference_sentence(d))
             );
         }
         o.push_str("</ul>");
@@ -169,8 +169,111 @@ fn job_changes(
         lines: vec![line],
         fmt_y: |v| format!("{v:+.0} %"),
         x_categories: cats,
+        signed: true,
         ..Default::default()
     }));
+}
+
+/// A recipe's own section: what it reproduces, its verdict (and the
+/// control's, when the result has one), what the seed reported, its tables
+/// and notes — all from the result's `recipe` section.
+pub fn recipe(o: &mut String, r: &serde_json::Value) {
+    let text = |k: &str| r.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
+    let _ = write!(
+        o,
+        "<section id=\"recipe\"><h2>Recipe {} (seed {})</h2><p>{}</p>",
+        esc(&text("name")),
+        esc(&text("seed")),
+        esc(&text("reproduces"))
+    );
+    let _ = write!(
+        o,
+        "<p>On kernel {} with {} CPUs{}.</p>",
+        esc(&text("kernel")),
+        r.get("cpus").and_then(|v| v.as_u64()).unwrap_or(0),
+        if r.get("quick").and_then(|v| v.as_bool()) == Some(true) {
+            ", quick (fewer trials: a smoke test, not a measurement)"
+        } else {
+            ""
+        }
+    );
+    let _ = write!(
+        o,
+        "<p id=\"recipe-verdict\"><b>Verdict:</b> {}</p>",
+        esc(&text("verdict"))
+    );
+    if let Some(cv) = r.get("control_verdict").and_then(|v| v.as_str()) {
+        let _ = write!(
+            o,
+            "<p id=\"recipe-control\"><b>Control:</b> {}</p>",
+            esc(cv)
+        );
+    }
+    let _ = write!(
+        o,
+        "<p id=\"recipe-seed\"><b>What the seed reported:</b> {}</p>",
+        esc(&text("seed_reported"))
+    );
+    for (i, t) in r
+        .get("tables")
+        .and_then(|v| v.as_array())
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        recipe_table(o, i, t);
+    }
+    for n in r
+        .get("notes")
+        .and_then(|v| v.as_array())
+        .into_iter()
+        .flatten()
+    {
+        let _ = write!(
+            o,
+            "<p class=\"muted\">note: {}</p>",
+            esc(n.as_str().unwrap_or(""))
+        );
+    }
+    o.push_str("</section>");
+}
+
+/// One of a recipe's tables (title, header, rows of text).
+fn recipe_table(o: &mut String, i: usize, t: &serde_json::Value) {
+    let strs = |v: Option<&serde_json::Value>| -> Vec<String> {
+        v.and_then(|v| v.as_array())
+            .into_iter()
+            .flatten()
+            .map(|x| {
+                x.as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| x.to_string())
+            })
+            .collect()
+    };
+    let title = t.get("title").and_then(|v| v.as_str()).unwrap_or("");
+    let _ = write!(
+        o,
+        "<h3>{}</h3><table id=\"recipe-table-{i}\"><tr>",
+        esc(title)
+    );
+    for h in strs(t.get("header")) {
+        let _ = write!(o, "<th class=\"l\">{}</th>", esc(&h));
+    }
+    o.push_str("</tr>");
+    for row in t
+        .get("rows")
+        .and_then(|v| v.as_array())
+        .into_iter()
+        .flatten()
+    {
+        o.push_str("<tr>");
+        for cell in strs(Some(row)) {
+            let _ = write!(o, "<td class=\"l\">{}</td>", esc(&cell));
+        }
+        o.push_str("</tr>");
+    }
+    o.push_str("</table>");
 }
 
 /// The charted sweep metrics (keys of the metric table) and whether their
@@ -230,7 +333,7 @@ pub fn sweep(o: &mut String, name: &str, s: &Sweep) {
         }
         let y_label = match def.unit {
             "ns" => format!("{} (log scale)", def.label),
-            "bytes" => "bandwidth (MB/s)".into(),
+            "bytes" => "bandwidth (MiB/s)".into(),
             "us" => format!("{} (µs)", def.label),
             _ => def.label.to_string(),
         };
@@ -258,11 +361,11 @@ fn sweep_header(o: &mut String, name: &str, s: &Sweep) {
         .collect();
     let _ = write!(
         o,
-        "<section id=\"sweep\"><h2>Sweep {}</h2><p>Varied: <code>{}</code>; order {:?}; {} of {} cells done{}; \
+        "<section id=\"sweep\"><h2>Sweep {}</h2><p>Varied: <code>{}</code>; order {}; {} of {} cells done{}; \
          wall {:.0} s ({:.0} % outside trials).</p><p>Base: <code>{}</code></p>",
         esc(name),
         esc(&axes.join("; ")),
-        s.order,
+        s.order.word(),
         s.cells.iter().filter(|c| c.status == CellStatus::Done).count(),
         s.cells.len(),
         if s.interrupted { ", INTERRUPTED" } else { "" },
@@ -294,7 +397,7 @@ fn sweep_line_name(s: &Sweep, combo: &[String], job: &str, jobs: usize, label: &
 /// with the 95 % CI bars (none for one trial).
 fn sweep_points(l: &mut Line, s: &Sweep, combo: &[String], job: &str, k: usize) {
     let Some(x_axis) = s.axes.first() else { return };
-    let scale = if METRICS[k].key == "bw" { 1e6 } else { 1.0 };
+    let scale = if METRICS[k].key == "bw" { MIB } else { 1.0 };
     for (xi, xv) in x_axis.values.iter().enumerate() {
         let cell = s
             .cells
@@ -345,7 +448,11 @@ fn sweep_table(o: &mut String, s: &Sweep) {
                         "{} ± {} [{}, {}] ({})",
                         fmt_unit(u, st.mean),
                         fmt_unit(u, st.sigma().unwrap_or(f64::NAN)),
-                        fmt_unit(u, st.mean - st.half),
+                        if st.mean - st.half < 0.0 {
+                            "reaches 0".to_string()
+                        } else {
+                            fmt_unit(u, st.mean - st.half)
+                        },
                         fmt_unit(u, st.mean + st.half),
                         st.n
                     )
@@ -355,11 +462,50 @@ fn sweep_table(o: &mut String, s: &Sweep) {
             };
             let _ = write!(o, "<td>{}</td>", esc(&txt));
         }
-        let _ = write!(
-            o,
-            "<td class=\"l\">{}</td></tr>",
-            esc(&c.findings().join(", "))
-        );
+        let f: Vec<String> = c
+            .findings()
+            .iter()
+            .map(|k| format!("<code>{}</code>", esc(k)))
+            .collect();
+        let _ = write!(o, "<td class=\"l\">{}</td></tr>", f.join(", "));
     }
     o.push_str("</table><p class=\"muted\">Each cell: mean over its trials ± σ (their standard deviation), the 95 % CI of the mean as [low, high], (trials); one trial: the value alone. The first job is shown in the table; the charts have a line per job.</p></section>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::compare_markdown::CompareMarkdown;
+    use super::super::compare_text::CompareText;
+    use super::super::Exporter;
+    use crate::experiment::compare::Comparison;
+
+    /// Over one fixed comparison, every metric's A and B read the same —
+    /// same unit (MiB/s for bandwidth), same rounding — in the text, the
+    /// Markdown and the HTML report.
+    #[test]
+    fn a_metric_reads_the_same_in_text_markdown_and_html() {
+        let c: Comparison =
+            serde_json::from_str(include_str!("testdata/compare_two_runs.json")).unwrap();
+        let text = CompareText.render(&c);
+        let md = CompareMarkdown.render(&c);
+        let html = super::super::html::report(&[super::super::html::Input::Compare {
+            name: "cmp.json".into(),
+            cmp: Box::new(c.clone()),
+        }]);
+        let mut checked = 0;
+        for m in &c.jobs[0].metrics {
+            for v in [m.a, m.b].into_iter().flatten() {
+                let shown = crate::experiment::show(&m.unit, v);
+                for (view, out) in [("text", &text), ("Markdown", &md), ("HTML", &html)] {
+                    assert!(
+                        out.contains(&shown),
+                        "{} {shown} is not in the {view} view",
+                        m.label
+                    );
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked >= 10, "only {checked} values checked");
+    }
 }

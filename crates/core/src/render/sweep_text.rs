@@ -112,7 +112,7 @@ fn header(s: &Sweep, ks: &[usize]) -> String {
         .filter(|c| c.status == CellStatus::Done)
         .count();
     let mut out = format!(
-        "dioscope sweep {}: {} cells ({} done{}), order {:?}, trials {}\n",
+        "dioscope sweep {}: {} cells ({} done{}), order {}, trials {}\n",
         s.base_args.join(" "),
         s.cells.len(),
         done,
@@ -121,7 +121,7 @@ fn header(s: &Sweep, ks: &[usize]) -> String {
         } else {
             ""
         },
-        s.order,
+        s.order.word(),
         if s.trials.is_empty() {
             "as in the job"
         } else {

@@ -66,6 +66,11 @@ pub struct LineChart<'a> {
     pub fmt_x: fn(f64) -> String,
     /// Category names for an x axis of categories (x = index).
     pub x_categories: Vec<String>,
+    /// The values can be negative (a change, a difference); otherwise the
+    /// metric is non-negative (IOPS, bandwidth, CPU, latency): its linear
+    /// axis starts at 0 and an interval reaching below 0 is drawn
+    /// open-ended down to the axis, labelled "interval reaches 0".
+    pub signed: bool,
 }
 
 impl Default for LineChart<'_> {
@@ -81,6 +86,7 @@ impl Default for LineChart<'_> {
             fmt_y: num,
             fmt_x: num,
             x_categories: Vec::new(),
+            signed: false,
         }
     }
 }
@@ -153,16 +159,21 @@ fn c(x: f64) -> String {
     }
 }
 
-/// "Nice" linear ticks covering [lo, hi].
-fn lin_ticks(lo: f64, hi: f64) -> Vec<f64> {
-    let span = (hi - lo).max(f64::MIN_POSITIVE);
+/// A "nice" step (1, 2, 2.5, 5 × 10^k) giving at most 6 ticks over `span`.
+fn tick_step(span: f64) -> f64 {
+    let span = span.max(f64::MIN_POSITIVE);
     let raw = span / 5.0;
     let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+    [1.0, 2.0, 2.5, 5.0, 10.0]
         .iter()
         .map(|m| m * mag)
         .find(|s| span / s <= 6.0)
-        .unwrap_or(10.0 * mag);
+        .unwrap_or(10.0 * mag)
+}
+
+/// "Nice" linear ticks covering [lo, hi].
+fn lin_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let step = tick_step(hi - lo);
     let mut t = (lo / step).floor() * step;
     let mut v = Vec::new();
     while t <= hi + step * 1e-9 {
@@ -190,13 +201,29 @@ impl Scale {
             if hi <= lo {
                 hi = lo + 1.0;
             }
-        } else if hi <= lo {
-            hi = lo + 1.0;
+        } else {
+            if hi <= lo {
+                hi = lo + 1.0;
+            }
+            // End the axis on ticks, so the extremes sit inside it.
+            let step = tick_step(hi - lo);
+            lo = (lo / step + 1e-9).floor() * step;
+            hi = (hi / step - 1e-9).ceil() * step;
         }
         Scale {
             lo,
             hi,
             log,
+            p0,
+            p1,
+        }
+    }
+    /// A scale over exactly [lo, hi] (categories, time): no rounding.
+    fn fixed(lo: f64, hi: f64, p0: f64, p1: f64) -> Scale {
+        Scale {
+            lo,
+            hi: if hi <= lo { lo + 1.0 } else { hi },
+            log: false,
             p0,
             p1,
         }
@@ -249,9 +276,63 @@ fn open_svg(o: &mut String, id: &str, title: &str, desc: &str, h: f64) {
     );
 }
 
-fn axes(o: &mut String, xs: &Scale, ys: &Scale, ch: &LineChart, h: f64, top: f64) {
+/// Category labels wrapped to their slot: the lines of each label and
+/// every how many-th label is drawn (1: all; more when even one word is
+/// wider than its slot).
+fn category_layout(cats: &[String]) -> (Vec<Vec<String>>, usize) {
+    let slot = (W - MR - ML) / cats.len().max(1) as f64;
+    let per_line = ((slot - 6.0) / CHAR_W).floor().max(1.0) as usize;
+    let wrapped: Vec<Vec<String>> = cats.iter().map(|c| wrap(c, per_line)).collect();
+    let widest = wrapped
+        .iter()
+        .flatten()
+        .map(|l| l.chars().count())
+        .max()
+        .unwrap_or(0) as f64
+        * CHAR_W;
+    let every = ((widest + 6.0) / slot).ceil().max(1.0) as usize;
+    (wrapped, every)
+}
+
+/// Words of `s` in lines of at most `n` characters (a longer word alone).
+fn wrap(s: &str, n: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for w in s.split_whitespace() {
+        match lines.last_mut() {
+            Some(l) if l.chars().count() + 1 + w.chars().count() <= n => {
+                l.push(' ');
+                l.push_str(w);
+            }
+            _ => lines.push(w.to_string()),
+        }
+    }
+    lines
+}
+
+/// Rough width of a character of the 11 px tick font (a generous bound).
+const CHAR_W: f64 = 6.6;
+
+/// Extra bottom margin the wrapped category labels need.
+fn category_extra(cats: &[String]) -> f64 {
+    if cats.is_empty() {
+        return 0.0;
+    }
+    let (wrapped, _) = category_layout(cats);
+    let lines = wrapped.iter().map(Vec::len).max().unwrap_or(1).max(1);
+    (lines - 1) as f64 * 13.0
+}
+
+fn axes(o: &mut String, xs: &Scale, ys: &Scale, ch: &LineChart, top: f64) {
     let (x0, x1) = (ML, W - MR);
-    let (y0, y1) = (h - MB, top);
+    let (y0, y1) = (ys.p0, top);
+    let _ = write!(
+        o,
+        "<rect class=\"plot\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\"/>",
+        c(x0),
+        c(y1),
+        c(x1 - x0),
+        c(y0 - y1)
+    );
     for t in ys.ticks() {
         let y = ys.px(t);
         if y < y1 - 0.5 || y > y0 + 0.5 {
@@ -285,19 +366,27 @@ fn axes(o: &mut String, xs: &Scale, ys: &Scale, ch: &LineChart, h: f64, top: f64
                 c(y0),
                 c(y0 + 4.0),
                 c(x),
-                c(y0 + 16.0),
+                c(y0 + 18.0),
                 esc(&(ch.fmt_x)(t))
             );
         }
     } else {
-        for (i, name) in ch.x_categories.iter().enumerate() {
-            let _ = write!(
-                o,
-                "<text x=\"{}\" y=\"{}\" class=\"xt\">{}</text>",
-                c(xs.px(i as f64)),
-                c(y0 + 16.0),
-                esc(name)
-            );
+        let (wrapped, every) = category_layout(&ch.x_categories);
+        for (i, lines) in wrapped.iter().enumerate() {
+            if i % every != 0 {
+                continue;
+            }
+            let x = c(xs.px(i as f64));
+            let _ = write!(o, "<text x=\"{x}\" y=\"{}\" class=\"xt\">", c(y0 + 18.0));
+            for (k, l) in lines.iter().enumerate() {
+                let _ = write!(
+                    o,
+                    "<tspan x=\"{x}\" dy=\"{}\">{}</tspan>",
+                    if k == 0 { 0 } else { 13 },
+                    esc(l)
+                );
+            }
+            let _ = write!(o, "<title>{}</title></text>", esc(&ch.x_categories[i]));
         }
     }
     let _ = write!(
@@ -315,7 +404,7 @@ fn axes(o: &mut String, xs: &Scale, ys: &Scale, ch: &LineChart, h: f64, top: f64
         c(y0),
         c(y1),
         c((x0 + x1) / 2.0),
-        c(h - 10.0),
+        c(y0 + MB - 10.0 + category_extra(&ch.x_categories)),
         esc(ch.x_label),
         c((y0 + y1) / 2.0),
         esc(ch.y_label)
@@ -399,20 +488,36 @@ pub fn line_chart(ch: &LineChart) -> String {
         xlo = -0.5;
         xhi = ch.x_categories.len() as f64 - 0.5;
     }
-    if !ch.log_y {
+    if ch.signed && !ch.log_y {
+        // A change: 0 in view, room on both sides of the largest ones.
+        ylo = ylo.min(0.0);
+        yhi = yhi.max(0.0);
+        let pad = (yhi - ylo).max(1e-9) * 0.05;
+        ylo -= pad;
+        yhi += pad;
+    } else if !ch.log_y {
         ylo = ylo.min(0.0);
         yhi *= 1.05;
     }
+    let open = ch.lines.iter().any(|l| {
+        l.err
+            .iter()
+            .any(|&(lo, hi)| hi.is_finite() && reaches_zero(ch, lo))
+    });
     let lg = legend(&mut o, &ch.lines);
-    let h = h + lg;
+    let extra = category_extra(&ch.x_categories) + if open { 16.0 } else { 0.0 };
+    let h = h + lg + extra;
     let top = MT + lg;
     o = o.replacen(
         &format!("viewBox=\"0 0 {W} {H}\" width=\"{W}\" height=\"{H}\""),
         &format!("viewBox=\"0 0 {W} {h}\" width=\"{W}\" height=\"{h}\""),
         1,
     );
-    let xs = Scale::new(xlo, xhi, false, ML, W - MR);
-    let ys = Scale::new(ylo, yhi, ch.log_y, h - MB, top);
+    let xs = Scale::fixed(xlo, xhi, ML, W - MR);
+    let ys = Scale::new(ylo, yhi, ch.log_y, h - MB - extra, top);
+    if open {
+        open_note(&mut o, h);
+    }
     for &(a, b, label) in &ch.shade {
         let _ = write!(
             o,
@@ -428,12 +533,28 @@ pub fn line_chart(ch: &LineChart) -> String {
             esc(label)
         );
     }
-    axes(&mut o, &xs, &ys, ch, h, top);
+    axes(&mut o, &xs, &ys, ch, top);
     for (l, p) in ch.lines.iter().zip(&pts) {
         series(&mut o, ch, l, p, &xs, &ys);
     }
     o.push_str("</svg>");
     o
+}
+
+/// An interval whose low end the axis cannot show: at or below 0 on a log
+/// scale, below 0 for a non-negative metric. It is drawn open-ended.
+fn reaches_zero(ch: &LineChart, lo: f64) -> bool {
+    !lo.is_nan() && ((ch.log_y && lo <= 0.0) || (!ch.signed && lo < 0.0))
+}
+
+/// The key to open-ended bars, under the x axis label.
+fn open_note(o: &mut String, h: f64) {
+    let _ = write!(
+        o,
+        "<text x=\"{}\" y=\"{}\" class=\"note\">▼ dashed bar: its interval reaches 0 (open-ended, below the axis)</text>",
+        c(ML),
+        c(h - 4.0)
+    );
 }
 
 /// The extent of the data: the points, their error bars (a bar's low end
@@ -448,7 +569,7 @@ fn bounds(ch: &LineChart, pts: &[Vec<(f64, f64)>]) -> (f64, f64, f64, f64) {
     }
     for l in &ch.lines {
         for &(lo, hi) in &l.err {
-            if lo.is_finite() && (!ch.log_y || lo > 0.0) {
+            if lo.is_finite() && !reaches_zero(ch, lo) {
                 ylo = ylo.min(lo);
             }
             if hi.is_finite() {
@@ -483,13 +604,19 @@ fn series(o: &mut String, ch: &LineChart, l: &Line, p: &[(f64, f64)], xs: &Scale
         let Some(&(x, _)) = l.points.get(i) else {
             continue;
         };
-        if !(lo.is_finite() && hi.is_finite()) || (ch.log_y && lo <= 0.0) {
+        if lo.is_nan() || !hi.is_finite() {
+            continue;
+        }
+        let span = format!("[{}, {}]", (ch.fmt_y)(lo), (ch.fmt_y)(hi));
+        if reaches_zero(ch, lo) {
+            open_bar(o, xs.px(x), ys.px(hi), ys.p0, color, &span);
             continue;
         }
         let px = c(xs.px(x));
         let _ = write!(
             o,
-            "<path d=\"M{px} {a}V{b}M{l1} {a}H{r1}M{l1} {b}H{r1}\" stroke=\"{color}\" fill=\"none\"/>",
+            "<path d=\"M{px} {a}V{b}M{l1} {a}H{r1}M{l1} {b}H{r1}\" stroke=\"{color}\" fill=\"none\" class=\"err\"><title>interval {}</title></path>",
+            esc(&span),
             a = c(ys.px(lo)),
             b = c(ys.px(hi)),
             l1 = c(xs.px(x) - 4.0),
@@ -515,6 +642,24 @@ fn series(o: &mut String, ch: &LineChart, l: &Line, p: &[(f64, f64)], xs: &Scale
         }
     }
     o.push_str("</g>");
+}
+
+/// An interval drawn open-ended: dashed from its high end `top` down to the
+/// axis at `bottom`, an arrowhead there; its hover text says it reaches 0.
+fn open_bar(o: &mut String, x: f64, top: f64, bottom: f64, color: &str, span: &str) {
+    let _ = write!(
+        o,
+        "<path d=\"M{px} {t}V{b}M{l1} {t}H{r1}\" stroke=\"{color}\" stroke-dasharray=\"4 2\" fill=\"none\" class=\"err open\">\
+         <title>interval reaches 0: {}</title></path>\
+         <path d=\"M{l1} {a}L{px} {b}L{r1} {a}\" stroke=\"{color}\" fill=\"none\" class=\"err open\"/>",
+        esc(span),
+        px = c(x),
+        t = c(top),
+        b = c(bottom),
+        a = c(bottom - 6.0),
+        l1 = c(x - 4.0),
+        r1 = c(x + 4.0)
+    );
 }
 
 /// One category of a dot plot: each trial a dot, the mean a bar, the CI a
@@ -570,55 +715,89 @@ pub fn dot_plot(
         x_categories: groups.iter().map(|g| g.name.clone()).collect(),
         ..Default::default()
     };
-    let xs = Scale::new(-0.5, groups.len() as f64 - 0.5, false, ML, W - MR);
-    let ys = Scale::new(0.0, yhi * 1.08, false, h - MB, MT);
-    axes(&mut o, &xs, &ys, &ch, h, MT);
+    let open = groups
+        .iter()
+        .any(|g| g.values.len() > 1 && g.ci.1.is_finite() && g.ci.0 < 0.0);
+    let extra = category_extra(&ch.x_categories) + if open { 16.0 } else { 0.0 };
+    let h = h + extra;
+    o = o.replacen(
+        &format!("viewBox=\"0 0 {W} {H}\" width=\"{W}\" height=\"{H}\""),
+        &format!("viewBox=\"0 0 {W} {h}\" width=\"{W}\" height=\"{h}\""),
+        1,
+    );
+    let xs = Scale::fixed(-0.5, groups.len() as f64 - 0.5, ML, W - MR);
+    let ys = Scale::new(0.0, yhi * 1.08, false, h - MB - extra, MT);
+    axes(&mut o, &xs, &ys, &ch, MT);
+    if open {
+        open_note(&mut o, h);
+    }
+    // Offsets from a column's centre shrink with narrow columns.
+    let f = ((W - MR - ML) / groups.len() as f64 / 80.0).min(1.0);
     for (i, g) in groups.iter().enumerate() {
-        let color = PALETTE[i % PALETTE.len()];
-        let cx = xs.px(i as f64);
-        let k = g.values.len().max(1) as f64;
-        for (j, &v) in g.values.iter().enumerate() {
-            // Spread the dots sideways a little so equal values stay visible.
-            let dx = (j as f64 - (k - 1.0) / 2.0) * (40.0 / k).min(8.0);
-            let _ = write!(
-                o,
-                "<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{color}\" fill-opacity=\"0.75\" class=\"trial\"><title>{} trial {}: {}</title></circle>",
-                c(cx + dx),
-                c(ys.px(v)),
-                esc(&g.name),
-                j + 1,
-                esc(&fmt(v))
-            );
-        }
-        if g.ci.0.is_finite() && g.ci.1.is_finite() && g.values.len() > 1 {
-            let _ = write!(
-                o,
-                "<path d=\"M{} {}V{}M{} {}H{}M{} {}H{}\" stroke=\"#000\" fill=\"none\" class=\"ci\"><title>95 % CI [{}, {}]</title></path>",
-                c(cx + 34.0),
-                c(ys.px(g.ci.0)),
-                c(ys.px(g.ci.1)),
-                c(cx + 30.0),
-                c(ys.px(g.ci.0)),
-                c(cx + 38.0),
-                c(cx + 30.0),
-                c(ys.px(g.ci.1)),
-                c(cx + 38.0),
-                esc(&fmt(g.ci.0)),
-                esc(&fmt(g.ci.1))
-            );
-        }
-        let _ = write!(
-            o,
-            "<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"#000\" stroke-width=\"2\" class=\"mean\"><title>mean {}</title></line>",
-            c(cx - 24.0),
-            c(cx + 40.0),
-            c(ys.px(g.mean)),
-            c(ys.px(g.mean)),
-            esc(&fmt(g.mean))
-        );
+        dot_group(&mut o, i, g, &xs, &ys, fmt, f);
     }
     o.push_str("</svg>");
     o
+}
+
+/// One column of a dot plot: its trials, CI whisker and mean; offsets
+/// scaled by `f`.
+fn dot_group(
+    o: &mut String,
+    i: usize,
+    g: &DotGroup,
+    xs: &Scale,
+    ys: &Scale,
+    fmt: fn(f64) -> String,
+    f: f64,
+) {
+    let color = PALETTE[i % PALETTE.len()];
+    let cx = xs.px(i as f64);
+    let k = g.values.len().max(1) as f64;
+    for (j, &v) in g.values.iter().enumerate() {
+        // Spread the dots sideways a little so equal values stay visible.
+        let dx = (j as f64 - (k - 1.0) / 2.0) * (40.0 * f / k).min(8.0 * f);
+        let _ = write!(
+            o,
+            "<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{color}\" fill-opacity=\"0.75\" class=\"trial\"><title>{} trial {}: {}</title></circle>",
+            c(cx + dx),
+            c(ys.px(v)),
+            esc(&g.name),
+            j + 1,
+            esc(&fmt(v))
+        );
+    }
+    let wx = cx + 34.0 * f;
+    if g.ci.0.is_finite() && g.ci.1.is_finite() && g.values.len() > 1 {
+        let span = format!("95 % CI [{}, {}]", fmt(g.ci.0), fmt(g.ci.1));
+        if g.ci.0 < 0.0 {
+            open_bar(o, wx, ys.px(g.ci.1), ys.p0, "#000", &span);
+        } else {
+            let _ = write!(
+                o,
+                "<path d=\"M{} {}V{}M{} {}H{}M{} {}H{}\" stroke=\"#000\" fill=\"none\" class=\"ci\"><title>{}</title></path>",
+                c(wx),
+                c(ys.px(g.ci.0)),
+                c(ys.px(g.ci.1)),
+                c(wx - 4.0),
+                c(ys.px(g.ci.0)),
+                c(wx + 4.0),
+                c(wx - 4.0),
+                c(ys.px(g.ci.1)),
+                c(wx + 4.0),
+                esc(&span)
+            );
+        }
+    }
+    let _ = write!(
+        o,
+        "<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"#000\" stroke-width=\"2\" class=\"mean\"><title>mean {}</title></line>",
+        c(cx - 24.0 * f),
+        c(cx + 40.0 * f),
+        c(ys.px(g.mean)),
+        c(ys.px(g.mean)),
+        esc(&fmt(g.mean))
+    );
 }
 
 /// A latency histogram: bars over a log-scaled latency axis (x) with the
@@ -658,7 +837,7 @@ pub fn histogram(id: &str, title: &str, bins: &[(u64, u64)]) -> String {
     let ymax = bars.iter().map(|b| b.1).max().unwrap_or(1) as f64 * 100.0 / total as f64;
     let lo = bars.first().map(|b| b.0).unwrap_or(0.0).floor();
     let hi = bars.last().map(|b| b.0 + 0.1).unwrap_or(1.0).ceil();
-    let xs = Scale::new(lo, hi, false, ML, W - MR);
+    let xs = Scale::fixed(lo, hi, ML, W - MR);
     let ys = Scale::new(0.0, ymax * 1.08, false, h - MB, MT);
     let ch = LineChart {
         x_label: "latency (log scale)",
@@ -669,7 +848,7 @@ pub fn histogram(id: &str, title: &str, bins: &[(u64, u64)]) -> String {
     };
     // Decade ticks only.
     let mut axes_o = String::new();
-    axes(&mut axes_o, &xs, &ys, &ch, h, MT);
+    axes(&mut axes_o, &xs, &ys, &ch, MT);
     o.push_str(&axes_o);
     for &(k, n) in &bars {
         let x0 = xs.px(k);
@@ -733,15 +912,30 @@ pub fn bars(
     }
     let left = 170.0;
     let xs = Scale::new(0.0, xmax * 1.1, false, left, W - MR);
+    let _ = write!(
+        o,
+        "<rect class=\"plot\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\"/>",
+        c(left),
+        c(MT + 8.0),
+        c(W - MR - left),
+        c(h - MB - MT - 8.0)
+    );
     bar_axis(&mut o, &xs, h, left, x_label, fmt);
     let mut keys: Vec<(String, usize)> = Vec::new();
     for (i, r) in rows.iter().enumerate() {
         let y = MT + 8.0 + i as f64 * row_h + 3.0;
+        let fit = ((left - 10.0) / CHAR_W) as usize;
+        let shown: String = if r.name.chars().count() > fit {
+            r.name.chars().take(fit - 1).chain(['…']).collect()
+        } else {
+            r.name.clone()
+        };
         let _ = write!(
             o,
-            "<text x=\"{}\" y=\"{}\" class=\"yt\">{}</text>",
+            "<text x=\"{}\" y=\"{}\" class=\"yt\">{}<title>{}</title></text>",
             c(left - 6.0),
             c(y + 14.0),
+            esc(&shown),
             esc(&r.name)
         );
         let mut x = 0.0;
@@ -769,7 +963,7 @@ pub fn bars(
     for (name, style) in keys {
         let _ = write!(
             o,
-            "<rect x=\"{}\" y=\"24\" width=\"12\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"33\" class=\"lgt\">{}</text>",
+            "<rect x=\"{}\" y=\"27\" width=\"12\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"36\" class=\"lgt\">{}</text>",
             c(x),
             PALETTE[style % PALETTE.len()],
             c(x + 16.0),
