@@ -104,6 +104,18 @@ fn read_input(path: &str) -> Result<Input, String> {
         }
         _ => {}
     }
+    // The doctor's checklist: a target and its checks, no jobs.
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(json) {
+        if v.get("checks").is_some_and(|c| c.is_array())
+            && v.get("target").is_some_and(|t| t.is_string())
+            && v.get("jobs").is_none()
+        {
+            return Ok(Input::Doctor {
+                name: path.to_string(),
+                doc: Box::new(v),
+            });
+        }
+    }
     let doc = RunDoc::from_json(json).map_err(|e| {
         format!(
             "report: {path} is not a result dioscope can read: {e} \

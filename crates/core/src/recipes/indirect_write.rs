@@ -44,10 +44,9 @@ fn max_sectors_kb(dev: &str) -> Option<u64> {
 
 /// Cap a device's requests at `kb` KiB.
 fn cap_requests(dev: &str, kb: u64) -> Result<(), Stop> {
-    let name = dev.rsplit('/').next().unwrap_or(dev);
-    let p = format!("/sys/block/{name}/queue/max_sectors_kb");
-    std::fs::write(&p, kb.to_string())
-        .map_err(|e| Stop::Failed(format!("cannot cap {dev}'s requests at {kb} KiB ({p}): {e}")))
+    crate::scratch::set_request_limit(dev, kb).map_err(|e| {
+        Stop::Failed(format!("cannot cap {dev}'s requests at {kb} KiB (queue/max_sectors_kb): {e}"))
+    })
 }
 
 /// Before each trial: the file back to its first 48 KiB (the seed's

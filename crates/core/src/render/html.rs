@@ -57,14 +57,17 @@ pub enum Input {
         sweep: Box<Sweep>,
         recipe: Option<Box<Value>>,
     },
+    /// `dioscope doctor --output-format=json`: the checklist of a target.
+    Doctor { name: String, doc: Box<Value> },
 }
 
 impl Input {
     fn name(&self) -> &str {
         match self {
-            Input::Run { name, .. } | Input::Compare { name, .. } | Input::Sweep { name, .. } => {
-                name
-            }
+            Input::Run { name, .. }
+            | Input::Compare { name, .. }
+            | Input::Sweep { name, .. }
+            | Input::Doctor { name, .. } => name,
         }
     }
 }
@@ -114,6 +117,7 @@ pub fn report(inputs: &[Input]) -> String {
                 }
                 super::html_experiments::sweep(&mut o, name, sweep)
             }
+            Input::Doctor { name, doc } => doctor(&mut o, name, doc),
             Input::Run { .. } => {}
         }
     }
@@ -847,6 +851,94 @@ fn option_text(k: &str, v: &str) -> String {
     } else {
         format!("{k}={v}")
     }
+}
+
+/// A doctor's checklist: what it says of the target (how many checks
+/// pass, fail, warn), one row per check with its status, the findings with
+/// their severity, and the environment it saw.
+fn doctor(o: &mut String, name: &str, d: &Value) {
+    let target = d["target"].as_str().unwrap_or("");
+    let checks: &[Value] = d["checks"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let _ = write!(o, "<section id=\"doctor\"><h2>Doctor: {}</h2>", esc(target));
+    if !name.is_empty() {
+        let _ = write!(o, "<p class=\"muted\">from {}</p>", esc(name));
+    }
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for c in checks {
+        let st = c["status"].as_str().unwrap_or("?").to_string();
+        match counts.iter_mut().find(|(s, _)| *s == st) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((st, 1)),
+        }
+    }
+    let summary: Vec<String> = counts.iter().map(|(s, n)| format!("{n} {s}")).collect();
+    let _ = write!(
+        o,
+        "<p id=\"doctor-summary\">{} checks: {}.</p>",
+        checks.len(),
+        esc(&summary.join(", "))
+    );
+    let class = |st: &str| match st {
+        "fail" => "sev-critical",
+        "warn" => "sev-warning",
+        "info" => "sev-info",
+        _ => "",
+    };
+    o.push_str(
+        "<table id=\"doctor-checks\"><tr><th class=\"l\">status</th><th class=\"l\">check</th>\
+         <th class=\"l\">what it found</th></tr>",
+    );
+    for c in checks {
+        let st = c["status"].as_str().unwrap_or("?");
+        let _ = write!(
+            o,
+            "<tr><td class=\"l {}\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+            class(st),
+            esc(st),
+            esc(c["name"].as_str().unwrap_or("")),
+            esc(c["detail"].as_str().unwrap_or(""))
+        );
+    }
+    o.push_str("</table>");
+    let findings: Vec<&Value> = checks
+        .iter()
+        .flat_map(|c| c["findings"].as_array().map(Vec::as_slice).unwrap_or(&[]))
+        .filter(|f| f["severity"].as_str() != Some("info"))
+        .collect();
+    if !findings.is_empty() {
+        o.push_str(
+            "<h3>Findings</h3><table id=\"doctor-findings\"><tr><th class=\"l\">severity</th>\
+             <th class=\"l\">finding</th><th class=\"l\">what to do</th></tr>",
+        );
+        for f in findings {
+            let sev = f["severity"].as_str().unwrap_or("");
+            let _ = write!(
+                o,
+                "<tr><td class=\"l sev-{}\">{}</td><td class=\"l\"><code>{}</code></td>\
+                 <td class=\"l\">{}</td></tr>",
+                esc(sev),
+                esc(sev),
+                esc(f["kind"].as_str().unwrap_or("")),
+                esc(f["message"].as_str().unwrap_or(""))
+            );
+        }
+        o.push_str("</table>");
+    }
+    let mut rows = Vec::new();
+    flatten("", &d["environment"], &mut rows);
+    if !rows.is_empty() {
+        o.push_str("<h3>Environment</h3><table id=\"doctor-env\">");
+        for (k, v) in rows {
+            let _ = write!(
+                o,
+                "<tr><th class=\"l\">{}</th><td class=\"l\">{}</td></tr>",
+                esc(&k.replace('_', " ").replace('.', " › ")),
+                esc(&v)
+            );
+        }
+        o.push_str("</table>");
+    }
+    o.push_str("</section>\n");
 }
 
 /// `a.b.c = value` rows of a JSON object.

@@ -356,6 +356,9 @@ fn create_loop_in(spec: &LoopSpec, parent: Option<&str>) -> Result<Item> {
             return Err(e);
         }
     };
+    // A fresh device starts at the kernel's request-size limit, whatever
+    // the last user of this loopN left there.
+    super::reset_request_limit(&dev);
     // What the kernel actually does: loop falls back to buffered I/O on a
     // backing file system without O_DIRECT.
     let name = dev.trim_start_matches("/dev/").to_string();

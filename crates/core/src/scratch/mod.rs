@@ -568,6 +568,77 @@ fn destroy_zram(
     })
 }
 
+/// A loop device's request-size limit (`queue/max_sectors_kb`) back to the
+/// kernel's default. The setting belongs to the `loopN` node, not to an
+/// attachment: a cap (a recipe's control, `--cap-request-kb`) outlives
+/// `losetup -d` and would cut the requests of whoever attaches `loopN`
+/// next. Writing 0 restores the default (Linux ≥ 6.8); an older kernel
+/// refuses 0 and gets the hardware limit instead. Best effort: a device
+/// that cannot be reset is still detached.
+pub(crate) fn reset_request_limit(device: &str) {
+    let name = device.trim_start_matches("/dev/");
+    let q = format!("/sys/block/{name}/queue");
+    let p = format!("{q}/max_sectors_kb");
+    if std::fs::write(&p, "0").is_err() {
+        if let Ok(hw) = std::fs::read_to_string(format!("{q}/max_hw_sectors_kb")) {
+            let _ = std::fs::write(&p, hw.trim());
+        }
+    }
+}
+
+/// Cap a scratch device's requests at `kb` KiB (`queue/max_sectors_kb`):
+/// a recipe's planted or masked request size. Undone when the device is
+/// destroyed ([`reset_request_limit`]).
+pub fn set_request_limit(device: &str, kb: u64) -> std::io::Result<()> {
+    let name = device.trim_start_matches("/dev/");
+    std::fs::write(
+        format!("/sys/block/{name}/queue/max_sectors_kb"),
+        kb.to_string(),
+    )
+}
+
+/// A read-IOPS limit on a scratch device (blk-throttle, cgroup v1's
+/// `blkio.throttle.read_iops_device` of the root group: every reader of
+/// the device shares it), taken off when dropped. A recipe's planted
+/// collapse: a shared budget every I/O of every thread draws from.
+pub struct ReadThrottle {
+    file: &'static str,
+    rule: String,
+}
+
+/// Where cgroup v1's blkio controller takes its read-IOPS rules.
+const THROTTLE_READ_IOPS: &str = "/sys/fs/cgroup/blkio/blkio.throttle.read_iops_device";
+
+impl ReadThrottle {
+    /// Limit reads of `device` to `iops` per second.
+    pub fn new(device: &str, iops: u64) -> std::result::Result<ReadThrottle, String> {
+        use std::os::unix::fs::MetadataExt;
+        let rdev = std::fs::metadata(device)
+            .map_err(|e| format!("{device}: {e}"))?
+            .rdev();
+        let (ma, mi) = (libc::major(rdev), libc::minor(rdev));
+        if !std::path::Path::new(THROTTLE_READ_IOPS).exists() {
+            return Err(format!(
+                "no blk-throttle here ({THROTTLE_READ_IOPS} is missing: cgroup v1's blkio \
+                 controller is not mounted)"
+            ));
+        }
+        std::fs::write(THROTTLE_READ_IOPS, format!("{ma}:{mi} {iops}"))
+            .map_err(|e| format!("cannot limit {device}'s reads ({THROTTLE_READ_IOPS}): {e}"))?;
+        Ok(ReadThrottle {
+            file: THROTTLE_READ_IOPS,
+            rule: format!("{ma}:{mi} 0"),
+        })
+    }
+}
+
+impl Drop for ReadThrottle {
+    fn drop(&mut self) {
+        // "MAJ:MIN 0" removes the rule.
+        let _ = std::fs::write(self.file, &self.rule);
+    }
+}
+
 fn destroy_loop(device: &str, backing: &str, bdev: u64, bino: u64) -> Result<()> {
     use std::os::unix::fs::MetadataExt;
     let ours = std::fs::metadata(backing)
@@ -591,6 +662,7 @@ fn destroy_loop(device: &str, backing: &str, bdev: u64, bino: u64) -> Result<()>
         }
     }
     for d in devs.iter().filter(|d| !d.is_empty()) {
+        reset_request_limit(d);
         tool("losetup", &["-d", d])?;
     }
     if ours {
