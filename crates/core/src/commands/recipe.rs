@@ -434,6 +434,13 @@ mod tests {
     #[test]
     fn every_flag_of_the_table_parses_in_both_forms() {
         let run = &CLI.sub("run").unwrap().cli;
-        crate::commands::cli::check_both_forms(run, &[RECIPES[0].name], parse);
+        // A recipe's own flag goes with that recipe (the others refuse it).
+        crate::commands::cli::check_both_forms(run, &["indirect-write"], |args: &[String]| {
+            let mut a = args.to_vec();
+            if a.iter().any(|x| x == "--contaminate") {
+                a[0] = "pagecache-interference".into();
+            }
+            parse(&a)
+        });
     }
 }

@@ -177,7 +177,8 @@ pub fn take_ignored_tails() -> Vec<String> {
 /// (`k)` → `k`, `)`): fio reads a size's unit by its leading letters and
 /// ignores what follows (fio's own t/strided.py passes `--filesize=65536)`).
 /// Letters and digits stay in the unit, so a mistyped unit (`4q`) is
-/// still an error.
+/// still an error, and so does anything after it that is not ASCII
+/// punctuation.
 fn split_tail(suffix: &str) -> (&str, &str) {
     let t = suffix.trim();
     let end = t
@@ -186,7 +187,13 @@ fn split_tail(suffix: &str) -> (&str, &str) {
         .find(|&(_, c)| c.is_alphanumeric() || c == '%')
         .map(|(i, c)| i + c.len_utf8())
         .unwrap_or(0);
-    (&t[..end], &t[end..])
+    // Only ASCII punctuation is a tail: any other character stays in the
+    // unit, which is then refused by name.
+    if t[end..].chars().all(|c| c.is_ascii_punctuation()) {
+        (&t[..end], &t[end..])
+    } else {
+        (t, "")
+    }
 }
 
 /// Run `f` with fio's `kb_base` in force for the sizes it parses: 1024

@@ -73,32 +73,22 @@ fn probe(dev: &str, size: u64) -> std::io::Result<()> {
     Ok(())
 }
 
-/// A buffered reader running while one trial runs (as udev's blkid, set
-/// off by a close, probing the device now and then): a probe every 50 ms
-/// until stopped.
-struct Reader {
+/// A thread that runs until dropped (it polls the flag it is given).
+struct Background {
     stop: Arc<AtomicBool>,
     h: Option<std::thread::JoinHandle<()>>,
 }
 
-impl Reader {
-    fn start(dev: String, size: u64) -> Reader {
+impl Background {
+    fn start(f: impl FnOnce(&AtomicBool) + Send + 'static) -> Background {
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
-        let h = std::thread::spawn(move || {
-            while !s.load(Ordering::Relaxed) {
-                let _ = probe(&dev, size);
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        });
-        Reader {
-            stop,
-            h: Some(h),
-        }
+        let h = std::thread::spawn(move || f(&s));
+        Background { stop, h: Some(h) }
     }
 }
 
-impl Drop for Reader {
+impl Drop for Background {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(h) = self.h.take() {
@@ -107,21 +97,32 @@ impl Drop for Reader {
     }
 }
 
+/// A buffered reader running while one trial runs (as udev's blkid, set
+/// off by a close, probing the device now and then): a probe every 50 ms
+/// until dropped.
+struct Reader;
+
+impl Reader {
+    fn start(dev: String, size: u64) -> Background {
+        Background::start(move |stop| {
+            while !stop.load(Ordering::Relaxed) {
+                let _ = probe(&dev, size);
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })
+    }
+}
+
 /// The control's plant: another buffered reader on the device (a backup,
 /// another benchmark, a scan), reading random 4 KiB pages at `rate` per
 /// second until dropped, so that the pages the direct writes must
 /// invalidate are spread over the whole device, not only its first and
 /// last MiB.
-struct RandomReader {
-    stop: Arc<AtomicBool>,
-    h: Option<std::thread::JoinHandle<()>>,
-}
+struct RandomReader;
 
 impl RandomReader {
-    fn start(dev: String, size: u64, rate: u64) -> RandomReader {
-        let stop = Arc::new(AtomicBool::new(false));
-        let s = stop.clone();
-        let h = std::thread::spawn(move || {
+    fn start(dev: String, size: u64, rate: u64) -> Background {
+        Background::start(move |stop| {
             let Ok(mut f) = std::fs::File::open(&dev) else {
                 return;
             };
@@ -131,7 +132,7 @@ impl RandomReader {
             let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
             let t0 = std::time::Instant::now();
             let mut done: u64 = 0;
-            while !s.load(Ordering::Relaxed) {
+            while !stop.load(Ordering::Relaxed) {
                 // Paced: as many reads as the rate allows by now.
                 let due = (t0.elapsed().as_secs_f64() * rate as f64) as u64;
                 if done >= due {
@@ -147,20 +148,7 @@ impl RandomReader {
                 }
                 done += 1;
             }
-        });
-        RandomReader {
-            stop,
-            h: Some(h),
-        }
-    }
-}
-
-impl Drop for RandomReader {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(h) = self.h.take() {
-            let _ = h.join();
-        }
+        })
     }
 }
 
@@ -178,7 +166,7 @@ struct Intermittent<'a> {
     dev: &'a str,
     size: u64,
     held: &'a std::fs::File,
-    reader: Option<Reader>,
+    reader: Option<Background>,
 }
 
 impl TrialHooks for Intermittent<'_> {

@@ -924,21 +924,31 @@ fn doctor(o: &mut String, name: &str, d: &Value) {
         }
         o.push_str("</table>");
     }
-    let mut rows = Vec::new();
-    flatten("", &d["environment"], &mut rows);
-    if !rows.is_empty() {
-        o.push_str("<h3>Environment</h3><table id=\"doctor-env\">");
-        for (k, v) in rows {
-            let _ = write!(
-                o,
-                "<tr><th class=\"l\">{}</th><td class=\"l\">{}</td></tr>",
-                esc(&k.replace('_', " ").replace('.', " › ")),
-                esc(&v)
-            );
-        }
-        o.push_str("</table>");
+    if d["environment"].is_object() {
+        o.push_str("<h3>Environment</h3>");
+        env_table(o, "doctor-env", &d["environment"]);
     }
     o.push_str("</section>\n");
+}
+
+/// An environment (a JSON object) as a table of `key › key` rows, keys
+/// as words.
+fn env_table(o: &mut String, id: &str, env: &Value) {
+    let mut rows = Vec::new();
+    flatten("", env, &mut rows);
+    if rows.is_empty() {
+        return;
+    }
+    let _ = write!(o, "<table id=\"{id}\">");
+    for (k, v) in rows {
+        let _ = write!(
+            o,
+            "<tr><th class=\"l\">{}</th><td class=\"l\">{}</td></tr>",
+            esc(&k.replace('_', " ").replace('.', " › ")),
+            esc(&v)
+        );
+    }
+    o.push_str("</table>");
 }
 
 /// `a.b.c = value` rows of a JSON object.
@@ -985,24 +995,11 @@ fn environment(o: &mut String, p: &str, doc: &RunDoc) {
         if !d.context.is_empty() {
             let _ = write!(o, "<p>{}</p>", esc(&d.context));
         }
-        let mut rows = Vec::new();
-        flatten(
-            "",
+        env_table(
+            o,
+            &format!("{p}-env-table"),
             &serde_json::to_value(&d.environment).unwrap_or_default(),
-            &mut rows,
         );
-        if !rows.is_empty() {
-            let _ = write!(o, "<table id=\"{p}-env-table\">");
-            for (k, v) in rows {
-                let _ = write!(
-                    o,
-                    "<tr><th class=\"l\">{}</th><td class=\"l\">{}</td></tr>",
-                    esc(&k.replace('_', " ").replace('.', " › ")),
-                    esc(&v)
-                );
-            }
-            o.push_str("</table>");
-        }
     }
     let _ = write!(o, "<h3>Job options</h3><table id=\"{p}-options\"><tr><th class=\"l\">job</th><th class=\"l\">options</th></tr>");
     if let Some(g) = &doc.global_options {
