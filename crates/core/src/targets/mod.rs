@@ -441,13 +441,9 @@ fn check_one(
             destroy_data_on,
         };
         if let Decision::Refuse(reasons) = decide(&opened, &n.path, &guard) {
-            let first = reasons[0].to_string();
-            let more = reasons.len() - 1;
-            return Err(TargetError::Refused(if more > 0 {
-                format!("{first} ({more} more reason(s) found)")
-            } else {
-                first
-            }));
+            return Err(TargetError::Refused(crate::safety::describe_reasons(
+                &reasons,
+            )));
         }
     }
     Ok(Some(opened))
