@@ -9,7 +9,9 @@ mod hooks;
 pub mod output;
 
 pub use check::{check_created, validate, Formats};
-pub use output::{add_raw_names, context_line, exit_code, report_errors, write_output};
+pub use output::{
+    add_raw_names, context_line, exit_code, interrupt_summary, report_errors, write_output,
+};
 
 use crate::console::eprint_err;
 use crate::diag::{self, DiagHooks, RunDiagnosis};
