@@ -54,6 +54,13 @@ pub fn prepare(
     plan: &Plan,
 ) -> Result<(Vec<runner::ResolvedJob>, crate::targets::TargetTable), (String, i32)> {
     check_created(plan).map_err(|e| (e, 2))?;
+    // Laying out files and the profile's post-processing say how far they
+    // are as the trials' live line does: per --eta.
+    crate::console::set_progress(match plan.global.eta {
+        crate::job::spec::Eta::Always => Some(true),
+        crate::job::spec::Eta::Never => Some(false),
+        crate::job::spec::Eta::Auto => None,
+    });
     runner::prepare(plan).map_err(|e| {
         // A stop signal during layout: nothing ran, so there is no result
         // to write; the exit status says which signal ended it.

@@ -223,7 +223,12 @@ fn fill_random(dev: &str, size: u64) -> Result<()> {
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15 ^ dioscope_sys::clock::now_ns();
     let mut buf = vec![0u8; 1 << 20];
     let mut left = size;
+    let mut progress = crate::console::Progress::new(
+        format!("filling {dev} with incompressible data"),
+        size,
+    );
     while left > 0 {
+        progress.update(size - left);
         if dioscope_sys::signal::stop_count() > 0 {
             return Err(Error::System(format!("filling {dev}: stopped by a signal")));
         }
