@@ -177,8 +177,13 @@ mod progress_tests {
         p.t0 = std::time::Instant::now() - std::time::Duration::from_secs(2);
         let l = p.line(256 << 20, std::time::Instant::now());
         assert!(l.starts_with("dioscope: laying out /x: 256"), "{l}");
-        assert!(l.contains("(25 %)") && l.contains("/s") && l.contains("s left"), "{l}");
+        assert!(
+            l.contains("(25 %)") && l.contains("/s") && l.contains("s left"),
+            "{l}"
+        );
         let q = Progress::new("post-processing", 0);
-        assert!(q.line(0, std::time::Instant::now()).contains("post-processing …"));
+        assert!(q
+            .line(0, std::time::Instant::now())
+            .contains("post-processing …"));
     }
 }

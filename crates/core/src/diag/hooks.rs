@@ -266,13 +266,18 @@ const JUST_WRITTEN_S: u64 = 300;
 
 /// What the target is that explains pages in its page cache: a file on a
 /// memory file system, or a block device with a mounted file system.
-fn target_cause(path: &Path, file: Option<&File>, is_blockdev: bool) -> PageCacheCause {
+pub(crate) fn target_cause(path: &Path, file: Option<&File>, is_blockdev: bool) -> PageCacheCause {
     use dioscope_sys::fsinfo::{fstatfs, RAMFS_MAGIC, TMPFS_MAGIC};
     if !is_blockdev {
         return match file.and_then(|f| fstatfs(f.as_raw_fd()).ok()) {
             Some(st) if st.fs_type == TMPFS_MAGIC || st.fs_type == RAMFS_MAGIC => {
                 PageCacheCause::MemoryFilesystem {
-                    fs_type: if st.fs_type == TMPFS_MAGIC { "tmpfs" } else { "ramfs" }.into(),
+                    fs_type: if st.fs_type == TMPFS_MAGIC {
+                        "tmpfs"
+                    } else {
+                        "ramfs"
+                    }
+                    .into(),
                 }
             }
             _ => PageCacheCause::Unknown,
@@ -302,7 +307,12 @@ fn target_cause(path: &Path, file: Option<&File>, is_blockdev: bool) -> PageCach
 /// [`PageCacheCause::JustWritten`] when the file was modified at most
 /// [`JUST_WRITTEN_S`] ago (or this run laid it out).
 fn just_written(path: &Path, laid_out: bool) -> Option<PageCacheCause> {
-    let age = std::fs::metadata(path).ok()?.modified().ok()?.elapsed().ok()?;
+    let age = std::fs::metadata(path)
+        .ok()?
+        .modified()
+        .ok()?
+        .elapsed()
+        .ok()?;
     (laid_out || age.as_secs() <= JUST_WRITTEN_S).then(|| PageCacheCause::JustWritten {
         seconds_before: age.as_secs(),
         by_dioscope: laid_out,

@@ -260,7 +260,8 @@ mod tests {
             true,
             4096,
             &PageCacheCause::Unknown
-        ).is_empty());
+        )
+        .is_empty());
         // Found and dropped before the trial: reported with the count found.
         let dropped = TrialPages {
             found: Some(256),

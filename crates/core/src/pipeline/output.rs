@@ -169,7 +169,9 @@ pub fn interrupt_summary(result: &RunResult, dest: Option<&str>) -> Option<Strin
         .find(|j| j.trials.iter().any(|t| t.interrupted))
         .or_else(|| result.jobs.iter().max_by_key(|j| j.trials.len()));
     let Some(j) = job else {
-        return Some(format!("dioscope: interrupted ({sig}): {whereto} (no trial ran)"));
+        return Some(format!(
+            "dioscope: interrupted ({sig}): {whereto} (no trial ran)"
+        ));
     };
     let kept = j.trials.iter().filter(|t| !t.interrupted).count();
     let planned = j.resolved.spec.trials;

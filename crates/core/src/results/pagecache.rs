@@ -32,10 +32,16 @@ pub enum PageCacheCause {
     MemoryFilesystem { fs_type: String },
     /// A block device with a mounted file system: its metadata and its own
     /// caching go through the device's page cache.
-    MountedFilesystem { mount_point: String, fs_type: String },
+    MountedFilesystem {
+        mount_point: String,
+        fs_type: String,
+    },
     /// A file written (modified) shortly before the first trial: the
     /// writer's pages. `by_dioscope`: this run created or extended it.
-    JustWritten { seconds_before: u64, by_dioscope: bool },
+    JustWritten {
+        seconds_before: u64,
+        by_dioscope: bool,
+    },
 }
 
 /// Page-cache counts of one direct-I/O target in one trial.

@@ -170,7 +170,7 @@ pub struct GroupProfile {
 impl GroupProfile {
     /// Samples of our process over the trials that were read.
     pub fn process_samples(&self) -> u64 {
-        self.trials.iter().map(|t| t.samples).sum()
+        self.process.samples
     }
 }
 

@@ -206,7 +206,9 @@ impl SafetyError {
                 mount_point,
                 ..
             } => format!("{member} is mounted on {}", mount_point.display()),
-            SafetyError::Swap { member, swap, .. } => format!("{member} is in use as swap ({swap})"),
+            SafetyError::Swap { member, swap, .. } => {
+                format!("{member} is in use as swap ({swap})")
+            }
             SafetyError::Stacked { member, .. } => format!("{member} is built on it"),
             SafetyError::OpenedByOthers { openers, .. } => {
                 format!("held open by {}", describe_openers(openers))
@@ -215,7 +217,9 @@ impl SafetyError {
             SafetyError::Signature { found, .. } => {
                 format!("carries {}", describe_signatures(found))
             }
-            SafetyError::Below { below, finding, .. } => format!("built on {below}, which {finding}"),
+            SafetyError::Below { below, finding, .. } => {
+                format!("built on {below}, which {finding}")
+            }
             SafetyError::BackingFile { lo, .. } => format!("backing file of {lo}"),
             SafetyError::SwapFile { .. } => "an active swap file".into(),
             SafetyError::Check { what, .. } => format!("a safety check could not run ({what})"),
@@ -897,7 +901,9 @@ mod tests {
         let s = describe_reasons(&reasons);
         assert!(s.starts_with(&reasons[0].to_string()), "{s}");
         assert!(
-            s.ends_with("(also found: carries a signature (ext4); held open by pid 7 (blkid, read-only))"),
+            s.ends_with(
+                "(also found: carries a signature (ext4); held open by pid 7 (blkid, read-only))"
+            ),
             "{s}"
         );
         assert!(!s.contains("more reason"), "{s}");

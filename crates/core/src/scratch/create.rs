@@ -223,10 +223,8 @@ fn fill_random(dev: &str, size: u64) -> Result<()> {
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15 ^ dioscope_sys::clock::now_ns();
     let mut buf = vec![0u8; 1 << 20];
     let mut left = size;
-    let mut progress = crate::console::Progress::new(
-        format!("filling {dev} with incompressible data"),
-        size,
-    );
+    let mut progress =
+        crate::console::Progress::new(format!("filling {dev} with incompressible data"), size);
     while left > 0 {
         progress.update(size - left);
         if dioscope_sys::signal::stop_count() > 0 {
@@ -697,7 +695,10 @@ mod tests {
         let e = fs_preconditions(&spec("xfs", 256 << 20, 1)).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         let m = e.to_string();
-        assert!(m.contains("XFS needs at least 300 MiB") && m.contains("--size=300m"), "{m}");
+        assert!(
+            m.contains("XFS needs at least 300 MiB") && m.contains("--size=300m"),
+            "{m}"
+        );
         let e = fs_preconditions(&spec("btrfs", 100 << 20, 1)).unwrap_err();
         assert!(e.to_string().contains("109 MiB"), "{e}");
         let e = fs_preconditions(&spec("btrfs", 120 << 20, 2)).unwrap_err();
@@ -707,14 +708,26 @@ mod tests {
         mixed.mkfs = "--mixed".into();
         assert!(!matches!(fs_preconditions(&mixed), Err(e) if e.to_string().contains("109 MiB")));
         // A bad type or sector count is caught before any device as well.
-        assert_eq!(fs_preconditions(&spec("zfs", 1 << 30, 1)).unwrap_err().exit_code(), 2);
+        assert_eq!(
+            fs_preconditions(&spec("zfs", 1 << 30, 1))
+                .unwrap_err()
+                .exit_code(),
+            2
+        );
         let e = fs_preconditions(&spec("ext4", (1 << 30) + 100, 1)).unwrap_err();
-        assert!(e.to_string().contains("whole number of 512-byte sectors"), "{e}");
+        assert!(
+            e.to_string().contains("whole number of 512-byte sectors"),
+            "{e}"
+        );
     }
 
     #[test]
     fn big_enough_passes_when_mkfs_is_installed() {
-        for (t, size) in [("xfs", XFS_MIN_BYTES), ("btrfs", BTRFS_MIN_BYTES), ("ext4", 16 << 20)] {
+        for (t, size) in [
+            ("xfs", XFS_MIN_BYTES),
+            ("btrfs", BTRFS_MIN_BYTES),
+            ("ext4", 16 << 20),
+        ] {
             match fs_preconditions(&spec(t, size, 1)) {
                 Ok(()) => {}
                 Err(e) => assert!(e.to_string().contains("not installed"), "{t}: {e}"),

@@ -744,10 +744,8 @@ fn layout(
         off += write_unaligned_head(path, plain, &mut arena, seed, have, need)
             .map_err(|e| cleanup(e.unwrap_or_else(|| no_space(have))))?;
     }
-    let mut progress = crate::console::Progress::new(
-        format!("laying out {}", path.display()),
-        need - have,
-    );
+    let mut progress =
+        crate::console::Progress::new(format!("laying out {}", path.display()), need - have);
     while off < need {
         progress.update(off - have);
         if dioscope_sys::signal::stop_count() > 0 {

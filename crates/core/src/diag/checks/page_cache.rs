@@ -40,7 +40,11 @@ fn doctor(ctx: &mut DoctorCtx) -> Option<Check> {
                     dropped: false,
                     also_phases: Vec::new(),
                     trials: Vec::new(),
-                    cause: Default::default(),
+                    cause: crate::diag::hooks::target_cause(
+                        ctx.path,
+                        std::fs::File::open(ctx.path).ok().as_ref(),
+                        ctx.target.kind == TargetKind::BlockDevice,
+                    ),
                 })
             });
             let detail = if ctx.target.kind == TargetKind::BlockDevice {

@@ -221,8 +221,8 @@ macro_rules! findings {
 }
 
 pub use cpu_contention::CpuProcess;
-pub use page_cache_on_target::{merge as merge_page_cache, PageCacheCause};
 pub use other_device_io::IoProcess;
+pub use page_cache_on_target::{merge as merge_page_cache, PageCacheCause};
 
 impl Finding {
     /// The form that goes into the JSON: severity, code and text next to the
