@@ -313,7 +313,7 @@ fn just_written(path: &Path, laid_out: bool) -> Option<PageCacheCause> {
         .ok()?
         .elapsed()
         .ok()?;
-    (laid_out || age.as_secs() <= JUST_WRITTEN_S).then(|| PageCacheCause::JustWritten {
+    (laid_out || age.as_secs() <= JUST_WRITTEN_S).then_some(PageCacheCause::JustWritten {
         seconds_before: age.as_secs(),
         by_dioscope: laid_out,
     })
