@@ -161,6 +161,28 @@ fn page_cache_on_a_mounted_device_names_the_file_system() {
     }
 }
 
+#[test]
+fn page_cache_of_a_file_just_written_says_so() {
+    // On the disk (not tmpfs): a buffered write leaves the writer's pages.
+    let d = tempfile::tempdir_in(std::env::current_dir().unwrap()).unwrap();
+    let file = d.path().join("f");
+    std::fs::write(&file, vec![7u8; 16 << 20]).unwrap();
+    let j = pages_run(d.path(), file.to_str().unwrap());
+    let pc = findings(&j, "page_cache_on_target");
+    assert_eq!(pc.len(), 1, "{:#}", j["dioscope"]["findings"]);
+    let f = pc[0];
+    assert_eq!(f["cause"]["what"], "just_written", "{f:#}");
+    assert_eq!(f["cause"]["by_dioscope"], false, "{f:#}");
+    assert_eq!(f["dropped"], true, "{f:#}");
+    assert_eq!(f["trial"], 1, "{f:#}");
+    let m = f["message"].as_str().unwrap();
+    assert!(
+        m.contains("s before the first trial") && m.contains("started clean"),
+        "{m}"
+    );
+    assert!(!m.contains("udev's blkid"), "{m}");
+}
+
 /// Spawn dioscope and collect its stderr as it comes: (time since spawn,
 /// text) per read.
 fn spawn_reading_stderr(

@@ -239,8 +239,21 @@ mod tests {
             after: Some(25),
         };
         let f = trial_findings("/dev/x", 2, &p, true, 4096, &PageCacheCause::Unknown);
-        assert_eq!(f.len(), 2);
+        // The same 25 pages during and after the trial: one finding.
+        assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(f[0].code(), "page_cache_on_target");
+        assert!(
+            f[0].to_string().contains("during and after trial 2."),
+            "{}",
+            f[0]
+        );
+        // Different counts stay apart.
+        let p2 = TrialPages {
+            after: Some(30),
+            ..p
+        };
+        let f2 = trial_findings("/dev/x", 2, &p2, true, 4096, &PageCacheCause::Unknown);
+        assert_eq!(f2.len(), 2, "{f2:?}");
         assert!(matches!(
             f[0],
             Finding::PageCacheOnTarget(PageCacheOnTarget {
