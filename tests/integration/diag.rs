@@ -862,10 +862,22 @@ fn measured_conditions(j: &Value) -> Vec<dioscope_core::diag::findings::TrialCon
         t.dedup();
         t
     };
+    // One finding may name several phases (`also_phases`) and trials
+    // (`trials`) with the same count.
     let mut pages: Vec<usize> = of_kind(j, "page_cache_on_target")
         .iter()
-        .filter(|f| f["phase"] == "during" || (f["phase"] == "before" && f["dropped"] == false))
-        .filter_map(|f| f["trial"].as_u64().map(|t| t as usize))
+        .filter(|f| {
+            let during = f["phase"] == "during"
+                || f["also_phases"]
+                    .as_array()
+                    .is_some_and(|p| p.iter().any(|x| x == "during"));
+            during || (f["phase"] == "before" && f["dropped"] == false)
+        })
+        .flat_map(|f| match f["trials"].as_array() {
+            Some(ts) => ts.iter().filter_map(|t| t.as_u64()).collect::<Vec<u64>>(),
+            None => f["trial"].as_u64().into_iter().collect(),
+        })
+        .map(|t| t as usize)
         .collect();
     pages.sort_unstable();
     pages.dedup();

@@ -37,6 +37,7 @@ mod results;
 mod safety2;
 mod safety3;
 mod safety3_private;
+mod seen;
 mod signals;
 mod verdicts;
 mod verify;

@@ -5,7 +5,7 @@
 
 use super::{eprint_err, Command};
 use crate::pipeline::{
-    add_raw_names, execute, exit_code, report_errors, validate, write_output,
+    add_raw_names, execute, exit_code, interrupt_summary, report_errors, validate, write_output,
 };
 use crate::render::{self, Exporter};
 use crate::runner;
@@ -65,6 +65,9 @@ fn main(args: &[String]) -> i32 {
         }
     }
     report_errors(&done.result);
+    if let Some(line) = interrupt_summary(&done.result, plan.global.output.as_deref()) {
+        eprintln!("{line}");
+    }
     exit_code(&done.result)
 }
 

@@ -17,7 +17,7 @@
 
 use serde::Serialize;
 // Plain data in the result layer; the recording is here.
-pub use crate::results::pagecache::{TargetOpeners, TargetPages};
+pub use crate::results::pagecache::{PageCacheCause, TargetOpeners, TargetPages};
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -87,6 +87,11 @@ struct Watch {
     size: u64,
     /// Its entry in the record's `page_cache` (direct targets only).
     pages: Option<usize>,
+    /// What the target is that explains cached pages (tmpfs, a mounted
+    /// device); `Unknown` otherwise.
+    cause: PageCacheCause,
+    /// This run created or extended the file.
+    laid_out: bool,
 }
 
 struct Current {
@@ -255,6 +260,65 @@ pub struct DiagHooks {
     cur: Option<Current>,
 }
 
+/// A file modified at most this long before the first trial counts as
+/// just written: its cached pages are the writer's.
+const JUST_WRITTEN_S: u64 = 300;
+
+/// What the target is that explains pages in its page cache: a file on a
+/// memory file system, or a block device with a mounted file system.
+pub(crate) fn target_cause(path: &Path, file: Option<&File>, is_blockdev: bool) -> PageCacheCause {
+    use dioscope_sys::fsinfo::{fstatfs, RAMFS_MAGIC, TMPFS_MAGIC};
+    if !is_blockdev {
+        return match file.and_then(|f| fstatfs(f.as_raw_fd()).ok()) {
+            Some(st) if st.fs_type == TMPFS_MAGIC || st.fs_type == RAMFS_MAGIC => {
+                PageCacheCause::MemoryFilesystem {
+                    fs_type: if st.fs_type == TMPFS_MAGIC {
+                        "tmpfs"
+                    } else {
+                        "ramfs"
+                    }
+                    .into(),
+                }
+            }
+            _ => PageCacheCause::Unknown,
+        };
+    }
+    use std::os::unix::fs::MetadataExt;
+    let Some(rdev) = file
+        .and_then(|f| f.metadata().ok())
+        .map(|m| crate::safety::DevNum::from_dev_t(m.rdev()))
+    else {
+        return PageCacheCause::Unknown;
+    };
+    let canon = std::fs::canonicalize(path).ok();
+    crate::diag::mounts::read_mountinfo()
+        .into_iter()
+        .find(|m| {
+            m.dev == (rdev.major, rdev.minor)
+                || (canon.is_some() && std::fs::canonicalize(&m.source).ok() == canon)
+        })
+        .map(|m| PageCacheCause::MountedFilesystem {
+            mount_point: m.mount_point.display().to_string(),
+            fs_type: m.fs_type,
+        })
+        .unwrap_or_default()
+}
+
+/// [`PageCacheCause::JustWritten`] when the file was modified at most
+/// [`JUST_WRITTEN_S`] ago (or this run laid it out).
+fn just_written(path: &Path, laid_out: bool) -> Option<PageCacheCause> {
+    let age = std::fs::metadata(path)
+        .ok()?
+        .modified()
+        .ok()?
+        .elapsed()
+        .ok()?;
+    (laid_out || age.as_secs() <= JUST_WRITTEN_S).then_some(PageCacheCause::JustWritten {
+        seconds_before: age.as_secs(),
+        by_dioscope: laid_out,
+    })
+}
+
 fn now_us() -> u64 {
     dioscope_sys::clock::now_ns() / 1000
 }
@@ -388,17 +452,23 @@ impl DiagHooks {
                         w.direct |= direct;
                         *i |= inval;
                     }
-                    None => watches.push((
-                        Watch {
-                            path: t.path.clone(),
-                            file: File::open(&t.path).ok(),
-                            direct,
-                            is_blockdev: t.kind == TargetKind::BlockDevice,
-                            size: t.size,
-                            pages: None,
-                        },
-                        inval,
-                    )),
+                    None => {
+                        let file = File::open(&t.path).ok();
+                        let is_blockdev = t.kind == TargetKind::BlockDevice;
+                        watches.push((
+                            Watch {
+                                cause: target_cause(&t.path, file.as_ref(), is_blockdev),
+                                path: t.path.clone(),
+                                file,
+                                direct,
+                                is_blockdev,
+                                size: t.size,
+                                pages: None,
+                                laid_out: t.created || t.size > t.prior_size,
+                            },
+                            inval,
+                        ))
+                    }
                 }
             }
         }
@@ -415,6 +485,7 @@ impl DiagHooks {
             page_size: self.page_size,
             method: String::new(),
             error: None,
+            cause: w.cause.clone(),
         };
         match self.count(w) {
             Ok((n, method)) => {
@@ -430,6 +501,13 @@ impl DiagHooks {
                 }
             }
             Err(e) => tp.error = Some(format!("counting cached pages: {e}")),
+        }
+        let first = !self
+            .trials
+            .iter()
+            .any(|r| r.page_cache.iter().any(|p| p.target == tp.target));
+        if first && tp.cause == PageCacheCause::Unknown && tp.pages.found.unwrap_or(0) > 0 {
+            tp.cause = just_written(&w.path, w.laid_out).unwrap_or_default();
         }
         tp
     }

@@ -10,7 +10,7 @@
 //! trigger udev's watch (that fires on close after write), so the check itself
 //! adds no pages.
 
-use crate::diag::findings::{PageCacheKept, PageCacheOnTarget};
+use crate::diag::findings::{PageCacheCause, PageCacheKept, PageCacheOnTarget};
 // Plain data in the result layer; counting and dropping are here.
 pub use crate::results::doctor::Residency;
 pub use crate::results::pagecache::TrialPages;
@@ -125,13 +125,16 @@ impl TrialPages {
 /// with pages is reported (pages during a trial are critical: someone read the
 /// target while it was measured); pages found before the trial and dropped
 /// are reported as such. With `invalidate=0` one [`Finding::PageCacheKept`]
-/// reports the largest count.
+/// reports the largest count. `cause`: what the target is that explains
+/// the pages. Equal counts in several phases are one finding
+/// ([`crate::diag::findings::merge_page_cache`]).
 pub fn trial_findings(
     target: &str,
     trial: usize,
     pages: &TrialPages,
     invalidate: bool,
     page_size: u64,
+    cause: &PageCacheCause,
 ) -> Vec<Finding> {
     if !invalidate {
         let max = pages.max();
@@ -152,7 +155,7 @@ pub fn trial_findings(
         (Some(f), Some(0)) if f > 0 => (Some(f), true),
         (_, b) => (b, false),
     };
-    [
+    let each: Vec<PageCacheOnTarget> = [
         (Phase::Before, before, dropped),
         (Phase::During, pages.during_max, false),
         (Phase::After, pages.after, false),
@@ -160,18 +163,23 @@ pub fn trial_findings(
     .into_iter()
     .filter_map(|(phase, n, dropped)| {
         let n = n?;
-        (n > 0).then(|| {
-            Finding::PageCacheOnTarget(PageCacheOnTarget {
-                target: target.to_string(),
-                phase,
-                trial: Some(trial),
-                pages: n,
-                page_size,
-                dropped,
-            })
+        (n > 0).then(|| PageCacheOnTarget {
+            target: target.to_string(),
+            phase,
+            trial: Some(trial),
+            pages: n,
+            page_size,
+            dropped,
+            also_phases: Vec::new(),
+            trials: Vec::new(),
+            cause: cause.clone(),
         })
     })
-    .collect()
+    .collect();
+    crate::diag::findings::merge_page_cache(each)
+        .into_iter()
+        .map(Finding::PageCacheOnTarget)
+        .collect()
 }
 
 /// How much slower (in %) trials with cached pages were than trials without,
@@ -230,9 +238,22 @@ mod tests {
             during_max: Some(25),
             after: Some(25),
         };
-        let f = trial_findings("/dev/x", 2, &p, true, 4096);
-        assert_eq!(f.len(), 2);
+        let f = trial_findings("/dev/x", 2, &p, true, 4096, &PageCacheCause::Unknown);
+        // The same 25 pages during and after the trial: one finding.
+        assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(f[0].code(), "page_cache_on_target");
+        assert!(
+            f[0].to_string().contains("during and after trial 2."),
+            "{}",
+            f[0]
+        );
+        // Different counts stay apart.
+        let p2 = TrialPages {
+            after: Some(30),
+            ..p
+        };
+        let f2 = trial_findings("/dev/x", 2, &p2, true, 4096, &PageCacheCause::Unknown);
+        assert_eq!(f2.len(), 2, "{f2:?}");
         assert!(matches!(
             f[0],
             Finding::PageCacheOnTarget(PageCacheOnTarget {
@@ -242,10 +263,18 @@ mod tests {
                 ..
             })
         ));
-        let kept = trial_findings("/dev/x", 2, &p, false, 4096);
+        let kept = trial_findings("/dev/x", 2, &p, false, 4096, &PageCacheCause::Unknown);
         assert_eq!(kept.len(), 1);
         assert_eq!(kept[0].code(), "page_cache_kept");
-        assert!(trial_findings("/dev/x", 1, &TrialPages::default(), true, 4096).is_empty());
+        assert!(trial_findings(
+            "/dev/x",
+            1,
+            &TrialPages::default(),
+            true,
+            4096,
+            &PageCacheCause::Unknown
+        )
+        .is_empty());
         // Found and dropped before the trial: reported with the count found.
         let dropped = TrialPages {
             found: Some(256),
@@ -253,7 +282,7 @@ mod tests {
             during_max: Some(0),
             after: Some(0),
         };
-        let f = trial_findings("/dev/x", 1, &dropped, true, 4096);
+        let f = trial_findings("/dev/x", 1, &dropped, true, 4096, &PageCacheCause::Unknown);
         assert_eq!(f.len(), 1);
         assert!(matches!(
             f[0],

@@ -74,7 +74,10 @@ pub fn other_device_io(
                 }
             };
             let f = &mut out[i];
-            f.trials.push(rec.trial as usize);
+            // Each group counts its trials from 1: name trial 1 once.
+            if !f.trials.contains(&(rec.trial as usize)) {
+                f.trials.push(rec.trial as usize);
+            }
             f.our_bytes += our_r + our_w;
             f.device_bytes += dev_r + dev_w;
             merge_io(&mut f.processes, &rec.io_procs);
@@ -178,7 +181,9 @@ pub fn cpu_contention(trials: &[TrialRecord]) -> Option<Finding> {
             others_pct: 0.0,
             top: Vec::new(),
         });
-        f.trials.push(rec.trial as usize);
+        if !f.trials.contains(&(rec.trial as usize)) {
+            f.trials.push(rec.trial as usize);
+        }
         if c.others_pct > f.others_pct {
             f.busy_pct = c.busy_pct;
             f.ours_pct = c.ours_pct;

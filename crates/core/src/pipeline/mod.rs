@@ -9,7 +9,9 @@ mod hooks;
 pub mod output;
 
 pub use check::{check_created, validate, Formats};
-pub use output::{add_raw_names, context_line, exit_code, report_errors, write_output};
+pub use output::{
+    add_raw_names, context_line, exit_code, interrupt_summary, report_errors, write_output,
+};
 
 use crate::console::eprint_err;
 use crate::diag::{self, DiagHooks, RunDiagnosis};
@@ -52,6 +54,13 @@ pub fn prepare(
     plan: &Plan,
 ) -> Result<(Vec<runner::ResolvedJob>, crate::targets::TargetTable), (String, i32)> {
     check_created(plan).map_err(|e| (e, 2))?;
+    // Laying out files and the profile's post-processing say how far they
+    // are as the trials' live line does: per --eta.
+    crate::console::set_progress(match plan.global.eta {
+        crate::job::spec::Eta::Always => Some(true),
+        crate::job::spec::Eta::Never => Some(false),
+        crate::job::spec::Eta::Auto => None,
+    });
     runner::prepare(plan).map_err(|e| {
         // A stop signal during layout: nothing ran, so there is no result
         // to write; the exit status says which signal ended it.

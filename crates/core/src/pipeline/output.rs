@@ -141,6 +141,73 @@ pub fn report_errors(result: &RunResult) {
     }
 }
 
+/// The one line said on stderr after a stop signal: where the partial
+/// result went and what it holds. `dest`: the `--output` file, or `None`
+/// for stdout. `None` when the run was not interrupted.
+///
+/// "dioscope: interrupted (SIGINT): partial result in F (trials 1–2 of 5
+/// kept; trial 3 cut at 1.4 s, listed apart, not averaged in)"
+pub fn interrupt_summary(result: &RunResult, dest: Option<&str>) -> Option<String> {
+    if !result.interrupted {
+        return None;
+    }
+    let sig = match result.signal {
+        libc::SIGINT => "SIGINT".to_string(),
+        libc::SIGTERM => "SIGTERM".to_string(),
+        libc::SIGHUP => "SIGHUP".to_string(),
+        0 => "a stop signal".to_string(),
+        n => format!("signal {n}"),
+    };
+    let whereto = match dest {
+        Some(f) => format!("partial result in {f}"),
+        None => "partial result on standard output".to_string(),
+    };
+    // The job the stop cut (else the one that ran the most trials).
+    let job = result
+        .jobs
+        .iter()
+        .find(|j| j.trials.iter().any(|t| t.interrupted))
+        .or_else(|| result.jobs.iter().max_by_key(|j| j.trials.len()));
+    let Some(j) = job else {
+        return Some(format!(
+            "dioscope: interrupted ({sig}): {whereto} (no trial ran)"
+        ));
+    };
+    let kept = j.trials.iter().filter(|t| !t.interrupted).count();
+    let planned = j.resolved.spec.trials;
+    let of = if planned > 0 {
+        format!(" of {planned}")
+    } else {
+        " (trials=auto)".to_string()
+    };
+    let kept = match kept {
+        0 => format!("no trial{of} finished"),
+        1 => format!("trial 1{of} kept"),
+        n => format!("trials 1–{n}{of} kept"),
+    };
+    let cut = j
+        .trials
+        .iter()
+        .enumerate()
+        .find(|(_, t)| t.interrupted)
+        .map(|(i, t)| {
+            format!(
+                "; trial {} cut at {:.1} s, listed apart, not averaged in",
+                i + 1,
+                t.runtime_ns as f64 / 1e9
+            )
+        })
+        .unwrap_or_default();
+    let job_name = if result.jobs.len() > 1 {
+        format!("job '{}': ", j.resolved.spec.name)
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "dioscope: interrupted ({sig}): {whereto} ({job_name}{kept}{cut})"
+    ))
+}
+
 /// 128+N when stopped by signal N, 1 after I/O errors, bad blocks or a
 /// setup error after earlier groups ran, else 0.
 pub fn exit_code(result: &RunResult) -> i32 {

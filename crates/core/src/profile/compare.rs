@@ -630,6 +630,7 @@ mod tests {
             }),
             notes: Vec::new(),
             groups: vec![GroupProfile {
+                warning: None,
                 group: 0,
                 jobs: vec!["j".into()],
                 ios,

@@ -103,6 +103,14 @@ fn bar_rows(prof: &ProfileResult) -> Vec<BarRow> {
 
 /// One group's figures and its costliest functions.
 fn group_html(o: &mut String, p: &str, k: usize, g: &super::result::GroupProfile) {
+    if let Some(w) = &g.warning {
+        let _ = write!(
+            o,
+            "<p class=\"sev-warning\">Group {}: {}.</p>",
+            g.group,
+            esc(w)
+        );
+    }
     let b = &g.process;
     let _ = write!(
         o,

@@ -360,7 +360,18 @@ impl Context {
             let _ = std::io::Read::read_to_string(&mut err, &mut s);
             s
         });
-        let t = self.parse(std::io::BufReader::new(out));
+        // perf script takes tens of seconds on a system-wide recording:
+        // say how far it is (per --eta, as the trials' line).
+        let name = data.file_name().unwrap_or_default().to_string_lossy();
+        let counted = Counted {
+            inner: out,
+            n: 0,
+            progress: crate::console::Progress::new(
+                format!("post-processing the profile ({name}, perf script)"),
+                0,
+            ),
+        };
+        let t = self.parse(std::io::BufReader::new(counted));
         let st = child.wait().map_err(|e| format!("perf script: {e}"))?;
         let errs = errs.join().unwrap_or_default();
         if !st.success() {
@@ -370,6 +381,22 @@ impl Context {
             ));
         }
         Ok(t)
+    }
+}
+
+/// A reader that reports how much it has read as it goes.
+struct Counted<R> {
+    inner: R,
+    n: u64,
+    progress: crate::console::Progress,
+}
+
+impl<R: std::io::Read> std::io::Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let k = self.inner.read(buf)?;
+        self.n += k as u64;
+        self.progress.update(self.n);
+        Ok(k)
     }
 }
 

@@ -112,6 +112,9 @@ pub fn render_text(p: &ProfileResult) -> String {
             crate::results::human_count(g.ios as f64),
             g.trials.iter().filter(|t| t.error.is_none()).count()
         );
+        if let Some(w) = &g.warning {
+            let _ = writeln!(out, "  WARNING: {w}");
+        }
         let b = &g.process;
         let _ = writeln!(
             out,

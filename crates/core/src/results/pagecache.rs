@@ -18,6 +18,32 @@ pub struct TrialPages {
     pub after: Option<u64>,
 }
 
+/// What most likely put a direct-I/O target's pages in the page cache,
+/// from what the target is: the page-cache finding names it instead of
+/// guessing at another reader.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "what", rename_all = "snake_case")]
+pub enum PageCacheCause {
+    /// Nothing about the target explains them: some other process read or
+    /// wrote it without O_DIRECT.
+    #[default]
+    Unknown,
+    /// A file on tmpfs or ramfs: its data lives in the page cache.
+    MemoryFilesystem { fs_type: String },
+    /// A block device with a mounted file system: its metadata and its own
+    /// caching go through the device's page cache.
+    MountedFilesystem {
+        mount_point: String,
+        fs_type: String,
+    },
+    /// A file written (modified) shortly before the first trial: the
+    /// writer's pages. `by_dioscope`: this run created or extended it.
+    JustWritten {
+        seconds_before: u64,
+        by_dioscope: bool,
+    },
+}
+
 /// Page-cache counts of one direct-I/O target in one trial.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TargetPages {
@@ -33,6 +59,9 @@ pub struct TargetPages {
     pub method: String,
     /// Why counting or dropping failed, if it did.
     pub error: Option<String>,
+    /// What most likely put the pages there.
+    #[serde(default)]
+    pub cause: PageCacheCause,
 }
 
 /// Other processes that held a target open before or after a trial.

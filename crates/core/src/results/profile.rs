@@ -161,6 +161,17 @@ pub struct GroupProfile {
     /// Folded stacks (`thread;outermost;…;leaf samples`, one per line), for
     /// flamegraph.pl or speedscope; a sample is `perf.period_us` of CPU.
     pub folded: String,
+    /// Why the ranking of functions cannot be trusted (too few samples),
+    /// when it cannot: the text and the HTML show it above the table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+}
+
+impl GroupProfile {
+    /// Samples of our process over the trials that were read.
+    pub fn process_samples(&self) -> u64 {
+        self.process.samples
+    }
 }
 
 #[cfg(test)]
@@ -184,6 +195,7 @@ mod tests {
             }),
             notes: vec!["n".into()],
             groups: vec![GroupProfile {
+                warning: None,
                 group: 0,
                 jobs: vec!["b2".into()],
                 ios: 1000,

@@ -196,6 +196,52 @@ impl SafetyError {
     }
 }
 
+impl SafetyError {
+    /// What was found, in a few words, for naming the further reasons after
+    /// the first one's full message: "held open by pid 7 (blkid, read-only)".
+    pub fn brief(&self) -> String {
+        match self {
+            SafetyError::Mounted {
+                member,
+                mount_point,
+                ..
+            } => format!("{member} is mounted on {}", mount_point.display()),
+            SafetyError::Swap { member, swap, .. } => {
+                format!("{member} is in use as swap ({swap})")
+            }
+            SafetyError::Stacked { member, .. } => format!("{member} is built on it"),
+            SafetyError::OpenedByOthers { openers, .. } => {
+                format!("held open by {}", describe_openers(openers))
+            }
+            SafetyError::Busy { .. } => "claimed exclusively by the kernel (EBUSY)".into(),
+            SafetyError::Signature { found, .. } => {
+                format!("carries {}", describe_signatures(found))
+            }
+            SafetyError::Below { below, finding, .. } => {
+                format!("built on {below}, which {finding}")
+            }
+            SafetyError::BackingFile { lo, .. } => format!("backing file of {lo}"),
+            SafetyError::SwapFile { .. } => "an active swap file".into(),
+            SafetyError::Check { what, .. } => format!("a safety check could not run ({what})"),
+            SafetyError::Inspect { what, .. } => format!("could not check it ({what})"),
+        }
+    }
+}
+
+/// The first (most serious) reason in full, then the others by
+/// [`SafetyError::brief`]: "… (also found: it carries ext4; held open by …)".
+pub fn describe_reasons(reasons: &[SafetyError]) -> String {
+    let Some(first) = reasons.first() else {
+        return String::new();
+    };
+    let rest: Vec<String> = reasons[1..].iter().map(SafetyError::brief).collect();
+    if rest.is_empty() {
+        first.to_string()
+    } else {
+        format!("{first} (also found: {})", rest.join("; "))
+    }
+}
+
 fn override_hint(dev: &Path) -> String {
     format!(
         "pass --destroy-data-on={} (destroys its data) or allow_mounted_write=1",
@@ -828,6 +874,40 @@ mod tests {
 
     fn dev() -> PathBuf {
         PathBuf::from("/dev/loop9")
+    }
+
+    #[test]
+    fn further_reasons_are_named_not_counted() {
+        let reasons = vec![
+            SafetyError::Mounted {
+                device: dev(),
+                member: "it".into(),
+                mount_point: "/mnt/x".into(),
+                fstype: "ext4".into(),
+            },
+            SafetyError::Signature {
+                device: dev(),
+                found: vec![Signature::Ext4],
+            },
+            SafetyError::OpenedByOthers {
+                device: dev(),
+                openers: vec![Opener {
+                    pid: 7,
+                    comm: "blkid".into(),
+                    writable: false,
+                }],
+            },
+        ];
+        let s = describe_reasons(&reasons);
+        assert!(s.starts_with(&reasons[0].to_string()), "{s}");
+        assert!(
+            s.ends_with(
+                "(also found: carries a signature (ext4); held open by pid 7 (blkid, read-only))"
+            ),
+            "{s}"
+        );
+        assert!(!s.contains("more reason"), "{s}");
+        assert_eq!(describe_reasons(&reasons[..1]), reasons[0].to_string());
     }
 
     #[test]

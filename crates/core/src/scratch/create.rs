@@ -223,7 +223,10 @@ fn fill_random(dev: &str, size: u64) -> Result<()> {
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15 ^ dioscope_sys::clock::now_ns();
     let mut buf = vec![0u8; 1 << 20];
     let mut left = size;
+    let mut progress =
+        crate::console::Progress::new(format!("filling {dev} with incompressible data"), size);
     while left > 0 {
+        progress.update(size - left);
         if dioscope_sys::signal::stop_count() > 0 {
             return Err(Error::System(format!("filling {dev}: stopped by a signal")));
         }
@@ -418,11 +421,23 @@ impl Default for FsSpec {
     }
 }
 
-/// New devices with a file system: for ext4 and xfs one file system per
-/// device, for btrfs one over all (`-d raid0`: the striped set), mounted
-/// under /run/dioscope/mnt/.
-pub fn create_fs(spec: &FsSpec) -> Result<Item> {
-    need_root("create fs")?;
+/// The smallest device mkfs.xfs accepts: "Filesystem must be larger than
+/// 300MB" (xfsprogs ≥ 5.19; measured with 6.1: 300 MiB works, one byte
+/// less does not).
+pub const XFS_MIN_BYTES: u64 = 300 << 20;
+/// The smallest device mkfs.btrfs accepts with its default profiles on one
+/// device (btrfs-progs 6.2: "minimum size for each btrfs device is
+/// 114294784", 109 MiB)…
+pub const BTRFS_MIN_BYTES: u64 = 114_294_784;
+/// …and per device of a striped set (`-d raid0 -m raid0`, 2–4 devices:
+/// 131072000, 125 MiB).
+pub const BTRFS_MIN_BYTES_STRIPED: u64 = 131_072_000;
+
+/// Everything about a `scratch create fs` request that can be judged before
+/// any device is made: the type, the devices, mkfs's arguments and its
+/// presence, and the size each device needs for the file system and for
+/// the device kind. An error here leaves nothing behind (exit 2).
+pub fn fs_preconditions(spec: &FsSpec) -> Result<()> {
     if !["ext4", "xfs", "btrfs"].contains(&spec.fstype.as_str()) {
         return Err(Error::Input(format!(
             "--type={}: choose ext4, xfs or btrfs",
@@ -442,6 +457,76 @@ pub fn create_fs(spec: &FsSpec) -> Result<Item> {
         )));
     }
     check_mkfs_words(&spec.mkfs)?;
+    let mib = |b: u64| format!("{:.0} MiB", b as f64 / (1u64 << 20) as f64);
+    // The user's own mkfs arguments may change what the minimum is
+    // (btrfs --mixed, other profiles): mkfs judges then.
+    let min = match spec.fstype.as_str() {
+        "xfs" => Some((XFS_MIN_BYTES, "XFS needs at least 300 MiB (mkfs.xfs refuses smaller)")),
+        "btrfs" if spec.mkfs.trim().is_empty() && spec.devices > 1 => Some((
+            BTRFS_MIN_BYTES_STRIPED,
+            "btrfs striped over several devices needs at least 125 MiB per device (mkfs.btrfs refuses smaller)",
+        )),
+        "btrfs" if spec.mkfs.trim().is_empty() => Some((
+            BTRFS_MIN_BYTES,
+            "btrfs needs at least 109 MiB (mkfs.btrfs refuses smaller)",
+        )),
+        _ => None,
+    };
+    if let Some((min, why)) = min {
+        if spec.size < min {
+            return Err(Error::Input(format!(
+                "--size={} ({}): {why}; give --size={}m or more",
+                spec.size,
+                mib(spec.size),
+                min.div_ceil(1 << 20)
+            )));
+        }
+    }
+    // The device kind's own rules, as create_zram/create_loop check them.
+    if spec.on == "zram" {
+        if spec.size == 0 || !spec.size.is_multiple_of(4096) {
+            return Err(Error::Input(format!(
+                "--size={}: a zram device needs a multiple of 4 KiB (e.g. --size=1g)",
+                spec.size
+            )));
+        }
+    } else {
+        backing_dir(&LoopSpec {
+            size: spec.size,
+            sector_size: spec.sector_size,
+            direct_io: spec.direct_io,
+            on: spec.backing_dir.clone(),
+        })?;
+    }
+    let tool = format!("mkfs.{}", spec.fstype);
+    if !on_path(&tool) {
+        return Err(Error::Input(format!(
+            "{tool} is not installed (not on PATH); install it (scripts/install-deps.sh) \
+             or choose another --type"
+        )));
+    }
+    Ok(())
+}
+
+/// Whether an executable named `name` is in a directory of `$PATH`, where
+/// running it will look (no `$PATH`: not judged here).
+fn on_path(name: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(path) = std::env::var_os("PATH") else {
+        return true;
+    };
+    std::env::split_paths(&path).any(|d| {
+        std::fs::metadata(d.join(name))
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
+/// New devices with a file system: for ext4 and xfs one file system per
+/// device, for btrfs one over all (`-d raid0`: the striped set), mounted
+/// under /run/dioscope/mnt/.
+pub fn create_fs(spec: &FsSpec) -> Result<Item> {
+    need_root("create fs")?;
+    fs_preconditions(spec)?;
     let mkfs_tool = format!("mkfs.{}", spec.fstype);
     let words: Vec<&str> = spec.mkfs.split_whitespace().collect();
     let user_uuid = words
@@ -593,4 +678,63 @@ fn build_fs(spec: &FsSpec, mkfs_tool: &str, uuid: &str, it: &mut Item) -> Result
         *block_size = bs;
     }
     state::update(it)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(fstype: &str, size: u64, devices: usize) -> FsSpec {
+        FsSpec {
+            fstype: fstype.into(),
+            size,
+            devices,
+            ..FsSpec::default()
+        }
+    }
+
+    #[test]
+    fn too_small_for_the_file_system_is_an_input_error() {
+        let e = fs_preconditions(&spec("xfs", 256 << 20, 1)).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let m = e.to_string();
+        assert!(
+            m.contains("XFS needs at least 300 MiB") && m.contains("--size=300m"),
+            "{m}"
+        );
+        let e = fs_preconditions(&spec("btrfs", 100 << 20, 1)).unwrap_err();
+        assert!(e.to_string().contains("109 MiB"), "{e}");
+        let e = fs_preconditions(&spec("btrfs", 120 << 20, 2)).unwrap_err();
+        assert!(e.to_string().contains("125 MiB per device"), "{e}");
+        // A user's mkfs arguments leave btrfs's minimum to mkfs.
+        let mut mixed = spec("btrfs", 100 << 20, 1);
+        mixed.mkfs = "--mixed".into();
+        assert!(!matches!(fs_preconditions(&mixed), Err(e) if e.to_string().contains("109 MiB")));
+        // A bad type or sector count is caught before any device as well.
+        assert_eq!(
+            fs_preconditions(&spec("zfs", 1 << 30, 1))
+                .unwrap_err()
+                .exit_code(),
+            2
+        );
+        let e = fs_preconditions(&spec("ext4", (1 << 30) + 100, 1)).unwrap_err();
+        assert!(
+            e.to_string().contains("whole number of 512-byte sectors"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn big_enough_passes_when_mkfs_is_installed() {
+        for (t, size) in [
+            ("xfs", XFS_MIN_BYTES),
+            ("btrfs", BTRFS_MIN_BYTES),
+            ("ext4", 16 << 20),
+        ] {
+            match fs_preconditions(&spec(t, size, 1)) {
+                Ok(()) => {}
+                Err(e) => assert!(e.to_string().contains("not installed"), "{t}: {e}"),
+            }
+        }
+    }
 }

@@ -441,13 +441,9 @@ fn check_one(
             destroy_data_on,
         };
         if let Decision::Refuse(reasons) = decide(&opened, &n.path, &guard) {
-            let first = reasons[0].to_string();
-            let more = reasons.len() - 1;
-            return Err(TargetError::Refused(if more > 0 {
-                format!("{first} ({more} more reason(s) found)")
-            } else {
-                first
-            }));
+            return Err(TargetError::Refused(crate::safety::describe_reasons(
+                &reasons,
+            )));
         }
     }
     Ok(Some(opened))
@@ -748,7 +744,10 @@ fn layout(
         off += write_unaligned_head(path, plain, &mut arena, seed, have, need)
             .map_err(|e| cleanup(e.unwrap_or_else(|| no_space(have))))?;
     }
+    let mut progress =
+        crate::console::Progress::new(format!("laying out {}", path.display()), need - have);
     while off < need {
+        progress.update(off - have);
         if dioscope_sys::signal::stop_count() > 0 {
             return Err(cleanup(TargetError::Interrupted {
                 path: path.display().to_string(),

@@ -4,7 +4,9 @@
 use super::{CheckDef, DoctorCtx, RunCtx};
 use crate::diag::checklist::Check;
 use crate::diag::env::TargetKind;
-use crate::diag::findings::{BufferedReason, Finding, PageCacheKept, PageCacheOnTarget, Phase};
+use crate::diag::findings::{
+    merge_page_cache, BufferedReason, Finding, PageCacheKept, PageCacheOnTarget, Phase,
+};
 use crate::diag::fs::silent_buffering;
 use crate::diag::pagecache::{self, resident, TrialPages};
 
@@ -36,6 +38,13 @@ fn doctor(ctx: &mut DoctorCtx) -> Option<Check> {
                     pages: res.pages,
                     page_size: res.page_size,
                     dropped: false,
+                    also_phases: Vec::new(),
+                    trials: Vec::new(),
+                    cause: crate::diag::hooks::target_cause(
+                        ctx.path,
+                        std::fs::File::open(ctx.path).ok().as_ref(),
+                        ctx.target.kind == TargetKind::BlockDevice,
+                    ),
                 })
             });
             let detail = if ctx.target.kind == TargetKind::BlockDevice {
@@ -56,19 +65,27 @@ fn doctor(ctx: &mut DoctorCtx) -> Option<Check> {
 }
 
 fn after_run(ctx: &RunCtx) -> Vec<Finding> {
-    let mut out = Vec::new();
+    let mut each: Vec<PageCacheOnTarget> = Vec::new();
     // (target, most pages seen, page size) of targets run with invalidate=0.
     let mut kept: Vec<(String, u64, u64)> = Vec::new();
     for rec in &ctx.hooks.trials {
         for tp in &rec.page_cache {
             if tp.invalidate {
-                out.extend(pagecache::trial_findings(
-                    &tp.target,
-                    rec.trial as usize,
-                    &tp.pages,
-                    true,
-                    tp.page_size,
-                ));
+                each.extend(
+                    pagecache::trial_findings(
+                        &tp.target,
+                        rec.trial as usize,
+                        &tp.pages,
+                        true,
+                        tp.page_size,
+                        &tp.cause,
+                    )
+                    .into_iter()
+                    .filter_map(|f| match f {
+                        Finding::PageCacheOnTarget(p) => Some(p),
+                        _ => None,
+                    }),
+                );
             } else if tp.pages.max() > 0 {
                 match kept.iter_mut().find(|k| k.0 == tp.target) {
                     Some(k) => k.1 = k.1.max(tp.pages.max()),
@@ -77,6 +94,11 @@ fn after_run(ctx: &RunCtx) -> Vec<Finding> {
             }
         }
     }
+    // The same pages in several trials: one finding naming them all.
+    let mut out: Vec<Finding> = merge_page_cache(each)
+        .into_iter()
+        .map(Finding::from)
+        .collect();
     for (target, pages, page_size) in kept {
         let slowdown_pct = slowdown(ctx, &target);
         out.push(

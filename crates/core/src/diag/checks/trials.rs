@@ -7,7 +7,7 @@
 
 use super::{device_sharing, CheckDef, RunCtx};
 use crate::diag::consistency::{high_variance, series_findings, trial_findings};
-use crate::diag::findings::{Condition, Finding, TrialCondition};
+use crate::diag::findings::{Condition, Finding, PageCacheCause, TrialCondition};
 use crate::diag::hooks::TrialRecord;
 use crate::diag::sharing::{contended, other_io};
 use crate::results::TrialMetrics;
@@ -30,8 +30,10 @@ fn after_run(ctx: &RunCtx) -> Vec<Finding> {
 pub fn conditions(ctx: &RunCtx, phase: u32) -> Vec<TrialCondition> {
     let recs: Vec<&TrialRecord> = ctx.hooks.trials.iter().filter(|r| r.group == phase).collect();
     let with_pages = |r: &TrialRecord| {
+        // A file on tmpfs is its pages: no condition anyone can stop.
         r.page_cache.iter().any(|tp| {
-            tp.pages.before.unwrap_or(0) > 0 || tp.pages.during_max.unwrap_or(0) > 0
+            !matches!(tp.cause, PageCacheCause::MemoryFilesystem { .. })
+                && (tp.pages.before.unwrap_or(0) > 0 || tp.pages.during_max.unwrap_or(0) > 0)
         })
     };
     let measured = |condition: Condition, rule: &dyn Fn(&TrialRecord) -> bool| TrialCondition {

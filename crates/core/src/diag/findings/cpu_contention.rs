@@ -1,7 +1,7 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-use super::{list, Describe, Severity};
+use super::{top_few, trials_word, Describe, Severity};
 
 /// A process that used CPU time during the trials (`/proc/PID/stat`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,24 +43,21 @@ impl Describe for CpuContention {
     fn describe(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "other processes used {:.0} % of a CPU during trial{} {} while dioscope used \
+            "other processes used {:.0} % of a CPU during {} while dioscope used \
              {:.0} %, leaving the {} CPU{} it may run on {:.0} % busy: workers waited for a \
              CPU, so IOPS and latency measure the contention as well as the device",
             self.others_pct,
-            if self.trials.len() == 1 { "" } else { "s" },
-            list(&self.trials),
+            trials_word(&self.trials),
             self.ours_pct,
             self.cpus,
             if self.cpus == 1 { "" } else { "s" },
             self.busy_pct,
         )?;
         if !self.top.is_empty() {
-            let who: Vec<String> = self
-                .top
-                .iter()
-                .map(|p| format!("pid {} ({}, {:.0} %)", p.pid, p.comm, p.cpu_pct))
-                .collect();
-            write!(f, " (busiest: {})", who.join(", "))?;
+            let who = top_few(&self.top, |p| {
+                format!("pid {} ({}, {:.0} %)", p.pid, p.comm, p.cpu_pct)
+            });
+            write!(f, " (busiest: {who})")?;
         }
         write!(
             f,

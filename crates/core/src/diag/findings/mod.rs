@@ -222,6 +222,7 @@ macro_rules! findings {
 
 pub use cpu_contention::CpuProcess;
 pub use other_device_io::IoProcess;
+pub use page_cache_on_target::{merge as merge_page_cache, PageCacheCause};
 
 impl Finding {
     /// The form that goes into the JSON: severity, code and text next to the
@@ -266,11 +267,42 @@ fn num(v: f64) -> String {
     }
 }
 
+/// 1-based trial numbers, ascending and each once (two groups both have
+/// a trial 1: "trial 1", not "trials 1, 1").
 fn list(v: &[usize]) -> String {
+    let mut v = v.to_vec();
+    v.sort_unstable();
+    v.dedup();
     v.iter()
         .map(|t| t.to_string())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// "trial 3" or "trials 1, 2" for a list of 1-based trials ([`list`]).
+fn trials_word(v: &[usize]) -> String {
+    let l = list(v);
+    if l.contains(',') {
+        format!("trials {l}")
+    } else {
+        format!("trial {l}")
+    }
+}
+
+/// How many processes a finding's text names; the JSON keeps all.
+pub const NAMED_PROCESSES: usize = 5;
+
+/// The first [`NAMED_PROCESSES`] of `items` (the caller orders them, most
+/// active first) joined with ", ", then "and N more (in the JSON)" when
+/// there are more: a finding names the few that matter and leaves the long
+/// tail to the JSON.
+fn top_few<T>(items: &[T], name: impl Fn(&T) -> String) -> String {
+    let mut s: Vec<String> = items.iter().take(NAMED_PROCESSES).map(name).collect();
+    let more = items.len().saturating_sub(NAMED_PROCESSES);
+    if more > 0 {
+        s.push(format!("and {more} more (in the JSON)"));
+    }
+    s.join(", ")
 }
 
 fn pct(share: f64) -> String {

@@ -1,7 +1,7 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-use super::{human_bytes, list, Describe, Severity};
+use super::{human_bytes, top_few, trials_word, Describe, Severity};
 
 /// A process that held a device, or a file on its file system, open during
 /// a trial and did block I/O meanwhile (`/proc/PID/io`).
@@ -55,13 +55,12 @@ impl Describe for OtherDeviceIo {
         } else {
             write!(
                 f,
-                "{} transferred {} during trial{} {} but the benchmark only {}: {} came \
+                "{} transferred {} during {} but the benchmark only {}: {} came \
                  from someone else, competing for the device and distorting latency and \
                  throughput. ",
                 self.device,
                 human_bytes(self.device_bytes),
-                if self.trials.len() == 1 { "" } else { "s" },
-                list(&self.trials),
+                trials_word(&self.trials),
                 human_bytes(self.our_bytes),
                 human_bytes(extra),
             )?;
@@ -75,24 +74,22 @@ impl Describe for OtherDeviceIo {
                 self.device
             )
         } else {
-            let who: Vec<String> = self
-                .processes
-                .iter()
-                .map(|p| {
-                    format!(
-                        "pid {} ({}, read {}, wrote {})",
-                        p.pid,
-                        p.comm,
-                        human_bytes(p.read_bytes),
-                        human_bytes(p.write_bytes)
-                    )
-                })
-                .collect();
+            // Busiest first, whatever order the list came in.
+            let mut busiest: Vec<&IoProcess> = self.processes.iter().collect();
+            busiest.sort_by_key(|p| std::cmp::Reverse(p.read_bytes + p.write_bytes));
+            let who = top_few(&busiest, |p| {
+                format!(
+                    "pid {} ({}, read {}, wrote {})",
+                    p.pid,
+                    p.comm,
+                    human_bytes(p.read_bytes),
+                    human_bytes(p.write_bytes)
+                )
+            });
             write!(
                 f,
-                "Processes with the device or a file on it open that did I/O meanwhile: {}. \
-                 Stop them and repeat the run.",
-                who.join(", ")
+                "Processes with the device or a file on it open that did I/O meanwhile \
+                 (busiest first): {who}. Stop them and repeat the run."
             )
         }
     }
@@ -113,4 +110,41 @@ pub(super) fn example() -> super::Finding {
         }],
     }
     .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forty_processes_name_the_five_busiest_and_count_the_rest() {
+        // Listed in pid order, not by what they did: the text ranks them.
+        let processes: Vec<IoProcess> = (0..40)
+            .map(|i| IoProcess {
+                pid: 1000 + i,
+                comm: format!("p{i}"),
+                read_bytes: (i as u64) << 20,
+                write_bytes: 4096,
+            })
+            .collect();
+        let f = OtherDeviceIo {
+            device: "vda".into(),
+            trials: vec![1, 1, 2],
+            our_bytes: 100 << 20,
+            device_bytes: 900 << 20,
+            processes,
+        };
+        let t = super::super::Finding::from(f.clone()).to_string();
+        assert_eq!(t.matches("pid ").count(), 5, "{t}");
+        for busiest in 35..40 {
+            assert!(t.contains(&format!("pid {} (p{busiest},", 1000 + busiest)), "{t}");
+        }
+        assert!(!t.contains("(p34,"), "{t}");
+        assert!(t.contains("and 35 more (in the JSON)"), "{t}");
+        // Two groups' trial 1 is one trial 1.
+        assert!(t.contains("during trials 1, 2 "), "{t}");
+        // The JSON keeps all of them.
+        let v = serde_json::to_value(super::super::Finding::from(f).reported()).unwrap();
+        assert_eq!(v["processes"].as_array().unwrap().len(), 40);
+    }
 }

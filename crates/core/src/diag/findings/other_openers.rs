@@ -1,7 +1,7 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-use super::{Describe, Opener, Severity};
+use super::{top_few, Describe, Opener, Severity};
 
 /// Other processes hold the target open.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -21,17 +21,17 @@ impl Describe for OtherOpeners {
 
     fn describe(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Self { target, openers } = self;
-        let who: Vec<String> = openers
-            .iter()
-            .map(|o| {
-                format!(
-                    "pid {} ({}, {})",
-                    o.pid,
-                    o.comm,
-                    if o.writable { "read-write" } else { "read-only" }
-                )
-            })
-            .collect();
+        // Writers first: they can change the data under the benchmark.
+        let mut ranked: Vec<&Opener> = openers.iter().collect();
+        ranked.sort_by_key(|o| !o.writable);
+        let who = top_few(&ranked, |o| {
+            format!(
+                "pid {} ({}, {})",
+                o.pid,
+                o.comm,
+                if o.writable { "read-write" } else { "read-only" }
+            )
+        });
         write!(
             f,
             "{target} is open in {} other process{}: {}. Their I/O competes with \
@@ -40,7 +40,7 @@ impl Describe for OtherOpeners {
              before measuring.",
             openers.len(),
             if openers.len() == 1 { "" } else { "es" },
-            who.join(", ")
+            who
         )
     }
 }
@@ -56,4 +56,28 @@ pub(super) fn example() -> super::Finding {
         }],
     }
     .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn many_openers_name_five_writers_first() {
+        let openers: Vec<Opener> = (0..12)
+            .map(|i| Opener {
+                pid: 100 + i,
+                comm: format!("c{i}"),
+                writable: i == 11,
+            })
+            .collect();
+        let t = super::super::Finding::from(OtherOpeners {
+            target: "/dev/loop0".into(),
+            openers,
+        })
+        .to_string();
+        assert!(t.contains("open in 12 other processes: pid 111 (c11, read-write)"), "{t}");
+        assert_eq!(t.matches("pid ").count(), 5, "{t}");
+        assert!(t.contains("and 7 more (in the JSON)"), "{t}");
+    }
 }

@@ -1634,7 +1634,7 @@ static CORE: &[OptDef] = &[
         range: None,
         category: Category::Output,
         example: "never",
-        help: "Live progress on stderr: auto (when a terminal), always, never",
+        help: "Live progress on stderr (the trials, laying out files, --profile's post-processing): auto (when a terminal), always (plain lines once a second when not a terminal), never",
         apply: Apply::Global(|g, v| {
             g.eta = match v.trim() {
                 "auto" => Eta::Auto,
