@@ -160,10 +160,6 @@ fn assert_nothing_new(before: &BTreeSet<String>, state: &Path, pid: u32, what: &
     );
 }
 
-fn run_recipe(name: &str) {
-    run_recipe_with(name, &[]);
-}
-
 /// Every loop device's request-size limit (`queue/max_sectors_kb`) and
 /// its hardware limit, by name.
 fn request_limits() -> BTreeMap<String, (String, String)> {
@@ -408,7 +404,7 @@ fn every_recipe_is_tested() {
     for name in &listed {
         assert!(
             TESTED.contains(&name.as_str()),
-            "recipe {name} has no tests: add run_recipe(\"{name}\") and \
+            "recipe {name} has no tests: add a run_recipe_with(\"{name}\", …) test and \
              interrupt_recipe(\"{name}\") tests and its name to TESTED"
         );
     }
