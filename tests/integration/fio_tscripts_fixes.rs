@@ -140,7 +140,8 @@ fn json_in(out: &str) -> serde_json::Value {
     serde_json::from_str(&out[out.find('{').expect("a JSON document")..]).unwrap()
 }
 
-/// A null-engine randrw job (256 I/Os of 4 KiB, an fsync every 8 writes)
+/// A null-engine randrw job (16384 I/Os of 4 KiB, an fsync every 8 writes:
+/// long enough for a runtime of a millisecond or more)
 /// with `unified_rw_reporting=MODE`, in terse, JSON and normal text.
 fn unified_run(dir: &std::path::Path, mode: &str) -> (String, serde_json::Value, String) {
     let args = |fmt: &str| {
@@ -149,7 +150,7 @@ fn unified_run(dir: &std::path::Path, mode: &str) -> (String, serde_json::Value,
             "--ioengine=null".into(),
             "--rw=randrw".into(),
             "--bs=4k".into(),
-            "--size=1m".into(),
+            "--size=64m".into(),
             "--fsync=8".into(),
             format!("--unified_rw_reporting={mode}"),
             format!("--output-format={fmt}"),
@@ -186,21 +187,21 @@ fn unified_rw_reporting_sums_the_directions_into_mixed() {
             assert!(j.get(d).is_none(), "{mode}: no {d} with mixed: {j}");
         }
         let m = &j["mixed"];
-        assert_eq!(m["total_ios"], 256, "{mode}: {m}");
-        assert_eq!(m["io_bytes"], 1 << 20, "{mode}");
+        assert_eq!(m["total_ios"], 16384, "{mode}: {m}");
+        assert_eq!(m["io_bytes"], 64 << 20, "{mode}");
         for l in ["clat_ns", "lat_ns"] {
-            assert_eq!(m[l]["N"], 256, "{mode} {l}");
+            assert_eq!(m[l]["N"], 16384, "{mode} {l}");
         }
         assert!(m["clat_ns"]["percentile"].is_object(), "{m}");
         // fio 3.33's terse v3 with mixed: 5 + 41 (one direction) + 34.
         let f: Vec<&str> = terse.split(';').collect();
         assert_eq!(f.len(), 80, "{terse}");
-        assert_eq!(f[5], "1024", "mixed KiB in the first direction: {terse}");
+        assert_eq!(f[5], "65536", "mixed KiB in the first direction: {terse}");
         assert!(text.contains("\n  mixed: IOPS="), "{text}");
         assert!(text.contains("\n  MIXED: bw="), "{text}");
         assert!(!text.contains("  read: IOPS="), "{text}");
         assert!(!text.contains(" READ: bw="), "{text}");
-        assert!(text.contains("issued rwts: total=256,0,0,"), "{text}");
+        assert!(text.contains("issued rwts: total=16384,0,0,"), "{text}");
     }
     let (terse, v, text) = unified_run(dir.path(), "both");
     let j = &v["jobs"][0];
@@ -208,10 +209,10 @@ fn unified_rw_reporting_sums_the_directions_into_mixed() {
         j["read"]["total_ios"].as_u64().unwrap(),
         j["write"]["total_ios"].as_u64().unwrap(),
     );
-    assert_eq!(r + w, 256);
+    assert_eq!(r + w, 16384);
     assert!(r > 0 && w > 0, "{r} {w}");
-    assert_eq!(j["mixed"]["total_ios"], 256);
-    assert_eq!(j["mixed"]["clat_ns"]["N"], 256);
+    assert_eq!(j["mixed"]["total_ios"], 16384);
+    assert_eq!(j["mixed"]["clat_ns"]["N"], 16384);
     assert_eq!(j["sync"]["total_ios"], w / 8);
     let keys: Vec<&String> = j.as_object().unwrap().keys().collect();
     let at = |k: &str| keys.iter().position(|x| *x == k).unwrap();
