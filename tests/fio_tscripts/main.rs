@@ -131,10 +131,11 @@ const SCRIPTS: &[Script] = &[
     Script {
         name: "strided.py",
         side_by_side: true,
-        // fio 3.33 takes the binary as its argument; later ones -f and -a.
+        // fio 3.33 takes the binary as its argument (its -f is the file to
+        // test); later ones take -f BIN and -a DIR.
         args: |bin, root, dir| {
             let text = std::fs::read_to_string(root.join("t/strided.py")).unwrap_or_default();
-            if text.contains("add_argument('-f'") {
+            if text.contains("add_argument('-a'") {
                 vec!["-f".into(), s(bin), "-a".into(), s(&dir.join("artifacts"))]
             } else {
                 vec![s(bin)]

@@ -134,3 +134,207 @@ fn terse_percentiles_follow_lat_percentiles() {
         .expect("a 99th percentile field");
     assert_eq!(p99.parse::<u64>().unwrap(), want, "{terse}");
 }
+
+/// The JSON of a run whose stdout is one or more outputs, JSON among them.
+fn json_in(out: &str) -> serde_json::Value {
+    serde_json::from_str(&out[out.find('{').expect("a JSON document")..]).unwrap()
+}
+
+/// A null-engine randrw job (16384 I/Os of 4 KiB, an fsync every 8 writes:
+/// long enough for a runtime of a millisecond or more)
+/// with `unified_rw_reporting=MODE`, in terse, JSON and normal text.
+fn unified_run(dir: &std::path::Path, mode: &str) -> (String, serde_json::Value, String) {
+    let args = |fmt: &str| {
+        vec![
+            "--name=t".to_string(),
+            "--ioengine=null".into(),
+            "--rw=randrw".into(),
+            "--bs=4k".into(),
+            "--size=64m".into(),
+            "--fsync=8".into(),
+            format!("--unified_rw_reporting={mode}"),
+            format!("--output-format={fmt}"),
+        ]
+    };
+    let run = |fmt: &str| {
+        let a = args(fmt);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let o = run_in(dir, &a);
+        assert!(o.status.success(), "{mode}: {}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let both = run("terse,json");
+    let terse = both
+        .lines()
+        .find(|l| l.starts_with("3;"))
+        .expect("a terse line")
+        .to_string();
+    (terse, json_in(&both), run("normal"))
+}
+
+/// fio's `unified_rw_reporting=mixed` (or 1): one "mixed" direction with
+/// the reads, writes and their latencies summed, in place of read, write,
+/// trim and sync in the JSON (fio's latency_percentiles tests 8, 14, 19,
+/// 20), of the read and write blocks in the terse line, and `mixed:` /
+/// `MIXED:` in the text. `both` (2) keeps the directions and adds mixed.
+#[test]
+fn unified_rw_reporting_sums_the_directions_into_mixed() {
+    let dir = tempfile::tempdir().unwrap();
+    for mode in ["mixed", "1"] {
+        let (terse, v, text) = unified_run(dir.path(), mode);
+        let j = &v["jobs"][0];
+        for d in ["read", "write", "trim", "sync"] {
+            assert!(j.get(d).is_none(), "{mode}: no {d} with mixed: {j}");
+        }
+        let m = &j["mixed"];
+        assert_eq!(m["total_ios"], 16384, "{mode}: {m}");
+        assert_eq!(m["io_bytes"], 64 << 20, "{mode}");
+        for l in ["clat_ns", "lat_ns"] {
+            assert_eq!(m[l]["N"], 16384, "{mode} {l}");
+        }
+        assert!(m["clat_ns"]["percentile"].is_object(), "{m}");
+        // fio 3.33's terse v3 with mixed: 5 + 41 (one direction) + 34.
+        let f: Vec<&str> = terse.split(';').collect();
+        assert_eq!(f.len(), 80, "{terse}");
+        assert_eq!(f[5], "65536", "mixed KiB in the first direction: {terse}");
+        assert!(text.contains("\n  mixed: IOPS="), "{text}");
+        assert!(text.contains("\n  MIXED: bw="), "{text}");
+        assert!(!text.contains("  read: IOPS="), "{text}");
+        assert!(!text.contains(" READ: bw="), "{text}");
+        assert!(text.contains("issued rwts: total=16384,0,0,"), "{text}");
+    }
+    let (terse, v, text) = unified_run(dir.path(), "both");
+    let j = &v["jobs"][0];
+    let (r, w) = (
+        j["read"]["total_ios"].as_u64().unwrap(),
+        j["write"]["total_ios"].as_u64().unwrap(),
+    );
+    assert_eq!(r + w, 16384);
+    assert!(r > 0 && w > 0, "{r} {w}");
+    assert_eq!(j["mixed"]["total_ios"], 16384);
+    assert_eq!(j["mixed"]["clat_ns"]["N"], 16384);
+    assert_eq!(j["sync"]["total_ios"], w / 8);
+    let keys: Vec<&String> = j.as_object().unwrap().keys().collect();
+    let at = |k: &str| keys.iter().position(|x| *x == k).unwrap();
+    assert!(at("sync") < at("mixed") && at("mixed") < at("job_runtime"));
+    assert_eq!(terse.split(';').count(), 5 + 3 * 41 + 34, "{terse}");
+    for l in [
+        "  read: IOPS=",
+        "  write: IOPS=",
+        "  mixed: IOPS=",
+        " READ: bw=",
+        "MIXED: bw=",
+    ] {
+        assert!(text.contains(l), "{l}: {text}");
+    }
+    let o = run_in(
+        dir.path(),
+        &[
+            "--name=t",
+            "--ioengine=null",
+            "--size=64k",
+            "--unified_rw_reporting=sum",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+/// fio's null engine times its syncs: `fsync=N` gives the JSON's "sync"
+/// its count and latencies (fio's latency_percentiles test 9).
+#[test]
+fn null_engine_syncs_are_counted_and_timed() {
+    let dir = tempfile::tempdir().unwrap();
+    for (opt, n) in [("--fsync=32", 8), ("--fdatasync=4", 64)] {
+        let o = run_in(
+            dir.path(),
+            &[
+                "--name=t",
+                "--ioengine=null",
+                "--rw=randwrite",
+                "--bs=4k",
+                "--size=1m",
+                opt,
+                "--output-format=json+",
+            ],
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v = json(&o);
+        let s = &v["jobs"][0]["sync"];
+        assert_eq!(s["total_ios"], n, "{opt}: {s}");
+        assert_eq!(s["lat_ns"]["N"], n, "{opt}: {s}");
+        assert!(s["lat_ns"]["percentile"].is_object(), "{opt}: {s}");
+        let bins: u64 = s["lat_ns"]["bins"]
+            .as_object()
+            .expect("json+ bins")
+            .values()
+            .map(|c| c.as_u64().unwrap())
+            .sum();
+        assert_eq!(bins, n, "{opt}");
+    }
+}
+
+/// With per-I/O priorities (cmdprio_percentage, cmdprio_bssplit) fio's
+/// JSON has each direction's latency per priority under "prios": the job's
+/// own priority first, completion latency (total with lat_percentiles),
+/// the entries summing to the direction (fio's latency_percentiles tests
+/// 15-22). One priority only (cmdprio_percentage=100): no "prios".
+#[test]
+fn cmdprio_jobs_report_latency_per_priority() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f");
+    std::fs::write(&file, vec![0u8; 1 << 20]).unwrap();
+    let run = |extra: &[&str]| {
+        let f = format!("--filename={}", file.display());
+        let mut a = vec![
+            "--name=t",
+            "--ioengine=libaio",
+            "--rw=randrw",
+            "--bs=4k",
+            "--size=1m",
+            "--loops=4",
+            "--cmdprio_class=2",
+            "--cmdprio=3",
+            "--output-format=json+",
+            &f,
+        ];
+        a.extend_from_slice(extra);
+        let o = run_in(dir.path(), &a);
+        assert!(o.status.success(), "{}", stderr(&o));
+        json(&o)
+    };
+    for (extra, key) in [
+        (&["--cmdprio_percentage=50"][..], "clat_ns"),
+        (
+            &["--cmdprio_percentage=50", "--lat_percentiles=1"][..],
+            "lat_ns",
+        ),
+    ] {
+        let v = run(extra);
+        for d in ["read", "write"] {
+            let dir = &v["jobs"][0][d];
+            let p = dir["prios"].as_array().expect("prios");
+            let ids: Vec<(u64, u64)> = p
+                .iter()
+                .map(|x| {
+                    (
+                        x["prioclass"].as_u64().unwrap(),
+                        x["prio"].as_u64().unwrap(),
+                    )
+                })
+                .collect();
+            assert_eq!(ids, [(0, 0), (2, 3)], "{d}");
+            let n: u64 = p.iter().map(|x| x[key]["N"].as_u64().unwrap()).sum();
+            assert_eq!(n, dir[key]["N"].as_u64().unwrap(), "{d} {key}");
+            assert_eq!(n, dir["total_ios"].as_u64().unwrap());
+            for x in p {
+                assert!(x[key]["bins"].is_object(), "{x}");
+                let other = if key == "lat_ns" { "clat_ns" } else { "lat_ns" };
+                assert!(x.get(other).is_none(), "{x}");
+            }
+        }
+    }
+    let v = run(&["--cmdprio_percentage=100"]);
+    assert!(v["jobs"][0]["read"].get("prios").is_none());
+    let v = run(&[]);
+    assert!(v["jobs"][0]["read"].get("prios").is_none());
+}

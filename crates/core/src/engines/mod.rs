@@ -53,6 +53,9 @@ pub trait Engine {
     /// fio, only the I/O that does a file's operation has a latency; the
     /// rest of the file's blocks complete at once, counted, untimed).
     const FAKES_SOME: bool = false;
+    /// Its fsync/fdatasync is a no-op that is still timed and counted
+    /// (the null engine, as fio's: `fsync=N` shows sync latencies).
+    const TIMES_NO_OP_SYNC: bool = false;
     /// With [`Engine::FAKES_SOME`]: whether the last completion reaped was
     /// timed (asked only of synchronous engines, one I/O at a time).
     fn last_timed(&self) -> bool {

@@ -51,6 +51,7 @@ impl NullEngine {
 }
 
 impl Engine for NullEngine {
+    const TIMES_NO_OP_SYNC: bool = true;
     #[inline]
     fn stage(&mut self, d: IoDesc) {
         if self.tail == self.queue.len() {

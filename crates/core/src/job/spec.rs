@@ -3,6 +3,7 @@
 //! `JobSpec::default()` is a blank spec with each of them applied.
 
 pub use super::options::buffers::{CmdPrio, CpuPolicy, MemKind, MemPolicy};
+pub use super::options::output::UnifiedRw;
 use super::options::pacing::{ExitWhat, RateProcess, SteadyCriterion, SteppedDepth, ThinkBlocks};
 use super::options::{self, Apply, OptDef};
 use super::units::{with_kb_base, SizeOrPct};
@@ -268,6 +269,9 @@ pub struct JobSpec {
     pub randseed: u64,
     pub random_distribution: RandomDist,
     pub group_reporting: bool,
+    /// `unified_rw_reporting`: the directions apart, summed as fio's
+    /// "mixed", or both.
+    pub unified_rw: UnifiedRw,
     pub stonewall: bool,
     pub new_group: bool,
     /// `wait_for` resolved (options/workload.rs): the job waits for its
@@ -569,7 +573,7 @@ impl JobSpec {
             iodepth_batch_submit, iodepth_batch_complete_min, poll_reaps,
             iodepth_batch_complete_max, numjobs, runtime_us, time_based, ramp_time_us, loops,
             direct, open_sync, invalidate, fsync, fdatasync, end_fsync, norandommap, randrepeat, allrandrepeat, randseed,
-            group_reporting, stonewall, new_group, wait_phase, cpus_allowed, percentile_list,
+            group_reporting, unified_rw, stonewall, new_group, wait_phase, cpus_allowed, percentile_list,
             clat_percentiles, lat_percentiles, slat_percentiles, disable_slat, disable_clat, disable_lat, gtod_reduce,
             unlink, rate_iops, rate, rate_min, rate_iops_min, rate_cycle_ms, rate_ignore_thinktime,
             thinktime_us, thinktime_spin_us, thinktime_blocks, thinktime_iotime_us, flow, flow_id,
@@ -798,6 +802,7 @@ mod tests {
             randseed: 0x89,
             random_distribution: RandomDist::Uniform,
             group_reporting: false,
+            unified_rw: UnifiedRw::None,
             stonewall: false,
             new_group: false,
             wait_phase: false,

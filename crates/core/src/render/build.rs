@@ -3,10 +3,11 @@
 //! renderer reads. fio's fields follow fio's formulas (see FIO-COMPAT.md).
 
 use crate::diag::RunDiagnosis;
+use crate::job::spec::UnifiedRw;
 use crate::job::JobSpec;
 use crate::results::measure::VerifyIo;
 use crate::results::model::{
-    Cpu, Dioscope, DioscopeJob, Dir, IoError, Job, Lat, RunError, Sync, SCHEMA,
+    Cpu, Dioscope, DioscopeJob, Dir, IoError, Job, Lat, Prio, RunError, Sync, SCHEMA,
 };
 use crate::results::series::{TrialSeries, INTERVAL_NS};
 use crate::results::{human_bytes, JobSummary, OrderedMap, RunDoc};
@@ -51,13 +52,14 @@ pub fn run_doc(r: &RunResult, diagnosis: &RunDiagnosis, context: String) -> RunD
 /// fio's `bw_agg` (`per=` of the text): a direction's mean sampled
 /// bandwidth as a percentage of its group's aggregate (at most 100).
 fn share_of_group(jobs: &mut [Job]) {
-    let aggs: Vec<[Option<u64>; 3]> = jobs
+    let aggs: Vec<[Option<u64>; 4]> = jobs
         .iter()
-        .map(|j| [0, 1, 2].map(|d| super::fio_text::group_agg(jobs, j.groupid, d)))
+        .map(|j| [0, 1, 2, 3].map(|d| super::fio_text::group_agg(jobs, j.groupid, d)))
         .collect();
     for (j, agg) in jobs.iter_mut().zip(aggs) {
         for (dir, agg) in [&mut j.read, &mut j.write, &mut j.trim]
             .into_iter()
+            .chain(j.mixed.as_mut())
             .zip(agg)
         {
             dir.bw_agg = match agg {
@@ -93,16 +95,33 @@ fn lat(h: &Histogram, percentiles: Option<&[f64]>) -> Lat {
     }
 }
 
-/// Per-interval samples of every trial's measured time for direction `d`:
-/// (KiB/s, IOPS), as fio's bw/iops sample statistics.
-fn interval_samples(s: &JobSummary, d: usize) -> (Vec<f64>, Vec<f64>) {
+/// Per-interval samples of every trial's measured time for directions
+/// `ds` summed: (KiB/s, IOPS), as fio's bw/iops sample statistics.
+fn interval_samples(s: &JobSummary, ds: &[usize]) -> (Vec<f64>, Vec<f64>) {
     let (mut bws, mut iopss) = (Vec::new(), Vec::new());
     for t in s.ticks.iter().flatten().filter(|t| !t.ramp) {
         let dt = t.dur_ns.max(1) as f64 / 1e9;
-        bws.push(t.bytes[d] as f64 / 1024.0 / dt);
-        iopss.push(t.ios[d] as f64 / dt);
+        let bytes: u64 = ds.iter().map(|&d| t.bytes[d]).sum();
+        let ios: u64 = ds.iter().map(|&d| t.ios[d]).sum();
+        bws.push(bytes as f64 / 1024.0 / dt);
+        iopss.push(ios as f64 / dt);
     }
     (bws, iopss)
+}
+
+/// fio's `mixed` direction (unified_rw_reporting): reads (with the verify
+/// read-back's, as the read direction counts them), writes and trims
+/// summed, over the job's runtime; its bandwidth and IOPS samples are the
+/// reads' and writes' of each interval together.
+fn mixed(r: &RunResult, s: &JobSummary) -> Dir {
+    let v = verify_io(r, s);
+    let mut st = s.dirs[0].clone();
+    st.merge(&v.reads);
+    st.merge(&s.dirs[1]);
+    st.merge(&s.trim);
+    let rt = s.runtime_ms + v.runtime_ns as f64 / 1e6;
+    let (bws, iopss) = interval_samples(s, &[0, 1]);
+    dir_of(spec(r, s), &st, rt, &bws, &iopss)
 }
 
 fn dir(r: &RunResult, s: &JobSummary, d: Option<usize>) -> Dir {
@@ -125,12 +144,18 @@ fn dir(r: &RunResult, s: &JobSummary, d: Option<usize>) -> Dir {
         }
         _ => (st, s.runtime_ms),
     };
-    let bw_bytes = crate::results::summary::per_second(st.bytes, rt);
     let (bws, iopss) = d
         .filter(|&d| d < 2)
-        .map(|d| interval_samples(s, d))
+        .map(|d| interval_samples(s, &[d]))
         .unwrap_or_default();
-    let (sm, si) = (Summary::of(&bws), Summary::of(&iopss));
+    dir_of(spec, st, rt, &bws, &iopss)
+}
+
+/// One direction's fio fields from its counters, runtime (ms) and
+/// interval samples (KiB/s, IOPS).
+fn dir_of(spec: &JobSpec, st: &DirStats, rt: f64, bws: &[f64], iopss: &[f64]) -> Dir {
+    let bw_bytes = crate::results::summary::per_second(st.bytes, rt);
+    let (sm, si) = (Summary::of(bws), Summary::of(iopss));
     // A latency not measured (disable_clat, disable_lat, gtod_reduce) has
     // no percentiles in fio's JSON.
     let pct =
@@ -155,19 +180,61 @@ fn dir(r: &RunResult, s: &JobSummary, d: Option<usize>) -> Dir {
         slat_ns: lat(&st.slat, slat_pct),
         clat_ns: lat(&st.clat, pct),
         lat_ns: lat(&st.lat, lat_pct),
-        bw_min: min_max(&bws, sm.min),
-        bw_max: min_max(&bws, sm.max),
+        prios: prios(spec, st, if spec.lat_percentiles { lat_pct } else { pct }),
+        bw_min: min_max(bws, sm.min),
+        bw_max: min_max(bws, sm.max),
         // Set once the group is known: share_of_group.
         bw_agg: 0.0,
         bw_mean: sm.mean,
         bw_dev: sm.stddev,
         bw_samples: bws.len() as u64,
-        iops_min: min_max(&iopss, si.min),
-        iops_max: min_max(&iopss, si.max),
+        iops_min: min_max(iopss, si.min),
+        iops_max: min_max(iopss, si.max),
         iops_mean: si.mean,
         iops_stddev: si.stddev,
         iops_samples: iopss.len() as u64,
+        folded: spec.unified_rw == UnifiedRw::Mixed,
     }
+}
+
+/// fio's `prios`: per I/O priority, the latency the worker kept for it
+/// (total with lat_percentiles, else completion), when the direction's
+/// I/Os had more than one priority. The job's own priority (prioclass,
+/// prio; the thread's, 0/0, without them) comes first, then the others
+/// by value.
+fn prios(spec: &JobSpec, st: &DirStats, pct: Option<&[f64]>) -> Option<Vec<Prio>> {
+    let seen: Vec<&(u16, Histogram)> = st.prios.iter().filter(|(_, h)| h.count() > 0).collect();
+    if seen.len() < 2 {
+        return None;
+    }
+    let own = (
+        spec.prioclass
+            .unwrap_or(if spec.prio.is_some() { 2 } else { 0 }),
+        spec.prio.unwrap_or(0),
+    );
+    let split = |v: u16| {
+        if v == 0 {
+            own
+        } else {
+            ((v >> 13) as u32, (v & 0x7) as u32)
+        }
+    };
+    let mut seen = seen;
+    seen.sort_by_key(|(v, _)| (*v != 0, *v));
+    Some(
+        seen.into_iter()
+            .map(|(v, h)| {
+                let (prioclass, prio) = split(*v);
+                let l = lat(h, pct);
+                Prio {
+                    prioclass,
+                    prio,
+                    clat_ns: (!spec.lat_percentiles).then(|| l.clone()),
+                    lat_ns: spec.lat_percentiles.then_some(l),
+                }
+            })
+            .collect(),
+    )
 }
 
 /// fio's iodepth maps: percent per bucket, a bucket that holds anything
@@ -323,7 +390,12 @@ fn job(r: &RunResult, s: &JobSummary) -> Job {
         read: dir(r, s, show[0].then_some(0)),
         write: dir(r, s, show[1].then_some(1)),
         trim: dir(r, s, (s.trim.ios > 0 || spec.rw.trims()).then_some(2)),
+        mixed: (spec.unified_rw != UnifiedRw::None).then(|| Dir {
+            folded: false,
+            ..mixed(r, s)
+        }),
         sync: Sync {
+            folded: spec.unified_rw == UnifiedRw::Mixed,
             total_ios: s.sync.ios,
             // fio's sync latency has percentiles once there were syncs.
             lat_ns: lat(

@@ -113,6 +113,15 @@ fn dirs(j: &Job) -> [&Dir; 3] {
     [&j.read, &j.write, &j.trim]
 }
 
+/// Direction `d` as the report shows it: 0-2 read, write, trim (none when
+/// folded into mixed, unified_rw_reporting=mixed), 3 mixed (when there).
+pub fn shown_dir(j: &Job, d: usize) -> Option<&Dir> {
+    match d {
+        0..=2 => Some(dirs(j)[d]).filter(|x| !x.folded),
+        _ => j.mixed.as_ref(),
+    }
+}
+
 fn job_block(out: &mut String, doc: &RunDoc, j: &Job, dj: Option<&DioscopeJob>) {
     let pid = j
         .other
@@ -142,8 +151,8 @@ fn job_block(out: &mut String, doc: &RunDoc, j: &Job, dj: Option<&DioscopeJob>) 
     let no_slat = dj
         .and_then(|d| crate::job::spec::EngineKind::parse(&d.ioengine))
         .is_some_and(|k| k.caps().sync);
-    for (st, name) in dirs(j).into_iter().zip(["read", "write", "trim"]) {
-        if st.total_ios > 0 {
+    for (d, name) in ["read", "write", "trim", "mixed"].into_iter().enumerate() {
+        if let Some(st) = shown_dir(j, d).filter(|st| st.total_ios > 0) {
             dir_block(out, name, st, no_slat);
         }
     }
@@ -349,7 +358,16 @@ fn depth_lines(out: &mut String, j: &Job) {
     let _ = writeln!(out, "  IO depths    : {}", dist(&j.iodepth_level));
     let _ = writeln!(out, "     submit    : {}", dist(&j.iodepth_submit));
     let _ = writeln!(out, "     complete  : {}", dist(&j.iodepth_complete));
-    let dirs = dirs(j);
+    // unified_rw_reporting=mixed: fio counts every I/O as the first
+    // direction's.
+    let folded;
+    let dirs = match &j.mixed {
+        Some(m) if j.read.folded => {
+            folded = Dir::default();
+            [m, &folded, &folded]
+        }
+        _ => dirs(j),
+    };
     let _ = writeln!(
         out,
         "     issued rwts: total={},{},{},{} short={},{},{},0 dropped={},{},{},0",
@@ -374,7 +392,11 @@ fn depth_lines(out: &mut String, j: &Job) {
 /// A group's aggregate bandwidth in direction `d` (B/s), as fio's run
 /// status: the group's bytes over its longest runtime; None if idle.
 pub fn group_agg(jobs: &[Job], g: u32, d: usize) -> Option<u64> {
-    let of_group = || jobs.iter().filter(|j| j.groupid == g).map(|j| dirs(j)[d]);
+    let of_group = || {
+        jobs.iter()
+            .filter(|j| j.groupid == g)
+            .filter_map(move |j| shown_dir(j, d))
+    };
     let max_run = of_group().map(|x| x.runtime).max().filter(|&r| r > 0)?;
     let io: u64 = of_group()
         .filter(|x| x.runtime > 0)
@@ -388,12 +410,12 @@ pub fn group_agg(jobs: &[Job], g: u32, d: usize) -> Option<u64> {
 /// slowest and fastest job's, the bytes, the shortest and longest runtime.
 fn group_block(out: &mut String, doc: &RunDoc, g: u32) {
     let _ = writeln!(out, "\nRun status group {g} (all jobs):");
-    for (d, name) in ["READ", "WRITE", "TRIM"].iter().enumerate() {
+    for (d, name) in ["READ", "WRITE", "TRIM", "MIXED"].iter().enumerate() {
         let dirs: Vec<&Dir> = doc
             .jobs
             .iter()
             .filter(|j| j.groupid == g)
-            .map(|j| dirs(j)[d])
+            .filter_map(|j| shown_dir(j, d))
             .filter(|x| x.runtime > 0)
             .collect();
         let Some(max_run) = dirs.iter().map(|x| x.runtime).max() else {

@@ -66,7 +66,13 @@ pub fn line(j: &Job, fio_version: &str, disks: &[DiskUtil]) -> String {
         j.groupid.to_string(),
         j.error.to_string(),
     ];
-    for d in [&j.read, &j.write] {
+    // unified_rw_reporting: mixed in place of read and write, or after
+    // them (both), as fio's terse line.
+    for d in [&j.read, &j.write]
+        .into_iter()
+        .filter(|d| !d.folded)
+        .chain(j.mixed.as_ref())
+    {
         direction(d, &mut f);
     }
     f.push(format!("{:.6}%", j.usr_cpu));
@@ -233,6 +239,27 @@ mod tests {
         assert_eq!(v.len(), 130);
         assert_eq!(v[121], "vda");
         assert_eq!(v[129], "12.50%");
+    }
+
+    /// unified_rw_reporting: fio 3.33's line has the mixed direction in
+    /// place of read and write (80 fields), or after them (both: 162).
+    #[test]
+    fn mixed_takes_the_place_of_the_directions_or_follows_them() {
+        let (mut j, _) = sample();
+        let mut m = j.read.clone();
+        m.io_kbytes = 4096;
+        j.mixed = Some(m);
+        let both = line(&j, "fio-3.33", &[]);
+        let f: Vec<&str> = both.split(';').collect();
+        assert_eq!(f.len(), 162);
+        assert_eq!((f[5], f[46], f[87]), ("1984", "0", "4096"));
+        j.read.folded = true;
+        j.write.folded = true;
+        let mixed = line(&j, "fio-3.33", &[]);
+        let f: Vec<&str> = mixed.split(';').collect();
+        assert_eq!(f.len(), 80);
+        assert_eq!(f[5], "4096");
+        assert_eq!(f[50], "9", "cpu_minf follows the one direction");
     }
 
     #[test]

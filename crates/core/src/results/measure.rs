@@ -19,6 +19,10 @@ pub struct DirStats {
     pub slat: Histogram,
     pub clat: Histogram,
     pub lat: Histogram,
+    /// Per I/O priority (the ioprio value the I/O was issued with, 0: the
+    /// thread's), its completion or total latency: only for jobs with
+    /// per-I/O priorities (cmdprio_*), as fio's `prios`.
+    pub prios: Vec<(u16, Histogram)>,
 }
 
 impl DirStats {
@@ -30,6 +34,21 @@ impl DirStats {
         self.slat.merge(&o.slat);
         self.clat.merge(&o.clat);
         self.lat.merge(&o.lat);
+        for (p, h) in &o.prios {
+            self.prio_hist(*p).merge(h);
+        }
+    }
+    /// The histogram of priority `prio`, added when new.
+    #[inline]
+    pub fn prio_hist(&mut self, prio: u16) -> &mut Histogram {
+        let i = match self.prios.iter().position(|(p, _)| *p == prio) {
+            Some(i) => i,
+            None => {
+                self.prios.push((prio, Histogram::new()));
+                self.prios.len() - 1
+            }
+        };
+        &mut self.prios[i].1
     }
     /// Forget the measurements (end of ramp). Errors are kept: a fault
     /// during the ramp is still a fault of the run.
@@ -40,6 +59,7 @@ impl DirStats {
         self.slat.reset();
         self.clat.reset();
         self.lat.reset();
+        self.prios.clear();
     }
 }
 
@@ -148,4 +168,25 @@ pub struct TrialEnv {
     pub process: Usage,
     pub system: SysCpu,
     pub ios: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Per-priority histograms merge by priority, and a reset forgets them.
+    #[test]
+    fn priorities_merge_by_value() {
+        let mut a = DirStats::default();
+        a.prio_hist(0).record(100);
+        a.prio_hist(8195).record(200);
+        let mut b = DirStats::default();
+        b.prio_hist(8195).record(300);
+        b.prio_hist(16387).record(400);
+        a.merge(&b);
+        let got: Vec<(u16, u64)> = a.prios.iter().map(|(p, h)| (*p, h.count())).collect();
+        assert_eq!(got, [(0, 1), (8195, 2), (16387, 1)]);
+        a.reset();
+        assert!(a.prios.is_empty());
+    }
 }

@@ -80,12 +80,20 @@ pub struct Job {
     pub elapsed: u64,
     #[serde(rename = "job options", default)]
     pub job_options: OrderedMap<String>,
+    /// The directions; `unified_rw_reporting=mixed` folds them into
+    /// `mixed` (they are kept, for dioscope's own views, but not written).
+    #[serde(default, skip_serializing_if = "Dir::is_folded")]
     pub read: Dir,
+    #[serde(default, skip_serializing_if = "Dir::is_folded")]
     pub write: Dir,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Dir::is_folded")]
     pub trim: Dir,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Sync::is_folded")]
     pub sync: Sync,
+    /// fio's `mixed` direction (`unified_rw_reporting=mixed|both`): reads,
+    /// writes and trims summed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mixed: Option<Dir>,
     pub job_runtime: u64,
     pub usr_cpu: f64,
     pub sys_cpu: f64,
@@ -153,6 +161,10 @@ pub struct Dir {
     pub slat_ns: Lat,
     pub clat_ns: Lat,
     pub lat_ns: Lat,
+    /// Per I/O priority (cmdprio_percentage, cmdprio_bssplit), when the
+    /// direction's I/Os had more than one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prios: Option<Vec<Prio>>,
     pub bw_min: u64,
     pub bw_max: u64,
     pub bw_agg: f64,
@@ -164,6 +176,34 @@ pub struct Dir {
     pub iops_mean: f64,
     pub iops_stddev: f64,
     pub iops_samples: u64,
+    /// Folded into the job's `mixed` (`unified_rw_reporting=mixed`): not
+    /// written.
+    #[serde(skip)]
+    pub folded: bool,
+}
+
+impl Dir {
+    pub fn is_folded(&self) -> bool {
+        self.folded
+    }
+}
+
+/// One I/O priority's latency (fio's `prios` entries): completion latency,
+/// or total latency when the job has `lat_percentiles`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Prio {
+    pub prioclass: u32,
+    pub prio: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clat_ns: Option<Lat>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lat_ns: Option<Lat>,
+}
+
+impl Prio {
+    pub fn lat(&self) -> Option<&Lat> {
+        self.clat_ns.as_ref().or(self.lat_ns.as_ref())
+    }
 }
 
 /// A latency distribution: summary, percentiles (`"99.000000": ns`) and,
@@ -205,6 +245,15 @@ impl Lat {
 pub struct Sync {
     pub total_ios: u64,
     pub lat_ns: Lat,
+    /// Not written (`unified_rw_reporting=mixed`, as fio).
+    #[serde(skip)]
+    pub folded: bool,
+}
+
+impl Sync {
+    pub fn is_folded(&self) -> bool {
+        self.folded
+    }
 }
 
 /// fio's `disk_util` entry (counters over the measured time).
@@ -581,16 +630,29 @@ impl RunDoc {
         self.jobs.iter().flat_map(|j| {
             [&j.read, &j.write, &j.trim]
                 .into_iter()
-                .flat_map(|d| [&d.slat_ns, &d.clat_ns, &d.lat_ns])
+                .chain(j.mixed.as_ref())
+                .flat_map(|d| {
+                    [&d.slat_ns, &d.clat_ns, &d.lat_ns]
+                        .into_iter()
+                        .chain(d.prios.iter().flatten().filter_map(|p| p.lat()))
+                })
                 .chain([&j.sync.lat_ns])
         })
     }
 
     fn strip_bins(&mut self) {
         for j in &mut self.jobs {
-            for d in [&mut j.read, &mut j.write, &mut j.trim] {
+            for d in [&mut j.read, &mut j.write, &mut j.trim]
+                .into_iter()
+                .chain(j.mixed.as_mut())
+            {
                 for l in [&mut d.slat_ns, &mut d.clat_ns, &mut d.lat_ns] {
                     l.bins = None;
+                }
+                for p in d.prios.iter_mut().flatten() {
+                    for l in [&mut p.clat_ns, &mut p.lat_ns].into_iter().flatten() {
+                        l.bins = None;
+                    }
                 }
             }
             j.sync.lat_ns.bins = None;

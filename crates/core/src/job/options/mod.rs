@@ -385,7 +385,7 @@ macro_rules! job {
 mod accepted;
 pub mod engines;
 mod logs;
-mod output;
+pub mod output;
 pub mod pacing;
 mod timing;
 pub mod workload;
@@ -1773,7 +1773,6 @@ pub static FIO_UNIMPLEMENTED: &[(&str, &str)] = &[
     // fio 3.33's HOWTO, the rest (job/compat.rs classifies every entry).
     ("create_only", "laying out files without running the jobs is not implemented; run the job once with a short runtime"),
     ("zonecapacity", "it belongs to zonemode=zbd, which is refused"),
-    ("unified_rw_reporting", "dioscope reports each direction; the sum of reads and writes is in the JSON's per-trial iops and bw_bytes"),
     ("write_hint", "write lifetime hints (F_SET_RW_HINT) are not implemented"),
     ("write_barrier", "barrier writes are not implemented"),
     ("sync_file_range", "sync_file_range calls are not implemented; use fdatasync=N or fsync=N"),

@@ -1,7 +1,19 @@
 //! Options about units and how a job is described and reported:
-//! `description`, `kb_base`, `unit_base`.
+//! `description`, `kb_base`, `unit_base`, `unified_rw_reporting`.
 
 use super::*;
+
+/// `unified_rw_reporting`: how the fio-format outputs show the directions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UnifiedRw {
+    /// Read, write and trim apart (`none`, `0`).
+    #[default]
+    None,
+    /// One `mixed` direction summing them, in their place (`mixed`, `1`).
+    Mixed,
+    /// The three apart, then `mixed` (`both`, `2`).
+    Both,
+}
 
 pub(super) static OUTPUT: &[OptDef] = &[
     OptDef {
@@ -55,6 +67,28 @@ pub(super) static OUTPUT: &[OptDef] = &[
                     .into()
             ),
             o => Err(format!("'{o}' is not 0, 8 or 1")),
+        }),
+    },
+    OptDef {
+        name: "unified_rw_reporting",
+        aliases: &[],
+        kind: Kind::Choice(&["none", "0", "mixed", "1", "both", "2"]),
+        creates: Creates::Nothing,
+        default: Some("none"),
+        range: None,
+        category: Category::Output,
+        example: "mixed",
+        help: "How fio's outputs (JSON, terse, text) show the directions: none (0) reads, \
+               writes and trims apart; mixed (1) one \"mixed\" direction summing them, in \
+               their place; both (2) apart, then mixed",
+        apply: job!(|j, v| {
+            j.unified_rw = match v.trim() {
+                "none" | "0" => UnifiedRw::None,
+                "mixed" | "1" => UnifiedRw::Mixed,
+                "both" | "2" => UnifiedRw::Both,
+                o => return Err(format!("'{o}' is not none, mixed or both (0, 1, 2)")),
+            };
+            Ok(())
         }),
     },
 ];

@@ -89,7 +89,11 @@ fn record_some(st: &mut DirStats, on: LatStats, m: &SlotMeta, now: u64) {
 #[inline(never)]
 fn do_sync(fd: i32, data_only: bool, st: &mut DirStats) {
     let t0 = now_ns();
-    let r = if data_only {
+    let r = if fd < 0 {
+        // The null engine's sync: nothing to do, timed as fio's null
+        // engine times its syncs.
+        Ok(())
+    } else if data_only {
         dioscope_sys::io::fdatasync(fd)
     } else {
         dioscope_sys::io::fsync(fd)
@@ -186,6 +190,8 @@ struct SlotMeta {
     len: u32,
     file: u32,
     write: bool,
+    /// The ioprio value it was issued with (cmdprio_*; 0: the thread's).
+    prio: u16,
 }
 
 /// The slots of one worker: what each in-flight I/O is, which are idle, which
@@ -208,6 +214,7 @@ impl Slots {
                     len: 0,
                     file: 0,
                     write: false,
+                    prio: 0,
                 })
                 .collect(),
             free: (0..depth as u32).rev().collect(),
@@ -647,6 +654,7 @@ impl<'a, E: Engine, H: BlockHook, C: Clock> Worker<'a, E, H, C> {
         } else {
             0
         };
+        self.slots.meta[slot as usize].prio = prio;
         self.eng.stage(IoDesc {
             slot,
             write,
@@ -792,6 +800,14 @@ impl<'a, E: Engine, H: BlockHook, C: Clock> Worker<'a, E, H, C> {
             } else if timed {
                 record_some(st, self.p.lat, &m, self.now);
             }
+            if H::ACTIVE && timed {
+                if let Some(total) = self.p.prio_lat {
+                    let t0 = if total { m.stage_ns } else { m.commit_ns };
+                    self.res.dirs[m.write as usize]
+                        .prio_hist(m.prio)
+                        .record(self.now - t0);
+                }
+            }
             if self.pace.per_completion {
                 let ev = self.pace.completed(self.now - m.stage_ns, self.now);
                 if ev != PaceEvent::Nothing {
@@ -864,16 +880,26 @@ impl<'a, E: Engine, H: BlockHook, C: Clock> Worker<'a, E, H, C> {
         }
     }
 
+    /// The file a sync after writes syncs: none (-1) for an engine whose
+    /// sync is a timed no-op.
+    fn sync_fd(&self) -> i32 {
+        if E::TIMES_NO_OP_SYNC {
+            -1
+        } else {
+            self.last_write_fd
+        }
+    }
+
     /// fsync / fdatasync after every N writes.
     #[inline(always)]
     fn maybe_sync(&mut self) {
-        if self.last_write_fd < 0 {
-            // null engine: nothing to sync.
+        if self.last_write_fd < 0 && !E::TIMES_NO_OP_SYNC {
+            // No file to sync.
         } else if self.p.fsync_every > 0 && self.writes_since_sync >= self.p.fsync_every {
-            do_sync(self.last_write_fd, false, &mut self.res.sync);
+            do_sync(self.sync_fd(), false, &mut self.res.sync);
             self.writes_since_sync = 0;
         } else if self.p.fdatasync_every > 0 && self.writes_since_sync >= self.p.fdatasync_every {
-            do_sync(self.last_write_fd, true, &mut self.res.sync);
+            do_sync(self.sync_fd(), true, &mut self.res.sync);
             self.writes_since_sync = 0;
         }
     }

@@ -97,6 +97,7 @@ impl<E: Engine, H: BlockHook, C: Clock> Worker<'_, E, H, C> {
                     len: 0,
                     file: 0,
                     write: false,
+                    prio: 0,
                 };
                 let m = slot.map_or(&none, |s| &self.slots.meta[s as usize]);
                 record_error(&mut self.res, m, -errno);

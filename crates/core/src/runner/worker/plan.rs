@@ -36,6 +36,9 @@ pub struct WorkerPlan {
     pub number_ios: u64,
     pub fsync_every: u32,
     pub fdatasync_every: u32,
+    /// Latency per I/O priority (cmdprio_*): Some(true) the total latency
+    /// (lat_percentiles, as fio), Some(false) the completion latency.
+    pub prio_lat: Option<bool>,
     /// Rate caps and floors, thinktime, flow, latency target (runner/pacing.rs).
     pub pace: PacePlan,
     /// fsync every file at the end (`end_fsync`).
@@ -150,6 +153,7 @@ impl WorkerPlan {
             number_ios: j.number_ios,
             fsync_every: j.fsync,
             fdatasync_every: j.fdatasync,
+            prio_lat: j.cmdprio.active().then_some(j.lat_percentiles),
             pace: pacing::PacePlan::for_job(j, [j.bs[0].min(), j.bs[1].min()], depth, seed),
             end_fsync: j.end_fsync && j.rw.writes(),
             go_on: go_on_sets(j),

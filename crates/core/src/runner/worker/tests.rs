@@ -140,6 +140,7 @@ mod lat_run {
                     len: 4096,
                     file: 0,
                     write: splitmix(&mut s).is_multiple_of(5),
+                    prio: 0,
                 };
                 run.add(&mut by_run, &m, now);
                 let st = &mut by_io[m.write as usize];
