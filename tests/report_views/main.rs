@@ -272,6 +272,7 @@ fn make_reports(dir: &Path) -> Vec<(&'static str, PathBuf)> {
     // The summary counts the failing check ("N fail": how many others fail
     // or warn depends on the machine, e.g. a busy device).
     for want in [
+        "doctor-summary",
         "doctor-checks",
         "written data",
         "reads_of_unwritten_regions",
