@@ -21,6 +21,9 @@ struct WireDir {
     slat: HistParts,
     clat: HistParts,
     lat: HistParts,
+    /// Per I/O priority (cmdprio_*): the priority and its histogram.
+    #[serde(default)]
+    prios: Vec<(u16, HistParts)>,
 }
 
 impl WireDir {
@@ -33,6 +36,7 @@ impl WireDir {
             slat: d.slat.to_parts(),
             clat: d.clat.to_parts(),
             lat: d.lat.to_parts(),
+            prios: d.prios.iter().map(|(p, h)| (*p, h.to_parts())).collect(),
         }
     }
     fn stats(&self) -> DirStats {
@@ -44,6 +48,11 @@ impl WireDir {
             slat: Histogram::from_parts(&self.slat),
             clat: Histogram::from_parts(&self.clat),
             lat: Histogram::from_parts(&self.lat),
+            prios: self
+                .prios
+                .iter()
+                .map(|(p, h)| (*p, Histogram::from_parts(h)))
+                .collect(),
         }
     }
 }
