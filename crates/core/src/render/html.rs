@@ -896,7 +896,7 @@ fn doctor(o: &mut String, name: &str, d: &Value) {
             class(st),
             esc(st),
             esc(c["name"].as_str().unwrap_or("")),
-            esc(c["detail"].as_str().unwrap_or(""))
+            ticks_as_code(&esc(c["detail"].as_str().unwrap_or("")))
         );
     }
     o.push_str("</table>");
@@ -919,21 +919,23 @@ fn doctor(o: &mut String, name: &str, d: &Value) {
                 esc(sev),
                 esc(sev),
                 esc(f["kind"].as_str().unwrap_or("")),
-                esc(f["message"].as_str().unwrap_or(""))
+                ticks_as_code(&esc(f["message"].as_str().unwrap_or("")))
             );
         }
         o.push_str("</table>");
     }
     if d["environment"].is_object() {
         o.push_str("<h3>Environment</h3>");
-        env_table(o, "doctor-env", &d["environment"]);
+        env_table(o, "doctor-env", &d["environment"], true);
     }
     o.push_str("</section>\n");
 }
 
 /// An environment (a JSON object) as a table of `key › key` rows, keys
 /// as words.
-fn env_table(o: &mut String, id: &str, env: &Value) {
+/// `code`: values as code (the doctor's environment names kernel and
+/// mount settings and paths as they are).
+fn env_table(o: &mut String, id: &str, env: &Value, code: bool) {
     let mut rows = Vec::new();
     flatten("", env, &mut rows);
     if rows.is_empty() {
@@ -945,10 +947,44 @@ fn env_table(o: &mut String, id: &str, env: &Value) {
             o,
             "<tr><th class=\"l\">{}</th><td class=\"l\">{}</td></tr>",
             esc(&k.replace('_', " ").replace('.', " › ")),
-            esc(&v)
+            if code {
+                format!("<code>{}</code>", esc(&v))
+            } else {
+                esc(&v)
+            }
         );
     }
     o.push_str("</table>");
+}
+
+/// `name` in a message (a command, a kernel setting) as code, and so a
+/// path (`queue/io_poll`, `/dev/vda`).
+fn ticks_as_code(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 16);
+    for (i, part) in s.split('`').enumerate() {
+        if i % 2 == 1 {
+            let _ = write!(out, "<code>{part}</code>");
+            continue;
+        }
+        for (j, w) in part.split(' ').enumerate() {
+            if j > 0 {
+                out.push(' ');
+            }
+            let core = w.trim_matches(|c: char| "(),.:;".contains(c));
+            if core.contains('/') && core.len() > 1 {
+                let at = w.find(core).unwrap_or(0);
+                let _ = write!(
+                    out,
+                    "{}<code>{core}</code>{}",
+                    &w[..at],
+                    &w[at + core.len()..]
+                );
+            } else {
+                out.push_str(w);
+            }
+        }
+    }
+    out
 }
 
 /// `a.b.c = value` rows of a JSON object.
@@ -999,6 +1035,7 @@ fn environment(o: &mut String, p: &str, doc: &RunDoc) {
             o,
             &format!("{p}-env-table"),
             &serde_json::to_value(&d.environment).unwrap_or_default(),
+            false,
         );
     }
     let _ = write!(o, "<h3>Job options</h3><table id=\"{p}-options\"><tr><th class=\"l\">job</th><th class=\"l\">options</th></tr>");
