@@ -727,7 +727,7 @@ fn other_io_on_the_same_file_system_is_found_and_named() {
     assert!(found[0]["message"]
         .as_str()
         .unwrap()
-        .contains(&format!("pid {pid} (sh")));
+        .contains(&format!("pid {pid} (`sh")));
     drop(m);
 }
 

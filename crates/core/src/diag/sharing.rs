@@ -267,7 +267,7 @@ mod tests {
             f => panic!("{f:?}"),
         }
         let t = f[0].to_string();
-        assert!(t.contains("pid 77 (dd"), "{t}");
+        assert!(t.contains("pid 77 (`dd`"), "{t}");
     }
 
     #[test]
@@ -309,7 +309,7 @@ mod tests {
     #[test]
     fn contention_needs_both_others_and_saturation() {
         let f = cpu_contention(&[cpu(50.0, 99.0)]).expect("hog on a saturated CPU");
-        assert!(f.to_string().contains("pid 99 (hog"), "{f}");
+        assert!(f.to_string().contains("pid 99 (`hog`"), "{f}");
         // Others busy but a CPU to spare: our threads ran elsewhere.
         assert!(cpu_contention(&[cpu(50.0, 60.0)]).is_none());
         // Saturated by us alone (others are housekeeping).

@@ -95,6 +95,9 @@ const SPELLINGS: &[(&str, &str, &str)] = &[
     ("fallocate", "posix", "1"),
     ("sync", "none", "0"),
     ("sync", "sync", "1"),
+    ("unified_rw_reporting", "none", "0"),
+    ("unified_rw_reporting", "mixed", "1"),
+    ("unified_rw_reporting", "both", "2"),
 ];
 
 /// The spec after applying `v`, as one Debug chunk per top-level field.

@@ -198,7 +198,7 @@ impl SafetyError {
 
 impl SafetyError {
     /// What was found, in a few words, for naming the further reasons after
-    /// the first one's full message: "held open by pid 7 (blkid, read-only)".
+    /// the first one's full message: "held open by pid 7 (`blkid`, read-only)".
     pub fn brief(&self) -> String {
         match self {
             SafetyError::Mounted {
@@ -258,7 +258,7 @@ fn describe_openers(openers: &[Opener]) -> String {
             } else {
                 "read-only"
             };
-            format!("pid {} ({}, {mode})", o.pid, o.comm)
+            format!("pid {} (`{}`, {mode})", o.pid, o.comm)
         })
         .collect();
     each.join(", ")
@@ -902,7 +902,7 @@ mod tests {
         assert!(s.starts_with(&reasons[0].to_string()), "{s}");
         assert!(
             s.ends_with(
-                "(also found: carries a signature (ext4); held open by pid 7 (blkid, read-only))"
+                "(also found: carries a signature (ext4); held open by pid 7 (`blkid`, read-only))"
             ),
             "{s}"
         );
@@ -945,7 +945,7 @@ mod tests {
         };
         let s = e.to_string();
         assert!(
-            s.contains("pid 42 (fio, for writing), pid 7 (blkid, read-only)"),
+            s.contains("pid 42 (`fio`, for writing), pid 7 (`blkid`, read-only)"),
             "{s}"
         );
         assert!(s.contains("stop them"), "{s}");

@@ -55,7 +55,7 @@ impl Describe for CpuContention {
         )?;
         if !self.top.is_empty() {
             let who = top_few(&self.top, |p| {
-                format!("pid {} ({}, {:.0} %)", p.pid, p.comm, p.cpu_pct)
+                format!("pid {} (`{}`, {:.0} %)", p.pid, p.comm, p.cpu_pct)
             });
             write!(f, " (busiest: {who})")?;
         }

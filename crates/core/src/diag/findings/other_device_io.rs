@@ -79,7 +79,7 @@ impl Describe for OtherDeviceIo {
             busiest.sort_by_key(|p| std::cmp::Reverse(p.read_bytes + p.write_bytes));
             let who = top_few(&busiest, |p| {
                 format!(
-                    "pid {} ({}, read {}, wrote {})",
+                    "pid {} (`{}`, read {}, wrote {})",
                     p.pid,
                     p.comm,
                     human_bytes(p.read_bytes),
@@ -137,7 +137,7 @@ mod tests {
         let t = super::super::Finding::from(f.clone()).to_string();
         assert_eq!(t.matches("pid ").count(), 5, "{t}");
         for busiest in 35..40 {
-            assert!(t.contains(&format!("pid {} (p{busiest},", 1000 + busiest)), "{t}");
+            assert!(t.contains(&format!("pid {} (`p{busiest}`,", 1000 + busiest)), "{t}");
         }
         assert!(!t.contains("(p34,"), "{t}");
         assert!(t.contains("and 35 more (in the JSON)"), "{t}");

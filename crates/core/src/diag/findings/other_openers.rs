@@ -26,7 +26,7 @@ impl Describe for OtherOpeners {
         ranked.sort_by_key(|o| !o.writable);
         let who = top_few(&ranked, |o| {
             format!(
-                "pid {} ({}, {})",
+                "pid {} (`{}`, {})",
                 o.pid,
                 o.comm,
                 if o.writable { "read-write" } else { "read-only" }
@@ -76,7 +76,7 @@ mod tests {
             openers,
         })
         .to_string();
-        assert!(t.contains("open in 12 other processes: pid 111 (c11, read-write)"), "{t}");
+        assert!(t.contains("open in 12 other processes: pid 111 (`c11`, read-write)"), "{t}");
         assert_eq!(t.matches("pid ").count(), 5, "{t}");
         assert!(t.contains("and 7 more (in the JSON)"), "{t}");
     }
