@@ -180,17 +180,54 @@ fn every_algorithm_round_trips_on_a_loop_device() {
     );
 }
 
+/// `bs=16k verify_interval=12k` (fio requires the interval to divide the
+/// block): each block holds a 12k and a 4k interval, both written and
+/// checked, and damage in the 4k tail of a block is named at its offset.
+/// Block sizes that vary with an interval that divides none of them are
+/// refused before anything is made.
 #[test]
-fn verify_interval_must_divide_the_block_size() {
+fn verify_interval_that_does_not_divide_the_block_size() {
     let d = tempfile::tempdir().unwrap();
     let o = write_job(d.path(), "v.dat", &["--verify_interval=12k"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json(&o);
+    assert_eq!(j["dioscope"]["verify"]["v"]["checked"], 512, "{j:#}");
+    assert_eq!(j["dioscope"]["verify"]["v"]["bad"], 0, "{j:#}");
+    let bad_at = 5 * 16384 + 12288 + 1000;
+    corrupt(&d.path().join("v.dat"), bad_at, b"not what was written");
+    let o = run_in(
+        d.path(),
+        &[
+            "--name=v",
+            "--filename=v.dat",
+            "--size=4m",
+            "--rw=read",
+            "--bs=16k",
+            "--verify_interval=12k",
+            "--verify=crc32c",
+            "--verify_only=1",
+            "--direct=1",
+            "--output-format=json",
+        ],
+    );
+    assert_eq!(
+        bad_blocks(&o),
+        [(5 * 16384 + 12288, "torn_write".to_string())]
+    );
+
+    let e = tempfile::tempdir().unwrap();
+    let o = write_job(
+        e.path(),
+        "v.dat",
+        &["--bssplit=8k/50:12k/50", "--verify_interval=8k"],
+    );
     assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("verify_interval=4096"),
         "{}",
         stderr(&o)
     );
-    assert!(entries(d.path()).is_empty());
+    assert!(entries(e.path()).is_empty());
 }
 
 #[test]

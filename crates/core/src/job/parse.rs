@@ -561,13 +561,15 @@ pub fn validate(j: &JobSpec) -> Result<(), ParseError> {
         if iv < 512 {
             return invalid(format!("verify needs intervals of at least 512 bytes to hold its header; use verify_interval=512 or a larger bs (now {iv})"));
         }
-        if let Some(b) = j.bs[0]
-            .all()
-            .into_iter()
-            .chain(j.bs[1].all())
-            .find(|b| b % iv != 0)
-        {
-            return invalid(format!("bs={b} is not a multiple of the verify interval {iv}; set verify_interval to a common divisor such as verify_interval={}", gcd(b, iv)));
+        if j.verify_unit().is_none() {
+            if let Some(b) = j.bs[0]
+                .all()
+                .into_iter()
+                .chain(j.bs[1].all())
+                .find(|b| b % iv != 0)
+            {
+                return invalid(format!("bs={b} is not a multiple of the verify interval {iv}, and the block sizes vary, so intervals would fall differently in each block; set verify_interval to a common divisor such as verify_interval={}, or use one block size", gcd(b, iv)));
+            }
         }
     }
     super::options::workload::validate(j)

@@ -616,6 +616,24 @@ impl JobSpec {
             min_bs
         }
     }
+    /// The block the verify intervals are counted from: the interval when
+    /// it divides every block size; else the job's one block size, each
+    /// block holding whole intervals and a shorter last one (fio requires
+    /// the interval to divide the block; dioscope takes any). `None`: block
+    /// sizes that vary and that the interval does not divide.
+    pub fn verify_unit(&self) -> Option<u64> {
+        let iv = self.verify_interval_used().max(1);
+        let all: Vec<u64> = self.bs[0]
+            .all()
+            .into_iter()
+            .chain(self.bs[1].all())
+            .collect();
+        if all.iter().all(|b| b % iv == 0) {
+            return Some(iv);
+        }
+        let b = all.first().copied()?;
+        all.iter().all(|&x| x == b).then_some(b)
+    }
     /// Largest block size over both directions.
     pub fn max_bs(&self) -> u64 {
         self.bs[0].max().max(self.bs[1].max())

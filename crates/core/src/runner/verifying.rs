@@ -110,6 +110,7 @@ pub(super) fn verify_spec(j: &JobSpec, generation: u64) -> Option<VerifySpec> {
     let algo = Algo::parse(j.verify.as_deref()?)?;
     let interval = j.verify_interval_used();
     let mut s = VerifySpec::new(algo, interval as u32, j.randseed, generation);
+    s.unit = j.verify_unit().unwrap_or(interval) as u32;
     s.pattern = j.verify_pattern.clone().map(Arc::new);
     s.header_at = j.verify_offset as u32;
     s.check_seed = j.verify_header_seed;
@@ -117,7 +118,7 @@ pub(super) fn verify_spec(j: &JobSpec, generation: u64) -> Option<VerifySpec> {
 }
 
 /// A sequential read over `regions`, in blocks that are whole multiples of
-/// the verify interval.
+/// the verify unit (the interval, or the block it does not divide).
 fn verify_read_plan(
     j: &JobSpec,
     files: &[FileUse],
@@ -213,7 +214,7 @@ pub(super) fn trial_plan(
             // Check what an earlier run (or job) wrote: any generation.
             let regions: Vec<(u64, u64)> = files.iter().map(|f| f.region).collect();
             if j.verify_only {
-                plan = verify_read_plan(j, files, table, &regions, vs.interval as u64);
+                plan = verify_read_plan(j, files, table, &regions, vs.unit as u64);
             }
             let written = j
                 .verify_state_load
@@ -249,7 +250,7 @@ pub(super) fn trial_plan(
             // experimental_verify reads back the same record: replaying
             // the job's plan would read what it read and miss what it
             // wrote (randrw, time_based, norandommap).
-            hook.writer = Some(Writer::new(vs.clone(), Written::new(&regions, vs.interval)));
+            hook.writer = Some(Writer::new(vs.clone(), Written::new(&regions, vs.unit)));
         }
     }
     let hook = (!hook.is_empty()).then(|| Box::new(hook));
@@ -456,7 +457,7 @@ impl<C: Clock> Execution<'_, C> {
         let clones = self.jobs[i].resolved.clones.clone();
         let mut report = self.jobs[i].verify.take().unwrap_or_default();
         // Reads as long as the largest write, at most.
-        let max_len = spec.max_bs().max(vs.interval as u64);
+        let max_len = spec.max_bs().max(vs.unit as u64);
         let readers = spec.verify_async.max(1) as usize;
         for (c, files) in clones.iter().enumerate() {
             let Some(written) = self.written[i].get_mut(c).and_then(Option::take) else {

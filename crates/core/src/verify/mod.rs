@@ -235,6 +235,10 @@ impl BadKind {
 pub struct VerifySpec {
     pub algo: Algo,
     pub interval: u32,
+    /// The block the intervals are counted from: `interval` when it
+    /// divides every block size, else the job's one block size
+    /// (`bs=6k verify_interval=4k`: intervals of 4k and 2k in each block).
+    pub unit: u32,
     pub seed: u64,
     pub generation: u64,
     /// `verify_pattern`: the payload (with `verify=pattern`, the whole
@@ -252,6 +256,7 @@ impl VerifySpec {
         VerifySpec {
             algo,
             interval,
+            unit: interval,
             seed,
             generation,
             pattern: None,
@@ -265,6 +270,34 @@ impl VerifySpec {
     fn headerless(&self) -> bool {
         self.algo == Algo::Pattern && self.pattern.is_some()
     }
+}
+
+/// The verify intervals of `len` bytes read or written at a block start:
+/// (start, length) relative to it. Each block of `unit` bytes is split
+/// into intervals of `interval` from its own start; a block's last interval
+/// too short for a header joins the one before it, so every byte is
+/// covered. A piece shorter than a header (a short read) is not an interval.
+#[inline]
+fn chunks(unit: usize, interval: usize, len: usize) -> impl Iterator<Item = (usize, usize)> {
+    let unit = unit.max(1);
+    let iv = interval.clamp(1, unit);
+    (0..len.div_ceil(unit)).flat_map(move |b| {
+        let start = b * unit;
+        let blen = unit.min(len - start);
+        let n = blen.div_ceil(iv);
+        let tail = blen - (n - 1) * iv;
+        let merge = n > 1 && tail < HEADER_LEN;
+        let count = if merge { n - 1 } else { n };
+        (0..count).filter_map(move |i| {
+            let at = i * iv;
+            let l = if merge && i == count - 1 {
+                blen - at
+            } else {
+                iv.min(blen - at)
+            };
+            (l >= HEADER_LEN).then_some((start + at, l))
+        })
+    })
 }
 
 #[inline]
@@ -598,12 +631,9 @@ impl Writer {
 impl BlockHook for Writer {
     const ACTIVE: bool = true;
     fn before_write(&mut self, buf: &mut [u8], _file: u32, offset: u64) {
-        let iv = self.spec.interval as usize;
-        for (i, chunk) in buf.chunks_mut(iv).enumerate() {
-            let off = offset + (i * iv) as u64;
-            if chunk.len() >= HEADER_LEN {
-                fill_interval(&self.spec, chunk, off);
-            }
+        let (unit, iv) = (self.spec.unit as usize, self.spec.interval as usize);
+        for (at, len) in chunks(unit, iv, buf.len()) {
+            fill_interval(&self.spec, &mut buf[at..at + len], offset + at as u64);
         }
     }
     fn after_write(&mut self, file: u32, offset: u64, len: u32) {
@@ -651,8 +681,9 @@ impl Checker {
             bad: Vec::with_capacity(64),
             counts: [0; 5],
             fatal,
-            scratch: vec![0u8; spec.interval as usize],
-            swapped: vec![0u8; spec.interval as usize],
+            // An interval is at most `interval` plus a too-short tail.
+            scratch: vec![0u8; spec.interval as usize + HEADER_LEN],
+            swapped: vec![0u8; spec.interval as usize + HEADER_LEN],
             spec,
             dump: None,
             dump_error: None,
@@ -708,12 +739,9 @@ impl Checker {
 impl BlockHook for Checker {
     const ACTIVE: bool = true;
     fn after_read(&mut self, buf: &[u8], file: u32, offset: u64) {
-        let iv = self.spec.interval as usize;
-        for (i, chunk) in buf.chunks(iv).enumerate() {
-            let off = offset + (i * iv) as u64;
-            if chunk.len() < HEADER_LEN {
-                continue;
-            }
+        let (unit, iv) = (self.spec.unit as usize, self.spec.interval as usize);
+        for (at, len) in chunks(unit, iv, buf.len()) {
+            let (chunk, off) = (&buf[at..at + len], offset + at as u64);
             if let Some(w) = &self.written {
                 if !w.is_set(file, off) {
                     continue;
@@ -993,6 +1021,51 @@ mod tests {
         assert_eq!(c.bad_count, 1);
         assert_eq!(c.bad[0].offset, 5 * 4096);
         assert_eq!(c.bad[0].kind, BadKind::TornWrite);
+    }
+
+    #[test]
+    fn intervals_restart_at_each_block_and_a_short_tail_joins_the_one_before() {
+        let v = |u, i, l| chunks(u, i, l).collect::<Vec<_>>();
+        // Dividing: one interval after another.
+        assert_eq!(v(4096, 4096, 8192), [(0, 4096), (4096, 4096)]);
+        // bs=6k, interval 4k: 4k + 2k in each block, from the block's start.
+        assert_eq!(
+            v(6144, 4096, 12288),
+            [(0, 4096), (4096, 2048), (6144, 4096), (10240, 2048)]
+        );
+        // A tail shorter than a header joins the interval before it.
+        assert_eq!(v(4096 + 40, 4096, 4096 + 40), [(0, 4136)]);
+        // A short read shorter than a header is no interval.
+        assert_eq!(v(4096, 4096, 4096 + 40), [(0, 4096)]);
+        // Every byte of a block is in exactly one interval.
+        for (u, i) in [(6144, 4096), (5000, 512), (4608, 4096), (65536, 12288)] {
+            let c = v(u, i, 3 * u);
+            assert_eq!(c.iter().map(|x| x.1).sum::<usize>(), 3 * u, "{u} {i}");
+            assert!(c.windows(2).all(|w| w[0].0 + w[0].1 == w[1].0), "{u} {i}");
+        }
+    }
+
+    /// `bs=6k verify_interval=4k`: each block's 4k and 2k intervals are
+    /// written and checked, and damage in the 2k tail is found.
+    #[test]
+    fn an_interval_that_does_not_divide_the_block_checks_every_byte() {
+        let mut s = spec(Algo::Crc32c);
+        s.unit = 6144;
+        let mut w = Writer::new(s.clone(), Written::new(&[(0, 60 * 1024)], 6144));
+        let mut blocks = vec![0u8; 3 * 6144];
+        for b in 0..3 {
+            let off = (b * 6144) as u64;
+            w.before_write(&mut blocks[b * 6144..(b + 1) * 6144], 0, off);
+            w.after_write(0, off, 6144);
+        }
+        assert_eq!(w.written.count(), 3);
+        let mut c = Checker::new(s, Some(w.written.clone()), Some(2), false);
+        c.after_read(&blocks, 0, 0);
+        assert_eq!((c.checked, c.bad_count), (6, 0));
+        blocks[6144 + 4096 + 1500] ^= 1;
+        c.after_read(&blocks, 0, 0);
+        assert_eq!(c.bad_count, 1);
+        assert_eq!((c.bad[0].offset, c.bad[0].len), (6144 + 4096, 2048));
     }
 
     fn pieces(w: &Written, max: u64) -> Vec<(u32, u64, u64)> {

@@ -1473,7 +1473,7 @@ static CORE: &[OptDef] = &[
         range: None,
         category: Category::Verify,
         example: "512",
-        help: "Verify header every this many bytes (default: block size)",
+        help: "Verify header every this many bytes (default: block size); one that does not divide a fixed block size leaves a shorter last interval in each block",
         apply: job!(|j, v| {
             j.verify_interval = parse_size(v)?;
             Ok(())
