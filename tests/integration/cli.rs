@@ -463,6 +463,7 @@ fn fio_invocation_forms_version_and_debug() {
         ("iops:.1%", "set steady state threshold to 0.100000%"),
         ("bw:10%", "set steady state threshold to 10.000000%"),
         ("bw:12", "set steady state BW threshold to 12"),
+        ("lat:500", "set steady state latency threshold to 500 nsec"),
     ] {
         let ss = format!("--ss={ss}");
         let o = run_in(

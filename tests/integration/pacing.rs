@@ -197,6 +197,42 @@ fn steady_state_stops_the_job_with_fios_section() {
     assert!((2900.0..20_000.0).contains(&ms), "{ms}");
 }
 
+/// fio 3.41's `ss=lat:…`: judged on each second's mean completion latency;
+/// fio's JSON carries that window (`lat_ns`) and its mean.
+#[test]
+fn steady_state_on_latency_fills_fios_lat_window() {
+    let j = ok_json(&[
+        "--name=s",
+        "--ioengine=null",
+        "--rw=read",
+        "--time_based",
+        "--runtime=60",
+        "--rate_iops=1000",
+        "--ss=lat:1000%",
+        "--ss_dur=2",
+    ]);
+    let job = &j["jobs"][0];
+    let ss = &job["steadystate"];
+    assert_eq!(ss["ss"], "lat:1000.000000%");
+    assert_eq!(ss["attained"], 1, "{ss}");
+    let lat = ss["data"]["lat_ns"].as_array().unwrap();
+    assert_eq!(lat.len(), 2, "{ss}");
+    assert!(lat.iter().all(|v| f(v) > 0.0), "{ss}");
+    let mean = (f(&lat[0]) + f(&lat[1])) / 2.0;
+    assert!((f(&ss["data"]["lat_mean"]) - mean).abs() <= 1.0, "{ss}");
+    // The window's latencies are the job's: within its min and max.
+    let (lo, hi) = (
+        f(&job["read"]["clat_ns"]["min"]),
+        f(&job["read"]["clat_ns"]["max"]),
+    );
+    assert!(
+        lat.iter().all(|v| (lo..=hi).contains(&f(v))),
+        "{lo}..{hi}: {ss}"
+    );
+    let ms = f(&job["read"]["runtime"]);
+    assert!((1900.0..20_000.0).contains(&ms), "{ms}");
+}
+
 #[test]
 fn steady_state_not_reached_runs_to_the_end() {
     let j = ok_json(&[

@@ -111,7 +111,10 @@ fn compare_run_a_a_keeps_quiet_and_finds_a_planted_slowdown_on_zram() {
         iops["ci_pct"][0].as_f64().unwrap(),
         iops["ci_pct"][1].as_f64().unwrap(),
     );
-    assert!(lo < -20.0 && hi < -2.0 && hi > -40.0, "{iops}");
+    // B is held at 70 % of A's IOPS when it was calibrated; A itself moves
+    // with the machine's load between calibration and comparison (−46 %
+    // was seen on a busy machine), so the far bound is loose.
+    assert!(lo < -20.0 && hi < -2.0 && hi > -60.0, "{iops}");
 }
 
 /// `report A.json B.json` judges B against A with compare's own function:

@@ -574,6 +574,11 @@ pub fn validate(j: &JobSpec) -> Result<(), ParseError> {
     }
     super::options::workload::validate(j)
         .map_err(|m| ParseError::Invalid(format!("job '{}': {m}", j.name)))?;
+    if j.verify.as_deref() == Some("pattern_hdr") && j.verify_pattern.is_none() {
+        return invalid(
+            "verify=pattern_hdr checks a verify_pattern behind a header; give one, for example verify_pattern=0xdeadbeef".into(),
+        );
+    }
     if j.verify_only && j.verify.is_none() {
         return invalid("verify_only needs a verify method, for example verify=crc32c".into());
     }

@@ -398,6 +398,9 @@ pub struct JobSpec {
     pub dedupe_working_set_percentage: u32,
     pub dedupe_global: bool,
     pub verify_pattern: Option<Pattern>,
+    /// `verify_pattern_interval` (fio 3.41): the pattern starts again
+    /// every this many bytes, `%o` naming each piece (0: once per interval).
+    pub verify_pattern_interval: u64,
     pub verify_backlog: u32,
     pub verify_backlog_batch: u32,
     pub verify_state_save: bool,
@@ -588,6 +591,7 @@ impl JobSpec {
             verify_interval, zero_buffers, scramble_buffers, refill_buffers, buffer_pattern,
             buffer_compress_percentage, buffer_compress_chunk, dedupe_percentage,
             dedupe_working_set, dedupe_working_set_percentage, dedupe_global, verify_pattern,
+            verify_pattern_interval,
             verify_backlog, verify_backlog_batch, verify_state_save, verify_state_load,
             experimental_verify, verify_dump, verify_async, verify_async_cpus,
             verify_write_sequence, verify_offset, verify_header_seed, prioclass, prio, cmdprio,
@@ -911,6 +915,7 @@ mod tests {
             dedupe_working_set_percentage: 5,
             dedupe_global: false,
             verify_pattern: None,
+            verify_pattern_interval: 0,
             verify_backlog: 0,
             verify_backlog_batch: 0,
             verify_state_save: true,

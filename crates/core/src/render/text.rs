@@ -247,7 +247,10 @@ fn verify_block(out: &mut String, d: &Dioscope) {
         let _ = writeln!(
             out,
             "{name}: verify ({}, {} B intervals): {} checked, {} bad (lost {}, torn {}, misplaced {}, stale {}){}",
-            v.algo.map(|a| format!("{a:?}").to_lowercase()).unwrap_or_default(),
+            v.algo
+                .and_then(|a| serde_json::to_value(a).ok())
+                .and_then(|x| x.as_str().map(str::to_string))
+                .unwrap_or_default(),
             v.interval,
             v.checked,
             v.bad,

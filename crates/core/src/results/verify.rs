@@ -25,6 +25,9 @@ pub enum Algo {
     /// fio's deprecated `meta`: the header alone (offset, generation,
     /// seed, its own CRC); the payload is not checked.
     Meta,
+    /// fio 3.41's `pattern_hdr`: the header, then `verify_pattern` as the
+    /// payload, compared byte for byte.
+    PatternHdr,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

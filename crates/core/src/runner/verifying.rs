@@ -111,7 +111,10 @@ pub(super) fn verify_spec(j: &JobSpec, generation: u64) -> Option<VerifySpec> {
     let interval = j.verify_interval_used();
     let mut s = VerifySpec::new(algo, interval as u32, j.randseed, generation);
     s.unit = j.verify_unit().unwrap_or(interval) as u32;
-    s.pattern = j.verify_pattern.clone().map(Arc::new);
+    s.pattern = j
+        .verify_pattern
+        .clone()
+        .map(|p| Arc::new(p.every(j.verify_pattern_interval)));
     s.header_at = j.verify_offset as u32;
     s.check_seed = j.verify_header_seed;
     Some(s)

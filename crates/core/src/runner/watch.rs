@@ -72,8 +72,8 @@ struct Unit {
     /// `ss_ramp` beyond `ramp_time`: counted from the end of the ramp.
     extra_ns: u64,
     begin_at: Option<u64>,
-    /// (time, I/Os, bytes) at the last sample.
-    last: Option<(u64, u64, u64)>,
+    /// (time, [I/Os, bytes, completion latency ns, latencies]) at the last sample.
+    last: Option<(u64, [u64; 4])>,
     attained_at: Option<u64>,
     over: bool,
 }
@@ -263,11 +263,14 @@ fn sample(u: &mut Unit, progs: &[Arc<Progress>], done: &[bool], now: u64) {
         return;
     }
     let sums = || {
-        u.workers.iter().fold((0, 0), |(i, b), &w| {
-            (
-                i + progs[w].ios.load(Ordering::Relaxed),
-                b + progs[w].bytes.load(Ordering::Relaxed),
-            )
+        u.workers.iter().fold([0u64; 4], |s, &w| {
+            let p = &progs[w];
+            [
+                s[0] + p.ios.load(Ordering::Relaxed),
+                s[1] + p.bytes.load(Ordering::Relaxed),
+                s[2] + p.clat_ns.load(Ordering::Relaxed),
+                s[3] + p.clat_n.load(Ordering::Relaxed),
+            ]
         })
     };
     let Some(begin) = u.begin_at else {
@@ -280,23 +283,23 @@ fn sample(u: &mut Unit, progs: &[Arc<Progress>], done: &[bool], now: u64) {
         }
         return;
     };
-    let Some((t, ios, bytes)) = u.last else {
+    let Some((t, before)) = u.last else {
         if now >= begin {
-            let (i, b) = sums();
-            u.last = Some((now, i, b));
+            u.last = Some((now, sums()));
         }
         return;
     };
     if now < t + SAMPLE_NS {
         return;
     }
-    let (i, b) = sums();
+    let s = sums();
     let dt = (now - t) as f64;
     let per_s = |n: u64| (n as f64 * 1e9 / dt).round() as u64;
-    u.last = Some((now, i, b));
-    if u.det
-        .push(per_s(i.saturating_sub(ios)), per_s(b.saturating_sub(bytes)))
-    {
+    let d = |k: usize| s[k].saturating_sub(before[k]);
+    // fio: the mean completion latency of the I/Os completed this second.
+    let lat = d(2).checked_div(d(3)).unwrap_or(0);
+    u.last = Some((now, s));
+    if u.det.push(per_s(d(0)), per_s(d(1)), lat) {
         u.attained_at = Some(now);
         u.over = true;
         for &w in &u.workers {

@@ -79,8 +79,18 @@ impl BlockHook for NoHook {
 impl Algo {
     /// Every `verify=` method, by fio's name.
     pub const NAMES: &'static [&'static str] = &[
-        "crc32c", "crc32", "crc64", "crc16", "crc7", "xxhash", "sha256", "sha512", "md5", "meta",
+        "crc32c",
+        "crc32",
+        "crc64",
+        "crc16",
+        "crc7",
+        "xxhash",
+        "sha256",
+        "sha512",
+        "md5",
+        "meta",
         "pattern",
+        "pattern_hdr",
     ];
 
     pub fn parse(s: &str) -> Option<Algo> {
@@ -96,6 +106,7 @@ impl Algo {
             "sha256" => Algo::Sha256,
             "md5" => Algo::Md5,
             "pattern" => Algo::Pattern,
+            "pattern_hdr" => Algo::PatternHdr,
             _ => return None,
         })
     }
@@ -112,6 +123,7 @@ impl Algo {
             Algo::Crc7 => 9,
             Algo::Sha512 => 10,
             Algo::Meta => 11,
+            Algo::PatternHdr => 12,
         }
     }
     fn digest(self, data: &[u8], out: &mut [u8; 32]) {
@@ -130,7 +142,7 @@ impl Algo {
             Algo::Sha512 => out.copy_from_slice(&sha2::Sha512::digest(data)[..32]),
             // The payload itself is the check (pattern), or is not checked
             // (meta); the header carries no digest.
-            Algo::Pattern | Algo::Meta => {}
+            Algo::Pattern | Algo::PatternHdr | Algo::Meta => {}
         }
     }
 }
@@ -415,7 +427,7 @@ pub fn check_interval(
         return Some((BadKind::TornWrite, Some(off), Some(gen)));
     }
     let payload = &buf[HEADER_LEN..];
-    let ok = if spec.algo == Algo::Pattern {
+    let ok = if matches!(spec.algo, Algo::Pattern | Algo::PatternHdr) {
         let s = &mut scratch[..payload.len()];
         match &spec.pattern {
             Some(p) => p.fill(s, off),
@@ -918,6 +930,61 @@ mod tests {
                 .0,
             BadKind::TornWrite
         );
+    }
+
+    /// fio 3.41's `verify=pattern_hdr`: a header, then the pattern; a
+    /// flipped payload byte is torn, a block from elsewhere misplaced
+    /// (which the bare pattern cannot tell).
+    #[test]
+    fn pattern_hdr_checks_the_pattern_behind_a_header() {
+        let (mut scratch, mut swapped) = (vec![0u8; 4096], vec![0u8; 4096]);
+        let mut s = spec(Algo::PatternHdr);
+        s.pattern = Some(Arc::new(Pattern::parse("0x5a5a").unwrap()));
+        let mut b = vec![0u8; 4096];
+        fill_interval(&s, &mut b, 8192);
+        assert_eq!(&b[..4], MAGIC);
+        assert!(b[HEADER_LEN..].iter().all(|&x| x == 0x5a));
+        assert_eq!(
+            check_interval(&s, &b, 8192, Some(2), &mut scratch, &mut swapped),
+            None
+        );
+        assert_eq!(
+            check_interval(&s, &b, 4096, Some(2), &mut scratch, &mut swapped)
+                .unwrap()
+                .0,
+            BadKind::MisplacedWrite
+        );
+        b[2000] ^= 1;
+        assert_eq!(
+            check_interval(&s, &b, 8192, Some(2), &mut scratch, &mut swapped)
+                .unwrap()
+                .0,
+            BadKind::TornWrite
+        );
+    }
+
+    /// fio 3.41's `verify_pattern_interval`: the pattern starts again every
+    /// N bytes, `%o` naming each piece; checked the same way.
+    #[test]
+    fn verify_pattern_interval_restarts_the_pattern_with_its_offset() {
+        let (mut scratch, mut swapped) = (vec![0u8; 4096], vec![0u8; 4096]);
+        let mut s = spec(Algo::Pattern);
+        s.pattern = Some(Arc::new(Pattern::parse("%o").unwrap().every(512)));
+        let mut b = vec![0u8; 4096];
+        fill_interval(&s, &mut b, 8192);
+        for k in 0..8u64 {
+            let at = (k * 512) as usize;
+            assert_eq!(&b[at..at + 8], &(8192 + k * 512).to_le_bytes(), "piece {k}");
+        }
+        assert_eq!(
+            check_interval(&s, &b, 8192, Some(2), &mut scratch, &mut swapped),
+            None
+        );
+        // Without it, %o is the interval's offset all through.
+        let mut t = spec(Algo::Pattern);
+        t.pattern = Some(Arc::new(Pattern::parse("%o").unwrap()));
+        fill_interval(&t, &mut b, 8192);
+        assert_eq!(&b[512..520], &8192u64.to_le_bytes());
     }
 
     #[test]

@@ -22,6 +22,9 @@ pub struct Pattern {
     bytes: Vec<u8>,
     /// Where `%o` pastes the 8-byte offset.
     offsets: Vec<usize>,
+    /// `verify_pattern_interval`: the pattern starts again every this many
+    /// bytes, `%o` holding that piece's offset (0: once per buffer).
+    every: usize,
 }
 
 /// A `0x…` element of a pattern (`s`, for messages) at the start of
@@ -151,8 +154,26 @@ impl Pattern {
         !self.offsets.is_empty()
     }
 
-    /// Fill `buf` with the pattern repeated, `%o` holding `offset`.
+    /// The pattern, started again every `n` bytes (`verify_pattern_interval`).
+    pub fn every(mut self, n: u64) -> Pattern {
+        self.every = n as usize;
+        self
+    }
+
+    /// Fill `buf` with the pattern repeated, `%o` holding `offset`; with
+    /// `verify_pattern_interval`, one instance per piece of that length,
+    /// `%o` holding the piece's offset.
     pub fn fill(&self, buf: &mut [u8], offset: u64) {
+        if self.every > 0 && self.every < buf.len() {
+            for (k, piece) in buf.chunks_mut(self.every).enumerate() {
+                self.fill_one(piece, offset + (k * self.every) as u64);
+            }
+        } else {
+            self.fill_one(buf, offset);
+        }
+    }
+
+    fn fill_one(&self, buf: &mut [u8], offset: u64) {
         let n = self.bytes.len().min(buf.len());
         if n == 0 {
             return;

@@ -406,6 +406,21 @@ pub(super) static BUFFERS: &[OptDef] = &[
         }),
     },
     OptDef {
+        name: "verify_pattern_interval",
+        aliases: &[],
+        kind: Kind::Size,
+        creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Verify,
+        example: "512",
+        help: "fio 3.41: start verify_pattern again every this many bytes, %o holding each piece's offset (0: once per verify interval)",
+        apply: job!(|j, v| {
+            j.verify_pattern_interval = parse_size(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
         name: "verify_backlog",
         aliases: &[],
         kind: Kind::Int,

@@ -1383,6 +1383,7 @@ static CORE: &[OptDef] = &[
             "md5",
             "meta",
             "pattern",
+            "pattern_hdr",
         ]),
         creates: Creates::Nothing,
         default: Some("0"),
@@ -1399,15 +1400,6 @@ static CORE: &[OptDef] = &[
                     return Err(format!(
                         "not supported by dioscope: verify={o} (no SHA-1/SHA-3 and no pretend verify here); use sha256 or sha512"
                     ))
-                }
-                "pattern_hdr" => {
-                    return Err(
-                        "not supported by dioscope: verify=pattern_hdr (fio 3.41: verify_pattern \
-                         with fio's verify header) is not implemented, as dioscope does not write \
-                         fio's header; use verify=pattern (the pattern alone) or a checksum \
-                         (verify=crc32c: dioscope's own header)"
-                            .into(),
-                    )
                 }
                 o => {
                     return Err(format!(
@@ -1759,10 +1751,6 @@ pub static FIO_UNIMPLEMENTED: &[(&str, &str)] = &[
     ("uid", "dioscope does not switch users"),
     ("gid", "dioscope does not switch groups"),
     ("fadvise_hint", "dioscope gives no posix_fadvise hints"),
-    (
-        "verify_pattern_interval",
-        "recreating verify_pattern every N bytes (fio 3.41, for %o patterns) is not implemented; dioscope's verify_pattern repeats over each block",
-    ),
     ("ioengine_opts", "engine options are options of their own"),
     (
         "userspace_reap",

@@ -44,6 +44,8 @@ pub enum ExitWhat {
 pub enum SsMetric {
     Iops,
     Bw,
+    /// fio 3.41's `lat`: the mean completion latency of each second, in ns.
+    Lat,
 }
 
 /// `steadystate=`: the criterion and its limit.
@@ -70,13 +72,15 @@ impl Default for SteadyCriterion {
 }
 
 impl SteadyCriterion {
-    /// fio's name of the criterion: `iops`, `iops_slope`, `bw`, `bw_slope`.
+    /// fio's name of the criterion: `iops`, `iops_slope`, `bw`, `bw_slope`, `lat`, `lat_slope`.
     pub fn name(&self) -> &'static str {
         match (self.metric, self.slope) {
             (SsMetric::Iops, false) => "iops",
             (SsMetric::Iops, true) => "iops_slope",
             (SsMetric::Bw, false) => "bw",
             (SsMetric::Bw, true) => "bw_slope",
+            (SsMetric::Lat, false) => "lat",
+            (SsMetric::Lat, true) => "lat_slope",
         }
     }
 
@@ -90,6 +94,12 @@ impl SteadyCriterion {
             }
             (false, SsMetric::Bw) => {
                 format!("set steady state BW threshold to {}", self.limit as u64)
+            }
+            (false, SsMetric::Lat) => {
+                format!(
+                    "set steady state latency threshold to {} nsec",
+                    self.limit as u64
+                )
             }
         }
     }
@@ -106,16 +116,12 @@ impl SteadyCriterion {
             "iops_slope" => (SsMetric::Iops, true),
             "bw" => (SsMetric::Bw, false),
             "bw_slope" => (SsMetric::Bw, true),
-            o @ ("lat" | "lat_slope") => {
-                return Err(format!(
-                    "not supported by dioscope: steadystate={o} (fio 3.41: steady state on the \
-                     mean completion latency) is not implemented, as the steady-state watcher \
-                     reads only the I/O and byte counters; use iops, iops_slope, bw or bw_slope"
-                ))
-            }
+            "lat" => (SsMetric::Lat, false),
+            "lat_slope" => (SsMetric::Lat, true),
             other => {
                 return Err(format!(
-                    "'{other}' is not a steady-state criterion: choose iops, iops_slope, bw or bw_slope"
+                    "'{other}' is not a steady-state criterion: choose iops, iops_slope, bw, \
+                     bw_slope, lat or lat_slope"
                 ))
             }
         };
@@ -123,6 +129,15 @@ impl SteadyCriterion {
         let (limit, pct) = match limit.strip_suffix('%') {
             Some(p) => (parse_float(p)?, true),
             None if metric == SsMetric::Bw => (parse_size(limit)? as f64, false),
+            // A latency: a bare number is nanoseconds (as fio 3.41 reads
+            // it); with a unit (`50us`, `1ms`), that time.
+            None if metric == SsMetric::Lat => {
+                if limit.bytes().all(|c| c.is_ascii_digit() || c == b'.') {
+                    (parse_float(limit)?, false)
+                } else {
+                    (parse_time_us(limit, 1)? as f64 * 1000.0, false)
+                }
+            }
             None => (parse_float(limit)?, false),
         };
         if limit <= 0.0 {
@@ -794,7 +809,7 @@ pub static PACING: &[OptDef] = &[
         range: None,
         category: Category::Pacing,
         example: "iops_slope:0.1%",
-        help: "Stop the job once steady over ss_dur: iops/bw (every second's value within LIMIT of the mean) or iops_slope/bw_slope (least-squares slope under LIMIT); LIMIT may be a % of the mean. Judged in each trial; JSON `steadystate` is fio's",
+        help: "Stop the job once steady over ss_dur: iops/bw/lat (every second's value within LIMIT of the mean; lat: the mean completion latency, LIMIT in ns or with a time unit) or iops_slope/bw_slope/lat_slope (least-squares slope under LIMIT); LIMIT may be a % of the mean. Judged in each trial; JSON `steadystate` is fio's",
         apply: job!(|j, v| {
             j.steadystate = SteadyCriterion::parse(v)?;
             crate::job::debug::parse(|| j.steadystate.read_as());
@@ -1152,7 +1167,15 @@ mod tests {
         );
         let c = set("ss", "iops:30").unwrap().steadystate;
         assert_eq!((c.limit, c.pct), (30.0, false));
-        for bad in ["iops", "lat:1%", "iops:-1%", "iops:0", "iops:x%"] {
+        let c = set("ss", "lat:2%").unwrap().steadystate;
+        assert_eq!(
+            (c.metric, c.slope, c.limit, c.pct, c.name()),
+            (SsMetric::Lat, false, 2.0, true, "lat")
+        );
+        let c = set("ss", "lat_slope:500").unwrap().steadystate;
+        assert_eq!((c.slope, c.limit, c.pct), (true, 500.0, false));
+        assert_eq!(set("ss", "lat:50us").unwrap().steadystate.limit, 50_000.0);
+        for bad in ["iops", "lat", "latency:1%", "iops:-1%", "iops:0", "iops:x%"] {
             assert!(set("ss", bad).is_err(), "{bad}");
         }
         assert_eq!(set("ss_dur", "30").unwrap().ss_dur_us, 30_000_000);

@@ -94,6 +94,10 @@ pub(super) fn is_full(res: i32) -> bool {
 pub struct Progress {
     pub ios: AtomicU64,
     pub bytes: AtomicU64,
+    /// The completion latencies measured so far, summed (ns), and how many
+    /// (steady state on latency, `ss=lat`).
+    pub clat_ns: AtomicU64,
+    pub clat_n: AtomicU64,
     pub measuring: AtomicBool,
     pub done: AtomicBool,
     /// Raised by the trial's watcher (runner/watch.rs: steady state,

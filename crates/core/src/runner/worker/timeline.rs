@@ -85,6 +85,13 @@ impl<E: Engine, H: BlockHook, C: Clock> Worker<'_, E, H, C> {
         self.prog
             .bytes
             .store(self.measured_bytes, Ordering::Relaxed);
+        let [r, w] = &self.res.dirs;
+        self.prog
+            .clat_ns
+            .store(r.clat.sum_ns() + w.clat.sum_ns(), Ordering::Relaxed);
+        self.prog
+            .clat_n
+            .store(r.clat.count() + w.clat.count(), Ordering::Relaxed);
     }
 
     /// iodepth_mode=stepped: forget what was counted since the last kept
