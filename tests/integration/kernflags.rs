@@ -204,21 +204,17 @@ fn atomic_and_uncached_refuse_what_the_kernel_cannot_do() {
     );
 }
 
-/// fio 3.41's newer syntax: refused with the reason, or (cmdprio_bssplit's
-/// five-field form with hint 0) accepted.
+/// fio 3.41's newer syntax: refused with the reason where dioscope has no
+/// meaning for it (priority hints; pattern_hdr without a pattern), else
+/// accepted and run: `ss=lat`, `verify=pattern_hdr` with
+/// `verify_pattern_interval`, cmdprio_bssplit's five-field form with hint 0.
 #[test]
 fn newer_fio_syntax_is_refused_with_its_reason_or_accepted() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: [(&str, &str); 5] = [
-        ("--steadystate=lat:5%", "steadystate=lat (fio 3.41"),
+    let cases: [(&str, &str); 2] = [
         (
-            "--steadystate=lat_slope:5%",
-            "steadystate=lat_slope (fio 3.41",
-        ),
-        ("--verify=pattern_hdr", "verify=pattern_hdr (fio 3.41"),
-        (
-            "--verify_pattern_interval=512",
-            "recreating verify_pattern every N bytes",
+            "--verify=pattern_hdr",
+            "verify=pattern_hdr checks a verify_pattern",
         ),
         (
             "--cmdprio_bssplit=4k/50/1/0/2:64k/50",
@@ -261,4 +257,44 @@ fn newer_fio_syntax_is_refused_with_its_reason_or_accepted() {
         j["jobs"][0]["write"]["io_bytes"].as_u64() >= Some(1 << 20),
         "{j}"
     );
+    for extra in [
+        &["--steadystate=lat:5%", "--ss_dur=2"][..],
+        &["--steadystate=lat_slope:50us", "--ss_dur=2"][..],
+        &[
+            "--verify=pattern_hdr",
+            "--verify_pattern=0xab%o",
+            "--verify_pattern_interval=512",
+        ][..],
+    ] {
+        let mut args = vec![
+            "--name=x",
+            "--filename=f",
+            "--rw=write",
+            "--size=1m",
+            "--ioengine=io_uring",
+            "--output-format=json",
+        ];
+        args.extend_from_slice(extra);
+        let o = run_in(dir.path(), &args);
+        assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+        let j = json(&o);
+        assert_eq!(j["jobs"][0]["error"].as_u64(), Some(0), "{extra:?}: {j}");
+        if extra[0].starts_with("--verify") {
+            let v = &j["dioscope"]["verify"]["x"];
+            assert_eq!(
+                (v["checked"].as_u64(), v["bad"].as_u64()),
+                (Some(256), Some(0)),
+                "{v}"
+            );
+            assert_eq!(v["algo"], "pattern_hdr", "{v}");
+        } else {
+            assert!(
+                j["jobs"][0]["steadystate"]["ss"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("lat"),
+                "{j}"
+            );
+        }
+    }
 }
