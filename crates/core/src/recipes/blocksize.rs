@@ -237,15 +237,13 @@ fn plant_syscall_cost(ctx: &mut Ctx) -> Result<Said, Stop> {
     }
     let (installed, planted_ns) = (on.0, on.0 as f64 * in_situ);
     ctx.cell("control-planted", &job("seq", &o), trials)?;
-    let mut e = ctx.evidence(
+    let e = ctx.control_evidence(
         "buffered write system time",
         "control-planted",
         "control-base",
         M::SYS_CPU,
         EFFECT_PCT,
     );
-    e.control = super::Control::NotRun;
-    e.contention.clear();
     let v = decide(&e);
     let text = format!(
         "4 KiB buffered writes on a 4 KiB-block XFS with and without seccomp filters of \

@@ -263,9 +263,7 @@ fn control_cells(ctx: &mut Ctx, s: &Setup) -> Result<Said, Stop> {
     let ran = ctx.cell("control-planted", &job("r", &o), trials);
     drop(throttle);
     ran?;
-    let mut e = ctx.evidence("IOPS", "control-base", "control-planted", M::IOPS, EFFECT_PCT);
-    e.control = super::Control::NotRun;
-    e.contention.clear();
+    let e = ctx.control_evidence("IOPS", "control-base", "control-planted", M::IOPS, EFFECT_PCT);
     let v = decide(&e);
     let text = format!(
         "the file cell's {n} threads with {}'s reads limited to {limit} IOPS by blk-throttle, \

@@ -152,9 +152,7 @@ impl Steps for IndirectWrite {
         let cap = (WRITE_KB as f64 / target / 4.0).ceil() as u64 * 4;
         cap_requests(dev, cap)?;
         write_cell(ctx, s, "control-planted", file, dev)?;
-        let mut e = ctx.evidence("requests per write", "extents", "control-planted", M::REQS, EFFECT_PCT);
-        e.control = super::Control::NotRun;
-        e.contention.clear();
+        let e = ctx.control_evidence("requests per write", "extents", "control-planted", M::REQS, EFFECT_PCT);
         let v = decide(&e);
         let text = format!(
             "the extents layout's device capped at {cap} KiB per request (planted: {:.0} → about \

@@ -538,6 +538,23 @@ impl Ctx {
         }
     }
 
+    /// The evidence of a positive control's cells: as [`Ctx::evidence`],
+    /// but a control has no control of its own, and the contention its
+    /// plant raises is the effect it plants, not a confound.
+    pub fn control_evidence(
+        &self,
+        metric: &str,
+        a: &str,
+        b: &str,
+        k: usize,
+        size_pct: f64,
+    ) -> Evidence {
+        let mut e = self.evidence(metric, a, b, k, size_pct);
+        e.control = Control::NotRun;
+        e.contention.clear();
+        e
+    }
+
     /// Findings of a cell (kinds).
     pub fn findings(&self, name: &str) -> Vec<String> {
         self.get(name).map(|c| c.findings()).unwrap_or_default()

@@ -270,17 +270,13 @@ impl Steps for PagecacheInterference {
             ctx.cell("control-reader", &job("w", &o), trials)?;
         }
         let _ = drop_cache(s.held.as_raw_fd(), true);
-        let mut e = ctx.evidence(
+        let e = ctx.control_evidence(
             "µs per block",
             "control-clean",
             "control-reader",
             M::LAT_MEAN,
             EFFECT_PCT,
         );
-        e.control = super::Control::NotRun;
-        // The reader's own CPU use is part of the plant (as the seed's
-        // readers' was): the contention it raises is the effect.
-        e.contention.clear();
         let v = decide(&e);
         let text = format!(
             "a buffered reader of {READER_RATE} random 4 KiB pages per second on the device during \

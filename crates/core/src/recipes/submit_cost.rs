@@ -293,9 +293,7 @@ fn plant_syscall_cost(ctx: &mut Ctx, s: &Setup) -> Result<Said, Stop> {
         insns -= n;
     }
     ctx.cell("control-planted", &job("r", &o), trials)?;
-    let mut e = ctx.evidence("CPU per I/O", "control-base", "control-planted", M::CPU, EFFECT_PCT);
-    e.control = super::Control::NotRun;
-    e.contention.clear();
+    let e = ctx.control_evidence("CPU per I/O", "control-base", "control-planted", M::CPU, EFFECT_PCT);
     let v = decide(&e);
     let text = format!(
         "a seccomp filter adding {:.2} µs of kernel work to every system call ({:.2} ns per BPF \
