@@ -338,3 +338,58 @@ fn cmdprio_jobs_report_latency_per_priority() {
     let v = run(&[]);
     assert!(v["jobs"][0]["read"].get("prios").is_none());
 }
+
+/// fio 3.41's random_seed.py: `--debug=random` writes each worker's seed
+/// (`rand_seeds[i]=N`) to the `--output` file, stderr stays empty, and the
+/// seeds repeat with randrepeat/allrandrepeat=1, differ without, and follow
+/// a randseed given whatever randrepeat says.
+#[test]
+fn debug_random_seeds_follow_randrepeat_and_randseed() {
+    let d = tempfile::tempdir().unwrap();
+    let seeds = |extra: &[&str]| -> Vec<u64> {
+        let mut args = vec![
+            "--debug=random",
+            "--name=random_seed",
+            "--ioengine=null",
+            "--filesize=32k",
+            "--rw=randread",
+            "--output=out.txt",
+        ];
+        args.extend_from_slice(extra);
+        let o = run_in(d.path(), &args);
+        assert_eq!(o.status.code(), Some(0), "{extra:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o), "", "{extra:?}: fio's tests want stderr empty");
+        let out = std::fs::read_to_string(d.path().join("out.txt")).unwrap();
+        assert!(
+            out.lines()
+                .any(|l| l.contains("random") && l.contains("FIO_RAND_NR_OFFS=")),
+            "{out}"
+        );
+        let s: Vec<u64> = out
+            .lines()
+            .filter(|l| l.contains("random") && l.contains("rand_seeds["))
+            .map(|l| l.rsplit('=').next().unwrap().trim().parse().unwrap())
+            .collect();
+        assert!(!s.is_empty(), "{out}");
+        // The report follows the debug lines in the same file.
+        assert!(out.contains("random_seed: (groupid=0"), "{out}");
+        s
+    };
+    for opt in ["--randrepeat", "--allrandrepeat"] {
+        let on = format!("{opt}=1");
+        let off = format!("{opt}=0");
+        assert_eq!(seeds(&[&on]), seeds(&[&on]), "{on}");
+        // allrandrepeat=0 alone (randrepeat at its default) is the clock
+        // too: fio 3.41 made it randrepeat's alias.
+        let a = seeds(&[&off]);
+        let b = seeds(&[&off]);
+        assert_ne!(a, b, "{off}: from the clock");
+        assert_ne!(a, seeds(&[&on]), "{off}");
+        for s in ["7", "0x1234"] {
+            let rs = format!("--randseed={s}");
+            let given = seeds(&[&off, &rs]);
+            assert_eq!(given, seeds(&[&on, &rs]), "{rs} overrides {off}");
+            assert_ne!(given, seeds(&[&on]), "{rs}");
+        }
+    }
+}

@@ -390,7 +390,7 @@ fn held_open_by_another_process_is_refused_naming_it() {
             assert_eq!(o.comm, "sleep");
             assert!(!o.writable);
             assert!(
-                msg.contains(&format!("pid {pid} (sleep, read-only)")),
+                msg.contains(&format!("pid {pid} (`sleep`, read-only)")),
                 "{msg}"
             );
         }

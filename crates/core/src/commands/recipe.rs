@@ -281,41 +281,54 @@ fn run(args: &[String]) -> i32 {
         write_results(recipe, &ctx, &outcome, interrupted, &out_path);
     }
     if code == 0 {
-        println!(
-            "recipe {} (seed {}) on {}{}",
-            recipe.name,
-            recipe.seed,
-            recipes::kernel(),
-            if a.quick { " — quick run" } else { "" }
-        );
-        for t in &outcome.tables {
-            println!("\n{}", t.render());
-        }
-        println!("This kernel: {}", outcome.verdict);
-        println!("  {}", outcome.verdict_text);
-        match outcome.control_verdict.as_deref() {
-            Some("PRESENT") => println!("control: detected — {}", outcome.control_text),
-            Some(v) => println!(
-                "control: NOT detected — ABSENT above is not evidence ({v}; {})",
-                outcome.control_text
-            ),
-            None => println!(
-                "control: not run (--control plants the seed's effect; ABSENT needs it detected)"
-            ),
-        }
-        println!("The seed:    {}", outcome.seed_reported);
-        for n in &outcome.notes {
-            println!("Note: {n}");
-        }
-        if let Some(s) = &saved {
-            print_comparison(s, &ctx, a.compare_with.as_deref().unwrap_or(""));
-        }
-        println!("\nWritten to {out_path} (compare: dioscope compare {out_path}@cell=NAME …)");
+        print_outcome(recipe, &a, &ctx, &outcome, saved.as_ref(), &out_path);
     }
     if !clean && code == 0 {
         return 1;
     }
     code
+}
+
+/// What a finished recipe prints: its tables, the verdict, the control's
+/// outcome, the seed's figures, notes, and where the result went.
+fn print_outcome(
+    recipe: &recipes::Recipe,
+    a: &Args,
+    ctx: &Ctx,
+    outcome: &Outcome,
+    saved: Option<&Sweep>,
+    out_path: &str,
+) {
+    println!(
+        "recipe {} (seed {}) on {}{}",
+        recipe.name,
+        recipe.seed,
+        recipes::kernel(),
+        if a.quick { " — quick run" } else { "" }
+    );
+    for t in &outcome.tables {
+        println!("\n{}", t.render());
+    }
+    println!("This kernel: {}", outcome.verdict);
+    println!("  {}", outcome.verdict_text);
+    match outcome.control_verdict.as_deref() {
+        Some("PRESENT") => println!("control: detected — {}", outcome.control_text),
+        Some(v) => println!(
+            "control: NOT detected — ABSENT above is not evidence ({v}; {})",
+            outcome.control_text
+        ),
+        None => println!(
+            "control: not run (--control plants the seed's effect; ABSENT needs it detected)"
+        ),
+    }
+    println!("The seed:    {}", outcome.seed_reported);
+    for n in &outcome.notes {
+        println!("Note: {n}");
+    }
+    if let Some(s) = saved {
+        print_comparison(s, ctx, a.compare_with.as_deref().unwrap_or(""));
+    }
+    println!("\nWritten to {out_path} (compare: dioscope compare {out_path}@cell=NAME …)");
 }
 
 fn write_results(

@@ -2,8 +2,11 @@
 //! them, `all`. dioscope prints fio's `parse` lines — each option as it is
 //! applied, and what steady state's criterion was read as, in fio's words,
 //! which fio's own test scripts look for — as `TYPE PID message` on stdout,
-//! fio's layout. The other categories are accepted and print nothing; a
-//! note on stderr says so.
+//! fio's layout — and its `random` lines: each worker's seed, written where
+//! the report goes (`--output`), before it, as fio's dprint writes to its
+//! output file (fio's random_seed.py reads them there). The other
+//! categories are accepted and print nothing; a note on stderr says so.
+//! (`--debug` is fio's developer switch: a note on stderr is expected.)
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -31,9 +34,12 @@ pub const CATEGORIES: &[&str] = &[
 ];
 
 /// The categories dioscope prints lines for.
-const PRINTED: &[&str] = &["parse"];
+const PRINTED: &[&str] = &["parse", "random"];
 
 static PARSE: AtomicBool = AtomicBool::new(false);
+static RANDOM: AtomicBool = AtomicBool::new(false);
+/// `random` lines waiting for the report ([`take_pending`]).
+static PENDING: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
 
 thread_local! {
     /// Inside [`quietly`]: the options' defaults being applied, which fio
@@ -95,6 +101,7 @@ pub fn enable(types: &[&str]) {
         println!("fio: set debug option {t}");
     }
     PARSE.store(types.contains(&"parse"), Ordering::Relaxed);
+    RANDOM.store(types.contains(&"random"), Ordering::Relaxed);
     let silent: Vec<&str> = types
         .iter()
         .copied()
@@ -114,6 +121,30 @@ pub fn parse(msg: impl FnOnce() -> String) {
     if PARSE.load(Ordering::Relaxed) && !QUIET.with(|q| q.get()) {
         println!("{}", line("parse", std::process::id(), &msg()));
     }
+}
+
+/// A worker's seed as fio's `random` lines (`FIO_RAND_NR_OFFS=1`, then
+/// `rand_seeds[0]=SEED`: every generator of a dioscope worker derives from
+/// its one seed), when `--debug=random` is on. Kept for [`take_pending`].
+pub fn random_seed(seed: u64) {
+    if !RANDOM.load(Ordering::Relaxed) {
+        return;
+    }
+    let pid = std::process::id();
+    if let Ok(mut p) = PENDING.lock() {
+        p.push_str(&line("random", pid, "FIO_RAND_NR_OFFS=1"));
+        p.push('\n');
+        p.push_str(&line("random", pid, &format!("rand_seeds[0]={seed}")));
+        p.push('\n');
+    }
+}
+
+/// The debug lines kept for the report, once.
+pub fn take_pending() -> String {
+    PENDING
+        .lock()
+        .map(|mut p| std::mem::take(&mut *p))
+        .unwrap_or_default()
 }
 
 /// fio's layout of a debug line: the category left-aligned in 8, the

@@ -58,6 +58,15 @@ pub fn context_line(plan: &Plan, diagnosis: &RunDiagnosis) -> String {
 /// the file cannot be written (the result then goes to stdout: nothing is
 /// lost).
 pub fn write_output(plan: &Plan, text: &str) -> Result<(), i32> {
+    // `--debug=random`'s lines go where the report goes, before it (fio).
+    let debug = crate::job::debug::take_pending();
+    let with_debug;
+    let text = if debug.is_empty() {
+        text
+    } else {
+        with_debug = debug + text;
+        &with_debug
+    };
     match &plan.global.output {
         Some(path) => {
             // Checked again now: the run may have taken hours.

@@ -512,24 +512,17 @@ fn group_html(o: &mut String, k: usize, g: &GroupDelta) {
         g.measured_a_us_per_io,
         g.measured_b_us_per_io
     );
-    let mut cheaper = Line {
-        name: "cheaper in B".into(),
+    let dots = |name: &str| Line {
+        name: name.into(),
         markers: true,
         dots_only: true,
         ..Default::default()
     };
-    let mut dearer = Line {
-        name: "dearer in B".into(),
-        markers: true,
-        dots_only: true,
-        ..Default::default()
-    };
-    let mut same = Line {
-        name: "within noise".into(),
-        markers: true,
-        dots_only: true,
-        ..Default::default()
-    };
+    let (mut cheaper, mut dearer, mut same) = (
+        dots("cheaper in B"),
+        dots("dearer in B"),
+        dots("within noise"),
+    );
     let mut cats = Vec::new();
     for (i, r) in g
         .totals

@@ -341,16 +341,7 @@ fn job(r: &RunResult, s: &JobSummary) -> Job {
         opts.insert(k.clone(), v.clone());
     }
     let rt = s.runtime_ms.max(1e-9);
-    // fio fills these maps on the completion path: disable_clat leaves them
-    // at zero. Without the total latency (disable_lat) they come from clat.
-    let mut all_lat = Histogram::new();
-    if !spec.disable_clat {
-        let v = verify_io(r, s);
-        for d in s.dirs.iter().chain([&v.reads]) {
-            all_lat.merge(if spec.disable_lat { &d.clat } else { &d.lat });
-        }
-    }
-    let [lns, lus, lms] = latency_buckets(&all_lat);
+    let [lns, lus, lms] = latency_buckets(&all_latencies(r, s, spec));
     let show = shows(r, spec, s);
     let batches = ["0", "4", "8", "16", "32", "64", ">=64"];
     Job {
@@ -364,16 +355,7 @@ fn job(r: &RunResult, s: &JobSummary) -> Job {
             .find(|g| g.phase == s.phase)
             // A startdelay range: its low end (each clone draws its own).
             .map(|g| g.start_ms + spec.startdelay_us.0 / 1000),
-        // As fio: the first error's errno, also when the job went on after
-        // it, or ignored it; a block that read back wrong is EILSEQ.
-        error: match s
-            .first_error
-            .as_ref()
-            .map_or(s.first_ignored, |(e, _)| e.errno)
-        {
-            0 if verify_bad(r, s) > 0 => libc::EILSEQ,
-            e => e,
-        },
+        error: job_error(r, s),
         // fio writes these two only for a job with continue_on_error; its
         // count has the errors ignore_error lists too.
         total_err: spec
@@ -433,6 +415,33 @@ fn job(r: &RunResult, s: &JobSummary) -> Job {
             }
             o
         },
+    }
+}
+
+/// Every latency of the job, for fio's `latency_ns/us/ms` maps. fio fills
+/// these on the completion path: disable_clat leaves them at zero; without
+/// the total latency (disable_lat) they come from clat.
+fn all_latencies(r: &RunResult, s: &JobSummary, spec: &JobSpec) -> Histogram {
+    let mut all_lat = Histogram::new();
+    if !spec.disable_clat {
+        let v = verify_io(r, s);
+        for d in s.dirs.iter().chain([&v.reads]) {
+            all_lat.merge(if spec.disable_lat { &d.clat } else { &d.lat });
+        }
+    }
+    all_lat
+}
+
+/// fio's `error`: the first error's errno, also when the job went on after
+/// it, or ignored it; a block that read back wrong is EILSEQ.
+fn job_error(r: &RunResult, s: &JobSummary) -> i32 {
+    match s
+        .first_error
+        .as_ref()
+        .map_or(s.first_ignored, |(e, _)| e.errno)
+    {
+        0 if verify_bad(r, s) > 0 => libc::EILSEQ,
+        e => e,
     }
 }
 

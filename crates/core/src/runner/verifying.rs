@@ -206,6 +206,9 @@ pub(super) fn trial_plan(
 ) -> (WorkerPlan, HookKind) {
     let mut plan = WorkerPlan::new(j, files, table, clone, trial);
     let seed = plan.offsets.rng.clone().next_u64();
+    if trial == 0 {
+        crate::job::debug::random_seed(plan.seed);
+    }
     let mut hook = JobHook {
         prio: PrioPicker::of(j, seed ^ 0xc0de),
         ..Default::default()

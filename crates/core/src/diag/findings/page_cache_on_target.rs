@@ -77,7 +77,6 @@ impl Describe for PageCacheOnTarget {
             target,
             pages,
             page_size,
-            dropped,
             cause,
             ..
         } = self;
@@ -158,9 +157,18 @@ impl Describe for PageCacheOnTarget {
                  it (`umount {mount_point}`) before measuring the device."
             );
         }
+        self.what_to_do(f, trials.len())
+    }
+}
+
+impl PageCacheOnTarget {
+    /// The finding's last sentence: what the reader can do, by whether the
+    /// pages were dropped before measuring and when they were there.
+    fn what_to_do(&self, f: &mut fmt::Formatter<'_>, n_trials: usize) -> fmt::Result {
+        let (target, dropped, cause) = (&self.target, &self.dropped, &self.cause);
         if *dropped {
             write!(f, "dioscope dropped them before measuring (invalidate=1), so ")?;
-            if trials.len() > 1 {
+            if n_trials > 1 {
                 write!(f, "these trials")?;
             } else {
                 write!(f, "this trial")?;

@@ -975,13 +975,15 @@ static CORE: &[OptDef] = &[
         aliases: &[],
         kind: Kind::Flag,
         creates: Creates::Nothing,
-        default: Some("0"),
+        default: None,
         range: None,
         category: Category::Pattern,
         example: "1",
-        help: "Seed every random generator (offsets, buffer contents, block sizes, read/write mix, pacing) from randseed, whatever randrepeat says: two runs do the same I/O with the same data",
+        help: "Seed every random generator (offsets, buffer contents, block sizes, read/write mix, pacing) from randseed: two runs do the same I/O with the same data. Sets randrepeat too (fio 3.41 made it randrepeat's alias): allrandrepeat=0 draws seeds from the clock",
         apply: job!(|j, v| {
-            j.allrandrepeat = parse_bool(v)?;
+            let b = parse_bool(v)?;
+            j.allrandrepeat = b;
+            j.randrepeat = b;
             Ok(())
         }),
     },

@@ -18,6 +18,8 @@ use std::sync::Arc;
 /// What one worker does, computed before it starts.
 #[derive(Debug, Clone)]
 pub struct WorkerPlan {
+    /// The seed every generator of the worker derives from ([`worker_seed`]).
+    pub seed: u64,
     pub depth: u32,
     pub(super) batch_submit: u32,
     pub(super) complete_min: u32,
@@ -140,6 +142,7 @@ impl WorkerPlan {
         let seed = worker_seed(j, clone, trial);
         let (offsets, io_limit) = offsets_and_limit(j, &regions, unit, seed);
         WorkerPlan {
+            seed,
             depth,
             batch_submit: if c.sync { 1 } else { j.iodepth_batch_submit },
             complete_min: complete_min(j, depth),
@@ -233,12 +236,13 @@ fn plan_regions(
     }
 }
 
-/// The random seed of clone `clone` in trial `trial` (`randseed` with
-/// `randrepeat` or `allrandrepeat`, else the clock). Every generator of the
-/// worker (offsets, block sizes, the mix, buffer contents, pacing) derives
-/// from it.
+/// The random seed of clone `clone` in trial `trial` (`randseed` when
+/// given — it overrides `randrepeat=0`, as in fio — or with `randrepeat` or
+/// `allrandrepeat`; else the clock). Every generator of the worker
+/// (offsets, block sizes, the mix, buffer contents, pacing) derives from it.
 fn worker_seed(j: &JobSpec, clone: u32, trial: u32) -> u64 {
-    let seed = if j.randrepeat || j.allrandrepeat {
+    let given = j.given.iter().any(|(k, _)| k == "randseed");
+    let seed = if j.randrepeat || j.allrandrepeat || given {
         j.randseed
     } else {
         dioscope_sys::clock::now_ns()
@@ -526,5 +530,10 @@ mod seed_tests {
         let a = worker_seed(&j, 1, 2);
         std::thread::sleep(std::time::Duration::from_micros(10));
         assert_ne!(a, worker_seed(&j, 1, 2), "randrepeat=0 alone: the clock");
+        // A randseed given overrides randrepeat=0 (fio's random_seed.py).
+        j.given.push(("randseed".into(), "1234".into()));
+        let b = worker_seed(&j, 1, 2);
+        std::thread::sleep(std::time::Duration::from_micros(10));
+        assert_eq!(b, worker_seed(&j, 1, 2), "randseed given: repeatable");
     }
 }
