@@ -20,5 +20,8 @@ scripts/install-deps.sh
 # refuse a world of 2): built first, kept beside the test's own.
 cargo build --release --bin dioscope
 cp target/release/dioscope target/release/dioscope-nompi
+# bench/peak.py's own checks: its reading of t/io_uring's output and, by
+# simulation, the coverage of the intervals it prints (a few seconds).
+python3 bench/peak.py --self-test
 # The mpi feature (multi-rank runs, tests/mpi) needs OpenMPI, installed above.
 exec cargo test --release --workspace --features dioscope/mpi "$@"

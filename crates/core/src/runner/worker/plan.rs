@@ -312,13 +312,18 @@ fn holed_pass(j: &JobSpec, regions: &[(u64, u64)]) -> Option<u64> {
 /// Completions to wait for at least when reaping, at queue depth `depth`.
 fn complete_min(j: &JobSpec, depth: u32) -> u32 {
     match j.iodepth_batch_complete_min {
-        // Auto: wait for an eighth of the queue. On zram with io_uring
-        // (bench/, docs/PERFORMANCE.md) 4 of 32 gave 1.3x the IOPS of
-        // waiting for 1, at 0.8x the CPU per I/O; 8 of 32 gave no gain.
+        // Auto: wait for a quarter of the queue. Each wait is a system
+        // call and a wake-up whose kernel cost does not depend on how many
+        // completions it brings: B7 (bench/peak.py, zram QD 32 on 2 CPUs,
+        // docs/PERFORMANCE.md) measured 8 of 32 at 1.7x fewer
+        // io_uring_enter calls than 4 of 32, the same kernel time per I/O
+        // as t/io_uring's best grid point (also 8 of 32), 1.03x its IOPS;
+        // 4 of 32 was 0.98x at 1.15x the CPU per I/O. A quarter leaves
+        // three quarters of the queue at the device during a wait.
         // Asked for 0 (fio: check before queuing more): when the queue
         // is full, wait for one, after polling (engines that can).
         0 if j.poll_reaps => 1,
-        0 => (depth / 8).max(1),
+        0 => (depth / 4).max(1),
         n => n.min(depth),
     }
 }

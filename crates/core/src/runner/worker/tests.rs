@@ -61,6 +61,7 @@ mod overlap {
             "--iodepth=8",
             "--norandommap=1",
             "--io_size=8000k",
+            "--iodepth_batch_complete_min=1",
         ];
         if serialize {
             args.push("--serialize_overlap=1");
