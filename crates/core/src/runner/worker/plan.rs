@@ -170,7 +170,11 @@ impl WorkerPlan {
             tick_ns: crate::results::series::INTERVAL_NS,
             log: None,
             lat: LatStats {
-                slat: !j.disable_slat,
+                // A synchronous engine submits and completes in one call:
+                // no submission latency, as fio records none for them
+                // (its slat_ns N is 0 for psync), and one histogram less
+                // per I/O.
+                slat: !j.disable_slat && !c.sync,
                 clat: !j.disable_clat,
                 lat: !j.disable_lat,
             },
