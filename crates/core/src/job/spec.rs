@@ -801,7 +801,7 @@ mod tests {
             // fio defaults to 1 (a syscall per I/O); dioscope submits all
             // that are ready at once: same I/O, lower cost.
             iodepth_batch_submit: 0,
-            // 0 = auto: iodepth/4 (at least 1). fio waits for 1; reaping a
+            // 0 = auto: iodepth/2 (at least 1). fio waits for 1; reaping a
             // few at a time halves the system calls at the same depth.
             iodepth_batch_complete_min: 0,
             poll_reaps: false,

@@ -729,14 +729,14 @@ static CORE: &[OptDef] = &[
         aliases: &["iodepth_batch_complete"],
         kind: Kind::Int,
         creates: Creates::Nothing,
-        // Not given: iodepth/4, at least 1 (the field's 0 without
+        // Not given: iodepth/2, at least 1 (the field's 0 without
         // poll_reaps). fio waits for 1; reaping a few at a time halves the
         // system calls at the same depth. Given as 0 it means polling.
         default: None,
         range: None,
         category: Category::Engine,
         example: "8",
-        help: "Completions to wait for at least per reap (default: iodepth/4, at least 1); 0: \
+        help: "Completions to wait for at least per reap (default: iodepth/2, at least 1; 1 is fio's default, which times each completion as it arrives); 0: \
                look for completions before sleeping, as fio's 0 does (io_uring: up to 256 \
                non-blocking reaps, then wait for 1; more CPU, no wake-up per wait)",
         apply: job!(|j, v| {

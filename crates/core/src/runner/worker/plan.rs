@@ -316,18 +316,19 @@ fn holed_pass(j: &JobSpec, regions: &[(u64, u64)]) -> Option<u64> {
 /// Completions to wait for at least when reaping, at queue depth `depth`.
 fn complete_min(j: &JobSpec, depth: u32) -> u32 {
     match j.iodepth_batch_complete_min {
-        // Auto: wait for a quarter of the queue. Each wait is a system
-        // call and a wake-up whose kernel cost does not depend on how many
-        // completions it brings: B7 (bench/peak.py, zram QD 32 on 2 CPUs,
-        // docs/PERFORMANCE.md) measured 8 of 32 at 1.7x fewer
-        // io_uring_enter calls than 4 of 32, the same kernel time per I/O
-        // as t/io_uring's best grid point (also 8 of 32), 1.03x its IOPS;
-        // 4 of 32 was 0.98x at 1.15x the CPU per I/O. A quarter leaves
-        // three quarters of the queue at the device during a wait.
+        // Auto: wait for half the queue. Each wait is a system call and a
+        // wake-up whose kernel cost does not depend on how many
+        // completions it brings. B7 (bench/peak.py, zram QD 32, 2 CPUs,
+        // docs/PERFORMANCE.md "Peak"): 16 of 32 gave 1.03x the IOPS of
+        // t/io_uring's best grid point (which is also 16 of 32) at its
+        // kernel and io-wq time per I/O; 8 of 32 gave 0.96x at 1.17x the
+        // CPU per I/O, 4 of 32 fewer still. Half the queue stays at the
+        // device during a wait, and the slots are refilled as soon as the
+        // wait returns.
         // Asked for 0 (fio: check before queuing more): when the queue
         // is full, wait for one, after polling (engines that can).
         0 if j.poll_reaps => 1,
-        0 => (depth / 4).max(1),
+        0 => (depth / 2).max(1),
         n => n.min(depth),
     }
 }
