@@ -56,6 +56,12 @@ struct Args {
     peak: bool,
 }
 
+impl std::fmt::Debug for Args {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} peak={}", self.target, self.format.name, self.peak)
+    }
+}
+
 /// The arguments, or the error to print.
 fn parse(args: &[String]) -> Result<Args, String> {
     let mut format = &DOCTOR_FORMATS[0];

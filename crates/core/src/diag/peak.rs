@@ -429,3 +429,97 @@ pub fn peak_with_probe(target: &Path) -> Vec<PeakCheck> {
     }
     v
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roots(tree: &str) -> Roots {
+        let base = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/data/peak")
+            .join(tree);
+        Roots {
+            sys: base.join("sys"),
+            proc: base.join("proc"),
+        }
+    }
+
+    fn find<'a>(v: &'a [PeakCheck], name: &str) -> &'a PeakCheck {
+        v.iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("{name}: {v:?}"))
+    }
+
+    #[test]
+    fn recorded_nvme_host_every_check_fires_with_its_fix() {
+        let r = roots("nvme-host");
+        assert_eq!(
+            disk_of(&r, Path::new("/dev/nvme0n1")).as_deref(),
+            Some("nvme0n1")
+        );
+        let v = checks(&r, "nvme0n1");
+        let fix = |n: &str| find(&v, n).fix.clone().unwrap_or_default();
+        let s = find(&v, "scheduler");
+        assert_eq!(
+            (s.state, s.value.as_str()),
+            (PeakState::NotOptimal, "mq-deadline")
+        );
+        assert_eq!(
+            fix("scheduler"),
+            "echo none > /sys/block/nvme0n1/queue/scheduler"
+        );
+        assert_eq!(
+            fix("queue/nomerges"),
+            "echo 2 > /sys/block/nvme0n1/queue/nomerges"
+        );
+        assert_eq!(
+            fix("queue/iostats"),
+            "echo 0 > /sys/block/nvme0n1/queue/iostats"
+        );
+        assert_eq!(
+            fix("queue/rq_affinity"),
+            "echo 2 > /sys/block/nvme0n1/queue/rq_affinity"
+        );
+        assert_eq!(find(&v, "write_cache").value, "write back");
+        let p = find(&v, "poll queues");
+        assert_eq!(p.state, PeakState::NotAvailable);
+        assert!(p.value.contains("poll_queues 0"), "{p:?}");
+        assert!(fix("poll queues").contains("modprobe nvme poll_queues="));
+        let g = find(&v, "cpu governor");
+        assert_eq!(
+            (g.state, g.value.as_str()),
+            (PeakState::NotOptimal, "powersave")
+        );
+        assert!(fix("cpu governor").contains("echo performance >"));
+        assert_eq!(
+            fix("SMT siblings"),
+            "pin the job to one thread per core: cpus_allowed=0,1"
+        );
+        let i = find(&v, "IRQ placement");
+        assert_eq!(i.value, "33→0-3 34→0-3; irqbalance running");
+        assert_eq!(fix("IRQ placement"), "systemctl stop irqbalance");
+        for c in v.iter().filter(|c| c.name != "write_cache") {
+            assert_ne!(c.state, PeakState::Ok, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn recorded_optimal_host_has_no_findings() {
+        let v = checks(&roots("nvme-optimal"), "nvme0n1");
+        for c in &v {
+            assert_eq!((c.state, &c.fix), (PeakState::Ok, &None), "{c:?}");
+        }
+        assert_eq!(v.len(), 9);
+    }
+
+    #[test]
+    fn no_cpufreq_is_not_available() {
+        let r = Roots {
+            sys: PathBuf::from("/nonexistent/sys"),
+            proc: PathBuf::from("/nonexistent/proc"),
+        };
+        let g = governor(&r);
+        assert_eq!(g.state, PeakState::NotAvailable);
+        assert!(g.value.contains("no cpufreq"));
+    }
+}
