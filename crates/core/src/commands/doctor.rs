@@ -11,11 +11,12 @@ use std::path::Path;
 pub const COMMAND: Command = Command {
     name: "doctor",
     usage: &[(
-        "doctor TARGET [--output-format=json]",
+        "doctor TARGET [--peak] [--output-format=json]",
         "check a file or block device without a\n\
          workload: page cache, other openers,\n\
          buffering, holes, layout, governor\n\
-         (exit 1 when a check fails)",
+         (exit 1 when a check fails); --peak: what\n\
+         stands between the device and its peak IOPS",
     )],
     cli: &CLI,
     main,
@@ -25,23 +26,46 @@ fn doctor_formats() -> Vec<&'static str> {
     DOCTOR_FORMATS.iter().map(|f| f.name).collect()
 }
 
-/// doctor's one flag.
+/// doctor's flags.
 pub static CLI: Cli = Cli {
     positional: "TARGET",
-    flags: &[Flag {
-        name: "output-format",
-        short: None,
-        value: Value::Names(doctor_formats),
-        example: "json",
-        help: "how the checklist is printed",
-    }],
+    flags: &[
+        Flag {
+            name: "output-format",
+            short: None,
+            value: Value::Names(doctor_formats),
+            example: "json",
+            help: "how the checklist is printed",
+        },
+        Flag {
+            name: "peak",
+            short: None,
+            value: Value::None,
+            example: "",
+            help: "what stands between the device and its peak IOPS, with fixes",
+        },
+    ],
     subcommands: &[],
     job_options: false,
 };
 
-/// The target and the output format, or the error to print.
-fn parse(args: &[String]) -> Result<(String, &'static Format<DoctorReport>), String> {
+/// What `doctor` was asked: the target, the output format, `--peak`.
+struct Args {
+    target: String,
+    format: &'static Format<DoctorReport>,
+    peak: bool,
+}
+
+impl std::fmt::Debug for Args {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} peak={}", self.target, self.format.name, self.peak)
+    }
+}
+
+/// The arguments, or the error to print.
+fn parse(args: &[String]) -> Result<Args, String> {
     let mut format = &DOCTOR_FORMATS[0];
+    let mut peak = false;
     let mut target: Option<String> = None;
     for w in cli::parse("doctor", &CLI, args)? {
         match w {
@@ -49,6 +73,7 @@ fn parse(args: &[String]) -> Result<(String, &'static Format<DoctorReport>), Str
                 format = render::find(DOCTOR_FORMATS, &v)
                     .ok_or_else(|| format!("doctor: {}", render::unknown(DOCTOR_FORMATS, &v)))?;
             }
+            Arg::Flag("peak", _) => peak = true,
             Arg::Flag(other, _) => return Err(cli::unhandled("doctor", other)),
             Arg::Word(s) if target.is_none() => target = Some(s),
             Arg::Word(s) => {
@@ -59,7 +84,11 @@ fn parse(args: &[String]) -> Result<(String, &'static Format<DoctorReport>), Str
         }
     }
     match target {
-        Some(t) => Ok((t, format)),
+        Some(target) => Ok(Args {
+            target,
+            format,
+            peak,
+        }),
         None => {
             Err("doctor needs a target: dioscope doctor /dev/sdX or dioscope doctor FILE".into())
         }
@@ -76,11 +105,18 @@ pub fn check(target: &str) -> (diag::DoctorReport, bool) {
 }
 
 fn main(args: &[String]) -> i32 {
-    let (target, format) = match parse(args) {
+    let Args {
+        target,
+        format,
+        peak,
+    } = match parse(args) {
         Ok(x) => x,
         Err(e) => return eprint_err(&e),
     };
-    let (r, missing) = check(&target);
+    let (mut r, missing) = check(&target);
+    if peak && !missing {
+        r.peak = diag::peak::peak_with_probe(Path::new(&target));
+    }
     super::stdout(&format.exporter.render(&r));
     if missing {
         eprintln!(
@@ -110,13 +146,14 @@ mod tests {
     #[test]
     fn arguments() {
         let a = s(&["/dev/x", "--output-format=json"]);
-        let (t, f) = parse(&a).unwrap();
-        assert_eq!((t.as_str(), f.name), ("/dev/x", "json"));
+        let p = parse(&a).unwrap();
+        assert_eq!((p.target.as_str(), p.format.name, p.peak), ("/dev/x", "json", false));
         assert_eq!(
-            parse(&s(&["x", "--output-format=json+"])).unwrap().1.name,
+            parse(&s(&["x", "--output-format=json+"])).unwrap().format.name,
             "json"
         );
-        assert_eq!(parse(&s(&["x"])).unwrap().1.name, "normal");
+        assert_eq!(parse(&s(&["x"])).unwrap().format.name, "normal");
+        assert!(parse(&s(&["x", "--peak"])).unwrap().peak);
         let e = parse(&s(&["x", "--output-format=xml"])).unwrap_err();
         assert!(
             e.contains("'xml' is not an output format; choose one of normal, json"),

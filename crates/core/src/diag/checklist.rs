@@ -91,4 +91,6 @@ pub struct DoctorReport {
     pub layout: Option<FileLayout>,
     pub zram: Option<ZramStat>,
     pub checks: Vec<Check>,
+    /// `doctor --peak`'s checks (empty without `--peak`).
+    pub peak: Vec<crate::results::doctor::PeakCheck>,
 }

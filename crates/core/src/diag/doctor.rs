@@ -22,6 +22,7 @@ pub fn doctor(path: &Path) -> DoctorReport {
         layout: None,
         zram: None,
         checks: Vec::new(),
+        peak: Vec::new(),
     };
     let mut ctx = DoctorCtx {
         path,
@@ -45,6 +46,7 @@ impl DoctorReport {
             page_cache: self.page_cache.clone(),
             layout: self.layout,
             zram: self.zram,
+            peak: self.peak.clone(),
             checks: self
                 .checks
                 .iter()
@@ -115,8 +117,30 @@ impl DoctorReport {
             count(Status::Fail),
             count(Status::Skip)
         );
+        if !self.peak.is_empty() {
+            s.push_str(&render_peak(&self.peak));
+        }
         s
     }
+}
+
+/// `doctor --peak`'s section: one line per check, its fix below it.
+fn render_peak(peak: &[crate::results::doctor::PeakCheck]) -> String {
+    let mut s = String::from("\nPeak IOPS: what stands between this device and its peak\n");
+    let width = peak.iter().map(|c| c.name.len()).max().unwrap_or(0);
+    for c in peak {
+        let _ = writeln!(
+            s,
+            "  {:width$}  {:13}  {}",
+            c.name,
+            c.state.words(),
+            c.value
+        );
+        if let Some(fix) = &c.fix {
+            let _ = writeln!(s, "  {:width$}  {:13}  fix: {fix}", "", "");
+        }
+    }
+    s
 }
 
 pub use crate::results::units::wrap;

@@ -36,6 +36,7 @@ pub mod hooks;
 pub mod job;
 pub mod mounts;
 pub mod pagecache;
+pub mod peak;
 pub mod procs;
 pub mod run;
 pub mod sharing;

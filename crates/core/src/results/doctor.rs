@@ -88,6 +88,39 @@ pub struct DoctorDoc {
     pub layout: Option<FileLayout>,
     pub zram: Option<ZramStat>,
     pub checks: Vec<CheckDoc>,
+    /// `doctor --peak`: what stands between the device and its peak IOPS.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub peak: Vec<PeakCheck>,
+}
+
+/// The state of one `doctor --peak` check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PeakState {
+    Ok,
+    NotOptimal,
+    NotAvailable,
+}
+
+impl PeakState {
+    /// The words the text checklist prints.
+    pub fn words(self) -> &'static str {
+        match self {
+            PeakState::Ok => "ok",
+            PeakState::NotOptimal => "not optimal",
+            PeakState::NotAvailable => "not available",
+        }
+    }
+}
+
+/// One check of `doctor --peak`: its name, state, the value read and the
+/// shell command that fixes it (where there is one).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeakCheck {
+    pub name: String,
+    pub state: PeakState,
+    pub value: String,
+    pub fix: Option<String>,
 }
 
 impl DoctorDoc {
