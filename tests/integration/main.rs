@@ -29,6 +29,7 @@ mod leftovers;
 mod options;
 mod pacing;
 mod pacing2;
+mod peak;
 mod profile;
 mod random_offsets;
 mod report;

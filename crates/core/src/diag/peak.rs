@@ -71,7 +71,12 @@ pub fn disk_of(roots: &Roots, target: &Path) -> Option<String> {
 fn queue_value(roots: &Roots, dev: &str, attr: &str, want: &str) -> PeakCheck {
     let name = format!("queue/{attr}");
     match read(&roots.sys.join(format!("block/{dev}/queue/{attr}"))) {
-        None => check(&name, PeakState::NotAvailable, "absent".into(), None),
+        None => check(
+            &name,
+            PeakState::NotAvailable,
+            format!("no queue/{attr} here (a bio-based device, or an older kernel)"),
+            None,
+        ),
         Some(v) if v == want => check(&name, PeakState::Ok, v, None),
         Some(v) => check(
             &name,
@@ -85,7 +90,12 @@ fn queue_value(roots: &Roots, dev: &str, attr: &str, want: &str) -> PeakCheck {
 /// The active scheduler is the bracketed one; peak wants `none`.
 fn scheduler(roots: &Roots, dev: &str) -> PeakCheck {
     let Some(all) = read(&roots.sys.join(format!("block/{dev}/queue/scheduler"))) else {
-        return check("scheduler", PeakState::NotAvailable, "absent".into(), None);
+        return check(
+            "scheduler",
+            PeakState::NotAvailable,
+            "no I/O scheduler (a bio-based device: bios go straight to its driver)".into(),
+            None,
+        );
     };
     let active = all
         .split_whitespace()
@@ -131,7 +141,7 @@ fn poll_queues(roots: &Roots, dev: &str) -> PeakCheck {
         return check("poll queues", PeakState::Ok, value, None);
     }
     let fix = nvme.then(|| {
-        "modprobe -r nvme && modprobe nvme poll_queues=4 (or kernel command line nvme.poll_queues=4)"
+        "modprobe -r nvme && modprobe nvme poll_queues=$(nproc) (or nvme.poll_queues=N on the kernel command line)"
             .to_string()
     });
     let value = format!("{value}: polled I/O not available");
@@ -401,7 +411,7 @@ pub fn io_wq_check(p: Result<Probe, String>) -> PeakCheck {
     if p.iou_wrk_threads > 0 && pct >= 10.0 {
         let v = format!(
             "io_uring hands every I/O to io-wq workers on this device ({pct:.0} % of the probe's \
-             CPU in {} iou-wrk threads): the device takes no non-blocking (RWF_NOWAIT) I/O; \
+             CPU in {} iou-wrk thread(s)): the device takes no non-blocking (RWF_NOWAIT) I/O; \
              libaio or a device with nowait support avoids it",
             p.iou_wrk_threads
         );
@@ -409,11 +419,15 @@ pub fn io_wq_check(p: Result<Probe, String>) -> PeakCheck {
             name,
             PeakState::NotOptimal,
             v,
-            Some("--ioengine=libaio".into()),
+            Some(
+                "--ioengine=libaio (aio's reads run inside io_submit), or a device that takes \
+                 RWF_NOWAIT"
+                    .into(),
+            ),
         )
     } else {
         let v = format!(
-            "{} iou-wrk threads, {pct:.0} % of the probe's CPU: I/O is issued inline",
+            "{} iou-wrk thread(s), {pct:.0} % of the probe's CPU: I/O is issued inline",
             p.iou_wrk_threads
         );
         check(name, PeakState::Ok, v, None)
