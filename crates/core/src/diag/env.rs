@@ -63,7 +63,7 @@ fn cpu_model(cpuinfo: &str) -> Option<String> {
 }
 
 /// Governors under a `/sys/devices/system/cpu`-shaped directory.
-fn read_governors(cpu_dir: &Path) -> Vec<(String, usize)> {
+pub(crate) fn read_governors(cpu_dir: &Path) -> Vec<(String, usize)> {
     let Ok(rd) = std::fs::read_dir(cpu_dir) else {
         return Vec::new();
     };

@@ -24,9 +24,7 @@ impl Default for Roots {
     }
 }
 
-fn read(p: &Path) -> Option<String> {
-    fs::read_to_string(p).ok().map(|s| s.trim().to_string())
-}
+use super::device::read_trimmed as read;
 
 fn check(name: &str, state: PeakState, value: String, fix: Option<String>) -> PeakCheck {
     PeakCheck {
@@ -164,19 +162,15 @@ fn cpus(roots: &Roots) -> Vec<u32> {
 }
 
 fn governor(roots: &Roots) -> PeakCheck {
-    let cpu = roots.sys.join("devices/system/cpu");
-    let govs: Vec<String> = cpus(roots)
-        .iter()
-        .filter_map(|c| read(&cpu.join(format!("cpu{c}/cpufreq/scaling_governor"))))
-        .collect();
+    // The same reading as the environment's (distinct governors, counted).
+    let govs = super::env::read_governors(&roots.sys.join("devices/system/cpu"));
     if govs.is_empty() {
         let v = "not available (no cpufreq: VM or fixed clock)".to_string();
         return check("cpu governor", PeakState::NotAvailable, v, None);
     }
-    let mut distinct = govs.clone();
-    distinct.dedup();
-    let value = distinct.join(", ");
-    if govs.iter().all(|g| g == "performance") {
+    let names: Vec<&str> = govs.iter().map(|(g, _)| g.as_str()).collect();
+    let value = names.join(", ");
+    if names == ["performance"] {
         check("cpu governor", PeakState::Ok, value, None)
     } else {
         let fix = "for g in /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor; do echo performance > $g; done";
