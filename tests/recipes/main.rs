@@ -465,12 +465,11 @@ fn submit_cost_quick() {
 /// kernel. A direct write drops the cached pages of its own range, so a
 /// device read buffered beforehand costs the writes nothing lasting: the
 /// cached cell against the clean one excludes the seed's +35 % while the
-/// planted reader (the seed's cause, present during every trial) is
-/// detected. The clean cell must be clean: when another process holds the
+/// control (blkid's pages kept outside the writes' range in every second
+/// trial: the seed's per-write bookkeeping, a few % here) is detected. The clean cell must be clean: when another process holds the
 /// CPUs (cpu_contention in the cells) the rule says INCONCLUSIVE, which
 /// fails this test in CI and skips the ABSENT check locally with a message.
 #[test]
-#[ignore = "pagecache-interference's control is not detected yet (issue 29 open): see docs/RECIPES.md"]
 fn pagecache_interference_quick() {
     let Some((_, v)) = run_control("pagecache-interference") else {
         return;
