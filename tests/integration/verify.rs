@@ -561,3 +561,53 @@ fn text_read_rate_of_a_read_back_is_the_json_one() {
         );
     }
 }
+
+/// verify_only checks what the job wrote, as fio's dry run does: a
+/// `norandommap` write leaves blocks it never touched, a mixed `rw` leaves
+/// the reads' blocks and `rw=write:16k` leaves holes, and none of them is
+/// a lost write; a written block zeroed still is.
+#[test]
+fn verify_only_checks_only_the_blocks_the_job_wrote() {
+    let d = tempfile::tempdir().unwrap();
+    for (name, extra) in [
+        ("norandommap", &["--norandommap=1"][..]),
+        ("mixed", &["--rw=rw"][..]),
+        ("holes", &["--rw=write:16k"][..]),
+    ] {
+        let target = format!("{name}.dat");
+        let o = write_job(d.path(), &target, extra);
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
+        let wrote = json(&o)["dioscope"]["verify"]["v"]["checked"]
+            .as_u64()
+            .unwrap();
+        assert!(wrote > 0 && wrote < 256, "{name}: {wrote} blocks written");
+        let mut vo = extra.to_vec();
+        vo.push("--verify_only=1");
+        let o = write_job(d.path(), &target, &vo);
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
+        let j = json(&o);
+        assert_eq!(j["dioscope"]["verify"]["v"]["bad"], 0, "{name}");
+        assert_eq!(
+            j["dioscope"]["verify"]["v"]["checked"], wrote,
+            "{name}: verify_only checks the blocks the run wrote"
+        );
+    }
+    // The holes of rw=write:16k are blocks 1, 3, 5, …: a hole zeroed is
+    // not checked, a written block zeroed is a lost write.
+    let p = d.path().join("holes.dat");
+    corrupt(&p, 16384, &[0u8; 16384]);
+    let o = write_job(
+        d.path(),
+        "holes.dat",
+        &["--rw=write:16k", "--verify_only=1"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    corrupt(&p, 4 * 16384, &[0u8; 16384]);
+    let o = write_job(
+        d.path(),
+        "holes.dat",
+        &["--rw=write:16k", "--verify_only=1"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(bad_blocks(&o), vec![(4 * 16384, "lost_write".to_string())]);
+}

@@ -156,6 +156,62 @@ fn verify_read_plan(
     p
 }
 
+/// The most I/Os [`dry_run`] replays (a bound on its time and on a job
+/// whose size is far beyond what a check reads).
+const DRY_RUN_MAX_IOS: u64 = 1 << 26;
+
+/// verify_only's record of what a writing job wrote, as fio's dry run
+/// makes it (a read job with verify_only reads and checks as it reads):
+/// the job's own plan for this clone and trial (the same seed, so the same
+/// offsets, sizes and mix as the run that wrote), replayed without I/O,
+/// its writes marked. The check then reads only those intervals, so a
+/// block the writing run never touched (`norandommap` leaves some, a mixed
+/// `rw` leaves the reads' blocks, `rw=write:4k` leaves holes) is not taken
+/// for a lost write. `None` (every interval is checked, as before) where
+/// the plan cannot be replayed to the same offsets: a seed from the clock
+/// (`randrepeat=0`), `time_based`, a ramp, pacing, trims, an iolog replay,
+/// or no size limit.
+fn dry_run(
+    j: &JobSpec,
+    files: &[FileUse],
+    table: &TargetTable,
+    clone: u32,
+    trial: u32,
+    interval: u32,
+) -> Option<Written> {
+    let seeded = j.randrepeat || j.allrandrepeat || j.given.iter().any(|(k, _)| k == "randseed");
+    let mut p = WorkerPlan::new(j, files, table, clone, trial);
+    let paced = super::pacing::Pacer::new(&p.pace, 0).active;
+    let plain = p.replay.is_none() && p.trim == super::worker::TrimMode::None && !paced;
+    let limited = p.io_limit > 0 || p.number_ios > 0;
+    if !seeded || j.time_based || p.ramp_ns > 0 || !plain || !limited {
+        return None;
+    }
+    let regions: Vec<(u64, u64)> = files.iter().map(|f| f.region).collect();
+    let mut w = Written::new(&regions, interval);
+    let (mut bytes, mut ios) = (0u64, 0u64);
+    // The worker's own order of draws (`stage_plain`): the direction, the
+    // size, the size limit, then the offset.
+    while ios < DRY_RUN_MAX_IOS {
+        let write = match p.read_pct {
+            100 => false,
+            0 => true,
+            pct => p.offsets.rng.below(100) >= pct as u64,
+        };
+        let len = p.bs[write as usize].pick(&mut p.offsets.rng);
+        if (p.io_limit > 0 && bytes >= p.io_limit) || (p.number_ios > 0 && ios >= p.number_ios) {
+            break;
+        }
+        bytes += len;
+        ios += 1;
+        let (file, offset) = p.offsets.next_dir(len, write);
+        if write {
+            w.wrote(file, offset, len);
+        }
+    }
+    (ios < DRY_RUN_MAX_IOS).then_some(w)
+}
+
 /// A read-back plan: no timeline, syncs, rate, logs, trims or iolog.
 fn quiet_read(p: &mut WorkerPlan) {
     p.read_pct = 100;
@@ -222,10 +278,13 @@ pub(super) fn trial_plan(
             if j.verify_only {
                 plan = verify_read_plan(j, files, table, &regions, vs.unit as u64);
             }
-            let written = j
-                .verify_state_load
-                .then(|| load_state(j, clone as usize).ok())
-                .flatten();
+            let written = if j.verify_state_load {
+                load_state(j, clone as usize).ok()
+            } else if j.verify_only && j.rw.writes() {
+                dry_run(j, files, table, clone, trial, vs.unit)
+            } else {
+                None
+            };
             let mut c = Checker::new(vs, written, None, j.verify_fatal);
             if j.verify_dump {
                 c = c.dump_to(PathBuf::from("."), paths(files));
