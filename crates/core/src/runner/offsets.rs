@@ -341,15 +341,17 @@ impl OffsetGen {
         self.regions.iter().map(|r| r.len).sum()
     }
 
-    /// Next (file index, offset) for a read of `len` bytes.
+    /// Next (file index, offset, length) for a read of `len` bytes.
     #[inline]
-    pub fn next(&mut self, len: u64) -> (u32, u64) {
+    pub fn next(&mut self, len: u64) -> (u32, u64, u64) {
         self.next_dir(len, false)
     }
 
-    /// Next (file index, offset) for an I/O of `len` bytes in direction `write`.
+    /// Next (file index, offset, length) for an I/O of `len` bytes in
+    /// direction `write`: the length is `len`, or less where the random
+    /// map cuts a block to the free run it lands on ([`random::claim`]).
     #[inline(always)]
-    pub fn next_dir(&mut self, len: u64, write: bool) -> (u32, u64) {
+    pub fn next_dir(&mut self, len: u64, write: bool) -> (u32, u64, u64) {
         // The plain paths give the same offsets as the general one (test
         // `plain_paths_match_the_general_one`); they skip what cannot apply
         // to one file without zones: the file service, the pass tracking
@@ -367,27 +369,32 @@ impl OffsetGen {
                 }
                 let o = r.pos;
                 r.pos = o + len;
-                return (0, r.start + o);
+                return (0, r.start + o, len);
             }
-            Plain::RandomMap => map_draw(r, &mut self.taus),
+            Plain::RandomMap => {
+                let b = map_draw(r, &mut self.taus);
+                let len = random::claim(r, b, len, unit);
+                return (0, r.start + fit(r, b * unit, len, unit), len);
+            }
             Plain::Random => self.taus.below(r.nblocks),
         };
-        (0, r.start + fit(r, rel * unit, len, unit))
+        (0, r.start + fit(r, rel * unit, len, unit), len)
     }
 
     /// [`next_dir`](Self::next_dir) for every job.
     #[inline(never)]
-    fn next_general(&mut self, len: u64, write: bool) -> (u32, u64) {
+    fn next_general(&mut self, len: u64, write: bool) -> (u32, u64, u64) {
         if let Some(s) = &mut self.spr {
-            return (0, s.next_offset());
+            return (0, s.next_offset(), len);
         }
         let fi = self.pick_file();
-        let rel = self.offset_in(fi, len, write);
+        let mut len = len;
+        let rel = self.offset_in(fi, &mut len, write);
         let r = &mut self.regions[fi];
         r.served += len;
         let abs = r.start + r.win + rel;
         self.after_io(fi);
-        (fi as u32, abs)
+        (fi as u32, abs, len)
     }
 
     /// The file the next I/O goes to (`file_service_type`, `openfiles`).
@@ -495,9 +502,9 @@ impl OffsetGen {
 
     /// The offset of the next I/O inside file `fi`'s window.
     #[inline(always)]
-    fn offset_in(&mut self, fi: usize, len: u64, write: bool) -> u64 {
+    fn offset_in(&mut self, fi: usize, len: &mut u64, write: bool) -> u64 {
         if !self.cfg.random {
-            return self.sequential(fi, len);
+            return self.sequential(fi, *len);
         }
         if self.run_left > 0 {
             // rw=randread:N: the rest of the run follows the random offset.
@@ -505,19 +512,19 @@ impl OffsetGen {
             if self.cfg.run_identical {
                 return self.last;
             }
-            let o = self.sequential(fi, len);
+            let o = self.sequential(fi, *len);
             self.last = o;
             return o;
         }
         let pct = self.cfg.pct_random[write as usize];
         if pct < 100 && self.rng.below(100) >= pct as u64 {
-            return self.sequential(fi, len);
+            return self.sequential(fi, *len);
         }
         let o = self.random(fi, len, write);
         self.run_left = self.cfg.rand_run - 1;
         self.last = o;
         let r = &mut self.regions[fi];
-        r.pos = o + len;
+        r.pos = o + *len;
         o
     }
 
@@ -649,7 +656,10 @@ mod tests {
             RandomDist::Uniform,
             1,
         );
-        let v: Vec<(u32, u64)> = (0..6).map(|_| g.next(4096)).collect();
+        let v: Vec<(u32, u64)> = (0..6)
+            .map(|_| g.next(4096))
+            .map(|(f, o, _)| (f, o))
+            .collect();
         assert_eq!(
             v,
             vec![(0, 0), (1, 4096), (0, 4096), (1, 8192), (0, 0), (1, 4096)]
@@ -749,7 +759,10 @@ mod tests {
         let mut c = cfg(false);
         c.file_service = FileService::Sequential;
         let mut g = OffsetGen::with(&regions, c, 1);
-        let f: Vec<(u32, u64)> = (0..7).map(|_| g.next(4096)).collect();
+        let f: Vec<(u32, u64)> = (0..7)
+            .map(|_| g.next(4096))
+            .map(|(f, o, _)| (f, o))
+            .collect();
         assert_eq!(
             f,
             vec![

@@ -356,6 +356,24 @@ impl BlockMap {
         b
     }
 
+    /// Mark up to `k` blocks after `b` used, in order, stopping at the
+    /// first one already used or at the end of the map; returns how many
+    /// it marked (an I/O longer than one block claims the free run it
+    /// covers, as fio's random map does).
+    #[inline(always)]
+    pub fn claim_after(&mut self, b: u64, k: u64) -> u64 {
+        let mut got = 0;
+        while got < k {
+            let c = b + got + 1;
+            if c >= self.n || self.bits[(c / 64) as usize] & (1 << (c % 64)) != 0 {
+                break;
+            }
+            self.mark(c);
+            got += 1;
+        }
+        got
+    }
+
     #[inline(always)]
     fn mark(&mut self, b: u64) {
         let w = (b / 64) as usize;

@@ -202,9 +202,9 @@ fn dry_run(
         if (p.io_limit > 0 && bytes >= p.io_limit) || (p.number_ios > 0 && ios >= p.number_ios) {
             break;
         }
+        let (file, offset, len) = p.offsets.next_dir(len, write);
         bytes += len;
         ios += 1;
-        let (file, offset) = p.offsets.next_dir(len, write);
         if write {
             w.wrote(file, offset, len);
         }

@@ -12,13 +12,23 @@ use crate::runner::randgen::Taus;
 impl OffsetGen {
     /// A random offset in file `fi`'s window, by the job's distribution.
     #[inline(always)]
-    pub(super) fn random(&mut self, fi: usize, len: u64, write: bool) -> u64 {
+    pub(super) fn random(&mut self, fi: usize, len: &mut u64, write: bool) -> u64 {
         let unit = self.cfg.unit;
         let r = &mut self.regions[fi];
         let n = r.nblocks;
         let center = self.cfg.center;
+        let ba = match self.cfg.blockalign[write as usize] {
+            0 => unit,
+            b => b,
+        };
         let block = match &self.cfg.dist {
-            RandomDist::Uniform if self.cfg.randommap => map_draw(r, &mut self.taus),
+            RandomDist::Uniform if self.cfg.randommap => {
+                let b = map_draw(r, &mut self.taus);
+                if ba == unit {
+                    *len = claim(r, b, *len, unit);
+                }
+                b
+            }
             RandomDist::Uniform => self.taus.below(n),
             // Skewed: draw a popularity rank, then scatter ranks over the
             // region with the permutation so hot blocks are not adjacent,
@@ -86,11 +96,7 @@ impl OffsetGen {
                 }
             }
         };
-        let ba = match self.cfg.blockalign[write as usize] {
-            0 => unit,
-            b => b,
-        };
-        fit(r, block * unit / ba * ba, len, ba)
+        fit(r, block * unit / ba * ba, *len, ba)
     }
 }
 
@@ -114,6 +120,24 @@ pub(super) fn map_draw(r: &mut Region, taus: &mut Taus) -> u64 {
         // Not built for it (a test's hand-made region): no map, repeats.
         None => taus.below(n),
     }
+}
+
+/// An I/O of `len` bytes at map block `b` (just drawn) with the random
+/// map: when it is longer than one block, it claims the free blocks after
+/// `b` that it covers and is cut to that free run (fio's random map: every
+/// block of the window once per pass, `bsrange`/`bssplit` included).
+/// Returns the I/O's length.
+#[inline(always)]
+pub(super) fn claim(r: &mut Region, b: u64, len: u64, unit: u64) -> u64 {
+    if len <= unit {
+        return len;
+    }
+    let Some(m) = &mut r.map else {
+        return len;
+    };
+    let got = m.claim_after(b, len.div_ceil(unit) - 1);
+    r.drawn += got;
+    ((got + 1) * unit).min(len)
 }
 
 /// Offset `o` (aligned to `ba`), or, for a large block near the window's
@@ -155,7 +179,7 @@ mod tests {
         );
         let mut seen = std::collections::HashSet::new();
         for _ in 0..1000 {
-            let (_, o) = g.next(4096);
+            let (_, o, _) = g.next(4096);
             assert_eq!(o % 4096, 0);
             assert!(seen.insert(o), "offset {o} repeated within a pass");
         }
@@ -164,6 +188,44 @@ mod tests {
         let second: Vec<u64> = (0..1000).map(|_| g.next(4096).1).collect();
         let set: std::collections::HashSet<_> = second.iter().collect();
         assert_eq!(set.len(), 1000);
+    }
+
+    /// bsrange/bssplit with the random map (fio's t0023): a block longer
+    /// than the map's unit claims the free run it lands on and is cut to
+    /// it, so one pass's bytes cover every unit once, with no overlap, on
+    /// the plain path and the general one alike.
+    #[test]
+    fn randommap_with_mixed_sizes_covers_each_unit_once_per_pass() {
+        for plain in [true, false] {
+            let units = 2048u64;
+            let mut g =
+                OffsetGen::new(&[(0, units * 512)], 512, true, true, RandomDist::Uniform, 3);
+            if !plain {
+                g.plain = super::super::Plain::No;
+            }
+            let mut pick = crate::runner::distributions::Rng::new(11);
+            let mut cover = vec![0u32; units as usize];
+            let (mut bytes, mut cut) = (0, 0);
+            while bytes < units * 512 {
+                let len = 512 * (1 + pick.below(8));
+                let (_, o, l) = g.next(len);
+                assert!(l <= len && l > 0 && l % 512 == 0, "{len} → {l}");
+                cut += u64::from(l < len);
+                for u in o / 512..(o + l) / 512 {
+                    cover[u as usize] += 1;
+                }
+                bytes += l;
+            }
+            assert_eq!(bytes, units * 512, "plain {plain}");
+            assert!(
+                cover.iter().all(|&c| c == 1),
+                "plain {plain}: a unit missed or twice"
+            );
+            assert!(
+                cut > 0,
+                "some blocks landed on a run shorter than themselves"
+            );
+        }
     }
 
     /// The first `draws` blocks of a 4 KiB-block region of `blocks` blocks
@@ -306,7 +368,7 @@ mod tests {
     fn large_blocks_stay_inside() {
         let mut g = OffsetGen::new(&[(0, 10 * 4096)], 4096, true, false, RandomDist::Uniform, 9);
         for _ in 0..1000 {
-            let (_, o) = g.next(16384);
+            let (_, o, _) = g.next(16384);
             assert!(o + 16384 <= 10 * 4096 && o % 4096 == 0);
         }
     }

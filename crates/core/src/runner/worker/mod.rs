@@ -399,8 +399,9 @@ impl<'a, E: Engine, H: BlockHook, C: Clock> Worker<'a, E, H, C> {
                 if !self.within_size(len) {
                     break;
                 }
-                let (file, offset) = self.p.offsets.next_dir(len, true);
-                self.trim(file, offset, len);
+                let (file, offset, cut) = self.p.offsets.next_dir(len, true);
+                self.uncount(len - cut);
+                self.trim(file, offset, cut);
                 // The trims of a batch count against it like staged I/Os.
                 trims += 1;
                 if trims >= self.batch {
@@ -412,10 +413,10 @@ impl<'a, E: Engine, H: BlockHook, C: Clock> Worker<'a, E, H, C> {
             if !self.within_size(len) {
                 break;
             }
+            let len = self.stage_one(t_stage, write, len);
             if self.pace.active {
                 self.pace.issued(write, len);
             }
-            self.stage_one(t_stage, write, len);
             if self.deferred.is_some() {
                 break;
             }
@@ -441,8 +442,9 @@ impl<'a, E: Engine, H: BlockHook, C: Clock> Worker<'a, E, H, C> {
             if !self.within_size(len) {
                 break;
             }
-            let (file, offset) = self.p.offsets.next_dir(len, write);
-            self.put(t_stage, write, len, file, offset);
+            let (file, offset, cut) = self.p.offsets.next_dir(len, write);
+            self.uncount(len - cut);
+            self.put(t_stage, write, cut, file, offset);
         }
     }
 
@@ -589,6 +591,15 @@ impl<'a, E: Engine, H: BlockHook, C: Clock> Worker<'a, E, H, C> {
         true
     }
 
+    /// Take back `by` bytes [`within_size`](Self::within_size) counted for
+    /// an I/O the random map cut shorter (0 almost always).
+    #[inline(always)]
+    fn uncount(&mut self, by: u64) {
+        if by > 0 && self.p.io_limit > 0 && self.tl.measuring {
+            self.issued_bytes -= by;
+        }
+    }
+
     /// Whether `[offset, offset+len)` of `file` overlaps an I/O in flight
     /// (`serialize_overlap`; an idle slot has length 0).
     #[cold]
@@ -603,13 +614,17 @@ impl<'a, E: Engine, H: BlockHook, C: Clock> Worker<'a, E, H, C> {
     }
 
     #[inline(always)]
-    fn stage_one(&mut self, t_stage: u64, write: bool, len: u64) {
-        let (file, offset) = self.p.offsets.next_dir(len, write);
-        if self.p.serialize_overlap && self.overlaps(file, offset, len) {
-            self.deferred = Some((write, len, file, offset));
-            return;
+    /// Stage an I/O of `len` bytes (or hold it back, `serialize_overlap`);
+    /// returns its length, less where the random map cut it.
+    fn stage_one(&mut self, t_stage: u64, write: bool, len: u64) -> u64 {
+        let (file, offset, cut) = self.p.offsets.next_dir(len, write);
+        self.uncount(len - cut);
+        if self.p.serialize_overlap && self.overlaps(file, offset, cut) {
+            self.deferred = Some((write, cut, file, offset));
+            return cut;
         }
-        self.stage_at(t_stage, write, len, file, offset);
+        self.stage_at(t_stage, write, cut, file, offset);
+        cut
     }
 
     #[inline(always)]
