@@ -51,6 +51,9 @@ pub struct OffsetCfg {
     pub zones: Option<(u64, u64, u64)>,
     /// `random_sequence_stride` (with `RandomDist::Sequence`).
     pub seq_stride: bool,
+    /// The smallest block per direction (0: `unit`): a sequential I/O near
+    /// the window's end is cut to the room left only if that room holds it.
+    pub min_len: [u64; 2],
 }
 
 impl OffsetCfg {
@@ -67,6 +70,7 @@ impl OffsetCfg {
             rand_run: 1,
             run_identical: false,
             blockalign: [0; 2],
+            min_len: [0; 2],
             pct_random: [100; 2],
             file_service: FileService::RoundRobin,
             file_every: 1,
@@ -258,6 +262,25 @@ fn plain_path(cfg: &OffsetCfg, nregions: usize) -> Plain {
     }
 }
 
+/// A sequential I/O of `len` bytes at the region's cursor: `len` where it
+/// fits; cut to the room left before the window's end (in `unit`s) when
+/// that room holds the direction's smallest block `min` (fio picks a size
+/// that fits, so `bsrange`/`bssplit` reach the last byte); else the pass
+/// ends and the cursor goes back to the start. Returns the I/O's length.
+#[inline(always)]
+fn seq_fit(r: &mut Region, len: u64, unit: u64, min: u64) -> u64 {
+    if r.pos + len <= r.win_len {
+        return len;
+    }
+    let room = r.win_len.saturating_sub(r.pos) / unit * unit;
+    if room > 0 && room >= min {
+        return room;
+    }
+    r.pos = 0;
+    r.pass += 1;
+    len
+}
+
 impl OffsetGen {
     /// `regions`: (start, length) per file; `unit`: the random-offset granularity
     /// (the smallest block size, already checked against the alignment).
@@ -363,10 +386,7 @@ impl OffsetGen {
         let rel = match self.plain {
             Plain::No => return self.next_general(len, write),
             Plain::Sequential => {
-                if r.pos + len > r.win_len {
-                    r.pos = 0;
-                    r.pass += 1;
-                }
+                let len = seq_fit(r, len, unit, self.cfg.min_len[write as usize]);
                 let o = r.pos;
                 r.pos = o + len;
                 return (0, r.start + o, len);
@@ -504,7 +524,7 @@ impl OffsetGen {
     #[inline(always)]
     fn offset_in(&mut self, fi: usize, len: &mut u64, write: bool) -> u64 {
         if !self.cfg.random {
-            return self.sequential(fi, *len);
+            return self.sequential(fi, len, write);
         }
         if self.run_left > 0 {
             // rw=randread:N: the rest of the run follows the random offset.
@@ -512,13 +532,13 @@ impl OffsetGen {
             if self.cfg.run_identical {
                 return self.last;
             }
-            let o = self.sequential(fi, *len);
+            let o = self.sequential(fi, len, write);
             self.last = o;
             return o;
         }
         let pct = self.cfg.pct_random[write as usize];
         if pct < 100 && self.rng.below(100) >= pct as u64 {
-            return self.sequential(fi, *len);
+            return self.sequential(fi, len, write);
         }
         let o = self.random(fi, len, write);
         self.run_left = self.cfg.rand_run - 1;
@@ -531,13 +551,12 @@ impl OffsetGen {
     /// Continue sequentially from the cursor; `rw=read:8k` adds a gap (or,
     /// negative, goes backwards) and wraps at either end.
     #[inline(always)]
-    fn sequential(&mut self, fi: usize, len: u64) -> u64 {
+    fn sequential(&mut self, fi: usize, len: &mut u64, write: bool) -> u64 {
         let add = self.cfg.seq_add;
+        let (unit, min) = (self.cfg.unit, self.cfg.min_len[write as usize]);
         let r = &mut self.regions[fi];
-        if r.pos + len > r.win_len {
-            r.pos = 0;
-            r.pass += 1;
-        }
+        *len = seq_fit(r, *len, unit, min);
+        let len = *len;
         let o = r.pos;
         let next = o as i64 + len as i64 + add;
         r.pos = if next < 0 {
@@ -555,6 +574,46 @@ impl OffsetGen {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Sequential I/O with sizes that vary (fio's t0024): the last I/O of
+    /// a pass is cut to the room left when the direction's smallest block
+    /// fits in it, so every byte is covered once and the next pass starts
+    /// at 0; a direction whose smallest block does not fit wraps instead.
+    #[test]
+    fn sequential_mixed_sizes_reach_the_last_byte() {
+        for plain in [true, false] {
+            let mut cfg = OffsetCfg::simple(512, false, false, RandomDist::Uniform);
+            cfg.min_len = [512, 65536];
+            let mut g = OffsetGen::with(&[(0, 1 << 20)], cfg, 1);
+            if !plain {
+                g.plain = Plain::No;
+            }
+            let mut pick = Rng::new(3);
+            let (mut at, mut cut) = (0, 0);
+            while at < 1 << 20 {
+                let len = 512 * (1 + pick.below(8));
+                let (_, o, l) = g.next_dir(len, false);
+                assert_eq!(o, at, "plain {plain}: contiguous");
+                cut += u64::from(l < len);
+                at += l;
+            }
+            assert_eq!(at, 1 << 20);
+            assert!(cut <= 1, "only the pass's last I/O is cut");
+            assert_eq!(g.next_dir(4096, false).1, 0, "the next pass starts at 0");
+            // Writes of 64 KiB (their smallest) from 1 MiB − 32 KiB wrap.
+            let mut g = OffsetGen::with(&[(0, 1 << 20)], cfg_with(512, [512, 65536]), 1);
+            for _ in 0..((1 << 20) - 32768) / 4096 {
+                g.next_dir(4096, false);
+            }
+            assert_eq!(g.next_dir(65536, true), (0, 0, 65536));
+        }
+    }
+
+    fn cfg_with(unit: u64, min_len: [u64; 2]) -> OffsetCfg {
+        let mut c = OffsetCfg::simple(unit, false, false, RandomDist::Uniform);
+        c.min_len = min_len;
+        c
+    }
 
     #[test]
     fn plain_paths_match_the_general_one() {
