@@ -77,7 +77,7 @@ impl StatusInterval {
             formats,
             keep: plan.global.output.is_some(),
             kept: String::new(),
-            global_options: plan.global_options.iter().cloned().collect(),
+            global_options: plan.global_options.to_vec(),
             next: u64::MAX,
             jobs: Vec::new(),
             targets: Vec::new(),

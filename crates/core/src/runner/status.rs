@@ -66,7 +66,7 @@ impl Snapshots<'_> {
                     return false;
                 }
                 // Done without closing its cell: it never ran (spawn failed).
-                !(p.done.load(Ordering::Acquire) && !h.closed())
+                !p.done.load(Ordering::Acquire) || h.closed()
             });
             if pending.is_empty() || now_ns() >= deadline {
                 break;

@@ -66,7 +66,7 @@ impl WorkerResult {
         self.first_error.clone_from(&o.first_error);
         self.interrupted = o.interrupted;
         self.cpu_busy = o.cpu_busy;
-        self.queue = o.queue.clone();
+        self.queue = o.queue;
         self.latency_depth = o.latency_depth;
         self.ignored_errors = o.ignored_errors;
         self.fatal_errno = o.fatal_errno;
