@@ -49,13 +49,10 @@ pub(super) struct StatusInterval {
     global_options: Vec<(String, String)>,
     next: u64,
     /// The running trial: its jobs, the targets, when measuring began
-    /// (clock ns, wall ms, process and system CPU).
+    /// (wall ms).
     jobs: Vec<runner::ResolvedJob>,
     targets: Vec<crate::targets::TargetInfo>,
-    measure_start: u64,
     start_ms: u64,
-    usage0: dioscope_sys::proc::Usage,
-    cpu0: crate::stats::cpu::SysCpu,
     /// Each worker's latest copy: stands in when one does not answer in time.
     latest: Vec<Option<runner::WorkerResult>>,
 }
@@ -81,10 +78,7 @@ impl StatusInterval {
             next: u64::MAX,
             jobs: Vec::new(),
             targets: Vec::new(),
-            measure_start: 0,
             start_ms: 0,
-            usage0: Default::default(),
-            cpu0: Default::default(),
             latest: Vec::new(),
         }
     }
@@ -95,12 +89,7 @@ impl StatusInterval {
         let owners: Vec<(usize, usize)> = (0..w.len()).map(|k| w.owner(k)).collect();
         let per_job = runner::merge_snapshots(&jobs, &owners, &self.latest);
         let ios = per_job.iter().map(|t| t.dirs[0].ios + t.dirs[1].ios).sum();
-        let env = runner::TrialEnv {
-            wall_ns: dioscope_sys::clock::now_ns().saturating_sub(self.measure_start),
-            process: dioscope_sys::proc::usage_self().since(&self.usage0),
-            system: crate::stats::cpu::SysCpu::read().since(&self.cpu0),
-            ios,
-        };
+        let env = w.trial_env(ios);
         runner::RunResult {
             jobs: self
                 .jobs
@@ -166,11 +155,8 @@ impl runner::TrialHooks for StatusInterval {
         let Some(every) = self.every_ns else {
             return;
         };
-        self.measure_start = dioscope_sys::clock::now_ns();
-        self.next = self.measure_start + every;
+        self.next = dioscope_sys::clock::now_ns() + every;
         self.start_ms = dioscope_sys::clock::wall_ms();
-        self.usage0 = dioscope_sys::proc::usage_self();
-        self.cpu0 = crate::stats::cpu::SysCpu::read();
     }
     fn poll_every_ns(&self) -> u64 {
         // Often enough to keep to the interval within a few ms.

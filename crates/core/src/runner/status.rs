@@ -11,8 +11,10 @@
 
 use super::result::ResolvedJob;
 use super::worker::{Progress, WorkerResult};
-use crate::results::measure::TrialJob;
+use crate::results::measure::{TrialEnv, TrialJob};
+use crate::stats::cpu::SysCpu;
 use dioscope_sys::clock::now_ns;
+use dioscope_sys::proc::{usage_self, Usage};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -22,6 +24,8 @@ pub struct Snapshots<'a> {
     pub(super) progs: &'a [Arc<Progress>],
     /// Per worker: (its job's position among the trial's jobs, clone).
     pub(super) owners: &'a [(usize, usize)],
+    /// At the start of measurement: clock ns, process and system CPU.
+    pub(super) since: (u64, Usage, SysCpu),
 }
 
 impl Snapshots<'_> {
@@ -37,6 +41,17 @@ impl Snapshots<'_> {
     /// Per worker, its job's position among the trial's jobs and its clone.
     pub fn owner(&self, w: usize) -> (usize, usize) {
         self.owners[w]
+    }
+
+    /// The trial's process and system measurements from the start of
+    /// measurement to now, with `ios` I/Os, as the final report has them.
+    pub fn trial_env(&self, ios: u64) -> TrialEnv {
+        TrialEnv {
+            wall_ns: now_ns().saturating_sub(self.since.0),
+            process: usage_self().since(&self.since.1),
+            system: SysCpu::read().since(&self.since.2),
+            ios,
+        }
     }
 
     /// Ask every worker for its measurements and wait up to `wait_ns` for
@@ -151,6 +166,7 @@ mod tests {
         let s = Snapshots {
             progs: &progs,
             owners: &owners,
+            since: Default::default(),
         };
         let got = s.collect(5_000_000_000);
         live.join().unwrap();
@@ -179,6 +195,7 @@ mod tests {
         let s = Snapshots {
             progs: &progs,
             owners: &[(0, 0)],
+            since: Default::default(),
         };
         let t0 = now_ns();
         assert!(s.collect(20_000_000)[0].is_none());

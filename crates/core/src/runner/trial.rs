@@ -130,7 +130,7 @@ impl<C: Clock> Execution<'_, C> {
             timed: runtime > 0,
             last: (self.clock.peek(), 0, 0),
         };
-        let stonewalled = self.measure_until_done(g, trial, &sp, meter);
+        let stonewalled = self.measure_until_done(g, trial, &sp, &before, meter);
         if self.opts.progress {
             eprint!("\r\x1b[K");
         }
@@ -205,6 +205,7 @@ impl<C: Clock> Execution<'_, C> {
         g: u32,
         trial: u32,
         sp: &Spawned,
+        before: &Snapshot,
         mut meter: ProgressLine,
     ) -> bool {
         let all_done = || sp.progs.iter().all(|p| p.done.load(Ordering::Relaxed));
@@ -222,6 +223,7 @@ impl<C: Clock> Execution<'_, C> {
         let snaps = super::status::Snapshots {
             progs: &sp.progs,
             owners: &sp.owners,
+            since: (before.ns, before.usage, before.cpu),
         };
         loop {
             let done = all_done();
