@@ -40,6 +40,7 @@ mod safety3;
 mod safety3_private;
 mod seen;
 mod signals;
+mod status_interval;
 mod verdicts;
 mod verify;
 mod workload;

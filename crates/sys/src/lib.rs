@@ -14,6 +14,7 @@ pub mod dirfd;
 pub mod fiemap;
 pub mod fs;
 pub mod fsinfo;
+pub mod handoff;
 pub mod io;
 pub mod meta;
 pub mod mmap;

@@ -52,7 +52,8 @@ fn main(args: &[String]) -> i32 {
         Err(code) => return code,
     };
     add_raw_names(&mut done.doc, &plan);
-    let text = formats.render(&done.doc);
+    // The interim reports kept for `--output` come first in the file.
+    let text = std::mem::take(&mut done.interim) + &formats.render(&done.doc);
     if let Err(code) = write_output(&plan, &text) {
         return code;
     }

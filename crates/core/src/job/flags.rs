@@ -209,9 +209,12 @@ pub static FLAGS: &[FlagDef] = &[
     FlagDef {
         name: "status-interval",
         arg: Arg::Required("TIME"),
-        help: "while jobs run, print an interim status every TIME (seconds by default; e.g. \
-               500ms) on stdout, in the output format (json: one object per interval): the I/Os, \
-               bytes, IOPS and bandwidth measured so far in the running trial, then the final report",
+        help: "while jobs run, print fio's full report every TIME (seconds by default; e.g. \
+               500ms) in the run's output formats (json: one whole object per interval; normal: \
+               the job blocks; terse: a line), then the final report; with --output, into the \
+               file. Values are cumulative from the start of measurement of the running trial \
+               (each trial starts from zero; the final report merges the trials); only the \
+               running group's jobs, and no disk stats or diagnosis (final report only)",
         apply: |f, v| {
             let us = crate::job::units::parse_time_us(v, 1_000_000).map_err(|e| {
                 format!("--status-interval={v}: {e}; for example --status-interval=1s")

@@ -665,8 +665,12 @@ pub struct GlobalSettings {
     pub notes: Vec<String>,
     /// `--eta-newline=TIME`: a new progress line every this many seconds.
     pub eta_newline_s: Option<u64>,
-    /// `--status-interval=TIME`: an interim status every this many ms.
+    /// `--status-interval=TIME`: an interim report every this many ms.
     pub status_interval_ms: Option<u64>,
+    /// The run's output formats as resolved (`--output-format`,
+    /// `--minimal`, `--append-terse`; pipeline::check), in the order they
+    /// are written: the interim reports use them too.
+    pub formats: Vec<&'static str>,
     /// `--output-format` as given (empty: the default). The command
     /// resolves it in its table of renderers (`render::RUN_FORMATS`), which
     /// is the one list of formats.
@@ -710,6 +714,7 @@ impl GlobalSettings {
             notes: Vec::new(),
             eta_newline_s: None,
             status_interval_ms: None,
+            formats: Vec::new(),
             output_format: String::new(),
             output: None,
             report: None,

@@ -76,6 +76,7 @@ pub fn validate(args: &[String]) -> Result<(Plan, Formats), String> {
         }
     }
     let formats = formats(&plan.global.output_format, &flags)?;
+    plan.global.formats = formats.names();
     if flags.readonly {
         readonly(&plan)?;
     }

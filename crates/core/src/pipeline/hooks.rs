@@ -22,38 +22,116 @@ impl runner::TrialHooks for EtaNewline {
     }
 }
 
-/// `--status-interval=T`: while a trial runs, an interim status every T on
-/// stdout, before the final report — in JSON one object per interval
-/// (`{"status": {…}}`), otherwise one line. It carries what the workers
-/// publish while they run (the I/Os and bytes measured so far in the trial,
-/// all its jobs together, and the rates from them); latencies and per-job
-/// figures are in the final report only, since the workers share nothing
-/// else while they run.
+/// `--status-interval=T`: every T while a trial measures, fio's full
+/// report of what was measured so far, in the run's output formats (JSON:
+/// one whole fio-layout object per interval, parsable on its own; normal:
+/// the per-job blocks, run status and so on; terse: its line), before the
+/// final report, as fio prints them.
+///
+/// Values are cumulative from the start of measurement of the trial that
+/// is running (after its ramp), per job as the final report merges them:
+/// dioscope repeats a group's jobs for its trials, and each trial starts
+/// from zero as a fio run would, so an interim report is what fio would
+/// print at that moment of a run that is this trial. The final report
+/// merges the trials. Jobs of other groups (phases) are not in it; device
+/// statistics (`disk_util`, Disk stats) and the diagnosis are only in the
+/// final report. See docs/FIO-COMPAT-TESTS.md.
+///
+/// With `--output=FILE` they go to the file, before the final report (as
+/// fio); the file is written once, atomically, at the end.
 pub(super) struct StatusInterval {
     every_ns: Option<u64>,
-    json: bool,
-    start: u64,
+    formats: Vec<&'static crate::render::Format<crate::results::RunDoc>>,
+    /// `--output=FILE`: the reports are kept for the file, not printed.
+    keep: bool,
+    /// The reports kept for `--output`.
+    pub(super) kept: String,
+    global_options: Vec<(String, String)>,
     next: u64,
-    measure_start: u64,
-    jobs: Vec<String>,
+    /// The running trial: its jobs, the targets, when measuring began
+    /// (wall ms).
+    jobs: Vec<runner::ResolvedJob>,
+    targets: Vec<crate::targets::TargetInfo>,
+    start_ms: u64,
+    /// Each worker's latest copy: stands in when one does not answer in time.
+    latest: Vec<Option<runner::WorkerResult>>,
 }
 
 impl StatusInterval {
     pub(super) fn new(plan: &Plan) -> StatusInterval {
-        let now = dioscope_sys::clock::now_ns();
         let every_ns = plan.global.status_interval_ms.map(|ms| ms * 1_000_000);
+        let mut formats: Vec<_> = plan
+            .global
+            .formats
+            .iter()
+            .filter_map(|n| crate::render::find(crate::render::RUN_FORMATS, n))
+            .collect();
+        if formats.is_empty() {
+            formats.push(&crate::render::RUN_FORMATS[0]);
+        }
         StatusInterval {
             every_ns,
-            json: plan
-                .global
-                .output_format
-                .split(',')
-                .any(|f| f.trim().starts_with("json")),
-            start: now,
-            next: now + every_ns.unwrap_or(0),
-            measure_start: now,
+            formats,
+            keep: plan.global.output.is_some(),
+            kept: String::new(),
+            global_options: plan.global_options.to_vec(),
+            next: u64::MAX,
             jobs: Vec::new(),
+            targets: Vec::new(),
+            start_ms: 0,
+            latest: Vec::new(),
         }
+    }
+
+    /// The interim result of the running trial from the workers' copies.
+    fn interim(&self, g: u32, w: &runner::Snapshots) -> runner::RunResult {
+        let jobs: Vec<&runner::ResolvedJob> = self.jobs.iter().collect();
+        let owners: Vec<(usize, usize)> = (0..w.len()).map(|k| w.owner(k)).collect();
+        let per_job = runner::merge_snapshots(&jobs, &owners, &self.latest);
+        let ios = per_job.iter().map(|t| t.dirs[0].ios + t.dirs[1].ios).sum();
+        let env = w.trial_env(ios);
+        runner::RunResult {
+            jobs: self
+                .jobs
+                .iter()
+                .zip(per_job)
+                .map(|(r, tj)| runner::JobRun {
+                    resolved: r.clone(),
+                    trials: vec![tj],
+                    pace: Vec::new(),
+                    verify: None,
+                    verify_io: Vec::new(),
+                })
+                .collect(),
+            phases: vec![runner::PhaseRun {
+                phase: g,
+                trials: vec![env],
+                start_ms: self.start_ms,
+            }],
+            targets: self.targets.clone(),
+            interrupted: false,
+            signal: 0,
+            start_ms: self.start_ms,
+            notes: Vec::new(),
+            auto_trials: Vec::new(),
+            setup_error: None,
+            completed_groups: Vec::new(),
+        }
+    }
+
+    /// The interim report in every output format, as the final one is written.
+    fn render(&self, r: &runner::RunResult) -> String {
+        let diagnosis = crate::diag::RunDiagnosis {
+            environment: Default::default(),
+            findings: Vec::new(),
+            trials: Vec::new(),
+            devices: Vec::new(),
+        };
+        let mut doc = crate::render::build::run_doc(r, &diagnosis, String::new());
+        if !self.global_options.is_empty() {
+            doc.global_options = Some(self.global_options.iter().cloned().collect());
+        }
+        crate::pipeline::Formats(self.formats.clone()).render(&doc)
     }
 }
 
@@ -63,55 +141,56 @@ impl runner::TrialHooks for StatusInterval {
         _g: u32,
         _t: u32,
         jobs: &[&runner::ResolvedJob],
-        _table: &crate::targets::TargetTable,
+        table: &crate::targets::TargetTable,
     ) {
-        self.jobs = jobs.iter().map(|j| j.spec.name.clone()).collect();
+        if self.every_ns.is_none() {
+            return;
+        }
+        self.jobs = jobs.iter().map(|&j| j.clone()).collect();
+        self.targets = table.targets.iter().map(|t| t.info.clone()).collect();
+        self.latest.clear();
+        self.next = u64::MAX;
     }
     fn measure_start(&mut self, _g: u32, _t: u32) {
-        self.measure_start = dioscope_sys::clock::now_ns();
+        let Some(every) = self.every_ns else {
+            return;
+        };
+        self.next = dioscope_sys::clock::now_ns() + every;
+        self.start_ms = dioscope_sys::clock::wall_ms();
     }
     fn poll_every_ns(&self) -> u64 {
-        self.every_ns.unwrap_or(u64::MAX)
+        // Often enough to keep to the interval within a few ms.
+        self.every_ns.map_or(u64::MAX, |e| (e / 20).max(1_000_000))
     }
-    fn stop_requested(&mut self, g: u32, t: u32, ios: u64, bytes: u64, done: bool) -> bool {
+    fn wants_snapshots(&self) -> bool {
+        self.every_ns.is_some()
+    }
+    fn status(&mut self, g: u32, _t: u32, w: &runner::Snapshots) {
         let Some(every) = self.every_ns else {
-            return false;
+            return;
         };
         let now = dioscope_sys::clock::now_ns();
-        if done || now < self.next {
-            return false;
+        if now < self.next {
+            return;
         }
         while self.next <= now {
             self.next += every;
         }
-        let secs = now.saturating_sub(self.measure_start) as f64 / 1e9;
-        let per_s = |x: u64| if secs > 0.0 { x as f64 / secs } else { 0.0 };
-        let elapsed_ms = now.saturating_sub(self.start) / 1_000_000;
-        let text = if self.json {
-            let v = serde_json::json!({"status": {
-                "elapsed_ms": elapsed_ms,
-                "group": g,
-                "trial": t + 1,
-                "jobs": self.jobs,
-                "total_ios": ios,
-                "io_bytes": bytes,
-                "iops": per_s(ios),
-                "bw_bytes": per_s(bytes).round() as u64,
-            }});
-            format!("{}\n", serde_json::to_string_pretty(&v).unwrap_or_default())
+        // A worker answers at its next publish (every 250 µs while it
+        // measures); one stuck in a long I/O is waited for this long, then
+        // counted with its previous copy.
+        let got = w.collect((every / 4).clamp(1_000_000, 500_000_000));
+        self.latest.resize(w.len(), None);
+        for (mine, new) in self.latest.iter_mut().zip(got) {
+            if new.is_some() {
+                *mine = new;
+            }
+        }
+        let text = self.render(&self.interim(g, w));
+        if self.keep {
+            self.kept.push_str(&text);
         } else {
-            format!(
-                "status at {:.1}s: group {g} trial {} ({}): {} I/Os, {} in {secs:.1}s: IOPS={}, BW={}/s\n",
-                elapsed_ms as f64 / 1000.0,
-                t + 1,
-                self.jobs.join(", "),
-                ios,
-                crate::results::human_bytes(bytes),
-                crate::results::human_count(per_s(ios)),
-                crate::results::human_rate(per_s(bytes)),
-            )
-        };
-        crate::console::stdout(&text);
-        false
+            crate::console::stdout(&text);
+        }
     }
 }

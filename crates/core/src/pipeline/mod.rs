@@ -29,6 +29,10 @@ pub struct Finished {
     /// Files this run created and would have removed, left to the caller
     /// by [`execute_keeping`] (sweep and compare --run lay out once).
     pub created: Vec<crate::targets::CreatedFile>,
+    /// `--status-interval` with `--output=FILE`: the interim reports, to
+    /// be written to the file before the final one (as fio). Empty when
+    /// they were printed as they came (no `--output`).
+    pub interim: String,
 }
 
 /// Lay out, run, diagnose and clean up. `Err` is the exit code when
@@ -111,6 +115,7 @@ pub fn run_prepared(
             &mut runner::Chain(&mut hooks, extra),
         ),
     };
+    let interim = std::mem::take(&mut status.kept);
     let profile = profiler.map(|p| p.finish(&result));
     let diagnosis = diag::diagnose(&result, &hooks);
 
@@ -151,5 +156,6 @@ pub fn run_prepared(
         diagnosis,
         doc,
         created: left,
+        interim,
     })
 }

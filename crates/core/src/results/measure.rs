@@ -38,6 +38,28 @@ impl DirStats {
             self.prio_hist(*p).merge(h);
         }
     }
+    /// Become a copy of `o`, reusing this one's histograms: no allocation
+    /// (`--status-interval`'s snapshot, taken by the worker itself) unless
+    /// `o` has more priority histograms than this one has had.
+    pub fn copy_from(&mut self, o: &DirStats) {
+        self.ios = o.ios;
+        self.bytes = o.bytes;
+        self.short_ios = o.short_ios;
+        self.errors = o.errors;
+        self.slat.copy_from(&o.slat);
+        self.clat.copy_from(&o.clat);
+        self.lat.copy_from(&o.lat);
+        self.prios.truncate(o.prios.len());
+        for (k, (p, h)) in o.prios.iter().enumerate() {
+            match self.prios.get_mut(k) {
+                Some(mine) => {
+                    mine.0 = *p;
+                    mine.1.copy_from(h);
+                }
+                None => self.prios.push((*p, h.clone())),
+            }
+        }
+    }
     /// The histogram of priority `prio`, added when new.
     #[inline]
     pub fn prio_hist(&mut self, prio: u16) -> &mut Histogram {

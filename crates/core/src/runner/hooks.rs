@@ -3,6 +3,7 @@
 //! (runner/trial.rs) calls them from the runner's thread, never from a worker.
 
 use super::result::ResolvedJob;
+use super::status::Snapshots;
 use crate::targets::TargetTable;
 
 /// Hook called around each trial (hygiene, device accounting). The runner
@@ -48,6 +49,14 @@ pub trait TrialHooks {
     ) -> bool {
         false
     }
+    /// Whether the workers get a snapshot cell for [`status`](Self::status)
+    /// (`--status-interval`); without, they keep nothing for it.
+    fn wants_snapshots(&self) -> bool {
+        false
+    }
+    /// Asked every `poll_every_ns` while the trial's workers run, with
+    /// their snapshot cells (runner/status.rs) when `wants_snapshots`.
+    fn status(&mut self, _group: u32, _trial: u32, _workers: &Snapshots) {}
     /// After a trial: this process's "stop the run" → everyone's.
     fn agree_stop(&mut self, mine: bool) -> bool {
         mine
@@ -96,6 +105,13 @@ impl TrialHooks for Chain<'_> {
     fn stop_requested(&mut self, g: u32, t: u32, ios: u64, bytes: u64, done: bool) -> bool {
         let a = self.0.stop_requested(g, t, ios, bytes, done);
         self.1.stop_requested(g, t, ios, bytes, done) || a
+    }
+    fn wants_snapshots(&self) -> bool {
+        self.0.wants_snapshots() || self.1.wants_snapshots()
+    }
+    fn status(&mut self, g: u32, t: u32, w: &Snapshots) {
+        self.0.status(g, t, w);
+        self.1.status(g, t, w);
     }
     fn agree_stop(&mut self, mine: bool) -> bool {
         let a = self.0.agree_stop(mine);

@@ -36,6 +36,7 @@ pub mod resolve;
 mod result;
 pub mod sprandom;
 mod start;
+pub mod status;
 pub mod steadystate;
 pub mod stepped;
 mod thread_setup;
@@ -53,6 +54,7 @@ pub use result::{
     FileUse, JobRun, PhaseRun, ResolvedJob, RunOptions, RunResult, SetupError, WorkerSetupError,
 };
 pub use start::Gate;
+pub use status::{merge_snapshots, Snapshots};
 pub use worker::{
     merge_ticks, DirStats, IoErrorInfo, Progress, QueueStats, Tick, WorkerPlan, WorkerResult,
 };

@@ -169,6 +169,11 @@ pub(super) fn run_pool<C: Clock>(
     if r.first_error.is_some() && progs.iter().any(|p| p.failed.load(Ordering::Relaxed)) {
         prog.failed.store(true, Ordering::Relaxed);
     }
+    if let Some(h) = &prog.snapshot {
+        // `--status-interval` gets an offloaded worker's figures at its
+        // end only: its submitters are not asked while they run.
+        h.close(|buf| buf.copy_live(&r));
+    }
     prog.done.store(true, Ordering::Relaxed);
     (r, HookOut::default())
 }

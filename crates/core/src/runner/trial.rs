@@ -52,6 +52,8 @@ struct Spawned {
     barrier: Arc<Gate>,
     stop: Arc<AtomicBool>,
     progs: Vec<Arc<Progress>>,
+    /// Per worker (as `progs`): its job's position in the trial, its clone.
+    owners: Vec<(usize, usize)>,
 }
 
 /// Process and system counters at the start or end of a measurement.
@@ -128,7 +130,7 @@ impl<C: Clock> Execution<'_, C> {
             timed: runtime > 0,
             last: (self.clock.peek(), 0, 0),
         };
-        let stonewalled = self.measure_until_done(g, trial, &sp, meter);
+        let stonewalled = self.measure_until_done(g, trial, &sp, &before, meter);
         if self.opts.progress {
             eprint!("\r\x1b[K");
         }
@@ -203,6 +205,7 @@ impl<C: Clock> Execution<'_, C> {
         g: u32,
         trial: u32,
         sp: &Spawned,
+        before: &Snapshot,
         mut meter: ProgressLine,
     ) -> bool {
         let all_done = || sp.progs.iter().all(|p| p.done.load(Ordering::Relaxed));
@@ -217,8 +220,16 @@ impl<C: Clock> Execution<'_, C> {
                 )
             })
         };
+        let snaps = super::status::Snapshots {
+            progs: &sp.progs,
+            owners: &sp.owners,
+            since: (before.ns, before.usage, before.cpu),
+        };
         loop {
             let done = all_done();
+            if !done {
+                self.hooks.status(g, trial, &snaps);
+            }
             let (ios, bytes) = measured();
             if self.hooks.stop_requested(g, trial, ios, bytes, done) {
                 stonewalled = true;
@@ -297,8 +308,21 @@ impl<C: Clock> Execution<'_, C> {
             .sum();
         let barrier = Arc::new(Gate::new(nworkers + 1));
         let stop = Arc::new(AtomicBool::new(false));
+        // `--status-interval`: a snapshot cell per worker, only then.
+        let snapshots = self.hooks.wants_snapshots();
         let progs: Vec<Arc<Progress>> = (0..nworkers)
-            .map(|_| Arc::new(Progress::default()))
+            .map(|_| {
+                Arc::new(if snapshots {
+                    Progress::with_snapshot()
+                } else {
+                    Progress::default()
+                })
+            })
+            .collect();
+        let owners: Vec<(usize, usize)> = idx
+            .iter()
+            .enumerate()
+            .flat_map(|(pos, &i)| (0..self.jobs[i].resolved.clones.len()).map(move |c| (pos, c)))
             .collect();
         let mut handles = Vec::new();
         let mut failed = None;
@@ -361,6 +385,7 @@ impl<C: Clock> Execution<'_, C> {
             barrier,
             stop,
             progs,
+            owners,
         }
     }
 
@@ -405,22 +430,27 @@ impl<C: Clock> Execution<'_, C> {
                 ));
             }
             let pos = idx.iter().position(|&x| x == i).expect("job index");
-            let job = &self.jobs[i].resolved;
-            if job.reports_clones() {
-                // Kept apart too, for one result entry per clone (as fio).
-                let mut one = TrialJob::default();
-                one.add_worker(r, job);
-                per_job[pos].absorb(&one);
-                let c = &mut per_job[pos].clones;
-                if c.len() <= clone {
-                    c.resize_with(clone + 1, TrialJob::default);
-                }
-                c[clone] = one;
-            } else {
-                per_job[pos].add_worker(r, job);
-            }
+            merge_worker(&mut per_job[pos], r, &self.jobs[i].resolved, clone);
         }
         (per_job, failed)
+    }
+}
+
+/// Merge the result of clone `clone` of `job` into the job's trial result
+/// (also `--status-interval`'s interim one, runner/status.rs).
+pub(super) fn merge_worker(tj: &mut TrialJob, r: WorkerResult, job: &ResolvedJob, clone: usize) {
+    if job.reports_clones() {
+        // Kept apart too, for one result entry per clone (as fio).
+        let mut one = TrialJob::default();
+        one.add_worker(r, job);
+        tj.absorb(&one);
+        let c = &mut tj.clones;
+        if c.len() <= clone {
+            c.resize_with(clone + 1, TrialJob::default);
+        }
+        c[clone] = one;
+    } else {
+        tj.add_worker(r, job);
     }
 }
 

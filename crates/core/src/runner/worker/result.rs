@@ -3,6 +3,7 @@
 
 use super::SlotMeta;
 use crate::results::measure::{DirStats, IoErrorInfo, QueueStats, Tick};
+use dioscope_sys::handoff::Handoff;
 use dioscope_sys::proc::Usage;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
@@ -39,6 +40,39 @@ pub struct WorkerResult {
 }
 
 impl WorkerResult {
+    /// An empty result with room for a running worker's copy
+    /// ([`copy_live`](Self::copy_live)) made without allocating.
+    pub fn with_room() -> WorkerResult {
+        WorkerResult {
+            ticks: Vec::with_capacity(crate::results::series::MAX_TICKS + 1),
+            ..Default::default()
+        }
+    }
+
+    /// Become a copy of `o`'s measurements so far (counts, histograms,
+    /// intervals, queue, errors), reusing this one's memory: what a worker
+    /// hands `--status-interval` from its periodic publish. Notes, steps
+    /// and set-up errors are only in the final result.
+    pub(crate) fn copy_live(&mut self, o: &WorkerResult) {
+        for (a, b) in self.dirs.iter_mut().zip(&o.dirs) {
+            a.copy_from(b);
+        }
+        self.sync.copy_from(&o.sync);
+        self.trim.copy_from(&o.trim);
+        self.runtime_ns = o.runtime_ns;
+        self.thread_cpu = o.thread_cpu;
+        self.ticks.clear();
+        self.ticks.extend_from_slice(&o.ticks);
+        self.first_error.clone_from(&o.first_error);
+        self.interrupted = o.interrupted;
+        self.cpu_busy = o.cpu_busy;
+        self.queue = o.queue;
+        self.latency_depth = o.latency_depth;
+        self.ignored_errors = o.ignored_errors;
+        self.fatal_errno = o.fatal_errno;
+        self.first_ignored = o.first_ignored;
+    }
+
     #[cold]
     #[inline(never)]
     pub(super) fn ignored(&mut self, errno: i32) {
@@ -105,6 +139,23 @@ pub struct Progress {
     pub halt: AtomicBool,
     /// The worker ended on an error that stops its job (for `exitall_on_error`).
     pub failed: AtomicBool,
+    /// `--status-interval`: the worker's measurements so far, copied at
+    /// its periodic publish when asked (and its final ones at its end);
+    /// None (nothing checked) without a status interval.
+    pub snapshot: Option<Box<Handoff<WorkerResult>>>,
+}
+
+impl Progress {
+    /// Counters with a snapshot cell (`--status-interval`).
+    pub fn with_snapshot() -> Progress {
+        Progress {
+            snapshot: Some(Box::new(Handoff::new(
+                WorkerResult::with_room(),
+                WorkerResult::with_room(),
+            ))),
+            ..Default::default()
+        }
+    }
 }
 
 /// Whether `errno` is in an `ignore_error` set.

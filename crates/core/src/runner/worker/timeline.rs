@@ -9,6 +9,7 @@ use crate::results::measure::{QueueStats, Tick};
 use crate::results::series::{coarsen, MAX_TICKS};
 use crate::stats::Histogram;
 use crate::verify::BlockHook;
+use dioscope_sys::handoff::Handoff;
 use dioscope_sys::proc::{usage_thread, Usage};
 use std::sync::atomic::Ordering;
 
@@ -92,6 +93,27 @@ impl<E: Engine, H: BlockHook, C: Clock> Worker<'_, E, H, C> {
         self.prog
             .clat_n
             .store(r.clat.count() + w.clat.count(), Ordering::Relaxed);
+        // `--status-interval`: one test of a field that is None without it.
+        if let Some(h) = &self.prog.snapshot {
+            if h.asked() {
+                self.serve_snapshot(h);
+            }
+        }
+    }
+
+    /// Copy the measurements so far into the asker's preallocated buffer
+    /// (runner/status.rs): runtime and CPU as if the job ended now.
+    #[cold]
+    #[inline(never)]
+    fn serve_snapshot(&self, h: &Handoff<WorkerResult>) {
+        h.serve(|buf| {
+            buf.copy_live(&self.res);
+            buf.runtime_ns = self.now.saturating_sub(self.tl.meas_start);
+            buf.thread_cpu = usage_thread().since(&self.tl.cpu0);
+            if buf.runtime_ns > 0 {
+                buf.cpu_busy = buf.thread_cpu.cpu_us() as f64 * 1000.0 / buf.runtime_ns as f64;
+            }
+        });
     }
 
     /// iodepth_mode=stepped: forget what was counted since the last kept
@@ -271,6 +293,10 @@ impl<E: Engine, H: BlockHook, C: Clock> Worker<'_, E, H, C> {
         res.latency_depth = self.pace.depth_found();
         if res.fatal_errno != 0 {
             self.prog.failed.store(true, Ordering::Relaxed);
+        }
+        if let Some(h) = &self.prog.snapshot {
+            // What `--status-interval` reads once this worker is gone.
+            h.close(|buf| buf.copy_live(&res));
         }
         self.prog.done.store(true, Ordering::Relaxed);
         res
