@@ -120,7 +120,13 @@ fn measured(
     StageDoc {
         name: name.into(),
         span: span.into(),
-        how: how.into(),
+        // A join that never matched (every I/O punted to io-wq) says so,
+        // rather than looking like a stage that took no time.
+        how: if n > 0 {
+            how.into()
+        } else {
+            format!("{how}; no I/O joined")
+        },
         ios: n,
         mean_ns: (n > 0).then(|| sum as f64 / n as f64),
         contribution_ns: (tagged > 0).then(|| sum as f64 / tagged as f64),
