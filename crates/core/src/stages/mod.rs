@@ -292,15 +292,18 @@ fn failed(stderr: &str) -> StagesResult {
 
 /// The jobs' block devices and the program for them, started.
 fn start(bpftrace: &Path, jobs: &[&ResolvedJob]) -> Result<Running, Unavailable> {
-    if let Some(j) = jobs.iter().find(|j| j.spec.ioengine.as_str() != "io_uring") {
+    if let Some(j) = jobs
+        .iter()
+        .find(|j| !crate::engines::caps(j.spec.ioengine).uring_traced)
+    {
         // The stages hang on io_uring's own tracepoints.
         return Err(Unavailable {
             message: format!(
-                "stages are measured for the io_uring engine only, not {} (job {})",
+                "stages are measured for io_uring I/O only, not for ioengine={} (job {})",
                 j.spec.ioengine.as_str(),
                 j.spec.name
             ),
-            fix: "run with ioengine=io_uring".into(),
+            fix: "run with the default ioengine (io_uring)".into(),
         });
     }
     let mut devices: Vec<Device> = Vec::new();
