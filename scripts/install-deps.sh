@@ -39,6 +39,9 @@ command -v python3 >/dev/null || need+=(python3)
 # --profile's tests record with perf (Debian's linux-perf: one perf for all
 # kernels; its version need not match the running kernel's).
 command -v perf >/dev/null || need+=(linux-perf)
+# --stages traces the io_uring and block tracepoints with bpftrace
+# (tests/stages).
+command -v bpftrace >/dev/null || need+=(bpftrace)
 # The report test (tests/heavy_report) opens reports in headless Chromium;
 # fio_generate_plots and fio2gnuplot (the log tests) need gnuplot.
 command -v chromium >/dev/null || need+=(chromium)

@@ -36,6 +36,7 @@ pub mod results;
 pub mod runner;
 pub mod safety;
 pub mod scratch;
+pub mod stages;
 pub mod stats;
 pub mod svg;
 pub mod targets;

@@ -123,6 +123,18 @@ pub fn signal_process(pid: u32, sig: i32) -> io::Result<()> {
     crate::cvt(unsafe { libc::kill(pid, sig) }).map(drop)
 }
 
+/// `prctl(option, value)` with an `option` the kernel does not know: it
+/// changes nothing and fails with EINVAL, but a tracer watching the
+/// `syscalls:sys_enter_prctl` tracepoint sees the call and its arguments.
+/// `--stages` marks the opening and closing of the measured window with it.
+pub fn trace_mark(option: u32, value: u64) {
+    // SAFETY: prctl with integer arguments only; an unknown option touches
+    // no memory and returns EINVAL, which is ignored on purpose.
+    unsafe {
+        libc::prctl(option as libc::c_int, value as libc::c_ulong, 0, 0, 0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

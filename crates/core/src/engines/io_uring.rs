@@ -20,6 +20,7 @@ impl EngineDef for Def {
         nowait: true,
         rwf_flags: true,
         sqpoll: true,
+        uring_traced: true,
         fixed_bufs: true,
         registered_files: true,
         per_io_prio: true,

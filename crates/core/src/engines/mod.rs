@@ -121,6 +121,9 @@ pub struct Caps {
     /// Each I/O in flight takes one of the system's asynchronous I/O events
     /// (`fs.aio-max-nr`, libaio): the run checks there are enough first.
     pub aio_events: bool,
+    /// Its I/O is io_uring's: `io_uring_submit_req` and `io_uring_complete`
+    /// trace each request, which `--stages` keys its stages on.
+    pub uring_traced: bool,
 }
 
 impl Caps {
@@ -143,6 +146,7 @@ impl Caps {
         changes_target: false,
         max_depth: None,
         aio_events: false,
+        uring_traced: false,
     };
 }
 

@@ -686,6 +686,8 @@ pub struct GlobalSettings {
     pub eta: Eta,
     /// `--profile`: perf over the measured windows (crate::profile).
     pub profile: bool,
+    /// `--stages`: latency by stage from kernel tracepoints (crate::stages).
+    pub stages: bool,
     /// `--precision`, `--max-trials`, `--max-time`, `--precision-metric`
     /// for `trials=auto`.
     pub auto: crate::stats::significance::AutoTrials,
@@ -722,6 +724,7 @@ impl GlobalSettings {
             destroy_data_on: Vec::new(),
             eta: Eta::Auto,
             profile: false,
+            stages: false,
             auto: crate::stats::significance::AutoTrials {
                 precision: 0.0,
                 max_trials: 0,

@@ -101,6 +101,14 @@ pub fn run_prepared(
     let extra: &mut dyn runner::TrialHooks = &mut runner::Chain(&mut newline, extra);
     let extra: &mut dyn runner::TrialHooks = &mut runner::Chain(&mut status, extra);
     let mut profiler = plan.global.profile.then(crate::profile::Profiler::new);
+    // --stages: bpftrace beside the run, its window marked by the hooks.
+    let mut tracer = plan.global.stages.then(crate::stages::StageTracer::new);
+    let mut no_tracer = runner::NoHooks;
+    let traced: &mut dyn runner::TrialHooks = match tracer.as_mut() {
+        Some(t) => t,
+        None => &mut no_tracer,
+    };
+    let extra: &mut dyn runner::TrialHooks = &mut runner::Chain(traced, extra);
     let result = match profiler.as_mut() {
         Some(p) => runner::execute(
             resolved,
@@ -145,8 +153,12 @@ pub fn run_prepared(
     if !plan.global_options.is_empty() {
         doc.global_options = Some(plan.global_options.iter().cloned().collect());
     }
+    let stages = tracer.map(|t| t.finish(&doc));
     if let Some(d) = doc.dioscope.as_mut() {
         d.profile = profile;
+        if let Some(v) = stages.and_then(|s| serde_json::to_value(s).ok()) {
+            let _ = d.set_section(crate::results::stages::KEY, v);
+        }
         d.command_line = std::env::args_os()
             .map(|a| crate::osstr::escape(&a))
             .collect();

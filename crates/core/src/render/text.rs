@@ -41,6 +41,13 @@ impl Exporter<RunDoc> for Text {
                 out.push('\n');
                 out.push_str(&crate::profile::render_text(p));
             }
+            if let Some(st) = d
+                .section(crate::results::stages::KEY)
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+            {
+                out.push('\n');
+                out.push_str(&crate::results::stages::render_text(&st));
+            }
             tail(&mut out, d);
         }
         out

@@ -21,6 +21,7 @@ pub mod pagecache;
 pub mod profile;
 pub mod ranks;
 pub mod series;
+pub mod stages;
 pub mod summary;
 pub mod targets;
 pub mod units;

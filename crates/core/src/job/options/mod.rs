@@ -100,6 +100,7 @@ pub enum Category {
     Trials,
     Safety,
     Ranks,
+    Stages,
 }
 
 impl Category {
@@ -123,6 +124,7 @@ impl Category {
         Category::Trials,
         Category::Safety,
         Category::Ranks,
+        Category::Stages,
     ];
 
     pub fn title(self) -> &'static str {
@@ -146,6 +148,7 @@ impl Category {
             Category::Trials => "Trials and precision (dioscope)",
             Category::Safety => "Safety (dioscope)",
             Category::Ranks => "Multi-rank runs under mpirun (dioscope)",
+            Category::Stages => "Latency by stage (dioscope)",
         }
     }
 }
@@ -1715,6 +1718,25 @@ static CORE: &[OptDef] = &[
                 ));
             }
             g.profile = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    OptDef {
+        name: "stages",
+        aliases: &[],
+        kind: Kind::Flag,
+        creates: Creates::Nothing,
+        default: Some("0"),
+        range: None,
+        category: Category::Stages,
+        example: "1",
+        help: "dioscope extension (fio has no such option: a job file with it is dioscope's \
+               own): trace the io_uring and block tracepoints with bpftrace over the measured \
+               windows and split each direction's latency into stages (submission, block \
+               layer, device, completion), with this run's I/Os told apart from other I/O on \
+               the device (root, bpftrace; without them the run goes on without stages)",
+        apply: Apply::Global(|g, v| {
+            g.stages = parse_bool(v)?;
             Ok(())
         }),
     },

@@ -1,0 +1,502 @@
+//! `--stages`: where the latency of the run's I/Os goes, stage by stage,
+//! from the kernel's `io_uring:` and `block:` tracepoints.
+//!
+//! How the pieces fit:
+//! - [`StageTracer::new`] checks what tracing needs (bpftrace on PATH,
+//!   root, tracefs with the tracepoints); a missing piece is a message
+//!   with the fix, and the run goes on without stages;
+//! - at the first trial, [`script`] writes a bpftrace program for this
+//!   process and the jobs' devices, and the tracer starts bpftrace once for
+//!   the run and waits until its probes are attached;
+//! - the measured window of each trial is marked by the run's own thread
+//!   with `prctl(MARK, 1|0)` (`dioscope_sys::proc::trace_mark`): the
+//!   program tags only requests submitted inside it. With no ramp the
+//!   window opens before the workers start (`workers_ready`), so the first
+//!   I/Os are not missed; with a ramp it opens when the runner ends the
+//!   ramp (within a few I/Os of the workers' own boundary);
+//! - [`StageTracer::finish`] stops bpftrace (SIGINT: it prints its maps
+//!   once, as JSON) and [`parse`] turns the maps into a
+//!   [`StagesResult`]. Aggregation is in the kernel's maps; nothing is
+//!   read per event, and the workers' hot path is not touched.
+
+pub mod parse;
+pub mod script;
+
+pub use crate::results::stages::StagesResult;
+
+use crate::results::model::RunDoc;
+use crate::runner::{ResolvedJob, TrialHooks};
+use crate::targets::TargetTable;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// A missing capability: what is missing and how to get it.
+#[derive(Debug, Clone)]
+pub struct Unavailable {
+    pub message: String,
+    pub fix: String,
+}
+
+/// The tracepoints the program attaches to.
+const TRACEPOINTS: &[&str] = &[
+    "syscalls/sys_enter_prctl",
+    "io_uring/io_uring_submit_req",
+    "io_uring/io_uring_complete",
+    "io_uring/io_uring_queue_async_work",
+    "block/block_bio_queue",
+    "block/block_rq_issue",
+    "block/block_rq_complete",
+    "block/block_bio_complete",
+];
+
+/// How long bpftrace may take to compile and attach.
+const ATTACH_TIMEOUT: Duration = Duration::from_secs(90);
+
+fn on_path(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let p = std::env::var_os("PATH")?;
+    std::env::split_paths(&p).map(|d| d.join(name)).find(|c| {
+        std::fs::metadata(c).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
+/// bpftrace, root and the tracepoints: what `--stages` needs before a run.
+pub fn check() -> Result<PathBuf, Unavailable> {
+    let Some(bpftrace) = on_path("bpftrace") else {
+        return Err(Unavailable {
+            message: "bpftrace is not installed (no `bpftrace` on PATH)".into(),
+            fix: "install it: `apt-get install bpftrace` (Debian, Ubuntu), `dnf install bpftrace` \
+                  (Fedora)"
+                .into(),
+        });
+    };
+    if !crate::profile::perf::privileged() {
+        return Err(Unavailable {
+            message: "tracing the kernel's tracepoints needs root (CAP_BPF and CAP_PERFMON)".into(),
+            fix: "run dioscope as root (sudo)".into(),
+        });
+    }
+    let events = Path::new("/sys/kernel/tracing/events");
+    if !events.is_dir() {
+        return Err(Unavailable {
+            message: "tracefs is not mounted at /sys/kernel/tracing (bpftrace reads the \
+                      tracepoints' formats there)"
+                .into(),
+            fix: "mount it: `mount -t tracefs nodev /sys/kernel/tracing`".into(),
+        });
+    }
+    if let Some(t) = TRACEPOINTS.iter().find(|t| !events.join(t).is_dir()) {
+        return Err(Unavailable {
+            message: format!("this kernel has no tracepoint {t}"),
+            fix: "use a kernel with io_uring, the block tracepoints and syscall tracepoints \
+                  (CONFIG_IO_URING, CONFIG_BLK_DEV_IO_TRACE or CONFIG_TRACEPOINTS, \
+                  CONFIG_FTRACE_SYSCALLS)"
+                .into(),
+        });
+    }
+    Ok(bpftrace)
+}
+
+/// A block device of the jobs: its name, the dev_t bios carry, the dev_t of
+/// the disk requests go to, and whether it has a request queue.
+#[derive(Debug, Clone, PartialEq)]
+struct Device {
+    name: String,
+    bio_dev: (u32, u32),
+    rq_dev: (u32, u32),
+    request_based: bool,
+}
+
+fn split_dev(d: u64) -> (u32, u32) {
+    let major = ((d >> 8) & 0xfff) | ((d >> 32) & !0xfff);
+    let minor = (d & 0xff) | ((d >> 12) & !0xff);
+    (major as u32, minor as u32)
+}
+
+fn parse_dev(s: &str) -> Option<(u32, u32)> {
+    let (a, b) = s.trim().split_once(':')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+/// The block device under `path` (the device itself, or the one its file
+/// system is on).
+fn device_of(path: &Path) -> Option<Device> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let m = std::fs::metadata(path).ok()?;
+    let dev = if m.file_type().is_block_device() {
+        m.rdev()
+    } else {
+        m.dev()
+    };
+    let (ma, mi) = split_dev(dev);
+    let sys = PathBuf::from(format!("/sys/dev/block/{ma}:{mi}"));
+    let name = std::fs::canonicalize(&sys)
+        .ok()?
+        .file_name()?
+        .to_string_lossy()
+        .into_owned();
+    let disk = if sys.join("partition").exists() {
+        sys.join("..")
+    } else {
+        sys.clone()
+    };
+    let rq_dev = std::fs::read_to_string(disk.join("dev"))
+        .ok()
+        .and_then(|s| parse_dev(&s))
+        .unwrap_or((ma, mi));
+    Some(Device {
+        name,
+        bio_dev: (ma, mi),
+        rq_dev,
+        request_based: disk.join("mq").is_dir(),
+    })
+}
+
+/// The running bpftrace.
+struct Running {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    stderr: Option<std::thread::JoinHandle<String>>,
+    devices: Vec<Device>,
+}
+
+/// Runs bpftrace around the measured windows. Create with
+/// [`StageTracer::new`], chain it into the run's hooks, then
+/// [`StageTracer::finish`].
+pub struct StageTracer {
+    state: Result<PathBuf, Unavailable>,
+    running: Option<Running>,
+    /// Whether the current trial's window opened before the workers.
+    early: bool,
+    pcts: Vec<f64>,
+    /// Whether the measured window of any trial was marked.
+    marked: bool,
+}
+
+impl Default for StageTracer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl StageTracer {
+    /// Check the capabilities; a tracer without them traces nothing and
+    /// says why once, on stderr, now.
+    pub fn new() -> StageTracer {
+        let state = check();
+        if let Err(u) = &state {
+            eprintln!(
+                "dioscope: --stages: {}; {}. The run goes on without stages.",
+                u.message, u.fix
+            );
+        }
+        StageTracer {
+            state,
+            running: None,
+            early: false,
+            pcts: Vec::new(),
+            marked: false,
+        }
+    }
+
+    /// Start bpftrace for these jobs, once; an error disables the tracer.
+    fn start(&mut self, jobs: &[&ResolvedJob]) {
+        if self.running.is_some() {
+            return;
+        }
+        let Ok(bpftrace) = self.state.clone() else {
+            return;
+        };
+        match start(&bpftrace, jobs) {
+            Ok(r) => {
+                self.pcts = jobs
+                    .first()
+                    .map(|j| j.spec.percentile_list.clone())
+                    .unwrap_or_default();
+                self.running = Some(r);
+            }
+            Err(u) => {
+                eprintln!(
+                    "dioscope: --stages: {}; {}. The run goes on without stages.",
+                    u.message, u.fix
+                );
+                self.state = Err(u);
+            }
+        }
+    }
+
+    fn mark(&mut self, on: bool) {
+        if self.running.is_some() {
+            dioscope_sys::proc::trace_mark(script::MARK, u64::from(on));
+            self.marked |= on;
+        }
+    }
+
+    /// Stop bpftrace and read its maps against the run's result.
+    pub fn finish(mut self, doc: &RunDoc) -> StagesResult {
+        let Some(mut r) = self.running.take() else {
+            let u = self.state.clone().err().unwrap_or(Unavailable {
+                message: "no trial ran".into(),
+                fix: "run at least one trial".into(),
+            });
+            return StagesResult {
+                status: "unavailable".into(),
+                message: Some(u.message),
+                fix: Some(u.fix),
+                ..StagesResult::default()
+            };
+        };
+        let _ = dioscope_sys::proc::signal_process(r.child.id(), libc::SIGINT);
+        let status = r.child.wait();
+        let lines: Vec<String> = r.lines.try_iter().collect();
+        let err = r
+            .stderr
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
+        let maps = parse::Maps::read(&lines);
+        if !status.is_ok_and(|s| s.success()) && maps.get("@merge", "") == 0 && lines.len() < 3 {
+            return failed(&err);
+        }
+        build(&maps, &r.devices, doc, &self.pcts, self.marked)
+    }
+}
+
+impl Drop for StageTracer {
+    fn drop(&mut self) {
+        if let Some(r) = self.running.as_mut() {
+            let _ = r.child.kill();
+            let _ = r.child.wait();
+        }
+    }
+}
+
+fn failed(stderr: &str) -> StagesResult {
+    let why: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("ERROR") && !l.contains("RLIMIT_MEMLOCK"))
+        .take(3)
+        .collect();
+    StagesResult {
+        status: "failed".into(),
+        message: Some(format!("bpftrace gave no maps: {}", why.join(" | "))),
+        fix: Some(
+            "run the program by hand to see why (DIOSCOPE_STAGES_SCRIPT=FILE keeps it)".into(),
+        ),
+        ..StagesResult::default()
+    }
+}
+
+/// The jobs' block devices and the program for them, started.
+fn start(bpftrace: &Path, jobs: &[&ResolvedJob]) -> Result<Running, Unavailable> {
+    if let Some(j) = jobs
+        .iter()
+        .find(|j| !crate::engines::caps(j.spec.ioengine).uring_traced)
+    {
+        // The stages hang on io_uring's own tracepoints.
+        return Err(Unavailable {
+            message: format!(
+                "stages are measured for io_uring I/O only, not for ioengine={} (job {})",
+                j.spec.ioengine.as_str(),
+                j.spec.name
+            ),
+            fix: "run with the default ioengine (io_uring)".into(),
+        });
+    }
+    let mut devices: Vec<Device> = Vec::new();
+    for f in jobs.iter().flat_map(|j| j.clones.iter().flatten()) {
+        if let Some(d) = device_of(&f.path).filter(|d| !devices.contains(d)) {
+            devices.push(d);
+        }
+    }
+    if devices.is_empty() {
+        return Err(Unavailable {
+            message: "no block device under the jobs' targets".into(),
+            fix: "run on a block device or a file on one".into(),
+        });
+    }
+    if devices.iter().any(|d| d.request_based) && devices.iter().any(|d| !d.request_based) {
+        return Err(Unavailable {
+            message: "the jobs use request-based and bio-based devices together".into(),
+            fix: "trace one kind of device per run".into(),
+        });
+    }
+    let k = |d: (u32, u32)| script::kdev(d.0, d.1);
+    let program = script::generate(&script::Target {
+        tgid: std::process::id(),
+        bio_devs: devices.iter().map(|d| k(d.bio_dev)).collect(),
+        rq_devs: devices.iter().map(|d| k(d.rq_dev)).collect(),
+        request_based: devices[0].request_based,
+    });
+    if let Some(p) = std::env::var_os("DIOSCOPE_STAGES_SCRIPT") {
+        let _ = std::fs::write(p, &program);
+    }
+    spawn(bpftrace, &program, devices)
+}
+
+fn spawn(bpftrace: &Path, program: &str, devices: Vec<Device>) -> Result<Running, Unavailable> {
+    let failed = |m: String| Unavailable {
+        message: m,
+        fix: "check that bpftrace runs here: `bpftrace -e 'BEGIN { exit(); }'`".into(),
+    };
+    let mut child = Command::new(bpftrace)
+        .args(["-f", "json", "-e", program])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| failed(format!("starting {} failed: {e}", bpftrace.display())))?;
+    let (tx, lines) = mpsc::channel();
+    let (ready_tx, ready) = mpsc::channel();
+    let out = child.stdout.take().expect("piped");
+    std::thread::spawn(move || {
+        for l in BufReader::new(out).lines().map_while(Result::ok) {
+            if l.contains(script::READY) {
+                let _ = ready_tx.send(());
+            }
+            let _ = tx.send(l);
+        }
+    });
+    let mut err = child.stderr.take().expect("piped");
+    let stderr = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let mut r = Running {
+        child,
+        lines,
+        stderr: Some(stderr),
+        devices,
+    };
+    if ready.recv_timeout(ATTACH_TIMEOUT).is_err() {
+        let _ = r.child.kill();
+        let _ = r.child.wait();
+        let e = r
+            .stderr
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
+        let f = failed(String::new());
+        let why = failed_reason(&e);
+        return Err(Unavailable {
+            message: format!("bpftrace did not attach its probes: {why}"),
+            fix: f.fix,
+        });
+    }
+    Ok(r)
+}
+
+fn failed_reason(stderr: &str) -> String {
+    match failed(stderr).message {
+        Some(m) => m.trim_start_matches("bpftrace gave no maps: ").to_string(),
+        None => String::new(),
+    }
+}
+
+/// dioscope's I/Os and mean latency per direction (0 read, 1 write), over
+/// every job of the run (weighted by I/Os).
+fn dioscope_dir(doc: &RunDoc, dir: u8) -> (u64, f64) {
+    let mut n = 0u64;
+    let mut sum = 0f64;
+    for j in &doc.jobs {
+        let d = if dir == 0 { &j.read } else { &j.write };
+        n += d.total_ios;
+        sum += d.lat_ns.mean * d.total_ios as f64;
+    }
+    (n, if n > 0 { sum / n as f64 } else { 0.0 })
+}
+
+fn build(
+    maps: &parse::Maps,
+    devices: &[Device],
+    doc: &RunDoc,
+    pcts: &[f64],
+    marked: bool,
+) -> StagesResult {
+    let request_based = devices.first().is_some_and(|d| d.request_based);
+    let directions = (0..2u8)
+        .filter_map(|dir| {
+            let (ios, mean) = dioscope_dir(doc, dir);
+            let tagged = maps.get("@tagged", &dir.to_string());
+            (ios > 0 || tagged > 0).then(|| {
+                parse::direction(
+                    maps,
+                    &parse::DirInput {
+                        dir,
+                        request_based,
+                        dioscope_ios: ios,
+                        dioscope_lat_mean_ns: mean,
+                        pcts,
+                    },
+                )
+            })
+        })
+        .collect();
+    StagesResult {
+        status: "measured".into(),
+        message: (!marked).then(|| "no measured window was marked".to_string()),
+        fix: None,
+        window: "I/Os submitted in the measured part of each trial (after the ramp), every \
+                 trial together; other I/O is bios other processes queued on the devices"
+            .into(),
+        devices: devices
+            .iter()
+            .map(|d| {
+                format!(
+                    "/dev/{} ({})",
+                    d.name,
+                    if d.request_based {
+                        "request-based"
+                    } else {
+                        "bio-based"
+                    }
+                )
+            })
+            .collect(),
+        merges: maps.get("@merge", ""),
+        splits: maps.get("@split", ""),
+        directions,
+    }
+}
+
+impl TrialHooks for StageTracer {
+    fn before_trial(&mut self, _g: u32, _t: u32, jobs: &[&ResolvedJob], _table: &TargetTable) {
+        self.start(jobs);
+        self.early = jobs.iter().all(|j| j.spec.ramp_time_us == 0);
+    }
+    fn workers_ready(&mut self, _g: u32, _t: u32) {
+        if self.early {
+            self.mark(true);
+        }
+    }
+    fn measure_start(&mut self, _g: u32, _t: u32) {
+        self.mark(true);
+    }
+    fn measure_end(&mut self, _g: u32, _t: u32, _ios: u64) {
+        self.mark(false);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dev_numbers_split_as_the_kernel_encodes_them() {
+        assert_eq!(split_dev(0x0700), (7, 0));
+        assert_eq!(split_dev(0xfd02), (253, 2));
+        assert_eq!(split_dev((259 << 8) | 5 | (1 << 20)), (259, 5 | (1 << 8)));
+        assert_eq!(parse_dev("7:3\n"), Some((7, 3)));
+    }
+
+    #[test]
+    fn a_missing_bpftrace_is_named_with_its_fix() {
+        let f = failed("ERROR: Unknown error -1: couldn't set RLIMIT_MEMLOCK\nERROR: x");
+        assert_eq!(f.status, "failed");
+        assert!(f.message.unwrap().ends_with("ERROR: x"));
+    }
+}
