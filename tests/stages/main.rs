@@ -45,7 +45,12 @@ fn can_trace() -> bool {
 }
 
 /// A traced run: `rw` of `bs` blocks at `depth`, `size` bytes, one trial
-/// without ramp (so every I/O is in the measured window).
+/// without ramp (so every I/O is in the measured window). Each completion
+/// is reaped as it comes (`iodepth_batch_complete_min=1`): by default
+/// dioscope waits for half the queue, and an early completion's wait in
+/// the CQ is then part of its clat but not of submit_req → complete (it is
+/// the delivery stage), which would make the p50 check compare two
+/// different spans.
 fn run(dev: &str, rw: &str, size: &str, bs: &str, depth: u32) -> (Value, String) {
     let f = format!("--filename={dev}");
     let bs = format!("--bs={bs}");
@@ -61,6 +66,7 @@ fn run(dev: &str, rw: &str, size: &str, bs: &str, depth: u32) -> (Value, String)
             &bs,
             &depth,
             &size,
+            "--iodepth_batch_complete_min=1",
             "--trials=1",
             "--ramp_time=0",
             "--time_based=0",
