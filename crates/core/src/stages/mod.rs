@@ -284,7 +284,7 @@ fn failed(stderr: &str) -> StagesResult {
         status: "failed".into(),
         message: Some(format!("bpftrace gave no maps: {}", why.join(" | "))),
         fix: Some(
-            "run the program by hand to see why (DIOSCOPE_STAGES_SCRIPT=FILE keeps it)".into(),
+            "check that bpftrace attaches here (`bpftrace -e 'tracepoint:io_uring:io_uring_complete { exit(); }'`) and that tracefs is mounted at /sys/kernel/tracing".into(),
         ),
         ..StagesResult::default()
     }
@@ -331,9 +331,6 @@ fn start(bpftrace: &Path, jobs: &[&ResolvedJob]) -> Result<Running, Unavailable>
         rq_devs: devices.iter().map(|d| k(d.rq_dev)).collect(),
         request_based: devices[0].request_based,
     });
-    if let Some(p) = std::env::var_os("DIOSCOPE_STAGES_SCRIPT") {
-        let _ = std::fs::write(p, &program);
-    }
     spawn(bpftrace, &program, devices)
 }
 
