@@ -470,6 +470,7 @@ fn submit_cost_quick() {
 /// CPUs (cpu_contention in the cells) the rule says INCONCLUSIVE, which
 /// fails this test in CI and skips the ABSENT check locally with a message.
 #[test]
+#[ignore = "flaky (issue 29 open): in 5 quick runs on a quiet machine the control was detected 4 times, and the clean/cached comparison said PRESENT once (+3.3 % [+0.8, +4.8], with hygiene +2.8 % too: drift between cells run one after the other, not the seed's effect); the clean and cached trials must alternate in one cell, as the control's do"]
 fn pagecache_interference_quick() {
     let Some((_, v)) = run_control("pagecache-interference") else {
         return;
