@@ -830,6 +830,52 @@ fn scratch_by_hand() {
     assert_nothing_new(&before, &state, 0, "scratch by hand");
 }
 
+/// `scratch destroy` of a loop device someone holds open (here the test;
+/// in CI it was the `mkfs` a killed `scratch create` left running) does
+/// not call it destroyed while it is still attached: `losetup -d` only
+/// marks it to detach at the last close. Destroy waits for the close and
+/// then nothing of it is left.
+#[test]
+fn scratch_destroy_waits_for_a_held_loop_device_to_detach() {
+    if !can_run() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = state_dir(dir.path());
+    let before = snapshot(&state);
+    let o = dioscope(&state)
+        .args(["scratch", "create", "loop", "--size=64m"])
+        .output()
+        .expect("create");
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let id = out.split_whitespace().next().unwrap().to_string();
+    let dev = out
+        .split_whitespace()
+        .find(|w| w.starts_with("/dev/loop"))
+        .unwrap_or_else(|| panic!("no device in: {out}"))
+        .to_string();
+    let held = std::fs::File::open(&dev).expect("hold the device open");
+    let released = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        drop(held);
+    });
+    let t0 = Instant::now();
+    let r = dioscope(&state)
+        .args(["scratch", "destroy", &id])
+        .output()
+        .unwrap();
+    let took = t0.elapsed();
+    released.join().unwrap();
+    assert!(r.status.success(), "{}", text(&r));
+    assert!(
+        took >= Duration::from_millis(1000),
+        "destroy returned after {took:?}, while the device was still held"
+    );
+    assert_nothing_new(&before, &state, 0, "a held loop device's destroy");
+}
+
 /// `--profile` reaches every cell of any recipe, quick or not (the
 /// recipe's cells go through `Ctx::cell`, which adds it): each cell of a
 /// quick run carries a recorded profile. indirect-write has the fewest

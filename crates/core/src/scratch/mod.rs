@@ -665,9 +665,48 @@ fn destroy_loop(device: &str, backing: &str, bdev: u64, bino: u64) -> Result<()>
         reset_request_limit(d);
         tool("losetup", &["-d", d])?;
     }
+    for d in devs.iter().filter(|d| !d.is_empty()) {
+        wait_detached(d, backing)?;
+    }
     if ours {
         std::fs::remove_file(backing)
             .map_err(|e| Error::System(format!("cannot remove {backing}: {e}")))?;
+    }
+    Ok(())
+}
+
+/// How long a detach may stay pending: a holder of the device (udev's
+/// probe after the attach, or the `mkfs` a killed `scratch create` left
+/// running) closes it within this.
+const DETACH_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Wait until `device` no longer serves `backing`. `losetup -d` of a device
+/// someone holds open only marks it to detach at the last close
+/// (autoclear), so "destroyed" would otherwise be said of a device still
+/// attached to its (deleted) file. An error names the device and how to
+/// see who holds it; the record stays, so `scratch destroy` can be rerun.
+fn wait_detached(device: &str, backing: &str) -> Result<()> {
+    let name = device.trim_start_matches("/dev/");
+    let file = format!("/sys/block/{name}/loop/backing_file");
+    let attached = || {
+        std::fs::read_to_string(&file)
+            .map(|b| {
+                let b = b.trim();
+                b == backing || b.strip_suffix(" (deleted)") == Some(backing)
+            })
+            .unwrap_or(false)
+    };
+    let t0 = std::time::Instant::now();
+    while attached() {
+        if t0.elapsed() > DETACH_WAIT {
+            return Err(Error::System(format!(
+                "{device} is still attached to {backing} {}s after `losetup -d`: something holds \
+                 it open and it detaches at the last close (see who: fuser -v {device}); \
+                 run `dioscope scratch destroy` again once they have closed it",
+                DETACH_WAIT.as_secs()
+            )));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
     Ok(())
 }
