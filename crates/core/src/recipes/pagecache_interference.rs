@@ -2,17 +2,18 @@
 //! cache pages (made by a buffered reader — blkid, a dd without
 //! O_DIRECT — while the device is open) pay for invalidating them on every
 //! write. Direct random writes (2 jobs, as in the seed) with a clean page
-//! cache, with cached pages present, with a buffered reader that comes for
-//! some trials and goes (intermittent: the seed's bimodal results), and with
-//! dioscope's hygiene (invalidate before each trial) over the same cached
-//! pages.
+//! cache and with the whole device freshly cached, alternating trial by
+//! trial in one cell (so drift falls on both alike), with a buffered reader
+//! that comes for some trials and goes (intermittent: the seed's bimodal
+//! results), and with dioscope's hygiene (invalidate before each trial) over
+//! the same freshly cached pages.
 //!
 //! The recipe holds the device open from start to end, as fio held the
 //! seed's: the last close of a block device drops its page cache, so without
 //! an opener the reader's pages would be gone before the run.
 
 use super::verdict::{change_text, decide, interference, judge_trials, Control, Evidence};
-use super::{job, pm, run_steps, Ctx, Recipe, Said, Steps, Stop, Table};
+use super::{job, run_steps, Ctx, Recipe, Said, Steps, Stop, Table};
 use crate::diag::pagecache::{drop_cache, resident_fd};
 use crate::experiment::samples::M;
 use crate::runner::{ResolvedJob, TrialHooks};
@@ -32,17 +33,34 @@ pub const RECIPE: Recipe = Recipe {
 };
 
 const MODES: &[(&str, &str)] = &[
-    ("clean", "no cached pages, invalidate=1"),
-    ("cached", "whole device read buffered first, invalidate=0"),
+    (
+        "clean",
+        "no cached pages (odd trials of the alternating cell), invalidate=0",
+    ),
+    (
+        "cached",
+        "whole device read buffered before each even trial of the alternating cell, \
+         invalidate=0",
+    ),
     (
         "intermittent",
         "a blkid-like buffered reader during trials 2, 5, 8…, gone in the others, invalidate=0",
     ),
     (
         "hygiene",
-        "whole device read buffered first, invalidate=1 (dioscope's default)",
+        "whole device read buffered before each trial, invalidate=1 (dioscope's default)",
     ),
 ];
+
+/// The cell whose trials alternate clean and cached (the verdict's two
+/// sides, as the control's trials alternate).
+const ALTERNATING: &str = "alternating";
+
+/// Whether (0-based) trial `t` of the alternating cell starts with the
+/// whole device cached: every second trial, starting with the second.
+fn cached(t: u32) -> bool {
+    t % 2 == 1
+}
 
 /// The effect an ABSENT verdict excludes: direct writes 35 % slower with
 /// cached pages on the device (the seed's users' slow mode).
@@ -195,6 +213,49 @@ impl TrialHooks for Probed<'_> {
     }
 }
 
+/// The alternating and hygiene cells' trial hooks: before each trial that
+/// `fresh` picks, the whole device is read through the page cache, so that
+/// trial starts with every page cached, as the seed's runs did after a
+/// buffered reader (a cell read once before its first trial would be clean
+/// from its second: the writes remove the pages of what they write). The
+/// read happens after the previous trial (and before the cell for the
+/// first), before dioscope's own hooks count and, with `invalidate=1`, drop
+/// the pages; the other trials start with none.
+struct Recached<'a> {
+    dev: &'a str,
+    held: &'a std::fs::File,
+    fresh: fn(u32) -> bool,
+    /// The most pages a read left (for the text).
+    pages: u64,
+    size: u64,
+    failed: Option<String>,
+}
+
+impl Recached<'_> {
+    /// Drop the cache, then read the whole device if trial `t` is a cached
+    /// one.
+    fn prepare(&mut self, t: u32) {
+        let fd = self.held.as_raw_fd();
+        let _ = drop_cache(fd, true);
+        if !(self.fresh)(t) {
+            return;
+        }
+        match buffered_read(self.dev) {
+            Ok(()) => {
+                let n = resident_fd(fd, 0, self.size).map(|r| r.pages).unwrap_or(0);
+                self.pages = self.pages.max(n);
+            }
+            Err(e) => self.failed = Some(format!("buffered read of {}: {e}", self.dev)),
+        }
+    }
+}
+
+impl TrialHooks for Recached<'_> {
+    fn after_trial(&mut self, _g: u32, t: u32, _jobs: &[&ResolvedJob], _table: &TargetTable) {
+        self.prepare(t + 1);
+    }
+}
+
 struct PagecacheInterference;
 
 /// A filled zram device, held open from set-up to the end (the last close
@@ -222,48 +283,69 @@ impl Steps for PagecacheInterference {
     }
 
     fn cells(ctx: &mut Ctx, s: &Setup) -> Result<(), Stop> {
-        // The intermittent cell's trials are fixed (12 × 3 s, and set-up),
-        // and so are the control's (24 × 3 s).
-        ctx.plan(MODES.len() - 1, 45 + 80 * u64::from(ctx.control));
-        // --contaminate: a buffered reader throughout, the baseline's cells
+        // Fixed trials all: alternating 24 × 1 s (32 × 3 s), intermittent
+        // 8 (12), the control 24 (32); hygiene's are the budget's.
+        ctx.plan(1, 150 + 110 * u64::from(ctx.control));
+        // --contaminate: a buffered reader throughout, the baseline's trials
         // included (what the issue planted to show a dirty baseline).
         let _reader = ctx
             .contaminate
             .then(|| Reader::start(s.dev.clone(), s.size));
-        for (mode, _) in MODES {
-            let invalidate = if matches!(*mode, "clean" | "hygiene") {
-                "1"
-            } else {
-                "0"
-            };
-            let o = write_job(ctx, s, invalidate);
-            // Each mode starts from an empty cache.
-            let fd = s.held.as_raw_fd();
-            let _ = drop_cache(fd, true);
-            if matches!(*mode, "cached" | "hygiene") {
-                buffered_read(&s.dev)
-                    .map_err(|e| Stop::Failed(format!("buffered read of {}: {e}", s.dev)))?;
-                if *mode == "cached" {
-                    let pages = resident_fd(fd, 0, s.size).map(|r| r.pages).unwrap_or(0);
-                    ctx.extra.insert("cached.pages_before".into(), pages.into());
-                }
-            }
-            if *mode == "intermittent" {
-                // Fixed trials: the split needs both groups, two or more each.
-                let trials = if ctx.quick { "8" } else { "12" };
-                let mut hooks = Intermittent {
-                    dev: &s.dev,
-                    size: s.size,
-                    held: &s.held,
-                    reader: None,
-                };
-                ctx.cell_with(mode, &job("w", &o), trials, &mut hooks)?;
-            } else {
-                // 4 trials a side: the fewest for a 95 % interval.
-                ctx.cell(mode, &job("w", &o), if ctx.quick { "4" } else { "auto" })?;
-            }
+        let fd = s.held.as_raw_fd();
+        // Clean and cached trials alternate in one cell (12 + 12, or 16 + 16):
+        // drift and other load fall on both sides alike, as in the control.
+        let mut alt = Recached {
+            dev: &s.dev,
+            held: &s.held,
+            fresh: cached,
+            pages: 0,
+            size: s.size,
+            failed: None,
+        };
+        alt.prepare(0);
+        let trials = if ctx.quick { "24" } else { "32" };
+        let r = ctx.cell_with(ALTERNATING, &job("w", &write_job(ctx, s, "0")), trials, &mut alt);
+        let _ = drop_cache(fd, true);
+        r?;
+        if let Some(e) = alt.failed {
+            return Err(Stop::Failed(e));
         }
-        Ok(())
+        ctx.extra
+            .insert("cached.pages_before".into(), alt.pages.into());
+        // Fixed trials: the split needs both groups, two or more each.
+        let trials = if ctx.quick { "8" } else { "12" };
+        let mut hooks = Intermittent {
+            dev: &s.dev,
+            size: s.size,
+            held: &s.held,
+            reader: None,
+        };
+        ctx.cell_with("intermittent", &job("w", &write_job(ctx, s, "0")), trials, &mut hooks)?;
+        let _ = drop_cache(fd, true);
+        // Hygiene: every trial starts with the whole device cached, and
+        // dioscope's invalidate=1 drops it first. 4 trials: the fewest for a
+        // 95 % interval.
+        let mut hyg = Recached {
+            dev: &s.dev,
+            held: &s.held,
+            fresh: |_| true,
+            pages: 0,
+            size: s.size,
+            failed: None,
+        };
+        hyg.prepare(0);
+        let r = ctx.cell_with(
+            "hygiene",
+            &job("w", &write_job(ctx, s, "1")),
+            if ctx.quick { "4" } else { "auto" },
+            &mut hyg,
+        );
+        let _ = drop_cache(fd, true);
+        r?;
+        match hyg.failed {
+            Some(e) => Err(Stop::Failed(e)),
+            None => Ok(()),
+        }
     }
 
     fn control(ctx: &mut Ctx, s: &Setup) -> Result<Said, Stop> {
@@ -278,9 +360,9 @@ impl Steps for PagecacheInterference {
         // drift and other load fall on both sides alike; the plant is what
         // the mechanism costs on this kernel, measured, under the seed's
         // +35 %.
-        // 8 a side (12 a side in a full run): a U test that separates a few %
+        // 12 a side (16 a side in a full run): a U test that separates a few %
         // on this machine.
-        let trials = if ctx.quick { "16" } else { "24" };
+        let trials = if ctx.quick { "24" } else { "32" };
         let fd = s.held.as_raw_fd();
         let _ = drop_cache(fd, true);
         let mut hooks = Probed {
@@ -332,22 +414,25 @@ impl Steps for PagecacheInterference {
             ],
         );
         for (mode, what) in MODES {
-            let f = ctx.findings(mode);
-            t.rows.push(vec![
-                mode.to_string(),
-                pm(ctx.stat(mode, M::IOPS), 1e-3, 1),
-                pm(ctx.stat(mode, M::BW), 1e-6, 0),
-                pm(ctx.stat(mode, M::LAT_MEAN), 1e-3, 2),
-                pm(ctx.stat(mode, M::CPU), 1.0, 2),
-                if f.is_empty() {
-                    "—".into()
-                } else {
-                    f.join(" ")
-                },
-                what.to_string(),
-            ]);
+            let row = match *mode {
+                "clean" => half_row(ctx, ALTERNATING, cached, false),
+                "cached" => half_row(ctx, ALTERNATING, cached, true),
+                m => cell_row(ctx, m),
+            };
+            t.rows.push(with_names(mode, what, ctx.findings(cell_of(mode)), row));
         }
-        control_rows(ctx, &mut t);
+        if ctx.get(CONTROL).is_some() {
+            for (i, (mode, what)) in [
+                ("control, no page", "control: writes between the first and last MiB, no page cached"),
+                ("control, probed", "control: the same, with the first and last MiB cached by a probe"),
+            ]
+            .iter()
+            .enumerate()
+            {
+                let row = half_row(ctx, CONTROL, probed, i == 1);
+                t.rows.push(with_names(mode, what, ctx.findings(CONTROL), row));
+            }
+        }
         vec![t, intermittent_table(ctx)]
     }
 
@@ -357,25 +442,29 @@ impl Steps for PagecacheInterference {
             .get("cached.pages_before")
             .and_then(|v| v.as_u64())
             .unwrap_or(0);
-        let mean = |m: &str, k: usize| ctx.stat(m, k).map(|s| s.mean);
-        let (Some(c), Some(k), Some(h)) = (
-            mean("clean", METRIC),
-            mean("cached", METRIC),
-            mean("hygiene", METRIC),
-        ) else {
+        let (clean, with) = split(&ctx.trial_values(ALTERNATING, METRIC), cached);
+        let hygiene = ctx.trial_values("hygiene", METRIC);
+        let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+        let (Some(c), Some(k), Some(h)) = (mean(&clean), mean(&with), mean(&hygiene)) else {
             return Said::missing();
         };
-        let e = ctx.evidence(METRIC_NAME, "clean", "cached", METRIC, EFFECT_PCT);
+        let e = evidence(ctx, &clean, &with);
         let v = decide(&e);
-        let hyg = ctx.change("clean", "hygiene", METRIC);
-        let lat = |m: &str| mean(m, M::LAT_MEAN).map_or("—".into(), |l| format!("{:.2}", l / 1e3));
+        let hyg = judge_trials(&clean, &hygiene);
+        let lat = |pick: bool| {
+            let (wo, w) = split(&ctx.trial_values(ALTERNATING, M::LAT_MEAN), cached);
+            let v = if pick { w } else { wo };
+            mean(&v).map_or("—".into(), |l| format!("{:.2}", l / 1e3))
+        };
         let text = format!(
-            "{v}: with {cached_pages} cached pages a write takes {k:.2} CPU µs vs {c:.2} clean \
-             ({}; the seed's effect: +{EFFECT_PCT:.0} %; µs per block {} vs {}); with \
-             dioscope's invalidate before each trial {h:.2} CPU µs ({} vs clean).{}",
+            "{v}: with {cached_pages} cached pages at the start of a trial a write takes {k:.2} \
+             CPU µs vs {c:.2} clean ({}, {} trials a side, alternating; the seed's effect: \
+             +{EFFECT_PCT:.0} %; µs per block {} vs {}); with dioscope's invalidate before each \
+             trial {h:.2} CPU µs ({} vs clean).{}",
             change_text(e.change),
-            lat("cached"),
-            lat("clean"),
+            clean.len().min(with.len()),
+            lat(true),
+            lat(false),
             change_text(hyg),
             intermittent_split(ctx, &e),
         );
@@ -395,37 +484,105 @@ impl Steps for PagecacheInterference {
     }
 }
 
-/// The control cell's two halves as rows of the main table: its trials
-/// without the probe's pages and with them (mean ± σ over those trials).
-fn control_rows(ctx: &Ctx, t: &mut Table) {
-    if ctx.get(CONTROL).is_none() {
-        return;
+/// The cell a mode's trials ran in.
+fn cell_of(mode: &str) -> &str {
+    match mode {
+        "clean" | "cached" => ALTERNATING,
+        m => m,
     }
-    let f = ctx.findings(CONTROL);
-    let halves = [
-        ("control, no page", "control: writes between the first and last MiB, no page cached"),
-        ("control, probed", "control: the same, with the first and last MiB cached by a probe"),
-    ];
-    for (i, (mode, what)) in halves.iter().enumerate() {
-        let col = |k: usize, f: f64, d: usize| {
-            let (wo, w) = split(&ctx.trial_values(CONTROL, k), probed);
-            let v = if i == 0 { wo } else { w };
+}
+
+/// kIOPS, MB/s, µs per block and CPU µs per I/O (mean ± σ over trials) of
+/// a cell's trials.
+fn stat_cols(vals: impl Fn(usize) -> Vec<f64>) -> Vec<String> {
+    [(M::IOPS, 1e-3, 1), (M::BW, 1e-6, 0), (M::LAT_MEAN, 1e-3, 2), (M::CPU, 1.0, 2)]
+        .iter()
+        .map(|&(k, f, d)| {
+            let v = vals(k);
             if v.is_empty() {
                 return "—".to_string();
             }
             let s = crate::stats::Summary::of(&v);
             format!("{:.d$} ± {:.d$}", s.mean * f, s.stddev * f)
-        };
-        t.rows.push(vec![
-            mode.to_string(),
-            col(M::IOPS, 1e-3, 1),
-            col(M::BW, 1e-6, 0),
-            col(M::LAT_MEAN, 1e-3, 2),
-            col(M::CPU, 1.0, 2),
-            if f.is_empty() { "—".into() } else { f.join(" ") },
-            what.to_string(),
-        ]);
+        })
+        .collect()
+}
+
+/// A whole cell's columns.
+fn cell_row(ctx: &Ctx, cell: &str) -> Vec<String> {
+    stat_cols(|k| ctx.trial_values(cell, k))
+}
+
+/// One half of an alternating cell's trials (`with`: the trials `pick`
+/// chooses, else the others).
+fn half_row(ctx: &Ctx, cell: &str, pick: fn(u32) -> bool, with: bool) -> Vec<String> {
+    stat_cols(|k| {
+        let (wo, w) = split(&ctx.trial_values(cell, k), pick);
+        if with {
+            w
+        } else {
+            wo
+        }
+    })
+}
+
+/// A table row: the mode, its columns, its cell's findings, what it is.
+fn with_names(mode: &str, what: &str, findings: Vec<String>, cols: Vec<String>) -> Vec<String> {
+    let mut row = vec![mode.to_string()];
+    row.extend(cols);
+    row.push(if findings.is_empty() {
+        "—".into()
+    } else {
+        findings.join(" ")
+    });
+    row.push(what.to_string());
+    row
+}
+
+/// The verdict's evidence: the alternating cell's cached trials against
+/// its clean ones. The cached trials' pages are the effect, so the cell's
+/// page-cache findings are not contamination; the clean trials must have
+/// had none (a reader of someone else's, or `--contaminate`'s, shows there),
+/// and any other interference the cell found counts as usual.
+fn evidence(ctx: &Ctx, clean: &[f64], with: &[f64]) -> Evidence {
+    let (dirty, contention) = interference(&ctx.findings(ALTERNATING));
+    let mut contaminated: Vec<String> = dirty
+        .into_iter()
+        .filter(|k| !k.starts_with("page_cache"))
+        .collect();
+    let n = clean_trials_pages(ctx);
+    if n > 0 {
+        contaminated.push(format!("page_cache_on_target in the clean trials ({n} pages)"));
     }
+    Evidence {
+        metric: METRIC_NAME.into(),
+        change: judge_trials(clean, with),
+        size_pct: EFFECT_PCT,
+        masked: None,
+        contaminated,
+        contention,
+        control: ctx.control_state.clone(),
+    }
+}
+
+/// The most pages dioscope's hooks saw (found, before or during) in a
+/// trial (1-based) of a cell.
+fn pages_seen(ctx: &Ctx, cell: &str, trial: usize) -> Option<u64> {
+    ctx.get(cell)
+        .and_then(|c| c.runs.first())
+        .and_then(|d| d.dioscope.as_ref())
+        .and_then(|d| d.page_cache.iter().find(|p| p.trial as usize == trial))
+        .map(|p| p.pages.pages.max())
+}
+
+/// The most pages seen in any clean trial of the alternating cell.
+fn clean_trials_pages(ctx: &Ctx) -> u64 {
+    let n = ctx.trial_values(ALTERNATING, METRIC).len();
+    (0..n as u32)
+        .filter(|&t| !cached(t))
+        .filter_map(|t| pages_seen(ctx, ALTERNATING, t as usize + 1))
+        .max()
+        .unwrap_or(0)
 }
 
 /// The intermittent cell trial by trial: with and without the reader.
@@ -444,12 +601,7 @@ fn intermittent_table(ctx: &Ctx) -> Table {
     );
     // What dioscope's hooks saw of the cache while each trial ran.
     let seen = |trial: usize| -> String {
-        ctx.get("intermittent")
-            .and_then(|c| c.runs.first())
-            .and_then(|d| d.dioscope.as_ref())
-            .and_then(|d| d.page_cache.iter().find(|p| p.trial as usize == trial))
-            .map(|p| p.pages.pages.max().to_string())
-            .unwrap_or_else(|| "—".into())
+        pages_seen(ctx, "intermittent", trial).map_or_else(|| "—".into(), |n| n.to_string())
     };
     for (i, (io, l)) in iops.iter().zip(&lats).enumerate() {
         per.rows.push(vec![
