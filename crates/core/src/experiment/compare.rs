@@ -194,6 +194,10 @@ pub struct Comparison {
     /// Both sides ran with `--profile`: where the CPU time per I/O changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<crate::profile::compare::ProfileComparison>,
+    /// Both sides ran with `--stages`: where the mean latency changed,
+    /// stage by stage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<crate::results::stages::StagesComparison>,
     /// Each side's first result (a profile's folded stacks left out), so that a report
     /// of the comparison shows the runs themselves side by side: summary,
     /// time series, latency, findings, environment.
@@ -246,6 +250,15 @@ pub struct Input<'a> {
     pub label: &'a str,
     pub files: Vec<String>,
     pub docs: Vec<RunDoc>,
+}
+
+/// The `--stages` sections of a side's results.
+fn stages_of(docs: &[RunDoc]) -> Vec<crate::results::stages::StagesResult> {
+    docs.iter()
+        .filter_map(|d| {
+            crate::results::stages::parse(d.dioscope.as_ref()?.section(crate::results::stages::KEY))
+        })
+        .collect()
 }
 
 /// A side's result as the comparison keeps it: whole, but for the folded
@@ -307,6 +320,7 @@ pub fn compare(a: &Input, b: &Input, s: &CompareSettings) -> Comparison {
                 .iter()
                 .filter_map(|d| d.dioscope.as_ref()?.profile.as_ref()),
         ),
+        stages: crate::results::stages::compare(&stages_of(&a.docs), &stages_of(&b.docs)),
         a_run: a.docs.first().map(embedded),
         b_run: b.docs.first().map(embedded),
     };

@@ -52,6 +52,11 @@ impl Exporter<Comparison> for CompareMarkdown {
         if let Some(p) = &c.profile {
             out.push_str(&crate::profile::compare::render_markdown(p));
         }
+        if let Some(st) = &c.stages {
+            out.push_str("\n```\n");
+            out.push_str(crate::results::stages::render_compare_text(st).trim_start());
+            out.push_str("```\n");
+        }
         out
     }
 }

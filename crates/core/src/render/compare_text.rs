@@ -256,6 +256,9 @@ impl Exporter<Comparison> for CompareText {
         if let Some(p) = &c.profile {
             out.push_str(&crate::profile::compare::render_text(p));
         }
+        if let Some(st) = &c.stages {
+            out.push_str(&crate::results::stages::render_compare_text(st));
+        }
         out.push_str(&format!("\n{}\n", outcome_line(c)));
         out
     }

@@ -356,10 +356,17 @@ fn run_section(o: &mut String, p: &str, doc: &RunDoc) {
             );
         }
     }
-    let _ = write!(o, "<nav><a href=\"#{p}-summary\">summary</a><a href=\"#{p}-time\">over time</a><a href=\"#{p}-latency\">latency</a><a href=\"#{p}-trials\">trials</a><a href=\"#{p}-cpu\">CPU</a><a href=\"#{p}-devices\">devices</a><a href=\"#{p}-findings\">findings</a><a href=\"#{p}-env\">environment</a></nav>");
+    let stages_link = if ds.and_then(|d| d.section(crate::results::stages::KEY)).is_some() {
+        format!("<a href=\"#{p}-stages\">stages</a>")
+    } else {
+        String::new()
+    };
+    let _ = write!(o, "<nav><a href=\"#{p}-summary\">summary</a><a href=\"#{p}-time\">over time</a><a href=\"#{p}-latency\">latency</a>{stages_link}<a href=\"#{p}-trials\">trials</a><a href=\"#{p}-cpu\">CPU</a><a href=\"#{p}-devices\">devices</a><a href=\"#{p}-findings\">findings</a><a href=\"#{p}-env\">environment</a></nav>");
     summary_table(o, p, &views);
     time_series(o, p, &views);
     latency(o, p, &views);
+    let stages = ds.and_then(|d| crate::results::stages::parse(d.section(crate::results::stages::KEY)));
+    super::html_stages::run_section(o, p, stages.as_ref());
     spread(o, p, &views);
     cpu(o, p, doc, &views);
     if let Some(prof) = ds.and_then(|d| d.profile.as_ref()) {

@@ -49,6 +49,9 @@ pub fn comparison(o: &mut String, name: &str, c: &Comparison, id: &str) {
     if let Some(p) = &c.profile {
         crate::profile::compare::render_html(o, p);
     }
+    if let Some(st) = &c.stages {
+        super::html_stages::comparison(o, st, id);
+    }
 }
 
 /// The comparison's section start: the sides, the outcome and exit code,

@@ -19,6 +19,7 @@ pub mod compare_text;
 pub mod doctor;
 pub mod fio_text;
 pub mod html_experiments;
+pub mod html_stages;
 pub mod sweep_csv;
 pub mod sweep_text;
 pub mod typed_json;

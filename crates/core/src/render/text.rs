@@ -41,9 +41,8 @@ impl Exporter<RunDoc> for Text {
                 out.push('\n');
                 out.push_str(&crate::profile::render_text(p));
             }
-            if let Some(st) = d
-                .section(crate::results::stages::KEY)
-                .and_then(|v| serde_json::from_value(v.clone()).ok())
+            if let Some(st) =
+                crate::results::stages::parse(d.section(crate::results::stages::KEY))
             {
                 out.push('\n');
                 out.push_str(&crate::results::stages::render_text(&st));

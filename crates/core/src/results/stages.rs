@@ -153,3 +153,241 @@ pub fn render_text(r: &StagesResult) -> String {
     }
     s
 }
+
+/// A run's stages section, when it has one that parses.
+pub fn parse(v: Option<&serde_json::Value>) -> Option<StagesResult> {
+    v.and_then(|v| serde_json::from_value(v.clone()).ok())
+}
+
+/// The name of the row that carries dioscope's own mean latency in a
+/// comparison (the stages' contributions add up to it).
+pub const LATENCY_ROW: &str = "dioscope's mean latency";
+
+/// One stage of one direction on both sides of a comparison: its
+/// contribution to the mean latency (the stage's time over all the
+/// direction's I/Os), the mean over each side's runs, with the smallest and
+/// largest run when a side has more than one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageDelta {
+    pub direction: String,
+    pub stage: String,
+    /// How the stage was measured on side A (B's when A lacks it).
+    pub how: String,
+    pub a_ns: Option<f64>,
+    pub b_ns: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub a_range_ns: Option<(f64, f64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub b_range_ns: Option<(f64, f64)>,
+}
+
+impl StageDelta {
+    /// B − A, when both sides have the stage.
+    pub fn delta_ns(&self) -> Option<f64> {
+        Some(self.b_ns? - self.a_ns?)
+    }
+
+    /// B against A in %, when A's is not zero.
+    pub fn change_pct(&self) -> Option<f64> {
+        let (a, b) = (self.a_ns?, self.b_ns?);
+        (a.abs() > 0.0).then(|| 100.0 * (b - a) / a)
+    }
+}
+
+/// `--stages` on both sides of a comparison: where the mean latency
+/// changed, stage by stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StagesComparison {
+    /// Runs with measured stages per side.
+    pub a_runs: usize,
+    pub b_runs: usize,
+    pub rows: Vec<StageDelta>,
+    /// What the figures are and what they are not.
+    pub note: String,
+}
+
+/// The stage rows of one direction of one run: dioscope's mean latency,
+/// the traced total and each stage's contribution.
+fn direction_rows(d: &StageDirection) -> Vec<(String, String, Option<f64>)> {
+    let mut v = vec![(
+        LATENCY_ROW.to_string(),
+        "dioscope's own clock".to_string(),
+        Some(d.dioscope_lat_mean_ns),
+    )];
+    for st in std::iter::once(&d.traced_total).chain(&d.stages) {
+        v.push((st.name.clone(), st.how.clone(), st.contribution_ns));
+    }
+    v
+}
+
+/// Compare the measured stages of A's runs with B's. `None` when a side
+/// has none measured.
+pub fn compare(a: &[StagesResult], b: &[StagesResult]) -> Option<StagesComparison> {
+    let measured = |s: &[StagesResult]| -> Vec<StagesResult> {
+        s.iter()
+            .filter(|r| r.status == "measured")
+            .cloned()
+            .collect()
+    };
+    let (a, b) = (measured(a), measured(b));
+    if a.is_empty() || b.is_empty() {
+        return None;
+    }
+    // Rows in A's order, then B's rows A lacks.
+    let mut keys: Vec<(String, String, String)> = Vec::new();
+    for r in a.iter().chain(&b) {
+        for d in &r.directions {
+            for (name, how, _) in direction_rows(d) {
+                if !keys.iter().any(|k| k.0 == d.direction && k.1 == name) {
+                    keys.push((d.direction.clone(), name, how));
+                }
+            }
+        }
+    }
+    let side = |runs: &[StagesResult], dir: &str, name: &str| -> Vec<f64> {
+        runs.iter()
+            .filter_map(|r| r.directions.iter().find(|d| d.direction == dir))
+            .filter_map(|d| {
+                direction_rows(d)
+                    .into_iter()
+                    .find(|x| x.0 == name)
+                    .and_then(|x| x.2)
+            })
+            .collect()
+    };
+    let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    let range = |v: &[f64]| {
+        (v.len() > 1).then(|| {
+            let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            (lo, hi)
+        })
+    };
+    let rows = keys
+        .into_iter()
+        .map(|(dir, stage, how)| {
+            let (va, vb) = (side(&a, &dir, &stage), side(&b, &dir, &stage));
+            StageDelta {
+                a_ns: mean(&va),
+                b_ns: mean(&vb),
+                a_range_ns: range(&va),
+                b_range_ns: range(&vb),
+                direction: dir,
+                stage,
+                how,
+            }
+        })
+        .collect();
+    let note = format!(
+        "each stage's contribution to the mean latency (its time over all the direction's I/Os; \
+         the stages add up to dioscope's mean latency), the mean over {} run(s) of A and {} of \
+         B, every trial of a run summed. No interval: a run's stages are one figure, so only \
+         repeated runs (compare A1.json A2.json … against B…) show their spread, as the \
+         smallest and largest run",
+        a.len(),
+        b.len()
+    );
+    Some(StagesComparison {
+        a_runs: a.len(),
+        b_runs: b.len(),
+        rows,
+        note,
+    })
+}
+
+fn opt_us(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".into(), us)
+}
+
+/// The comparison's text section.
+pub fn render_compare_text(c: &StagesComparison) -> String {
+    let mut s = format!(
+        "\nLatency by stage: B against A (--stages on both)\n  {}\n",
+        c.note
+    );
+    let mut dir = "";
+    for r in &c.rows {
+        if r.direction != dir {
+            dir = &r.direction;
+            s.push_str(&format!(
+                "  {:<26} {:>10} {:>10} {:>10} {:>8}\n",
+                r.direction, "A", "B", "B - A", "change"
+            ));
+        }
+        let range = |x: Option<(f64, f64)>| {
+            x.map(|(lo, hi)| format!(" [{} – {}]", us(lo), us(hi)))
+                .unwrap_or_default()
+        };
+        s.push_str(&format!(
+            "    {:<24} {:>10} {:>10} {:>10} {:>8}{}{}\n",
+            r.stage,
+            opt_us(r.a_ns),
+            opt_us(r.b_ns),
+            r.delta_ns().map_or_else(
+                || "-".into(),
+                |d| format!("{}{}", if d >= 0.0 { "+" } else { "" }, us(d))
+            ),
+            r.change_pct()
+                .map_or_else(|| "-".into(), |p| format!("{p:+.1}%")),
+            range(r.a_range_ns).replace(" [", " A ["),
+            range(r.b_range_ns).replace(" [", " B ["),
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(lat: f64, device: f64, delivery: f64) -> StagesResult {
+        let st = |name: &str, c: f64| Stage {
+            name: name.into(),
+            how: "measured".into(),
+            contribution_ns: Some(c),
+            ..Default::default()
+        };
+        StagesResult {
+            status: "measured".into(),
+            directions: vec![StageDirection {
+                direction: "read".into(),
+                dioscope_lat_mean_ns: lat,
+                traced_total: st("traced total", lat - delivery),
+                stages: vec![st("device", device), st("completion delivery", delivery)],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_comparison_says_where_the_latency_moved() {
+        let a = [run(100_000.0, 80_000.0, 20_000.0)];
+        let b = [
+            run(150_000.0, 80_000.0, 70_000.0),
+            run(170_000.0, 80_000.0, 90_000.0),
+        ];
+        let c = compare(&a, &b).expect("both measured");
+        assert_eq!((c.a_runs, c.b_runs), (1, 2));
+        let row = |n: &str| c.rows.iter().find(|r| r.stage == n).unwrap();
+        assert_eq!(row(LATENCY_ROW).delta_ns(), Some(60_000.0));
+        assert_eq!(row("device").delta_ns(), Some(0.0));
+        let d = row("completion delivery");
+        assert_eq!(d.b_ns, Some(80_000.0));
+        assert_eq!(d.b_range_ns, Some((70_000.0, 90_000.0)));
+        assert_eq!(d.a_range_ns, None);
+        assert_eq!(d.change_pct(), Some(300.0));
+        let t = render_compare_text(&c);
+        assert!(t.contains("completion delivery"), "{t}");
+        assert!(t.contains("+300.0%"), "{t}");
+        assert!(t.contains("No interval"), "{t}");
+    }
+
+    #[test]
+    fn no_comparison_without_stages_on_both_sides() {
+        let mut off = run(1.0, 1.0, 0.0);
+        off.status = "unavailable".into();
+        assert!(compare(&[run(1.0, 1.0, 0.0)], &[off]).is_none());
+        assert!(compare(&[], &[run(1.0, 1.0, 0.0)]).is_none());
+    }
+}

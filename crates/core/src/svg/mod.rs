@@ -879,6 +879,27 @@ pub struct BarRow {
     pub parts: Vec<(String, f64, usize)>,
 }
 
+/// A bar chart's legend: its keys (name, palette index) in the order the
+/// bars meet them, each with its x and its line's y offset, wrapped into
+/// lines at the right margin; and the number of lines after the first.
+fn bar_legend(rows: &[BarRow], left: f64) -> (Vec<(String, usize, f64, f64)>, f64) {
+    let mut keys: Vec<(String, usize, f64, f64)> = Vec::new();
+    let (mut x, mut line) = (left, 0.0);
+    for (name, _, style) in rows.iter().flat_map(|r| &r.parts) {
+        if keys.iter().any(|k| &k.0 == name) {
+            continue;
+        }
+        let w = 30.0 + 6.5 * name.chars().count() as f64;
+        if x + w > W - MR && x > left {
+            x = left;
+            line += 1.0;
+        }
+        keys.push((name.clone(), *style, x, 14.0 * line));
+        x += w;
+    }
+    (keys, line)
+}
+
 /// Horizontal stacked bars, one row per entry.
 pub fn bars(
     id: &str,
@@ -888,7 +909,10 @@ pub fn bars(
     rows: &[BarRow],
 ) -> String {
     let row_h = 26.0;
-    let h = MT + 8.0 + MB + row_h * rows.len().max(1) as f64;
+    let left = 170.0;
+    let (legend, lines) = bar_legend(rows, left);
+    let top = MT + 8.0 + 14.0 * lines;
+    let h = top + MB + row_h * rows.len().max(1) as f64;
     let mut o = String::new();
     open_svg(
         &mut o,
@@ -910,20 +934,18 @@ pub fn bars(
         );
         return o;
     }
-    let left = 170.0;
     let xs = Scale::new(0.0, xmax * 1.1, false, left, W - MR);
     let _ = write!(
         o,
         "<rect class=\"plot\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\"/>",
         c(left),
-        c(MT + 8.0),
+        c(top),
         c(W - MR - left),
-        c(h - MB - MT - 8.0)
+        c(h - MB - top)
     );
-    bar_axis(&mut o, &xs, h, left, x_label, fmt);
-    let mut keys: Vec<(String, usize)> = Vec::new();
+    bar_axis(&mut o, &xs, h, top, left, x_label, fmt);
     for (i, r) in rows.iter().enumerate() {
-        let y = MT + 8.0 + i as f64 * row_h + 3.0;
+        let y = top + i as f64 * row_h + 3.0;
         let fit = ((left - 10.0) / CHAR_W) as usize;
         let shown: String = if r.name.chars().count() > fit {
             r.name.chars().take(fit - 1).chain(['…']).collect()
@@ -954,29 +976,34 @@ pub fn bars(
                 esc(&fmt(v))
             );
             x += v;
-            if !keys.iter().any(|k| &k.0 == name) {
-                keys.push((name.clone(), *style));
-            }
         }
     }
-    let mut x = left;
-    for (name, style) in keys {
+    for (name, style, x, dy) in &legend {
         let _ = write!(
             o,
-            "<rect x=\"{}\" y=\"27\" width=\"12\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"36\" class=\"lgt\">{}</text>",
-            c(x),
-            PALETTE[style % PALETTE.len()],
+            "<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\" class=\"lgt\">{}</text>",
+            c(*x),
+            c(27.0 + dy),
+            PALETTE[*style % PALETTE.len()],
             c(x + 16.0),
-            esc(&name)
+            c(36.0 + dy),
+            esc(name)
         );
-        x += 30.0 + 6.5 * name.chars().count() as f64;
     }
     o.push_str("</svg>");
     o
 }
 
 /// The value axis of a bar chart: grid lines, tick labels and its label.
-fn bar_axis(o: &mut String, xs: &Scale, h: f64, left: f64, x_label: &str, fmt: fn(f64) -> String) {
+fn bar_axis(
+    o: &mut String,
+    xs: &Scale,
+    h: f64,
+    top: f64,
+    left: f64,
+    x_label: &str,
+    fmt: fn(f64) -> String,
+) {
     for t in xs.ticks() {
         let x = xs.px(t);
         if x > W - MR + 0.5 {
@@ -987,7 +1014,7 @@ fn bar_axis(o: &mut String, xs: &Scale, h: f64, left: f64, x_label: &str, fmt: f
             "<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" class=\"grid\"/><text x=\"{}\" y=\"{}\" class=\"xt\">{}</text>",
             c(x),
             c(x),
-            c(MT + 8.0),
+            c(top),
             c(h - MB),
             c(x),
             c(h - MB + 16.0),
@@ -1006,6 +1033,35 @@ fn bar_axis(o: &mut String, xs: &Scale, h: f64, left: f64, x_label: &str, fmt: f
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A legend wider than the chart wraps onto a second line, and the
+    /// bars move down by that line instead of being drawn over it.
+    #[test]
+    fn a_wide_bar_legend_wraps_above_the_bars() {
+        let parts: Vec<(String, f64, usize)> = (0..6)
+            .map(|i| (format!("a fairly long stage name {i}"), 1.0, i))
+            .collect();
+        let rows = [BarRow {
+            name: "read".into(),
+            parts,
+        }];
+        let (keys, lines) = bar_legend(&rows, 170.0);
+        assert_eq!(keys.len(), 6);
+        assert!(lines >= 1.0, "{keys:?}");
+        for k in &keys {
+            assert!(k.2 + 30.0 + 6.5 * k.0.chars().count() as f64 <= W - MR || k.2 == 170.0);
+        }
+        let one = bars("x", "t", "x", num, &rows[..0]);
+        let svg = bars("x", "t", "x", num, &rows);
+        let first_bar_y = |s: &str| -> f64 {
+            let i = s.find("class=\"bar\"").unwrap();
+            let r = &s[s[..i].rfind("<rect").unwrap()..i];
+            let y = r.split("y=\"").nth(1).unwrap().split('"').next().unwrap();
+            y.parse().unwrap()
+        };
+        assert!(first_bar_y(&svg) >= MT + 8.0 + 14.0, "{svg}");
+        assert!(!one.is_empty());
+    }
 
     #[test]
     fn ticks_are_nice_and_cover() {
