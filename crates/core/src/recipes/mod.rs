@@ -271,9 +271,15 @@ const FULL_BUDGET_S: u64 = 150;
 /// trial always runs).
 const MIN_CELL_S: u64 = 3;
 
-/// A share of the budget below this runs 2 trials rather than risk one
-/// (a trial that outlasts `--max-time` ends an auto cell).
+/// A share of the budget below this runs [`MIN_TRIALS`] trials rather
+/// than risk fewer (a trial that outlasts `--max-time` ends an auto cell).
 const TIGHT_CELL_S: u64 = 10;
+
+/// The fewest trials a full run's cell gets: the fewest with which the
+/// verdict's U test has a 95 % interval (4 a side). With 2, a full run on a
+/// busy machine ended "INCONCLUSIVE (too few trials)" where a quick run of
+/// the same recipe decided.
+const MIN_TRIALS: u32 = 4;
 
 impl Ctx {
     pub fn new(recipe: &str, quick: bool, trials: &str) -> Ctx {
@@ -322,8 +328,10 @@ impl Ctx {
     /// it is inside the budget. A `trials=auto` cell of a recipe that
     /// declared its cells gets its share of the time left as `--max-time`
     /// and, once a cell has shown what a trial really costs, `--max-trials`;
-    /// when the share is under [`TIGHT_CELL_S`] or holds fewer than 2.5
-    /// trials it runs 2 trials, the fewest that give a CI.
+    /// when the share is under [`TIGHT_CELL_S`] or holds fewer than
+    /// [`MIN_TRIALS`] + ½ trials it runs [`MIN_TRIALS`] trials, the fewest
+    /// the verdict can judge (the budget is then overrun, not the verdict
+    /// starved).
     fn budget_args(&mut self, trials: String) -> (Vec<String>, bool) {
         let Some(b) = self.budget.as_mut().filter(|_| trials == "--trials=auto") else {
             return (vec![trials], false);
@@ -335,18 +343,18 @@ impl Ctx {
         let share = (left / b.cells_left.max(1) as u64).max(MIN_CELL_S);
         b.cells_left = b.cells_left.saturating_sub(1).max(1);
         // `--max-time` ends a cell after one trial when that trial outlasts
-        // the share: a share under TIGHT_CELL_S, or under 2.5 trials of the
-        // last cell's cost, runs the 2 trials a CI needs instead.
+        // the share: a share under TIGHT_CELL_S, or under MIN_TRIALS + ½
+        // trials of the last cell's cost, runs MIN_TRIALS fixed instead.
         let tight = share < TIGHT_CELL_S
             || b.per_trial_s
                 .filter(|t| *t > 0.0)
-                .is_some_and(|t| (share as f64) < 2.5 * t);
+                .is_some_and(|t| (share as f64) < (f64::from(MIN_TRIALS) + 0.5) * t);
         if tight {
-            return (vec!["--trials=2".into()], true);
+            return (vec![format!("--trials={MIN_TRIALS}")], true);
         }
         let mut v = vec![format!("--max-time={share}")];
         if let Some(t) = b.per_trial_s.filter(|t| *t > 0.0) {
-            let n = ((share as f64 / t).floor() as u32).clamp(2, 30);
+            let n = ((share as f64 / t).floor() as u32).clamp(MIN_TRIALS, 30);
             v.push(format!("--max-trials={n}"));
         }
         v.push(trials);
@@ -664,4 +672,41 @@ pub fn result_json(recipe: &Recipe, ctx: &Ctx, out: &Outcome, interrupted: bool)
     let mut t = serde_json::to_string_pretty(&v).unwrap_or_default();
     t.push('\n');
     t
+}
+
+#[cfg(test)]
+mod budget_tests {
+    use super::*;
+
+    /// However little of a full run's budget is left, a cell gets the
+    /// trials the verdict needs (4 a side), never fewer.
+    #[test]
+    fn a_tight_budget_still_gives_the_verdict_its_trials() {
+        let mut ctx = Ctx::new("x", false, "");
+        // Nothing left for 10 auto cells.
+        ctx.plan(10, FULL_BUDGET_S);
+        let (v, auto) = ctx.budget_args("--trials=auto".into());
+        assert!(auto);
+        assert_eq!(v, vec![format!("--trials={MIN_TRIALS}")]);
+        // Room, but a trial costs more than the share can hold 4.5 times.
+        ctx.plan(1, 0);
+        ctx.budget.as_mut().unwrap().per_trial_s = Some(40.0);
+        let (v, _) = ctx.budget_args("--trials=auto".into());
+        assert_eq!(v, vec![format!("--trials={MIN_TRIALS}")]);
+        // Room for many: auto within the share, at least MIN_TRIALS.
+        ctx.plan(1, 0);
+        ctx.budget.as_mut().unwrap().per_trial_s = Some(30.0);
+        let (v, _) = ctx.budget_args("--trials=auto".into());
+        let n: u32 = v
+            .iter()
+            .find_map(|a| a.strip_prefix("--max-trials="))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no --max-trials: {v:?}"));
+        assert!((MIN_TRIALS..=5).contains(&n), "{v:?}");
+        assert!(v.contains(&"--trials=auto".to_string()), "{v:?}");
+        // A fixed count is the recipe's own.
+        let (v, auto) = ctx.budget_args("--trials=16".into());
+        assert!(!auto);
+        assert_eq!(v, vec!["--trials=16".to_string()]);
+    }
 }
