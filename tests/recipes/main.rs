@@ -131,6 +131,33 @@ fn dioscope(state: &Path) -> Command {
     c
 }
 
+/// A test's own scratch world: the serial lock held, a temporary
+/// directory, a state directory in it, and what existed before.
+struct Fresh {
+    _g: std::sync::MutexGuard<'static, ()>,
+    dir: tempfile::TempDir,
+    state: std::path::PathBuf,
+    before: BTreeSet<String>,
+}
+
+/// [`Fresh`], or `None` where the tests cannot run (not root, no loop
+/// devices).
+fn fresh() -> Option<Fresh> {
+    if !can_run() {
+        return None;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = state_dir(dir.path());
+    let before = snapshot(&state);
+    Some(Fresh {
+        _g,
+        dir,
+        state,
+        before,
+    })
+}
+
 /// Nothing the run (process `pid`, state directory `state`) made is left:
 /// no mount under its state directory, no backing file of its process, no
 /// record (a zram is removed before its record goes), and the state
@@ -578,13 +605,15 @@ fn interrupt_recipe(name: &str) {
 }
 
 fn interrupt_recipe_with(name: &str, how: Stopping) {
-    if !can_run() {
+    let Some(Fresh {
+        _g,
+        dir,
+        state,
+        before,
+    }) = fresh()
+    else {
         return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let state = state_dir(dir.path());
-    let before = snapshot(&state);
+    };
     let control: &[&str] = if how == Stopping::InControl {
         &["--control"]
     } else {
@@ -801,13 +830,15 @@ fn interrupted_pagecache_interference_leaves_nothing() {
 /// bad request refused with exit 2.
 #[test]
 fn scratch_by_hand() {
-    if !can_run() {
+    let Some(Fresh {
+        _g,
+        dir: _dir,
+        state,
+        before,
+    }) = fresh()
+    else {
         return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let state = state_dir(dir.path());
-    let before = snapshot(&state);
+    };
     let o = dioscope(&state)
         .args([
             "scratch",
@@ -870,13 +901,15 @@ fn scratch_by_hand() {
 /// then nothing of it is left.
 #[test]
 fn scratch_destroy_waits_for_a_held_loop_device_to_detach() {
-    if !can_run() {
+    let Some(Fresh {
+        _g,
+        dir: _dir,
+        state,
+        before,
+    }) = fresh()
+    else {
         return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let state = state_dir(dir.path());
-    let before = snapshot(&state);
+    };
     let o = dioscope(&state)
         .args(["scratch", "create", "loop", "--size=64m"])
         .output()
@@ -1152,13 +1185,15 @@ fn scratch_destroy_leaves_a_reset_zram_with_a_user_file_system() {
 /// from an old `scratch list` never names a newer device.
 #[test]
 fn scratch_ids_are_never_reused() {
-    if !can_run() {
+    let Some(Fresh {
+        _g,
+        dir: _dir,
+        state,
+        before,
+    }) = fresh()
+    else {
         return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let state = state_dir(dir.path());
-    let before = snapshot(&state);
+    };
     let mut seen = Vec::new();
     for _ in 0..2 {
         let o = dioscope(&state)
@@ -1187,13 +1222,15 @@ fn scratch_ids_are_never_reused() {
 /// 2 before anything is made, and the user's file system is intact.
 #[test]
 fn scratch_mkfs_words_are_options_never_devices() {
-    if !can_run() {
+    let Some(Fresh {
+        _g,
+        dir,
+        state,
+        before,
+    }) = fresh()
+    else {
         return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let state = state_dir(dir.path());
-    let before = snapshot(&state);
+    };
     // The user's ext4 on a loop device of the test's own.
     let img = dir.path().join("user.img");
     std::fs::File::create(&img)
@@ -1246,13 +1283,15 @@ fn scratch_mkfs_words_are_options_never_devices() {
 /// `scratch destroy` of them removes exactly what it made.
 #[test]
 fn sigkill_of_scratch_create_leaves_a_leftover_that_destroy_removes() {
-    if !can_run() {
+    let Some(Fresh {
+        _g,
+        dir: _dir,
+        state,
+        before,
+    }) = fresh()
+    else {
         return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let state = state_dir(dir.path());
-    let before = snapshot(&state);
+    };
     let mut child = dioscope(&state)
         .args([
             "scratch",
@@ -1311,13 +1350,15 @@ fn sigkill_of_scratch_create_leaves_a_leftover_that_destroy_removes() {
 /// removing what it made.
 #[test]
 fn scratch_create_stopped_by_a_signal_exits_1_and_leaves_nothing() {
-    if !can_run() {
+    let Some(Fresh {
+        _g,
+        dir: _dir,
+        state,
+        before,
+    }) = fresh()
+    else {
         return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let state = state_dir(dir.path());
-    let before = snapshot(&state);
+    };
     let mut child = dioscope(&state)
         .args([
             "scratch",
@@ -1371,13 +1412,15 @@ fn a_recipe_writing_to_standard_output_makes_no_folder_in_dev() {
     // Issue 23: `--output=/dev/stdout` made a folder /dev/stdout.d/ for
     // the per-cell results. The JSON goes to the stream, no folder is made
     // beside it (a note says so), and nothing is created in /dev.
-    if !can_run() {
+    let Some(Fresh {
+        _g,
+        dir,
+        state,
+        before,
+    }) = fresh()
+    else {
         return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let state = state_dir(dir.path());
-    let before = snapshot(&state);
+    };
     let dev_before: BTreeSet<String> = std::fs::read_dir("/dev")
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
