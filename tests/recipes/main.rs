@@ -830,15 +830,8 @@ fn interrupted_pagecache_interference_leaves_nothing() {
 /// bad request refused with exit 2.
 #[test]
 fn scratch_by_hand() {
-    let Some(Fresh {
-        _g,
-        dir: _dir,
-        state,
-        before,
-    }) = fresh()
-    else {
-        return;
-    };
+    let Some(f) = fresh() else { return };
+    let (state, before) = (f.state.clone(), f.before.clone());
     let o = dioscope(&state)
         .args([
             "scratch",
@@ -901,15 +894,8 @@ fn scratch_by_hand() {
 /// then nothing of it is left.
 #[test]
 fn scratch_destroy_waits_for_a_held_loop_device_to_detach() {
-    let Some(Fresh {
-        _g,
-        dir: _dir,
-        state,
-        before,
-    }) = fresh()
-    else {
-        return;
-    };
+    let Some(f) = fresh() else { return };
+    let (state, before) = (f.state.clone(), f.before.clone());
     let o = dioscope(&state)
         .args(["scratch", "create", "loop", "--size=64m"])
         .output()
@@ -1185,15 +1171,8 @@ fn scratch_destroy_leaves_a_reset_zram_with_a_user_file_system() {
 /// from an old `scratch list` never names a newer device.
 #[test]
 fn scratch_ids_are_never_reused() {
-    let Some(Fresh {
-        _g,
-        dir: _dir,
-        state,
-        before,
-    }) = fresh()
-    else {
-        return;
-    };
+    let Some(f) = fresh() else { return };
+    let (state, before) = (f.state.clone(), f.before.clone());
     let mut seen = Vec::new();
     for _ in 0..2 {
         let o = dioscope(&state)
@@ -1283,15 +1262,8 @@ fn scratch_mkfs_words_are_options_never_devices() {
 /// `scratch destroy` of them removes exactly what it made.
 #[test]
 fn sigkill_of_scratch_create_leaves_a_leftover_that_destroy_removes() {
-    let Some(Fresh {
-        _g,
-        dir: _dir,
-        state,
-        before,
-    }) = fresh()
-    else {
-        return;
-    };
+    let Some(f) = fresh() else { return };
+    let (state, before) = (f.state.clone(), f.before.clone());
     let mut child = dioscope(&state)
         .args([
             "scratch",
@@ -1350,15 +1322,8 @@ fn sigkill_of_scratch_create_leaves_a_leftover_that_destroy_removes() {
 /// removing what it made.
 #[test]
 fn scratch_create_stopped_by_a_signal_exits_1_and_leaves_nothing() {
-    let Some(Fresh {
-        _g,
-        dir: _dir,
-        state,
-        before,
-    }) = fresh()
-    else {
-        return;
-    };
+    let Some(f) = fresh() else { return };
+    let (state, before) = (f.state.clone(), f.before.clone());
     let mut child = dioscope(&state)
         .args([
             "scratch",
