@@ -42,13 +42,8 @@ impl DirStats {
     /// (`--status-interval`'s snapshot, taken by the worker itself) unless
     /// `o` has more priority histograms than this one has had.
     pub fn copy_from(&mut self, o: &DirStats) {
-        self.ios = o.ios;
-        self.bytes = o.bytes;
-        self.short_ios = o.short_ios;
+        self.copy_measures_from(o);
         self.errors = o.errors;
-        self.slat.copy_from(&o.slat);
-        self.clat.copy_from(&o.clat);
-        self.lat.copy_from(&o.lat);
         self.prios.truncate(o.prios.len());
         for (k, (p, h)) in o.prios.iter().enumerate() {
             match self.prios.get_mut(k) {
@@ -60,6 +55,17 @@ impl DirStats {
             }
         }
     }
+    /// Copy `o`'s counts and latency histograms only (its errors and
+    /// priority histograms stay as they are here), without allocating.
+    pub fn copy_measures_from(&mut self, o: &DirStats) {
+        self.ios = o.ios;
+        self.bytes = o.bytes;
+        self.short_ios = o.short_ios;
+        self.slat.copy_from(&o.slat);
+        self.clat.copy_from(&o.clat);
+        self.lat.copy_from(&o.lat);
+    }
+
     /// The histogram of priority `prio`, added when new.
     #[inline]
     pub fn prio_hist(&mut self, prio: u16) -> &mut Histogram {

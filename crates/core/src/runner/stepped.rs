@@ -273,12 +273,7 @@ pub struct StepKeep {
 /// `dst` = `src`, without allocating; `dst`'s errors stay (a fault in a
 /// ramp is still a fault of the run).
 fn copy_dir(dst: &mut DirStats, src: &DirStats) {
-    dst.ios = src.ios;
-    dst.bytes = src.bytes;
-    dst.short_ios = src.short_ios;
-    dst.slat.copy_from(&src.slat);
-    dst.clat.copy_from(&src.clat);
-    dst.lat.copy_from(&src.lat);
+    dst.copy_measures_from(src);
 }
 
 impl StepKeep {
