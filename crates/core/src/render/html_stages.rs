@@ -132,6 +132,9 @@ fn direction_table(o: &mut String, p: &str, d: &StageDirection) {
         o.push_str("</tr>");
     }
     o.push_str("</table>");
+    if let Some(n) = d.device_coverage_note() {
+        let _ = write!(o, "<p class=\"muted\">Note: {}.</p>", esc(&n));
+    }
 }
 
 /// A comparison's stage changes: A's and B's bars per direction, and the

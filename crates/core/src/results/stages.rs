@@ -77,6 +77,26 @@ pub struct Stage {
     pub percentiles: Vec<(f64, f64)>,
 }
 
+impl StageDirection {
+    /// When far fewer of the direction's I/Os reached the device than were
+    /// traced (page-cache hits of buffered I/O, bios merged into others),
+    /// what that means for the block stages; `None` when most did.
+    pub fn device_coverage_note(&self) -> Option<String> {
+        let dev = self.stages.iter().find(|s| s.name == "device")?;
+        if self.tagged_ios == 0 || dev.ios as f64 >= 0.9 * self.tagged_ios as f64 {
+            return None;
+        }
+        Some(format!(
+            "only {} of the {} traced I/Os reached the device ({:.1} %: page-cache hits of \
+             buffered I/O, or bios merged into others): the block-layer and device stages \
+             describe those, and their contribution is spread over all the direction's I/Os",
+            dev.ios,
+            self.tagged_ios,
+            100.0 * dev.ios as f64 / self.tagged_ios as f64
+        ))
+    }
+}
+
 fn us(ns: f64) -> String {
     if ns.abs() >= 1e6 {
         format!("{:.2}ms", ns / 1e6)
@@ -124,6 +144,9 @@ pub fn render_text(r: &StagesResult) -> String {
             d.punted_io_wq,
             us(d.dioscope_lat_mean_ns)
         ));
+        if let Some(n) = d.device_coverage_note() {
+            s.push_str(&format!("    note: {n}\n"));
+        }
         for st in std::iter::once(&d.traced_total).chain(&d.stages) {
             let share = st
                 .contribution_ns
@@ -381,6 +404,19 @@ mod tests {
         assert!(t.contains("completion delivery"), "{t}");
         assert!(t.contains("+300.0%"), "{t}");
         assert!(t.contains("No interval"), "{t}");
+    }
+
+    #[test]
+    fn few_ios_at_the_device_are_said() {
+        let mut r = run(10_000.0, 5_000.0, 1_000.0);
+        let d = &mut r.directions[0];
+        d.tagged_ios = 1000;
+        d.stages[0].ios = 80;
+        let n = d.device_coverage_note().expect("a note");
+        assert!(n.contains("only 80 of the 1000 traced I/Os"), "{n}");
+        assert!(render_text(&r).contains("note: only 80 of the 1000"));
+        r.directions[0].stages[0].ios = 950;
+        assert_eq!(r.directions[0].device_coverage_note(), None);
     }
 
     #[test]
