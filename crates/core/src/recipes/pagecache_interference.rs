@@ -12,7 +12,9 @@
 //! seed's: the last close of a block device drops its page cache, so without
 //! an opener the reader's pages would be gone before the run.
 
-use super::verdict::{change_text, decide, interference, judge_trials, Control, Evidence};
+use super::verdict::{
+    change_text, decide, interference, judge_alternating, judge_trials, Control, Evidence,
+};
 use super::{job, run_steps, Ctx, Recipe, Said, Steps, Stop, Table};
 use crate::diag::pagecache::{drop_cache, resident_fd};
 use crate::experiment::samples::M;
@@ -375,13 +377,14 @@ impl Steps for PagecacheInterference {
         let _ = drop_cache(fd, true);
         r?;
         let pages = hooks.pages;
-        let (wo, w) = split(&ctx.trial_values(CONTROL, METRIC), probed);
+        let vals = ctx.trial_values(CONTROL, METRIC);
+        let (wo, w) = split(&vals, probed);
         // The plant's own traces (the pages, the probe's reads) are the
         // effect; anything else in the cell's findings is interference.
         let (dirty, _) = interference(&ctx.findings(CONTROL));
         let e = Evidence {
             metric: METRIC_NAME.into(),
-            change: judge_trials(&wo, &w),
+            change: judge_alternating(&vals, probed),
             size_pct: EFFECT_PCT,
             masked: None,
             contaminated: dirty.into_iter().filter(|k| k == "other_openers").collect(),
@@ -392,9 +395,11 @@ impl Steps for PagecacheInterference {
         let text = format!(
             "{pages} pages cached by a blkid-like probe of the device's first and last MiB, \
              outside the writes' range, in every second trial ({} with them, {} without, \
-             alternating): CPU µs per write {} in the trials with them",
+             alternating; judged in {} triplets of neighbouring trials): CPU µs per write {} in \
+             the trials with them",
             w.len(),
             wo.len(),
+            vals.len() / 3,
             change_text(e.change)
         );
         Ok(Said::new(v, text))
@@ -442,13 +447,14 @@ impl Steps for PagecacheInterference {
             .get("cached.pages_before")
             .and_then(|v| v.as_u64())
             .unwrap_or(0);
-        let (clean, with) = split(&ctx.trial_values(ALTERNATING, METRIC), cached);
+        let vals = ctx.trial_values(ALTERNATING, METRIC);
+        let (clean, with) = split(&vals, cached);
         let hygiene = ctx.trial_values("hygiene", METRIC);
         let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
         let (Some(c), Some(k), Some(h)) = (mean(&clean), mean(&with), mean(&hygiene)) else {
             return Said::missing();
         };
-        let e = evidence(ctx, &clean, &with);
+        let e = evidence(ctx, &vals);
         let v = decide(&e);
         let hyg = judge_trials(&clean, &hygiene);
         let lat = |pick: bool| {
@@ -458,11 +464,13 @@ impl Steps for PagecacheInterference {
         };
         let text = format!(
             "{v}: with {cached_pages} cached pages at the start of a trial a write takes {k:.2} \
-             CPU µs vs {c:.2} clean ({}, {} trials a side, alternating; the seed's effect: \
+             CPU µs vs {c:.2} clean ({}, {} trials a side, alternating, judged in {} triplets of \
+             neighbouring trials; the seed's effect: \
              +{EFFECT_PCT:.0} %; µs per block {} vs {}); with dioscope's invalidate before each \
              trial {h:.2} CPU µs ({} vs clean).{}",
             change_text(e.change),
             clean.len().min(with.len()),
+            vals.len() / 3,
             lat(true),
             lat(false),
             change_text(hyg),
@@ -544,7 +552,7 @@ fn with_names(mode: &str, what: &str, findings: Vec<String>, cols: Vec<String>) 
 /// page-cache findings are not contamination; the clean trials must have
 /// had none (a reader of someone else's, or `--contaminate`'s, shows there),
 /// and any other interference the cell found counts as usual.
-fn evidence(ctx: &Ctx, clean: &[f64], with: &[f64]) -> Evidence {
+fn evidence(ctx: &Ctx, vals: &[f64]) -> Evidence {
     let (dirty, contention) = interference(&ctx.findings(ALTERNATING));
     let mut contaminated: Vec<String> = dirty
         .into_iter()
@@ -556,7 +564,7 @@ fn evidence(ctx: &Ctx, clean: &[f64], with: &[f64]) -> Evidence {
     }
     Evidence {
         metric: METRIC_NAME.into(),
-        change: judge_trials(clean, with),
+        change: judge_alternating(vals, cached),
         size_pct: EFFECT_PCT,
         masked: None,
         contaminated,

@@ -3,6 +3,7 @@
 
 pub mod cpu;
 pub mod histogram;
+pub mod signed_rank;
 pub mod significance;
 pub mod summary;
 pub mod trials;
