@@ -137,7 +137,10 @@ mod tests {
         let d = c.delivery.as_ref().unwrap();
         assert_eq!((d.cost_ns, d.mean_ns), (140e3, 200e3));
         let text = g.findings[0].to_string();
-        assert!(text.contains("took 140.0 µs of the 200.0 µs mean read latency (70 %)"), "{text}");
+        assert!(
+            text.contains("took 140.0 µs of the 200.0 µs mean read latency (70 %)"),
+            "{text}"
+        );
         assert_eq!(g.findings.len(), 1, "no punts, no io_wq_punts");
     }
 
@@ -176,7 +179,9 @@ mod tests {
         let old = r#"{"kind":"cpu_contention","trials":[1],"cpus":2,"busy_pct":99.0,
             "ours_pct":50.0,"others_pct":60.0,"top":[]}"#;
         let f: Finding = serde_json::from_str(old).unwrap();
-        let Finding::CpuContention(c) = f else { panic!() };
+        let Finding::CpuContention(c) = f else {
+            panic!()
+        };
         assert!(c.delivery.is_none());
     }
 }
