@@ -491,7 +491,7 @@ impl Drop for Throttle {
 /// per I/O", the traced total (submit_req → CQE) minus the joined stages:
 /// 96–98 % of the mean in five runs.
 #[test]
-fn blk_throttle_delay_lands_before_the_bio_is_queued() {
+fn blk_throttle_delay_lands_outside_the_per_io_stages() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if !can_trace() {
         return;
