@@ -18,6 +18,8 @@
 //! - [`doctor`]: all workload-free checks as a checklist.
 //! - [`hooks`]: the runner's trial hooks that drop the page cache and record
 //!   pages, openers and device counters per trial.
+//! - [`stage_findings`]: what `--stages` measured, in the findings (the
+//!   cost of completion delivery under CPU contention, io-wq punts).
 //! - [`run`]: a finished run and what the hooks saw → findings, the JSON
 //!   `"dioscope"` entries and fio's `disk_util`.
 //!
@@ -41,6 +43,7 @@ pub mod procs;
 pub mod run;
 pub mod sharing;
 pub mod sparse;
+pub mod stage_findings;
 
 #[cfg(test)]
 mod root_tests;

@@ -99,15 +99,21 @@ fn device_totals(trials: &[TrialRecord]) -> Vec<DeviceTotal> {
 }
 
 impl RunDiagnosis {
-    /// Fill the result's diagnosis entries: environment, findings, per-trial
-    /// device accounting, device totals, page-cache and opener samples.
-    pub fn fill(&self, d: &mut Dioscope) {
-        d.environment = Some(self.environment.clone());
+    /// Fill the result's findings alone (again, after `--stages` added to
+    /// them: [`super::stage_findings::apply`]).
+    pub fn fill_findings(&self, d: &mut Dioscope) {
         d.findings = self
             .findings
             .iter()
             .map(|f| from_value(value(f.reported())))
             .collect();
+    }
+
+    /// Fill the result's diagnosis entries: environment, findings, per-trial
+    /// device accounting, device totals, page-cache and opener samples.
+    pub fn fill(&self, d: &mut Dioscope) {
+        d.environment = Some(self.environment.clone());
+        self.fill_findings(d);
         d.devices = self
             .trials
             .iter()

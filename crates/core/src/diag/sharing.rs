@@ -180,6 +180,7 @@ pub fn cpu_contention(trials: &[TrialRecord]) -> Option<Finding> {
             ours_pct: 0.0,
             others_pct: 0.0,
             top: Vec::new(),
+            delivery: None,
         });
         if !f.trials.contains(&(rec.trial as usize)) {
             f.trials.push(rec.trial as usize);

@@ -125,7 +125,7 @@ pub fn run_prepared(
     };
     let interim = std::mem::take(&mut status.kept);
     let profile = profiler.map(|p| p.finish(&result));
-    let diagnosis = diag::diagnose(&result, &hooks);
+    let mut diagnosis = diag::diagnose(&result, &hooks);
 
     // Remove what this run created when asked (the default job's scratch
     // file always). Files dioscope did not create are never removed.
@@ -156,6 +156,10 @@ pub fn run_prepared(
     let stages = tracer.map(|t| t.finish(&doc));
     if let Some(d) = doc.dioscope.as_mut() {
         d.profile = profile;
+        if let Some(s) = &stages {
+            diag::stage_findings::apply(&mut diagnosis, s);
+            diagnosis.fill_findings(d);
+        }
         if let Some(v) = stages.and_then(|s| serde_json::to_value(s).ok()) {
             let _ = d.set_section(crate::results::stages::KEY, v);
         }

@@ -33,6 +33,23 @@ pub struct CpuContention {
     pub others_pct: f64,
     /// The busiest other processes, busiest first.
     pub top: Vec<CpuProcess>,
+    /// `--stages`: what completion posting and delivery (the time after the
+    /// device finished, which waits for a CPU) cost of the mean latency, in
+    /// the direction where they cost most. Absent without `--stages`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<DeliveryCost>,
+}
+
+/// Completion posting + delivery of one direction, from `--stages`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeliveryCost {
+    /// `read` or `write`.
+    pub direction: String,
+    /// Posting (device completed → CQE posted) + delivery (CQE → reaped),
+    /// their contributions to the mean latency, ns.
+    pub cost_ns: f64,
+    /// dioscope's mean latency of the direction, ns.
+    pub mean_ns: f64,
 }
 
 impl Describe for CpuContention {
@@ -53,6 +70,17 @@ impl Describe for CpuContention {
             if self.cpus == 1 { "" } else { "s" },
             self.busy_pct,
         )?;
+        if let Some(d) = &self.delivery {
+            write!(
+                f,
+                "; completion posting and delivery (the time after the device finished) took \
+                 {:.1} µs of the {:.1} µs mean {} latency ({:.0} %)",
+                d.cost_ns / 1e3,
+                d.mean_ns / 1e3,
+                d.direction,
+                100.0 * d.cost_ns / d.mean_ns.max(1.0),
+            )?;
+        }
         if !self.top.is_empty() {
             let who = top_few(&self.top, |p| {
                 format!("pid {} (`{}`, {:.0} %)", p.pid, p.comm, p.cpu_pct)
@@ -81,6 +109,11 @@ pub(super) fn example() -> super::Finding {
             cpu_pct: 99.0,
             our_cpus_pct: 99.0,
         }],
+        delivery: Some(DeliveryCost {
+            direction: "read".into(),
+            cost_ns: 120e3,
+            mean_ns: 200e3,
+        }),
     }
     .into()
 }

@@ -220,7 +220,7 @@ macro_rules! findings {
     };
 }
 
-pub use cpu_contention::CpuProcess;
+pub use cpu_contention::{CpuProcess, DeliveryCost};
 pub use other_device_io::IoProcess;
 pub use page_cache_on_target::{merge as merge_page_cache, PageCacheCause};
 
@@ -328,6 +328,7 @@ findings! {
     tool_bottleneck::ToolBottleneck,
     kernel_cpu_bound::KernelCpuBound,
     cpu_contention::CpuContention,
+    io_wq_punts::IoWqPunts,
     fragmented_file::FragmentedFile,
     governor_not_performance::GovernorNotPerformance,
     hipri_without_poll::HipriWithoutPoll,
