@@ -18,12 +18,14 @@
 //! - [`doctor`]: all workload-free checks as a checklist.
 //! - [`hooks`]: the runner's trial hooks that drop the page cache and record
 //!   pages, openers and device counters per trial.
+//! - [`amplification`]: device bytes ÷ job bytes per trial and run.
 //! - [`run`]: a finished run and what the hooks saw → findings, the JSON
 //!   `"dioscope"` entries and fio's `disk_util`.
 //!
 //! Other processes holding the target open are found by `crate::safety`;
 //! its result becomes [`Finding::OtherOpeners`].
 
+pub mod amplification;
 pub mod checklist;
 pub mod checks;
 pub mod consistency;
