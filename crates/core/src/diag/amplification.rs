@@ -37,7 +37,10 @@ fn other_reason(rec: &TrialRecord, ours: Option<(u64, u64)>) -> Option<String> {
          did I/O: the kernel's writeback or the file system's own journal)"
             .to_string()
     } else {
-        format!("includes other processes' I/O (other_device_io: {})", who.join(", "))
+        format!(
+            "includes other processes' I/O (other_device_io: {})",
+            who.join(", ")
+        )
     })
 }
 

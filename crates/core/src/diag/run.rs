@@ -11,11 +11,11 @@ use serde_json::Value;
 
 use super::amplification::amplification;
 use super::checks::{after_run_all, RunCtx};
-use crate::results::amplification::Amplification;
 use super::device::{DevRole, DeviceMetrics, DiskStat};
 use super::env::Environment;
 use super::findings::{Finding, Severity};
 use super::hooks::{DiagHooks, TrialRecord};
+use crate::results::amplification::Amplification;
 use crate::results::model::{Dioscope, DiskUtil, TrialDevices};
 use crate::results::pagecache::{OpenerSample, PageCacheSample};
 use crate::runner::RunResult;
@@ -126,7 +126,8 @@ impl RunDiagnosis {
             })
             .collect();
         d.device_totals = self.devices.clone();
-        d.amplification = (!self.amplification.trials.is_empty()).then(|| self.amplification.clone());
+        d.amplification =
+            (!self.amplification.trials.is_empty()).then(|| self.amplification.clone());
         d.page_cache.clear();
         d.openers.clear();
         for t in &self.trials {

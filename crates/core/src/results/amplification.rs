@@ -44,7 +44,10 @@ impl DirAmp {
         let (ratio, note) = match job {
             None => (
                 None,
-                Some("not available: buffered I/O (the page cache decides what reaches the device)".to_string()),
+                Some(
+                    "not available: buffered I/O (the page cache decides what reaches the device)"
+                        .to_string(),
+                ),
             ),
             Some(0) => (None, Some(format!("no {what}"))),
             Some(j) => (Some(device as f64 / j as f64), None),
@@ -238,7 +241,11 @@ mod tests {
         // Buffered: the jobs' bytes are not comparable.
         let b = DirAmp::new(100, None, "writes");
         assert_eq!(b.ratio, None);
-        assert!(b.text().starts_with("not available: buffered"), "{}", b.text());
+        assert!(
+            b.text().starts_with("not available: buffered"),
+            "{}",
+            b.text()
+        );
     }
 
     #[test]
@@ -267,10 +274,17 @@ mod tests {
         let a = Amplification::build(&[trial(1, vec![dev("sdz", 0, 10)], Some((0, 10))), t2]);
         assert!(!a.trials[0].devices[0].qualified);
         assert!(a.trials[1].devices[0].qualified);
-        assert!(a.trials[1].devices[0].reason.as_ref().unwrap().contains("dd"));
+        assert!(a.trials[1].devices[0]
+            .reason
+            .as_ref()
+            .unwrap()
+            .contains("dd"));
         assert!(a.run[0].qualified);
         let r = a.run[0].reason.as_ref().unwrap();
-        assert!(r.contains("other processes' I/O") && r.contains("trial 2"), "{r}");
+        assert!(
+            r.contains("other processes' I/O") && r.contains("trial 2"),
+            "{r}"
+        );
         assert_eq!(a.run[0].write.ratio, Some(2.0));
     }
 
