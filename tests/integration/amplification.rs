@@ -94,6 +94,21 @@ fn a_raw_loop_device_writes_what_the_job_wrote() {
         text.contains(&format!("trial 2 {name} (target): write 1.00×")),
         "{text}"
     );
+    // The HTML report has the table, the loop device's run row first.
+    let html = d.path().join("r.html");
+    let jf = d.path().join("r.json");
+    std::fs::write(&jf, v.to_string()).unwrap();
+    let o = run_in(
+        d.path(),
+        &["report", jf.to_str().unwrap(), "-o", html.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let h = std::fs::read_to_string(&html).unwrap();
+    assert!(h.contains("-amplification\""), "no amplification table");
+    assert!(
+        h.contains(&format!("<td class=\"l\">run</td><td class=\"l\">{name}</td><td class=\"l\">target</td><td>1.00×</td>")),
+        "no run row for {name}"
+    );
     let kinds = v["dioscope"]["findings"].to_string();
     assert!(
         !kinds.contains(&format!("\"device\":\"{name}\",\"fs_type\"")),
