@@ -4,9 +4,10 @@
 //! the jobs transferred in that trial. The arithmetic and the JSON shape are
 //! `results::amplification`'s; the finding is `write_amplification`.
 
+use super::device::DeviceReport;
 use super::findings::{human_bytes, Finding, WriteAmplification};
 use super::hooks::TrialRecord;
-use super::sharing::{job_bytes, other_io};
+use super::sharing::{beyond_ours, data_device, job_bytes, other_io};
 use crate::results::amplification::{Amplification, DeviceBytes, TrialBytes};
 use crate::runner::RunResult;
 
@@ -44,6 +45,24 @@ fn other_reason(rec: &TrialRecord, ours: Option<(u64, u64)>) -> Option<String> {
     })
 }
 
+/// A device the `other_device_io` rule does not watch (under a loop's
+/// backing file, a parent disk, a component) that moved more than the jobs
+/// beyond the same slack: shared with the rest of the system.
+fn shared_device(d: &DeviceReport, ours: Option<(u64, u64)>) -> Option<String> {
+    let (r, w) = ours?;
+    if data_device(d)
+        || !(beyond_ours(d.delta.read_sectors * 512, r)
+            || beyond_ours(d.delta.write_sectors * 512, w))
+    {
+        return None;
+    }
+    Some(format!(
+        "includes other processes' I/O ({} is shared with the rest of the system and moved \
+         more than the jobs beyond the other_device_io slack)",
+        d.device
+    ))
+}
+
 /// The run's amplification from the trial records.
 pub fn amplification(r: &RunResult, trials: &[TrialRecord]) -> Amplification {
     let input: Vec<TrialBytes> = trials
@@ -61,6 +80,7 @@ pub fn amplification(r: &RunResult, trials: &[TrialRecord]) -> Amplification {
                         role: d.role,
                         read: d.delta.read_sectors * 512,
                         write: d.delta.write_sectors * 512,
+                        other_io: shared_device(d, jobs),
                     })
                     .collect(),
                 jobs,

@@ -38,12 +38,12 @@ pub fn job_bytes(r: &RunResult, rec: &TrialRecord) -> Option<OurBytes> {
 }
 
 /// Whether a device moved more than the benchmark in one direction.
-fn beyond_ours(device: u64, ours: u64) -> bool {
+pub fn beyond_ours(device: u64, ours: u64) -> bool {
     let slack = ((ours as f64 * OTHER_IO_MIN_SHARE) as u64).max(OTHER_IO_MIN_BYTES);
     device > ours + slack
 }
 
-fn data_device(d: &DeviceReport) -> bool {
+pub fn data_device(d: &DeviceReport) -> bool {
     matches!(d.role, DevRole::Target | DevRole::Filesystem)
 }
 

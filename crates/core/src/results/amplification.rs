@@ -110,6 +110,10 @@ pub struct DeviceBytes {
     pub role: DevRole,
     pub read: u64,
     pub write: u64,
+    /// Why this device's bytes include other I/O when the trial's rule
+    /// (`TrialBytes::other_io`) does not cover it (a device under a loop's
+    /// backing file is shared with the rest of the system).
+    pub other_io: Option<String>,
 }
 
 /// One trial's input: its devices' bytes, the jobs' bytes (read, write;
@@ -128,6 +132,7 @@ pub const NO_COUNTERS: &str = "not available: no block device under the target, 
      (/sys/block/DEV/stat) could not be read";
 
 fn device_amp(d: &DeviceBytes, jobs: Option<(u64, u64)>, other: &Option<String>) -> DeviceAmp {
+    let other = other.as_ref().or(d.other_io.as_ref());
     DeviceAmp {
         device: d.device.clone(),
         role: d.role,
@@ -135,7 +140,7 @@ fn device_amp(d: &DeviceBytes, jobs: Option<(u64, u64)>, other: &Option<String>)
         read: DirAmp::new(d.read, jobs.map(|j| j.0), "reads"),
         write: DirAmp::new(d.write, jobs.map(|j| j.1), "writes"),
         qualified: other.is_some(),
-        reason: other.clone(),
+        reason: other.cloned(),
     }
 }
 
@@ -174,7 +179,7 @@ impl Amplification {
                     (Some(x), Some(y)) => Some((x.0 + y.0, x.1 + y.1)),
                     _ => None,
                 };
-                if t.other_io.is_some() && !a.4.contains(&t.trial) {
+                if (t.other_io.is_some() || d.other_io.is_some()) && !a.4.contains(&t.trial) {
                     a.4.push(t.trial);
                 }
             }
@@ -195,6 +200,7 @@ impl Amplification {
                         role,
                         read: r,
                         write: w,
+                        other_io: None,
                     },
                     jobs,
                     &reason,
@@ -215,6 +221,7 @@ mod tests {
             role: DevRole::Target,
             read: r,
             write: w,
+            other_io: None,
         }
     }
 
@@ -286,6 +293,16 @@ mod tests {
             "{r}"
         );
         assert_eq!(a.run[0].write.ratio, Some(2.0));
+        // A shared device's own reason qualifies it alone.
+        let mut shared = dev("vda", 0, 90);
+        shared.other_io = Some("includes other processes' I/O (vda is shared)".into());
+        let a = Amplification::build(&[trial(1, vec![dev("loop1", 0, 10), shared], Some((0, 10)))]);
+        assert!(!a.run[0].qualified && a.run[1].qualified, "{a:?}");
+        assert!(a.trials[0].devices[1]
+            .reason
+            .as_ref()
+            .unwrap()
+            .contains("shared"));
     }
 
     #[test]
