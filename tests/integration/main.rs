@@ -6,6 +6,7 @@ mod common;
 #[path = "../../crates/core/tests/common/mod.rs"]
 mod source_scan;
 
+mod amplification;
 mod blockdev;
 mod buffers;
 mod citizen;

@@ -99,6 +99,11 @@ struct Current {
     watches: Vec<Watch>,
     devs: Vec<BlockDev>,
     start: Option<(Snapshot, u64)>,
+    /// A job of the group has a ramp: the device snapshot waits for its end
+    /// (the jobs' bytes count from there); without one it is taken before
+    /// the workers start, or the I/O they do while the runner snapshots
+    /// would be in the jobs' bytes but not in the device's.
+    ramp: bool,
     /// Who else is there (see [`Sharing`]).
     sharing: Sharing,
 }
@@ -555,13 +560,22 @@ impl TrialHooks for DiagHooks {
             sharing: Sharing::start(&devs),
             devs,
             start: None,
+            ramp: jobs.iter().any(|j| j.spec.ramp_time_us > 0),
         });
+    }
+
+    fn workers_ready(&mut self, _group: u32, _trial: u32) {
+        if let Some(c) = self.cur.as_mut().filter(|c| !c.ramp) {
+            c.start = Some((device::snapshot(&c.devs), now_us()));
+        }
     }
 
     fn measure_start(&mut self, _group: u32, _trial: u32) {
         if let Some(c) = &mut self.cur {
             c.sharing.measure_start();
-            c.start = Some((device::snapshot(&c.devs), now_us()));
+            if c.start.is_none() {
+                c.start = Some((device::snapshot(&c.devs), now_us()));
+            }
         }
     }
 

@@ -20,12 +20,14 @@
 //!   pages, openers and device counters per trial.
 //! - [`stage_findings`]: what `--stages` measured, in the findings (the
 //!   cost of completion delivery under CPU contention, io-wq punts).
+//! - [`amplification`]: device bytes ÷ job bytes per trial and run.
 //! - [`run`]: a finished run and what the hooks saw → findings, the JSON
 //!   `"dioscope"` entries and fio's `disk_util`.
 //!
 //! Other processes holding the target open are found by `crate::safety`;
 //! its result becomes [`Finding::OtherOpeners`].
 
+pub mod amplification;
 pub mod checklist;
 pub mod checks;
 pub mod consistency;

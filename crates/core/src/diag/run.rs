@@ -9,11 +9,13 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use super::amplification::amplification;
 use super::checks::{after_run_all, RunCtx};
 use super::device::{DevRole, DeviceMetrics, DiskStat};
 use super::env::Environment;
 use super::findings::{Finding, Severity};
 use super::hooks::{DiagHooks, TrialRecord};
+use crate::results::amplification::Amplification;
 use crate::results::model::{Dioscope, DiskUtil, TrialDevices};
 use crate::results::pagecache::{OpenerSample, PageCacheSample};
 use crate::runner::RunResult;
@@ -29,6 +31,8 @@ pub struct RunDiagnosis {
     pub findings: Vec<Finding>,
     pub trials: Vec<TrialRecord>,
     pub devices: Vec<DeviceTotal>,
+    /// Device bytes ÷ job bytes per trial and run.
+    pub amplification: Amplification,
 }
 
 /// Diagnose a finished run: the run side of every check in
@@ -47,6 +51,7 @@ pub fn diagnose(r: &RunResult, hooks: &DiagHooks) -> RunDiagnosis {
         findings: found,
         trials: hooks.trials.clone(),
         devices: device_totals(&hooks.trials),
+        amplification: amplification(r, &hooks.trials),
     }
 }
 
@@ -127,6 +132,8 @@ impl RunDiagnosis {
             })
             .collect();
         d.device_totals = self.devices.clone();
+        d.amplification =
+            (!self.amplification.trials.is_empty()).then(|| self.amplification.clone());
         d.page_cache.clear();
         d.openers.clear();
         for t in &self.trials {
@@ -350,6 +357,7 @@ mod tests {
             findings: Vec::new(),
             trials: Vec::new(),
             devices: totals,
+            amplification: Default::default(),
         };
         let u = d.disk_util();
         assert_eq!(u[0].name, "loop0");

@@ -7,6 +7,7 @@ use super::device::{self, BlockDev, DevRole, DeviceReport};
 use super::findings::{CpuContention, CpuProcess, Finding, IoProcess, OtherDeviceIo};
 use super::hooks::TrialRecord;
 use super::procs;
+use crate::runner::RunResult;
 
 /// Extra device traffic beyond the benchmark's own that is not reported:
 /// this share of ours…
@@ -20,13 +21,29 @@ const OTHER_IO_MIN_BYTES: u64 = 4 << 20;
 /// The benchmark's bytes (read, write) of one trial, from the run result.
 pub type OurBytes = (u64, u64);
 
+/// The bytes the group's jobs read and wrote in the trial; `None` when a
+/// job does buffered I/O (what reaches the device is then the kernel's
+/// choice, not the job's).
+pub fn job_bytes(r: &RunResult, rec: &TrialRecord) -> Option<OurBytes> {
+    let mut b = (0, 0);
+    for j in r.jobs.iter().filter(|j| j.resolved.phase == rec.group) {
+        if !j.resolved.spec.direct {
+            return None;
+        }
+        let t = j.trials.get(rec.trial.checked_sub(1)? as usize)?;
+        b.0 += t.dirs[0].bytes;
+        b.1 += t.dirs[1].bytes;
+    }
+    Some(b)
+}
+
 /// Whether a device moved more than the benchmark in one direction.
-fn beyond_ours(device: u64, ours: u64) -> bool {
+pub fn beyond_ours(device: u64, ours: u64) -> bool {
     let slack = ((ours as f64 * OTHER_IO_MIN_SHARE) as u64).max(OTHER_IO_MIN_BYTES);
     device > ours + slack
 }
 
-fn data_device(d: &DeviceReport) -> bool {
+pub fn data_device(d: &DeviceReport) -> bool {
     matches!(d.role, DevRole::Target | DevRole::Filesystem)
 }
 

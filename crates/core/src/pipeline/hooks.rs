@@ -126,6 +126,7 @@ impl StatusInterval {
             findings: Vec::new(),
             trials: Vec::new(),
             devices: Vec::new(),
+            amplification: Default::default(),
         };
         let mut doc = crate::render::build::run_doc(r, &diagnosis, String::new());
         if !self.global_options.is_empty() {

@@ -756,8 +756,39 @@ fn cpu(o: &mut String, p: &str, doc: &RunDoc, views: &[JobView]) {
     }
 }
 
+/// Write and read amplification per device: the run's row, then each trial's.
+fn amplification(o: &mut String, p: &str, a: &crate::results::amplification::Amplification) {
+    let _ = write!(o, "<table id=\"{p}-amplification\"><tr><th class=\"l\">trial</th><th class=\"l\">device</th><th class=\"l\">role</th><th>write amplification</th><th>read amplification</th><th class=\"l\">source</th></tr>");
+    let rows = a.run.iter().map(|d| ("run".to_string(), d)).chain(
+        a.trials
+            .iter()
+            .flat_map(|t| t.devices.iter().map(move |d| (format!("g{} t{}", t.group, t.trial), d))),
+    );
+    for (when, d) in rows {
+        let q = match &d.reason {
+            Some(r) if d.qualified => format!(" ({r})"),
+            _ => String::new(),
+        };
+        let _ = write!(
+            o,
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td class=\"l\">{}{}</td></tr>",
+            esc(&when),
+            esc(&d.device),
+            esc(d.role.as_str()),
+            esc(&d.write.text()),
+            esc(&d.read.text()),
+            esc(d.source.as_str()),
+            esc(&q)
+        );
+    }
+    o.push_str("</table><p class=\"muted\">Amplification: bytes the device transferred ÷ bytes the jobs transferred in the measured window.</p>");
+}
+
 fn devices(o: &mut String, p: &str, doc: &RunDoc) {
     let _ = write!(o, "<h2 id=\"{p}-devices\">Devices</h2>");
+    if let Some(a) = doc.dioscope.as_ref().and_then(|d| d.amplification.as_ref()) {
+        amplification(o, p, a);
+    }
     let totals = doc
         .dioscope
         .as_ref()

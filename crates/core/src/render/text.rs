@@ -304,6 +304,42 @@ fn device_line(d: &DeviceTotal) -> String {
     s
 }
 
+/// Write and read amplification per device: the run, then each trial.
+fn amplification_lines(out: &mut String, a: &crate::results::amplification::Amplification) {
+    use crate::results::amplification::DeviceAmp;
+    let line = |d: &DeviceAmp| {
+        let q = match &d.reason {
+            Some(r) if d.qualified => format!(" [{r}]"),
+            _ => String::new(),
+        };
+        format!(
+            "{} ({}): write {}, read: {} ({}){q}",
+            d.device,
+            d.role.as_str(),
+            d.write.text(),
+            d.read.text(),
+            d.source.as_str()
+        )
+    };
+    let _ = writeln!(out, "amplification (device bytes / job bytes):");
+    for d in &a.run {
+        let _ = writeln!(out, "  run     {}", line(d));
+    }
+    for t in &a.trials {
+        let tag = if a.trials.iter().any(|x| x.group != t.group) {
+            format!("g{} t{}", t.group, t.trial)
+        } else {
+            format!("trial {}", t.trial)
+        };
+        if let Some(n) = &t.not_available {
+            let _ = writeln!(out, "  {tag:<7} {n}");
+        }
+        for d in &t.devices {
+            let _ = writeln!(out, "  {tag:<7} {}", line(d));
+        }
+    }
+}
+
 /// Context, devices, notes, findings and the partial-result banner.
 fn tail(out: &mut String, d: &Dioscope) {
     if !d.context.is_empty() {
@@ -312,6 +348,9 @@ fn tail(out: &mut String, d: &Dioscope) {
             let _ = write!(out, "\n  {}", device_line(t));
         }
         out.push('\n');
+    }
+    if let Some(a) = &d.amplification {
+        amplification_lines(out, a);
     }
     for n in &d.notes {
         let _ = writeln!(out, "  {n}");

@@ -11,6 +11,7 @@
 //! - [`series`]: per-interval time series (bounded memory), per trial.
 //! - [`units`]: the one place numbers become human text.
 
+pub mod amplification;
 pub mod devices;
 pub mod doctor;
 pub mod environment;

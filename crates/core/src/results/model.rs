@@ -324,6 +324,9 @@ pub struct Dioscope {
     pub devices: Vec<TrialDevices>,
     #[serde(default)]
     pub device_totals: Vec<DeviceTotal>,
+    /// Device bytes ÷ job bytes per direction, per trial and for the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amplification: Option<super::amplification::Amplification>,
     #[serde(default)]
     pub page_cache: Vec<PageCacheSample>,
     #[serde(default)]

@@ -6,7 +6,7 @@ use crate::diag::checklist::Check;
 use crate::diag::device::resolve;
 use crate::diag::findings::Finding;
 use crate::diag::hooks::TrialRecord;
-use crate::diag::sharing::{other_device_io, sample_device_io, OurBytes, DOCTOR_SAMPLE};
+use crate::diag::sharing::{job_bytes, other_device_io, sample_device_io, OurBytes, DOCTOR_SAMPLE};
 
 pub const CHECK: CheckDef = CheckDef {
     name: "device sharing",
@@ -15,24 +15,9 @@ pub const CHECK: CheckDef = CheckDef {
 };
 
 /// The bytes the group's jobs read and wrote in the trial; `None` when a
-/// job does buffered I/O (what reaches the device is then the kernel's
-/// choice, not the job's).
+/// job does buffered I/O (see [`crate::diag::sharing::job_bytes`]).
 pub(super) fn ours(ctx: &RunCtx, rec: &TrialRecord) -> Option<OurBytes> {
-    let mut b = (0, 0);
-    for j in ctx
-        .result
-        .jobs
-        .iter()
-        .filter(|j| j.resolved.phase == rec.group)
-    {
-        if !j.resolved.spec.direct {
-            return None;
-        }
-        let t = j.trials.get(rec.trial.checked_sub(1)? as usize)?;
-        b.0 += t.dirs[0].bytes;
-        b.1 += t.dirs[1].bytes;
-    }
-    Some(b)
+    job_bytes(ctx.result, rec)
 }
 
 fn after_run(ctx: &RunCtx) -> Vec<Finding> {

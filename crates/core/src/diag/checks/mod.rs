@@ -95,6 +95,7 @@ checks! {
     job_options,
     page_cache,
     device_sharing,
+    write_amplification,
     written_data,
     fragmentation,
     trials,

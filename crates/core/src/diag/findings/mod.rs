@@ -332,6 +332,7 @@ findings! {
     fragmented_file::FragmentedFile,
     governor_not_performance::GovernorNotPerformance,
     hipri_without_poll::HipriWithoutPoll,
+    write_amplification::WriteAmplification,
     // docs/ARCHITECTURE.md's "Add a finding" followed to the letter by a
     // test-only finding (its test `adding_a_finding_is_one_file_and_one_line`).
     #[cfg(test)]
