@@ -115,6 +115,7 @@ mod tests {
             findings: if contended { vec![c.into()] } else { vec![] },
             trials: vec![],
             devices: vec![],
+            amplification: Default::default(),
         }
     }
 

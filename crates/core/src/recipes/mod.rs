@@ -275,6 +275,10 @@ const MIN_CELL_S: u64 = 3;
 /// than risk fewer (a trial that outlasts `--max-time` ends an auto cell).
 const TIGHT_CELL_S: u64 = 10;
 
+/// The least share with which the first auto cell (a trial's cost not yet
+/// seen) runs `trials=auto`; below it, [`MIN_TRIALS`] fixed.
+const FIRST_CELL_S: u64 = 30;
+
 /// The fewest trials a full run's cell gets: the fewest with which the
 /// verdict's U test has a 95 % interval (4 a side). With 2, a full run on a
 /// busy machine ended "INCONCLUSIVE (too few trials)" where a quick run of
@@ -345,10 +349,14 @@ impl Ctx {
         // `--max-time` ends a cell after one trial when that trial outlasts
         // the share: a share under TIGHT_CELL_S, or under MIN_TRIALS + ½
         // trials of the last cell's cost, runs MIN_TRIALS fixed instead.
+        // The first auto cell does not know a trial's cost yet: a share
+        // under FIRST_CELL_S may hold fewer than MIN_TRIALS of them (a full
+        // submit-cost run's first cell, 14 s for profiled 3 s trials, ran 3).
         let tight = share < TIGHT_CELL_S
-            || b.per_trial_s
-                .filter(|t| *t > 0.0)
-                .is_some_and(|t| (share as f64) < (f64::from(MIN_TRIALS) + 0.5) * t);
+            || match b.per_trial_s.filter(|t| *t > 0.0) {
+                Some(t) => (share as f64) < (f64::from(MIN_TRIALS) + 0.5) * t,
+                None => share < FIRST_CELL_S,
+            };
         if tight {
             return (vec![format!("--trials={MIN_TRIALS}")], true);
         }
@@ -687,6 +695,10 @@ mod budget_tests {
         ctx.plan(10, FULL_BUDGET_S);
         let (v, auto) = ctx.budget_args("--trials=auto".into());
         assert!(auto);
+        assert_eq!(v, vec![format!("--trials={MIN_TRIALS}")]);
+        // The first cell, its trials' cost unknown, with a 15 s share.
+        ctx.plan(10, 0);
+        let (v, _) = ctx.budget_args("--trials=auto".into());
         assert_eq!(v, vec![format!("--trials={MIN_TRIALS}")]);
         // Room, but a trial costs more than the share can hold 4.5 times.
         ctx.plan(1, 0);
