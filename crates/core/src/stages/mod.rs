@@ -249,9 +249,10 @@ impl StageTracer {
                 ..StagesResult::default()
             };
         };
-        let _ = dioscope_sys::proc::signal_process(r.child.id(), libc::SIGINT);
-        let status = r.child.wait();
-        let lines: Vec<String> = r.lines.try_iter().collect();
+        let status = stop(&mut r.child);
+        // Every line up to bpftrace's end of output (the reader ends there).
+        let lines: Vec<String> =
+            std::iter::from_fn(|| r.lines.recv_timeout(LINES_TIMEOUT).ok()).collect();
         let err = r
             .stderr
             .take()
@@ -272,6 +273,33 @@ impl Drop for StageTracer {
             let _ = r.child.wait();
         }
     }
+}
+
+/// How long bpftrace may take to print its maps after SIGINT before it is
+/// asked again, and how many times it is asked before it is killed.
+const STOP_WAIT: Duration = Duration::from_secs(10);
+const STOP_TRIES: u32 = 3;
+/// How long the output reader may take to hand over a line.
+const LINES_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Stop bpftrace: SIGINT makes it print its maps and exit. bpftrace 0.17
+/// sometimes misses a SIGINT and waits on (a run of `--stages` then hung
+/// until a second one came), so it is asked again after [`STOP_WAIT`],
+/// and killed after [`STOP_TRIES`] (its maps are then lost, and the result
+/// says so).
+fn stop(child: &mut Child) -> std::io::Result<std::process::ExitStatus> {
+    for _ in 0..STOP_TRIES {
+        let _ = dioscope_sys::proc::signal_process(child.id(), libc::SIGINT);
+        let asked = std::time::Instant::now();
+        while asked.elapsed() < STOP_WAIT {
+            if let Some(st) = child.try_wait()? {
+                return Ok(st);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let _ = child.kill();
+    child.wait()
 }
 
 fn failed(stderr: &str) -> StagesResult {
@@ -341,6 +369,10 @@ fn spawn(bpftrace: &Path, program: &str, devices: Vec<Device>) -> Result<Running
     };
     let mut child = Command::new(bpftrace)
         .args(["-f", "json", "-e", program])
+        // Room for every histogram bucket (2 directions × 5 stages × up to
+        // 16 per octave over the whole range) and the I/Os in flight; the
+        // default, 4096, is near what a wide latency range fills.
+        .env("BPFTRACE_MAP_KEYS_MAX", "16384")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -418,7 +450,7 @@ fn build(
     let directions = (0..2u8)
         .filter_map(|dir| {
             let (ios, mean) = dioscope_dir(doc, dir);
-            let tagged = maps.get("@tagged", &dir.to_string());
+            let tagged = maps.tagged(dir);
             (ios > 0 || tagged > 0).then(|| {
                 parse::direction(
                     maps,

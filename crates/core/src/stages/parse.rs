@@ -14,11 +14,13 @@ impl Maps {
     /// Read bpftrace's output lines; lines that are not maps are skipped.
     pub fn read(lines: &[String]) -> Maps {
         let mut m = BTreeMap::new();
+        let mut totals = Vec::new();
         for l in lines {
             let Ok(v) = serde_json::from_str::<serde_json::Value>(l) else {
                 continue;
             };
-            if v.get("type").and_then(|t| t.as_str()) != Some("map") {
+            let kind = v.get("type").and_then(|t| t.as_str());
+            if kind != Some("map") && kind != Some("stats") {
                 continue;
             }
             let Some(data) = v.get("data").and_then(|d| d.as_object()) else {
@@ -29,7 +31,13 @@ impl Maps {
                 match val {
                     serde_json::Value::Object(o) => {
                         for (k, n) in o {
-                            e.insert(k.clone(), n.as_u64().unwrap_or(0));
+                            // A `stats()` value: its count under the map's
+                            // name, its total under NAME.total.
+                            let field = |f: &str| n.get(f).and_then(|x| x.as_u64());
+                            e.insert(k.clone(), field("count").or(n.as_u64()).unwrap_or(0));
+                            if let Some(t) = field("total") {
+                                totals.push((format!("{name}.total"), k.clone(), t));
+                            }
                         }
                     }
                     n => {
@@ -37,6 +45,9 @@ impl Maps {
                     }
                 }
             }
+        }
+        for (name, k, t) in totals {
+            m.entry(name).or_insert_with(BTreeMap::new).insert(k, t);
         }
         Maps(m)
     }
@@ -50,12 +61,13 @@ impl Maps {
             .unwrap_or(0)
     }
 
-    /// The histogram of (`dir`, `stage`): (bucket, count), by bucket.
-    fn hist(&self, dir: u8, stage: Stage) -> Vec<(u64, u64)> {
+    /// The histogram of (`dir`, `stage`) in `map`: (bucket, value), by
+    /// bucket (`@h`: counts, `@h.total`: sums).
+    fn hist(&self, map: &str, dir: u8, stage: Stage) -> Vec<(u64, u64)> {
         let prefix = format!("{dir},{},", stage as u8);
         let mut v: Vec<(u64, u64)> = self
             .0
-            .get("@h")
+            .get(map)
             .map(|m| {
                 m.iter()
                     .filter_map(|(k, n)| Some((k.strip_prefix(&prefix)?.parse().ok()?, *n)))
@@ -66,11 +78,23 @@ impl Maps {
         v
     }
 
+    /// This run's I/Os of `dir` that completed: the count of its total stage.
+    pub fn tagged(&self, dir: u8) -> u64 {
+        self.hist("@h", dir, Stage::Total)
+            .iter()
+            .map(|(_, c)| c)
+            .sum()
+    }
+
     /// Count, sum (ns) and percentiles of (`dir`, `stage`).
     pub fn stat(&self, dir: u8, stage: Stage, pcts: &[f64]) -> (u64, u64, Vec<(f64, f64)>) {
-        let h = self.hist(dir, stage);
+        let h = self.hist("@h", dir, stage);
         let n: u64 = h.iter().map(|(_, c)| c).sum();
-        let sum = self.get("@s", &format!("{dir},{}", stage as u8));
+        let sum = self
+            .hist("@h.total", dir, stage)
+            .iter()
+            .map(|(_, t)| t)
+            .sum();
         (n, sum, percentiles(&h, n, pcts))
     }
 }
@@ -153,7 +177,7 @@ fn derived(name: &str, span: &str, how: &str, ns: f64) -> StageDoc {
 /// the CQE add up to dioscope's mean.
 pub fn direction(maps: &Maps, i: &DirInput) -> StageDirection {
     let d = i.dir.to_string();
-    let tagged = maps.get("@tagged", &d);
+    let tagged = maps.tagged(i.dir);
     let total = measured(
         maps,
         i,
@@ -253,27 +277,27 @@ mod tests {
     use super::super::script::bucket_of;
     use super::*;
 
-    fn out(h: &[((u8, Stage, u64), u64)], s: &[((u8, Stage), u64)], tagged: u64) -> Vec<String> {
+    /// bpftrace's output for histograms of (dir, stage, value) × count:
+    /// each bucket a `stats()` of count and total.
+    fn out(h: &[((u8, Stage, u64), u64)]) -> Vec<String> {
         let h: Vec<String> = h
             .iter()
-            .map(|((d, st, v), n)| format!("\"{d},{},{}\": {n}", *st as u8, bucket_of(*v)))
-            .collect();
-        let s: Vec<String> = s
-            .iter()
-            .map(|((d, st), n)| format!("\"{d},{}\": {n}", *st as u8))
+            .map(|((d, st, v), n)| {
+                format!(
+                    "\"{d},{},{}\": {{\"count\": {n}, \"average\": {v}, \"total\": {}}}",
+                    *st as u8,
+                    bucket_of(*v),
+                    n * v
+                )
+            })
             .collect();
         vec![
             "{\"type\": \"attached_probes\", \"data\": {\"probes\": 12}}".into(),
             "{\"type\": \"printf\", \"data\": \"dioscope-stages-ready\\n\"}".into(),
             format!(
-                "{{\"type\": \"map\", \"data\": {{\"@h\": {{{}}}}}}}",
+                "{{\"type\": \"stats\", \"data\": {{\"@h\": {{{}}}}}}}",
                 h.join(", ")
             ),
-            format!(
-                "{{\"type\": \"map\", \"data\": {{\"@s\": {{{}}}}}}}",
-                s.join(", ")
-            ),
-            format!("{{\"type\": \"map\", \"data\": {{\"@tagged\": {{\"0\": {tagged}}}}}}}"),
             "{\"type\": \"map\", \"data\": {\"@merge\": 3}}".into(),
         ]
     }
@@ -281,17 +305,13 @@ mod tests {
     #[test]
     fn maps_are_read_and_percentiles_fall_in_their_bucket() {
         // 90 I/Os of 100 µs, 10 of 1 ms.
-        let lines = out(
-            &[
-                ((0, Stage::Total, 100_000), 90),
-                ((0, Stage::Total, 1_000_000), 10),
-            ],
-            &[((0, Stage::Total), 90 * 100_000 + 10 * 1_000_000)],
-            100,
-        );
+        let lines = out(&[
+            ((0, Stage::Total, 100_000), 90),
+            ((0, Stage::Total, 1_000_000), 10),
+        ]);
         let m = Maps::read(&lines);
         assert_eq!(m.get("@merge", ""), 3);
-        assert_eq!(m.get("@tagged", "0"), 100);
+        assert_eq!(m.tagged(0), 100);
         let (n, sum, p) = m.stat(0, Stage::Total, &[50.0, 99.0]);
         assert_eq!((n, sum), (100, 19_000_000));
         assert!((p[0].1 / 100_000.0 - 1.0).abs() < 0.07, "{p:?}");
@@ -303,23 +323,13 @@ mod tests {
         // 100 I/Os: total 100 µs each; submission 2, block 10, device 60,
         // posting 20 measured on 90 of them (82.8 µs of each I/O's 100 on
         // average: 17.2 not joined); dioscope's mean 130 µs.
-        let lines = out(
-            &[
-                ((0, Stage::Total, 100_000), 100),
-                ((0, Stage::Submission, 2_000), 90),
-                ((0, Stage::Block, 10_000), 90),
-                ((0, Stage::Device, 60_000), 90),
-                ((0, Stage::Posting, 20_000), 90),
-            ],
-            &[
-                ((0, Stage::Total), 100 * 100_000),
-                ((0, Stage::Submission), 90 * 2_000),
-                ((0, Stage::Block), 90 * 10_000),
-                ((0, Stage::Device), 90 * 60_000),
-                ((0, Stage::Posting), 90 * 20_000),
-            ],
-            100,
-        );
+        let lines = out(&[
+            ((0, Stage::Total, 100_000), 100),
+            ((0, Stage::Submission, 2_000), 90),
+            ((0, Stage::Block, 10_000), 90),
+            ((0, Stage::Device, 60_000), 90),
+            ((0, Stage::Posting, 20_000), 90),
+        ]);
         let m = Maps::read(&lines);
         let d = direction(
             &m,
