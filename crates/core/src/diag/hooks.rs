@@ -29,6 +29,7 @@ use super::findings::{CpuProcess, Finding, IoProcess, Opener};
 use super::fs::silent_buffering;
 use super::pagecache::{drop_cache_until_clean, resident_fd, TrialPages};
 use super::procs;
+use super::sharing::{cpu_share, CpuSample, JudgedCpus};
 use super::sparse::{fragmentation_finding, layout, unwritten_finding, zram_finding, ZramStat};
 use crate::runner::{ResolvedJob, TrialHooks};
 use crate::targets::{TargetKind, TargetTable};
@@ -51,17 +52,23 @@ pub struct TrialRecord {
     /// its file system) open during the trial and did block I/O meanwhile,
     /// busiest first.
     pub io_procs: Vec<IoProcess>,
-    /// The CPUs dioscope may run on, over the measured interval.
+    /// The CPUs the workers may run on, over the measured interval.
     pub cpu: Option<CpuShare>,
 }
 
-/// How busy the CPUs dioscope may run on were, and by whom.
+/// How busy the CPUs the workers may run on were, and by whom
+/// ([`super::sharing::cpu_share`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CpuShare {
     pub cpus: usize,
+    /// Which CPUs ([`JudgedCpus`]).
+    pub cpu_list: Vec<usize>,
+    /// They are the ones the workers are pinned to (cpus_allowed, cpumask,
+    /// numa_cpu_nodes), not the process's.
+    pub pinned: bool,
     /// Busy time of those CPUs in % of their capacity.
     pub busy_pct: f64,
-    /// dioscope's CPU time in % of one CPU.
+    /// dioscope's CPU time on them in % of one CPU.
     pub ours_pct: f64,
     /// Everyone else's on those CPUs, in % of one CPU.
     pub others_pct: f64,
@@ -111,7 +118,7 @@ struct Current {
 /// What the trial hooks sample of other processes: at the start and end of
 /// the trial, the holders of the data devices with their `/proc/PID/io`
 /// counters and every process's CPU ticks; at the start and end of the
-/// measured interval, the busy ticks of our CPUs and our own.
+/// measured interval, the busy ticks of the workers' CPUs and our own.
 #[derive(Default)]
 struct Sharing {
     /// (major, minor) of the devices that hold the targets' data.
@@ -119,13 +126,14 @@ struct Sharing {
     io: Vec<(i32, u64, u64)>,
     ticks: Vec<(i32, String, u64)>,
     t0_us: u64,
-    cpus: Vec<usize>,
-    /// (busy, total, own) ticks at the start of the measured interval.
-    cpu0: Option<(u64, u64, u64)>,
+    /// The CPUs the workers may run on.
+    judged: JudgedCpus,
+    /// The CPU counters at the start of the measured interval.
+    cpu0: Option<CpuSample>,
 }
 
 impl Sharing {
-    fn start(devs: &[BlockDev]) -> Sharing {
+    fn start(devs: &[BlockDev], judged: JudgedCpus) -> Sharing {
         let devs: Vec<(u32, u32)> = devs
             .iter()
             .filter(|d| matches!(d.role, DevRole::Target | DevRole::Filesystem))
@@ -140,35 +148,18 @@ impl Sharing {
             io,
             ticks: procs::all_ticks(),
             t0_us: now_us(),
-            cpus: procs::allowed_cpus(),
+            judged,
             cpu0: None,
         }
     }
 
     fn measure_start(&mut self) {
-        let (busy, total) = procs::cpu_ticks(&self.cpus);
-        self.cpu0 = Some((busy, total, procs::own_ticks()));
+        self.cpu0 = Some(CpuSample::now());
     }
 
-    /// Our CPUs' busy share and ours over the measured interval.
+    /// The workers' CPUs' busy share and ours over the measured interval.
     fn measure_end(&self) -> Option<CpuShare> {
-        let (b0, t0, o0) = self.cpu0?;
-        let (b1, t1) = procs::cpu_ticks(&self.cpus);
-        let own = procs::own_ticks().saturating_sub(o0) as f64;
-        let (busy, total) = (b1.saturating_sub(b0) as f64, t1.saturating_sub(t0) as f64);
-        let n = self.cpus.len();
-        if total <= 0.0 || n == 0 {
-            return None;
-        }
-        // Ticks of n CPUs over the interval: one CPU's worth is total / n.
-        let one_cpu = total / n as f64;
-        Some(CpuShare {
-            cpus: n,
-            busy_pct: 100.0 * busy / total,
-            ours_pct: 100.0 * own / one_cpu,
-            others_pct: 100.0 * (busy - own).max(0.0) / one_cpu,
-            top: Vec::new(),
-        })
+        cpu_share(&self.judged, self.cpu0.as_ref()?, &CpuSample::now())
     }
 
     /// Holders at either end of the trial that did block I/O in between
@@ -227,10 +218,11 @@ impl Sharing {
                 // share of ours (a parallel build elsewhere outranked a
                 // hog pinned on our CPU when ranked by its total).
                 let allowed = procs::allowed_cpus_of(pid);
-                let share = if allowed.is_empty() || self.cpus.is_empty() {
+                let ours = &self.judged.cpus;
+                let share = if allowed.is_empty() || ours.is_empty() {
                     1.0
                 } else {
-                    let on_ours = allowed.iter().filter(|c| self.cpus.contains(c)).count();
+                    let on_ours = allowed.iter().filter(|c| ours.contains(c)).count();
                     on_ours as f64 / allowed.len() as f64
                 };
                 let our_cpus_pct = cpu_pct * share;
@@ -557,7 +549,7 @@ impl TrialHooks for DiagHooks {
         self.cur = Some(Current {
             record,
             watches,
-            sharing: Sharing::start(&devs),
+            sharing: Sharing::start(&devs, JudgedCpus::of(jobs)),
             devs,
             start: None,
             ramp: jobs.iter().any(|j| j.spec.ramp_time_us > 0),

@@ -151,11 +151,10 @@ fn allowed_cpus_in(status: &str) -> Vec<usize> {
         .unwrap_or_default()
 }
 
-/// `(busy, total)` clock ticks summed over the `cpuN` lines of a
-/// `/proc/stat` text whose N is in `cpus`. Busy is everything but idle and
-/// iowait.
-fn parse_cpu_ticks(text: &str, cpus: &[usize]) -> (u64, u64) {
-    let (mut busy, mut total) = (0, 0);
+/// `(cpu, busy, total)` clock ticks of every `cpuN` line of a `/proc/stat`
+/// text. Busy is everything but idle and iowait.
+fn parse_per_cpu(text: &str) -> Vec<(usize, u64, u64)> {
+    let mut out = Vec::new();
     for l in text.lines() {
         let mut f = l.split_whitespace();
         let Some(n) = f
@@ -165,23 +164,36 @@ fn parse_cpu_ticks(text: &str, cpus: &[usize]) -> (u64, u64) {
         else {
             continue;
         };
-        if !cpus.contains(&n) {
-            continue;
-        }
         let v: Vec<u64> = f.take(8).filter_map(|x| x.parse().ok()).collect();
         let all: u64 = v.iter().sum();
         let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
-        busy += all - idle.min(all);
-        total += all;
+        out.push((n, all - idle.min(all), all));
     }
-    (busy, total)
+    out
 }
 
-/// Busy and total ticks of `cpus` now.
-pub fn cpu_ticks(cpus: &[usize]) -> (u64, u64) {
+/// Busy and total ticks of every CPU now: `(cpu, busy, total)`.
+pub fn per_cpu_ticks() -> Vec<(usize, u64, u64)> {
     fs::read_to_string("/proc/stat")
-        .map(|s| parse_cpu_ticks(&s, cpus))
-        .unwrap_or((0, 0))
+        .map(|s| parse_per_cpu(&s))
+        .unwrap_or_default()
+}
+
+/// This process's threads now: `(tid, utime + stime in clock ticks, the
+/// CPUs it may run on)`. A thread's affinity may be narrower than the
+/// process's (a worker pinned with cpus_allowed).
+pub fn own_threads() -> Vec<(i32, u64, Vec<usize>)> {
+    let Ok(rd) = fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    rd.filter_map(|e| {
+        let e = e.ok()?;
+        let tid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let (_, ticks) = parse_stat_ticks(&fs::read_to_string(e.path().join("stat")).ok()?)?;
+        let allowed = allowed_cpus_in(&e.path().join("status").to_string_lossy());
+        Some((tid, ticks, allowed))
+    })
+    .collect()
 }
 
 /// This process's utime + stime in clock ticks.
@@ -211,8 +223,7 @@ mod tests {
         let ps = "cpu  10 0 10 100 0 0 0 0 0 0\n\
                   cpu0 5 0 5 50 10 0 0 0 0 0\n\
                   cpu1 100 0 0 0 0 0 0 0 0 0\n";
-        assert_eq!(parse_cpu_ticks(ps, &[0]), (10, 70));
-        assert_eq!(parse_cpu_ticks(ps, &[0, 1]), (110, 170));
+        assert_eq!(parse_per_cpu(ps), vec![(0, 10, 70), (1, 100, 100)]);
     }
 
     #[test]
@@ -234,5 +245,9 @@ mod tests {
         assert!(found, "pid {pid} holds a file on {dev:?}");
         assert!(!holders(&[(u32::MAX, 0)]).contains(&pid));
         assert!(own_ticks() > 0 || all_ticks().iter().all(|t| t.0 != pid));
+        // Our threads, this one among them, each with its CPUs.
+        let threads = own_threads();
+        assert!(!threads.is_empty());
+        assert!(threads.iter().all(|t| !t.2.is_empty()), "{threads:?}");
     }
 }

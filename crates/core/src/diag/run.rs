@@ -232,6 +232,7 @@ mod tests {
                     phase: 0,
                     groupid: 0,
                     clones: vec![Vec::new()],
+                    first_worker: 0,
                 },
                 trials,
                 verify: None,

@@ -5,9 +5,9 @@
 
 use super::device::{self, BlockDev, DevRole, DeviceReport};
 use super::findings::{CpuContention, CpuProcess, Finding, IoProcess, OtherDeviceIo};
-use super::hooks::TrialRecord;
+use super::hooks::{CpuShare, TrialRecord};
 use super::procs;
-use crate::runner::RunResult;
+use crate::runner::{ResolvedJob, RunResult};
 
 /// Extra device traffic beyond the benchmark's own that is not reported:
 /// this share of ours…
@@ -173,6 +173,120 @@ pub fn sample_device_io(devs: &[BlockDev], dur: std::time::Duration) -> Vec<Find
         .collect()
 }
 
+/// The CPUs the contention rule judges: those the workers are pinned to
+/// (cpus_allowed, cpumask, numa_cpu_nodes, as the runner places them), or
+/// the process's when a worker is not pinned. A CPU no worker may run on
+/// cannot delay one, and a hog on the one CPU they are pinned to can,
+/// whatever the other CPUs do.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct JudgedCpus {
+    pub cpus: Vec<usize>,
+    /// The workers' pinning, not the process's affinity.
+    pub pinned: bool,
+}
+
+impl JudgedCpus {
+    /// The CPUs of the group's workers.
+    pub fn of(jobs: &[&ResolvedJob]) -> JudgedCpus {
+        Self::from_sets(jobs.iter().map(|j| j.worker_cpus()), procs::allowed_cpus())
+    }
+
+    /// The union of the workers' sets when every one is pinned (`Some`),
+    /// the process's CPUs otherwise.
+    fn from_sets(sets: impl Iterator<Item = Option<Vec<usize>>>, process: Vec<usize>) -> Self {
+        let mut cpus = Vec::new();
+        for s in sets {
+            match s {
+                Some(s) => cpus.extend(s),
+                None => {
+                    return JudgedCpus {
+                        cpus: process,
+                        pinned: false,
+                    }
+                }
+            }
+        }
+        cpus.sort_unstable();
+        cpus.dedup();
+        if cpus.is_empty() {
+            return JudgedCpus {
+                cpus: process,
+                pinned: false,
+            };
+        }
+        JudgedCpus { cpus, pinned: true }
+    }
+}
+
+/// One reading of the CPU counters, at the start or the end of the
+/// measured interval.
+#[derive(Debug, Clone, Default)]
+pub struct CpuSample {
+    /// `(cpu, busy, total)` ticks of every CPU (/proc/stat).
+    pub per_cpu: Vec<(usize, u64, u64)>,
+    /// The whole process's utime + stime ticks (exited threads included).
+    pub own: u64,
+    /// `(tid, ticks, CPUs it may run on)` of our threads.
+    pub threads: Vec<(i32, u64, Vec<usize>)>,
+}
+
+impl CpuSample {
+    pub fn now() -> CpuSample {
+        CpuSample {
+            per_cpu: procs::per_cpu_ticks(),
+            own: procs::own_ticks(),
+            threads: procs::own_threads(),
+        }
+    }
+}
+
+/// How busy the judged CPUs were between `a` and `b`, and by whom. Our
+/// time on them is the process's minus the part of each thread's that it
+/// may have spent elsewhere (its time × the share of its CPUs that are not
+/// judged: nothing for a worker pinned there, half for the runner's
+/// thread on 2 CPUs when one is judged); a thread gone by `b` counts as
+/// ours in full, which can only make others' share smaller.
+pub fn cpu_share(judged: &JudgedCpus, a: &CpuSample, b: &CpuSample) -> Option<CpuShare> {
+    let ticks = |s: &CpuSample| {
+        s.per_cpu
+            .iter()
+            .filter(|c| judged.cpus.contains(&c.0))
+            .fold((0u64, 0u64), |acc, c| (acc.0 + c.1, acc.1 + c.2))
+    };
+    let ((b0, t0), (b1, t1)) = (ticks(a), ticks(b));
+    let (busy, total) = (b1.saturating_sub(b0) as f64, t1.saturating_sub(t0) as f64);
+    let n = judged.cpus.len();
+    if total <= 0.0 || n == 0 {
+        return None;
+    }
+    let elsewhere: f64 = b
+        .threads
+        .iter()
+        .map(|(tid, t, allowed)| {
+            let before = a.threads.iter().find(|x| x.0 == *tid).map_or(0, |x| x.1);
+            let on = allowed.iter().filter(|c| judged.cpus.contains(c)).count();
+            let away = if allowed.is_empty() {
+                0.0
+            } else {
+                1.0 - on as f64 / allowed.len() as f64
+            };
+            t.saturating_sub(before) as f64 * away
+        })
+        .sum();
+    let own = (b.own.saturating_sub(a.own) as f64 - elsewhere).max(0.0);
+    // Ticks of n CPUs over the interval: one CPU's worth is total / n.
+    let one_cpu = total / n as f64;
+    Some(CpuShare {
+        cpus: n,
+        cpu_list: judged.cpus.clone(),
+        pinned: judged.pinned,
+        busy_pct: 100.0 * busy / total,
+        ours_pct: 100.0 * own / one_cpu,
+        others_pct: 100.0 * (busy - own).max(0.0) / one_cpu,
+        top: Vec::new(),
+    })
+}
+
 /// Others' share of our CPUs, in % of one CPU, from which contention is
 /// reported (a quarter of a CPU: less is housekeeping noise)…
 const CONTENTION_MIN_OTHERS_PCT: f64 = 25.0;
@@ -181,8 +295,8 @@ const CONTENTION_MIN_OTHERS_PCT: f64 = 25.0;
 const CONTENTION_MIN_BUSY_PCT: f64 = 90.0;
 
 /// [`CpuContention`] when, in some trials, other processes used at least a
-/// quarter of a CPU on the CPUs dioscope may run on and those CPUs were
-/// saturated. The figures are the worst trial's; the processes named are
+/// quarter of a CPU on the CPUs the workers may run on ([`JudgedCpus`]) and
+/// those CPUs were saturated. The figures are the worst trial's; the processes named are
 /// the busiest over the flagged trials.
 pub fn cpu_contention(trials: &[TrialRecord]) -> Option<Finding> {
     let mut f: Option<CpuContention> = None;
@@ -193,6 +307,8 @@ pub fn cpu_contention(trials: &[TrialRecord]) -> Option<Finding> {
         let f = f.get_or_insert_with(|| CpuContention {
             trials: Vec::new(),
             cpus: c.cpus,
+            cpu_list: c.cpu_list.clone(),
+            pinned: c.pinned,
             busy_pct: 0.0,
             ours_pct: 0.0,
             others_pct: 0.0,
@@ -203,6 +319,9 @@ pub fn cpu_contention(trials: &[TrialRecord]) -> Option<Finding> {
             f.trials.push(rec.trial as usize);
         }
         if c.others_pct > f.others_pct {
+            f.cpus = c.cpus;
+            f.cpu_list.clone_from(&c.cpu_list);
+            f.pinned = c.pinned;
             f.busy_pct = c.busy_pct;
             f.ours_pct = c.ours_pct;
             f.others_pct = c.others_pct;
@@ -238,7 +357,6 @@ fn merge_cpu(into: &mut Vec<CpuProcess>, from: &[CpuProcess]) {
 mod tests {
     use super::*;
     use crate::diag::device::{DeviceMetrics, DiskStat};
-    use crate::diag::hooks::CpuShare;
 
     fn rec(trial: u32, role: DevRole, read_mib: u64, write_mib: u64) -> TrialRecord {
         TrialRecord {
@@ -311,6 +429,8 @@ mod tests {
         let mut r = rec(1, DevRole::Target, 0, 0);
         r.cpu = Some(CpuShare {
             cpus: 1,
+            cpu_list: vec![0],
+            pinned: false,
             busy_pct: busy,
             ours_pct: 100.0 - others,
             others_pct: others,
@@ -333,5 +453,104 @@ mod tests {
         // Saturated by us alone (others are housekeeping).
         assert!(cpu_contention(&[cpu(3.0, 100.0)]).is_none());
         assert!(cpu_contention(&[rec(1, DevRole::Target, 0, 0)]).is_none());
+    }
+
+    /// Counters of a 2-CPU machine over 1 s at 100 ticks a second: `busy`
+    /// ticks of each CPU, `ours` of the process, and its threads: a worker
+    /// with `worker` ticks on `worker_cpus`, the runner thread (both CPUs)
+    /// with the rest.
+    fn samples(busy: [u64; 2], worker: u64, worker_cpus: &[usize], ours: u64) -> [CpuSample; 2] {
+        let threads = |w: u64, r: u64| vec![(1, r, vec![0, 1]), (2, w, worker_cpus.to_vec())];
+        let a = CpuSample {
+            per_cpu: vec![(0, 1000, 5000), (1, 1000, 5000)],
+            own: 50,
+            threads: threads(20, 30),
+        };
+        let b = CpuSample {
+            per_cpu: vec![(0, 1000 + busy[0], 5100), (1, 1000 + busy[1], 5100)],
+            own: 50 + ours,
+            threads: threads(20 + worker, 30 + ours - worker),
+        };
+        [a, b]
+    }
+
+    fn judged(cpus: &[usize], pinned: bool) -> JudgedCpus {
+        JudgedCpus {
+            cpus: cpus.to_vec(),
+            pinned,
+        }
+    }
+
+    /// The rule on one trial's counters.
+    fn finding(j: &JudgedCpus, [a, b]: &[CpuSample; 2]) -> Option<Finding> {
+        let mut r = rec(1, DevRole::Target, 0, 0);
+        r.cpu = cpu_share(j, a, b);
+        cpu_contention(&[r])
+    }
+
+    #[test]
+    fn workers_pinned_to_a_busy_cpu_are_contended() {
+        let pinned = judged(&[0], true);
+        // CPU 0 full: the worker pinned there had 10 ticks, others 90;
+        // CPU 1 idle but for the runner's 4 ticks.
+        let s = samples([100, 4], 10, &[0], 14);
+        let c = cpu_share(&pinned, &s[0], &s[1]).unwrap();
+        assert_eq!((c.cpus, c.busy_pct), (1, 100.0));
+        // Ours on CPU 0: the worker's 10 and half of the runner's 4.
+        assert!((c.ours_pct - 12.0).abs() < 1e-9, "{c:?}");
+        assert!((c.others_pct - 88.0).abs() < 1e-9, "{c:?}");
+        let f = finding(&pinned, &s).expect("a hog on the workers' CPU");
+        let t = f.to_string();
+        assert!(
+            t.contains("leaving CPU 0, the one its workers are pinned to"),
+            "{t}"
+        );
+        // Judged as the process's CPUs, the same counters are 52 % busy:
+        // the idle CPU 1 hid the hog (the rule before it judged the
+        // workers' CPUs).
+        assert!(finding(&judged(&[0, 1], false), &s).is_none());
+    }
+
+    #[test]
+    fn a_busy_cpu_the_workers_cannot_use_does_not_count() {
+        let pinned = judged(&[0], true);
+        // CPU 1 full with others, CPU 0 (the workers') 30 % busy, ours.
+        let s = samples([30, 100], 28, &[0], 30);
+        let c = cpu_share(&pinned, &s[0], &s[1]).unwrap();
+        assert_eq!(c.busy_pct, 30.0);
+        assert!(finding(&pinned, &s).is_none());
+        // CPU 0 saturated by the worker itself: not contention either.
+        let s = samples([100, 100], 97, &[0], 99);
+        assert!(finding(&pinned, &s).is_none());
+    }
+
+    #[test]
+    fn unpinned_workers_are_judged_on_the_process_cpus_as_before() {
+        let all = judged(&[0, 1], false);
+        // Both CPUs full, ours 60 ticks of 200: others 140 % of a CPU.
+        let s = samples([100, 100], 50, &[0, 1], 60);
+        let c = cpu_share(&all, &s[0], &s[1]).unwrap();
+        assert_eq!(
+            (c.cpus, c.busy_pct, c.ours_pct, c.others_pct),
+            (2, 100.0, 60.0, 140.0)
+        );
+        let t = finding(&all, &s).expect("both CPUs taken").to_string();
+        assert!(
+            t.contains("leaving the 2 CPUs it may run on (0-1) 100 % busy"),
+            "{t}"
+        );
+        // One CPU to spare: our threads ran there.
+        let s = samples([100, 40], 50, &[0, 1], 60);
+        assert!(finding(&all, &s).is_none());
+    }
+
+    #[test]
+    fn judged_cpus_are_the_workers_when_all_are_pinned() {
+        let j = JudgedCpus::from_sets([Some(vec![1]), Some(vec![0, 1])].into_iter(), vec![0, 1, 2]);
+        assert_eq!(j, judged(&[0, 1], true));
+        let j = JudgedCpus::from_sets([Some(vec![1]), None].into_iter(), vec![0, 1, 2]);
+        assert_eq!(j, judged(&[0, 1, 2], false));
+        let j = JudgedCpus::from_sets(std::iter::empty(), vec![0, 1]);
+        assert_eq!(j, judged(&[0, 1], false));
     }
 }

@@ -104,6 +104,8 @@ mod tests {
         let c = CpuContention {
             trials: vec![1],
             cpus: 1,
+            cpu_list: vec![0],
+            pinned: true,
             busy_pct: 100.0,
             ours_pct: 50.0,
             others_pct: 50.0,

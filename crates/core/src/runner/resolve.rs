@@ -315,6 +315,7 @@ pub fn resolve(
             spec: j.clone(),
             phase: placed[i].phase,
             groupid: placed[i].groupid,
+            first_worker: out.iter().map(|r: &ResolvedJob| r.clones.len()).sum(),
             clones,
         });
     }

@@ -79,9 +79,29 @@ pub struct ResolvedJob {
     /// `exit_what=group` follow it.
     pub groupid: u32,
     pub clones: Vec<Vec<FileUse>>,
+    /// The 0-based number of its first clone's worker over every job's
+    /// clones (fio numbers logs by it; `cpus_allowed_policy=split` places
+    /// worker N on the N-th CPU of the set).
+    pub first_worker: usize,
 }
 
 impl ResolvedJob {
+    /// The CPUs its workers are pinned to, as the runner places them
+    /// (cpus_allowed, cpumask, numa_cpu_nodes, gtod_cpu,
+    /// cpus_allowed_policy=split), over all its clones; `None` when a clone
+    /// is not pinned (it runs wherever the process may).
+    pub fn worker_cpus(&self) -> Option<Vec<usize>> {
+        let mut cpus = Vec::new();
+        for c in 0..self.clones.len() {
+            cpus.extend(
+                super::thread_setup::placed(&self.spec, self.first_worker + c).cpus_allowed?,
+            );
+        }
+        cpus.sort_unstable();
+        cpus.dedup();
+        Some(cpus)
+    }
+
     /// Its clones are reported one by one (numjobs > 1 without
     /// group_reporting), as fio writes them.
     pub(super) fn reports_clones(&self) -> bool {
@@ -229,5 +249,44 @@ impl RunResult {
     /// nothing was measured and nothing written.
     pub fn nothing_ran(&self) -> bool {
         self.phases.iter().all(|g| g.trials.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::spec::CpuPolicy;
+
+    fn job(cpus: Option<Vec<usize>>, split: bool, clones: usize, first: usize) -> ResolvedJob {
+        ResolvedJob {
+            spec: JobSpec {
+                name: "j".into(),
+                cpus_allowed: cpus,
+                cpus_allowed_policy: if split {
+                    CpuPolicy::Split
+                } else {
+                    CpuPolicy::Shared
+                },
+                ..Default::default()
+            },
+            phase: 0,
+            groupid: 0,
+            clones: vec![Vec::new(); clones],
+            first_worker: first,
+        }
+    }
+
+    #[test]
+    fn worker_cpus_are_where_the_runner_pins_the_clones() {
+        assert_eq!(job(None, false, 2, 0).worker_cpus(), None);
+        assert_eq!(job(Some(vec![0]), false, 2, 0).worker_cpus(), Some(vec![0]));
+        // split: worker N on the N-th CPU of the set, counted over every
+        // job's clones (this job's first clone is worker 1).
+        let split = job(Some(vec![0, 1, 2, 3]), true, 2, 1);
+        assert_eq!(split.worker_cpus(), Some(vec![1, 2]));
+        assert_eq!(
+            job(Some(vec![0, 1]), true, 3, 0).worker_cpus(),
+            Some(vec![0, 1])
+        );
     }
 }

@@ -124,6 +124,7 @@ mod tests {
             phase: 0,
             groupid: 0,
             clones: vec![Vec::new(); numjobs as usize],
+            first_worker: 0,
         }
     }
 

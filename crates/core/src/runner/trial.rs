@@ -336,12 +336,7 @@ impl<C: Clock> Execution<'_, C> {
             for (c, files) in rj.clones.iter().enumerate() {
                 let (mut plan, hook) = trial_plan(&rj.spec, files, self.table, c as u32, trial);
                 // fio numbers logs 1..N over every job's clones.
-                let index = self.jobs[..i]
-                    .iter()
-                    .map(|j| j.resolved.clones.len())
-                    .sum::<usize>()
-                    + c
-                    + 1;
+                let index = rj.first_worker + c + 1;
                 plan.log = logs::plan_for(&rj.spec, index, trial);
                 plan.pace.flow = flows.member(&rj.spec);
                 let spec = thread_setup::placed(&rj.spec, index - 1);

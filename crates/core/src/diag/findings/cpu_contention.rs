@@ -18,13 +18,21 @@ pub struct CpuProcess {
     pub our_cpus_pct: f64,
 }
 
-/// Other processes kept the CPUs dioscope may run on busy during the trials.
+/// Other processes kept the CPUs the workers may run on busy during the
+/// trials.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CpuContention {
     /// 1-based trials where it happened.
     pub trials: Vec<usize>,
-    /// CPUs dioscope may run on (its affinity).
+    /// How many CPUs were judged: the workers' (cpus_allowed, cpumask,
+    /// numa_cpu_nodes) when every worker is pinned, else the process's.
     pub cpus: usize,
+    /// Which ones (absent in JSON written before it was recorded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_list: Vec<usize>,
+    /// The CPUs are the ones the workers are pinned to.
+    #[serde(default)]
+    pub pinned: bool,
     /// Busy time of those CPUs, in % of their capacity (the worst trial).
     pub busy_pct: f64,
     /// dioscope's own share of it, in % of one CPU.
@@ -61,13 +69,12 @@ impl Describe for CpuContention {
         write!(
             f,
             "other processes used {:.0} % of a CPU during {} while dioscope used \
-             {:.0} %, leaving the {} CPU{} it may run on {:.0} % busy: workers waited for a \
-             CPU, so IOPS and latency measure the contention as well as the device",
+             {:.0} %, leaving {} {:.0} % busy: workers waited for a CPU, so IOPS and \
+             latency measure the contention as well as the device",
             self.others_pct,
             trials_word(&self.trials),
             self.ours_pct,
-            self.cpus,
-            if self.cpus == 1 { "" } else { "s" },
+            self.judged(),
             self.busy_pct,
         )?;
         if let Some(d) = &self.delivery {
@@ -95,11 +102,54 @@ impl Describe for CpuContention {
     }
 }
 
+impl CpuContention {
+    /// The CPUs judged, in words: "CPU 0, the one its workers are pinned
+    /// to (…)", "the 2 CPUs it may run on (0-1)".
+    fn judged(&self) -> String {
+        let list = cpu_ranges(&self.cpu_list);
+        let one = self.cpus == 1;
+        if self.pinned {
+            format!(
+                "CPU{} {list}, the {} its workers are pinned to (cpus_allowed, cpumask or \
+                 numa_cpu_nodes),",
+                if one { "" } else { "s" },
+                if one { "one" } else { "ones" },
+            )
+        } else {
+            let s = if one { "" } else { "s" };
+            match list.is_empty() {
+                true => format!("the {} CPU{s} it may run on", self.cpus),
+                false => format!("the {} CPU{s} it may run on ({list})", self.cpus),
+            }
+        }
+    }
+}
+
+/// `0-3,8`: a CPU list as `Cpus_allowed_list` and `taskset -c` write it.
+pub fn cpu_ranges(cpus: &[usize]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        out.push(match j > i {
+            true => format!("{}-{}", cpus[i], cpus[j]),
+            false => cpus[i].to_string(),
+        });
+        i = j + 1;
+    }
+    out.join(",")
+}
+
 #[cfg(test)]
 pub(super) fn example() -> super::Finding {
     CpuContention {
         trials: vec![1],
         cpus: 2,
+        cpu_list: vec![0, 1],
+        pinned: false,
         busy_pct: 98.0,
         ours_pct: 95.0,
         others_pct: 100.0,
@@ -116,4 +166,16 @@ pub(super) fn example() -> super::Finding {
         }),
     }
     .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_are_ranges() {
+        assert_eq!(cpu_ranges(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
+        assert_eq!(cpu_ranges(&[0]), "0");
+        assert_eq!(cpu_ranges(&[]), "");
+    }
 }
