@@ -27,6 +27,9 @@
 //! In CI (CI set) a missing prerequisite (fio, fio's source, python3 with
 //! scipy, root) fails the test; locally it skips with a message.
 
+#[path = "../integration/common.rs"]
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -93,6 +96,9 @@ struct Script {
     /// No test of the script measures time (rates, runtimes): fio and
     /// dioscope run it side by side to save time.
     side_by_side: bool,
+    /// The script needs a block device it may write and trim (`--dut`):
+    /// a loop device of the run's own, or it looks for null_blk (absent).
+    dut: bool,
 }
 
 fn s(p: &Path) -> String {
@@ -103,6 +109,7 @@ const SCRIPTS: &[Script] = &[
     Script {
         name: "run-fio-tests.py",
         side_by_side: false,
+        dut: false,
         args: |bin, root, dir| {
             let mut a = vec![
                 "-f".into(),
@@ -126,11 +133,13 @@ const SCRIPTS: &[Script] = &[
     Script {
         name: "readonly.py",
         side_by_side: true,
+        dut: false,
         args: |bin, _, _| vec!["-f".into(), s(bin)],
     },
     Script {
         name: "strided.py",
         side_by_side: true,
+        dut: false,
         // fio 3.33 takes the binary as its argument (its -f is the file to
         // test); later ones take -f BIN and -a DIR.
         args: |bin, root, dir| {
@@ -145,6 +154,7 @@ const SCRIPTS: &[Script] = &[
     Script {
         name: "jsonplus2csv_test.py",
         side_by_side: true,
+        dut: false,
         args: |bin, _, _| {
             vec![
                 "-f".into(),
@@ -157,22 +167,26 @@ const SCRIPTS: &[Script] = &[
     Script {
         name: "latency_percentiles.py",
         side_by_side: true,
+        dut: false,
         args: |bin, _, dir| vec!["-f".into(), s(bin), "-a".into(), s(&dir.join("artifacts"))],
     },
     Script {
         name: "steadystate_tests.py",
         side_by_side: false,
+        dut: false,
         args: |bin, _, _| vec![s(bin)],
     },
     // Later fio's scripts, run when the tree has them (fio 3.41's, by hand).
     Script {
         name: "random_seed.py",
         side_by_side: true,
+        dut: false,
         args: |bin, _, dir| vec!["-f".into(), s(bin), "-a".into(), s(&dir.join("artifacts"))],
     },
     Script {
         name: "verify.py",
         side_by_side: true,
+        dut: false,
         args: |bin, root, dir| {
             vec![
                 "-f".into(),
@@ -187,6 +201,7 @@ const SCRIPTS: &[Script] = &[
     Script {
         name: "verify-trim.py",
         side_by_side: true,
+        dut: true,
         args: |bin, root, dir| {
             vec![
                 "-f".into(),
@@ -211,6 +226,7 @@ type Outcomes = BTreeMap<String, bool>;
 /// (steadystate's workloads, by job name). SKIPPED tests are left out.
 fn parse_outcomes(stdout: &str) -> Outcomes {
     let mut out = Outcomes::new();
+    let mut seen_ids: BTreeMap<String, u32> = BTreeMap::new();
     let mut parse_checks = 0;
     for line in stdout.lines() {
         let t = line.trim().trim_matches('*');
@@ -220,7 +236,16 @@ fn parse_outcomes(stdout: &str) -> Outcomes {
                 if id.chars().all(|c| c.is_ascii_digit()) {
                     let verdict = verdict.trim_matches('*');
                     if verdict == "PASSED" || verdict == "FAILED" {
-                        out.insert(id.to_string(), verdict == "PASSED");
+                        // verify.py numbers each section's tests from 1
+                        // again: a repeated id is its n-th occurrence.
+                        let seen = seen_ids.entry(id.to_string()).or_insert(0u32);
+                        *seen += 1;
+                        let key = if *seen == 1 {
+                            id.to_string()
+                        } else {
+                            format!("{id}#{seen}")
+                        };
+                        out.insert(key, verdict == "PASSED");
                     }
                 }
             }
@@ -313,12 +338,20 @@ fn prepare(scratch: &Path) -> Option<Prereqs> {
 fn run_script(script: &Script, bin: &Path, p: &Prereqs, dir: &Path) -> (Outcomes, Duration) {
     std::fs::create_dir_all(dir).unwrap();
     let path = p.root.join("t").join(script.name);
+    // Detached when dropped, also when the script fails.
+    let dut = script
+        .dut
+        .then(|| common::LoopDev::new(dir, 256 << 20, &[]));
+    let mut args = (script.args)(bin, &p.root, dir);
+    if let Some(d) = &dut {
+        args.extend(["--dut".to_string(), s(&d.dev)]);
+    }
     let start = Instant::now();
     let out = Command::new("timeout")
         .arg(SCRIPT_TIMEOUT.as_secs().to_string())
         .arg("/usr/bin/python3")
         .arg(&path)
-        .args((script.args)(bin, &p.root, dir))
+        .args(&args)
         .current_dir(dir)
         .output()
         .unwrap();
@@ -337,7 +370,8 @@ fn parse_outcomes_reads_every_script_format() {
          PASSED 'set steady state' found with arguments ['--ss=iops:10%']\n\
          FAILED 'set steady state' NOT found with arguments []\n\
          FAILED job1 no ss, expected runtime 20000 ~= actual runtime 1\n\
-         3 tests passed, 0 failed\n2 test(s) PASSED, 1 test(s) FAILED\n",
+         3 tests passed, 0 failed\n2 test(s) PASSED, 1 test(s) FAILED\n\
+         \nddir: write, checksum: md5\nTest 1 FAILED verify\nTest 2 PASSED verify\n",
     );
     let want: Outcomes = [
         ("1", true),
@@ -346,6 +380,9 @@ fn parse_outcomes_reads_every_script_format() {
         ("parse1", true),
         ("parse2", false),
         ("job1", false),
+        // verify.py's next section numbers from 1 again.
+        ("1#2", false),
+        ("2", true),
     ]
     .iter()
     .map(|(k, v)| (k.to_string(), *v))

@@ -393,3 +393,89 @@ fn debug_random_seeds_follow_randrepeat_and_randseed() {
         }
     }
 }
+
+/// fio's t0030 runs `--bandwidth-log`: the aggregate logs agg-read_bw.log,
+/// agg-write_bw.log and agg-trim_bw.log, in fio's line format, whose
+/// intervals add up to the bytes the jobs moved (two jobs together); a
+/// second trial writes its own `.t2` files; a trimming job leaves the
+/// trim log empty with a note.
+#[test]
+fn bandwidth_log_writes_the_aggregate_of_every_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run_in(
+        dir.path(),
+        &[
+            "--bandwidth-log",
+            "--name=a",
+            "--ioengine=null",
+            "--rw=randrw",
+            "--bs=4k",
+            "--size=1g",
+            "--numjobs=2",
+            "--rate=40m,20m",
+            "--time_based",
+            "--runtime=2",
+            "--trials=2",
+            "--output-format=json",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&o);
+    for (d, name) in ["read", "write", "trim"].iter().enumerate() {
+        for file in [
+            format!("agg-{name}_bw.log"),
+            format!("agg-{name}_bw.t2.log"),
+        ] {
+            let text = std::fs::read_to_string(dir.path().join(&file)).unwrap();
+            let rows: Vec<Vec<u64>> = text
+                .lines()
+                .map(|l| l.split(", ").map(|x| x.parse().unwrap()).collect())
+                .collect();
+            assert!(rows.len() >= 2, "{file}: {text}");
+            let mut prev = (0u64, 0f64);
+            for r in &rows {
+                assert_eq!(
+                    (r.len(), r[2], r[3], r[4]),
+                    (5, d as u64, 0, 0),
+                    "{file}: {r:?}"
+                );
+                assert!(r[0] > prev.0, "{file}: times grow: {text}");
+                // KiB/s × the interval: KiB moved in it.
+                prev.1 += r[1] as f64 * (r[0] - prev.0) as f64 / 1000.0;
+                prev.0 = r[0];
+            }
+            if d == 2 {
+                assert_eq!(prev.1, 0.0, "{file}");
+                continue;
+            }
+            // Two clones at 40 (read) or 20 (write) MiB/s each, reported
+            // together under fio's job (the JSON's two clones).
+            let want = if d == 0 { 80.0 * 1024.0 } else { 40.0 * 1024.0 };
+            let per_s = prev.1 / (prev.0 as f64 / 1000.0);
+            assert!(
+                (per_s / want - 1.0).abs() < 0.1,
+                "{file}: {per_s:.0} KiB/s over the log, {want} expected: {text}; {}",
+                v["jobs"][0][name]["bw"]
+            );
+        }
+    }
+    let o = run_in(
+        dir.path(),
+        &[
+            "--bandwidth-log",
+            "--name=t",
+            "--ioengine=null",
+            "--rw=randtrim",
+            "--bs=4k",
+            "--size=64m",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("agg-trim_bw.log is empty"),
+        "{}",
+        stderr(&o)
+    );
+    let trim = std::fs::read_to_string(dir.path().join("agg-trim_bw.log")).unwrap();
+    assert!(trim.is_empty(), "{trim}");
+}

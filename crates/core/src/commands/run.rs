@@ -57,6 +57,12 @@ fn main(args: &[String]) -> i32 {
     if let Err(code) = write_output(&plan, &text) {
         return code;
     }
+    if plan.global.bandwidth_log {
+        match runner::logs::agg::write(&done.result, std::path::Path::new(".")) {
+            Ok(notes) => notes.iter().for_each(|n| eprintln!("dioscope: note: {n}")),
+            Err(e) => return eprint_err(&e),
+        }
+    }
     if let Some(path) = &plan.global.report {
         let page = render::html::Html.render(&done.doc);
         let (targets, inputs) = (runner::target_paths(&plan), runner::input_paths(&plan));

@@ -32,6 +32,8 @@ pub struct Flags {
     pub warnings_fatal: bool,
     /// `--status-interval=TIME`: an interim report every this many ms.
     pub status_interval_ms: Option<u64>,
+    /// `--bandwidth-log`: the aggregate agg-*_bw.log files.
+    pub bandwidth_log: bool,
     /// `--debug=TYPES`.
     pub debug: Option<crate::job::debug::Request>,
 }
@@ -243,13 +245,12 @@ pub static FLAGS: &[FlagDef] = &[
     FlagDef {
         name: "bandwidth-log",
         arg: Arg::None,
-        help: "refused: use write_bw_log=NAME on the jobs",
-        apply: |_, _| {
-            refuse(
-                "bandwidth-log",
-                "the aggregate agg-*_bw.log files are not written; give the jobs \
-                 write_bw_log=NAME (one log per job, fio's format)",
-            )
+        help: "write fio's aggregate bandwidth logs agg-read_bw.log, agg-write_bw.log and \
+               agg-trim_bw.log here: every job's bandwidth together per measured interval \
+               (trial K > 1: agg-read_bw.tK.log)",
+        apply: |f, _| {
+            f.bandwidth_log = true;
+            Ok(())
         },
     },
     FlagDef {
@@ -725,7 +726,6 @@ mod tests {
             ("--server", "DISTRIBUTED.md"),
             ("--terse-version=2", "version 3"),
             ("--inflate-log=x.log.z", "log_store_compressed"),
-            ("--bandwidth-log", "write_bw_log"),
             ("--idle-prof=system", "CPU per I/O"),
             ("--cpuclock-test", "clock_gettime"),
             ("--crctest", "checksum"),

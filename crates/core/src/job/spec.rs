@@ -667,6 +667,8 @@ pub struct GlobalSettings {
     pub eta_newline_s: Option<u64>,
     /// `--status-interval=TIME`: an interim report every this many ms.
     pub status_interval_ms: Option<u64>,
+    /// `--bandwidth-log`: write agg-*_bw.log (runner::logs::agg).
+    pub bandwidth_log: bool,
     /// The run's output formats as resolved (`--output-format`,
     /// `--minimal`, `--append-terse`; pipeline::check), in the order they
     /// are written: the interim reports use them too.
@@ -716,6 +718,7 @@ impl GlobalSettings {
             notes: Vec::new(),
             eta_newline_s: None,
             status_interval_ms: None,
+            bandwidth_log: false,
             formats: Vec::new(),
             output_format: String::new(),
             output: None,

@@ -57,6 +57,7 @@ pub fn validate(args: &[String]) -> Result<(Plan, Formats), String> {
     }
     plan.global.eta_newline_s = flags.eta_newline_s;
     plan.global.status_interval_ms = flags.status_interval_ms;
+    plan.global.bandwidth_log = flags.bandwidth_log;
     if !flags.sections.is_empty() {
         let names: Vec<String> = plan.jobs.iter().map(|j| j.name.clone()).collect();
         plan.jobs.retain(|j| flags.sections.contains(&j.name));

@@ -34,6 +34,7 @@
 //! The writer thread (`logs/writer.rs`) formats the lines and writes them;
 //! fio's latency bins and the histogram log are `logs/hist.rs`.
 
+pub mod agg;
 mod hist;
 mod writer;
 
