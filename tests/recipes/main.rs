@@ -504,12 +504,18 @@ fn blocksize_quick() {
     assert_eq!(r["effect_pct"].as_f64(), Some(-33.0), "{r}");
     let lo = r["interval_pct"][0].as_f64().expect("interval_pct");
     let hi = r["interval_pct"][1].as_f64().expect("interval_pct");
-    assert!(lo > -33.0 && lo <= hi, "[{lo}, {hi}] does not exclude −33 %: {text}");
+    assert!(
+        lo > -33.0 && lo <= hi,
+        "[{lo}, {hi}] does not exclude −33 %: {text}"
+    );
     assert!(
         text.contains("the seed's effect: -33 %") && text.contains("excludes the seed's −33 %"),
         "{text}"
     );
-    assert!(text.contains("alternating") && text.contains("triplets"), "{text}");
+    assert!(
+        text.contains("alternating") && text.contains("triplets"),
+        "{text}"
+    );
 }
 
 #[test]
