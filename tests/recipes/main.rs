@@ -298,18 +298,23 @@ fn run_recipe_with(name: &str, extra: &[&str]) -> Option<(String, serde_json::Va
         assert_eq!(c["status"], "done", "{name}: {c}");
         let runs = c["runs"].as_array().unwrap();
         assert!(!runs.is_empty());
-        let trials = runs[0]["dioscope"]["jobs"][0]["trials"]
-            .as_array()
-            .map(|t| t.len())
-            .unwrap_or(0);
+        // Over the cell's runs (an alternating cell has one trial a run).
+        let trials: usize = runs
+            .iter()
+            .map(|r| {
+                r["dioscope"]["jobs"][0]["trials"]
+                    .as_array()
+                    .map_or(0, |t| t.len())
+            })
+            .sum();
         assert!(
             trials >= 2,
             "{name}: cell {} has {trials} trials",
             c["values"][0]
         );
         assert!(
-            runs[0]["dioscope"]["scratch"].is_array(),
-            "{name}: the cell's run does not carry the scratch geometry"
+            runs.iter().all(|r| r["dioscope"]["scratch"].is_array()),
+            "{name}: a run of the cell does not carry the scratch geometry"
         );
     }
     // submit-cost: the kernel profile per I/O, --quick too, when perf is
@@ -439,7 +444,7 @@ fn every_recipe_is_tested() {
 }
 
 // Time budget of this binary (issue 29): each `--quick --control` run
-// below takes 5–70 s here (blocksize the longest), the two planted cases
+// below takes 5–70 s here (blocksize about 40 s), the two planted cases
 // about 30 s, the interruptions a few seconds each: about 6 minutes for the
 // whole binary on this 2-CPU machine while other builds run, within the
 // 10 minutes the issue allows (each run is also held to BUDGET).
@@ -476,11 +481,41 @@ fn dio_scaling_quick() {
     }
 }
 
-/// blocksize's control (a seccomp filter's known system time per write,
-/// removed: −33 %) is detected.
+/// The fair negative, required: seed 002's "system time fell by a third
+/// with 16k/64k blocks" on this kernel. The writer's CPU per 1 MiB buffered
+/// write with 4k and with 64k XFS blocks, the runs alternating (18 pairs,
+/// each on two new file systems), judged in triplets: the interval must
+/// exclude the seed's −33 % (stated in the JSON's `effect_pct`, the
+/// interval in `interval_pct`, both in the text) on a clean baseline, and
+/// the control (seccomp filters whose removal is a fall of at most 33 % in
+/// the same metric) must be detected: ABSENT. By simulation of the decision
+/// (recipes::blocksize::tests) a true null is ABSENT 97.5–98.5 % of the
+/// time at this machine's noise (3 % quiet, 8 % loaded), also under drift,
+/// a step and a wild trial; the rest is PRESENT by chance (the interval's
+/// one-sided 2.5 %): this test's false-failure rate.
 #[test]
 fn blocksize_quick() {
-    run_control("blocksize");
+    let Some((stdout, v)) = run_control("blocksize") else {
+        return;
+    };
+    let r = &v["recipe"];
+    let text = r["verdict_text"].as_str().unwrap_or("");
+    assert_eq!(r["verdict"], "ABSENT", "{text}\n{stdout}");
+    assert_eq!(r["effect_pct"].as_f64(), Some(-33.0), "{r}");
+    let lo = r["interval_pct"][0].as_f64().expect("interval_pct");
+    let hi = r["interval_pct"][1].as_f64().expect("interval_pct");
+    assert!(
+        lo > -33.0 && lo <= hi,
+        "[{lo}, {hi}] does not exclude −33 %: {text}"
+    );
+    assert!(
+        text.contains("the seed's effect: -33 %") && text.contains("excludes the seed's −33 %"),
+        "{text}"
+    );
+    assert!(
+        text.contains("alternating") && text.contains("triplets"),
+        "{text}"
+    );
 }
 
 #[test]

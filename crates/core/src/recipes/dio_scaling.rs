@@ -198,7 +198,7 @@ impl Steps for DioScaling {
             change_text(e.change),
             nu / 1e3,
         );
-        Said::new(v, text)
+        Said::judged(v, text, &e)
     }
 
     fn control(ctx: &mut Ctx, s: &Setup) -> Result<Said, Stop> {

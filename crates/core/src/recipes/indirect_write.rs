@@ -221,7 +221,7 @@ impl Steps for IndirectWrite {
                 Verdict::Inconclusive(_) => "",
             }
         );
-        Said::new(v, text)
+        Said::judged(v, text, &e)
     }
 
     fn notes(_: &Ctx, _: &Setup) -> Vec<String> {

@@ -77,6 +77,8 @@ pub fn run_steps<R: Steps>(ctx: &mut Ctx) -> Result<Outcome, Stop> {
         tables: R::tables(ctx, &setup),
         verdict: said.verdict.to_string(),
         verdict_text: said.text,
+        effect_pct: said.size_pct,
+        interval_pct: said.interval_pct.map(|(lo, hi)| [lo, hi]),
         control_verdict: control.as_ref().map(|c| c.verdict.to_string()),
         control_text: control.map(|c| c.text).unwrap_or_default(),
         seed_reported: R::SEED_REPORTED.into(),
@@ -89,11 +91,31 @@ pub fn run_steps<R: Steps>(ctx: &mut Ctx) -> Result<Outcome, Stop> {
 pub struct Said {
     pub verdict: Verdict,
     pub text: String,
+    /// The seed's effect size the verdict was judged against (ABSENT: the
+    /// size it excludes), in %.
+    pub size_pct: Option<f64>,
+    /// The 95 % interval of the change the verdict rests on, in %.
+    pub interval_pct: Option<(f64, f64)>,
 }
 
 impl Said {
     pub fn new(verdict: Verdict, text: String) -> Said {
-        Said { verdict, text }
+        Said {
+            verdict,
+            text,
+            size_pct: None,
+            interval_pct: None,
+        }
+    }
+
+    /// A verdict on evidence `e`: its effect size and interval go with it
+    /// (the JSON's `effect_pct` and `interval_pct`).
+    pub fn judged(verdict: Verdict, text: String, e: &Evidence) -> Said {
+        Said {
+            size_pct: Some(e.size_pct),
+            interval_pct: e.change.and_then(|j| j.ci_pct),
+            ..Said::new(verdict, text)
+        }
     }
 
     /// A cell the verdict needs did not run.
@@ -213,6 +235,11 @@ pub struct Outcome {
     pub verdict: String,
     /// The sentence with the figures the verdict rests on.
     pub verdict_text: String,
+    /// The seed's effect size the verdict was judged against, in % (ABSENT:
+    /// the size its interval excludes).
+    pub effect_pct: Option<f64>,
+    /// The 95 % interval [lo, hi] of the change the verdict rests on, in %.
+    pub interval_pct: Option<[f64; 2]>,
     /// `--control`: the control's verdict (PRESENT: detected); `None`
     /// without `--control`.
     pub control_verdict: Option<String>,
@@ -421,9 +448,76 @@ impl Ctx {
         default_trials: &str,
         hooks: &mut dyn crate::runner::TrialHooks,
     ) -> Result<(), Stop> {
+        let (trials, auto) = self.budget_args(self.trials_arg(default_trials));
+        self.run_into(name, args, trials, auto, hooks)
+    }
+
+    /// Two cells whose runs alternate, one trial per run: A B A B …,
+    /// `pairs` runs of each, every run appended to its cell (`a.0`, `b.0`;
+    /// `a.1`, `b.1` their jobs' options), so the cells' trials interleave in
+    /// time and drift and other load fall on both alike, as in `sweep
+    /// --order=interleaved` and `compare --run`. [`Ctx::interleaved`] gives
+    /// the trials back in the order they ran, for
+    /// [`verdict::judge_alternating`]. Fixed trials: outside the budget
+    /// (`--trials` does not apply).
+    pub fn alternate(
+        &mut self,
+        a: (&str, &[String]),
+        b: (&str, &[String]),
+        pairs: usize,
+    ) -> Result<(), Stop> {
+        for _ in 0..pairs {
+            for (name, args) in [a, b] {
+                let one = vec!["--trials=1".to_string()];
+                self.run_into(name, args, one, false, &mut crate::runner::NoHooks)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Metric `k` of two cells that [`Ctx::alternate`] ran, in the order
+    /// the trials ran (a₁ b₁ a₂ b₂ …), without the first `skip` pairs;
+    /// `None` when a run is missing a value.
+    pub fn interleaved(&self, a: &str, b: &str, k: usize, skip: usize) -> Option<Vec<f64>> {
+        // One value per run (a run without one: `None`), so that a missing
+        // value cannot shift the pairs.
+        let per_run = |name: &str| -> Option<Vec<f64>> {
+            self.get(name)?
+                .runs
+                .iter()
+                .map(|r| {
+                    let mut s = crate::experiment::samples::SideSamples::default();
+                    s.add(r);
+                    let v = s.jobs.first()?.column(k);
+                    (v.len() == 1).then(|| v[0])
+                })
+                .collect()
+        };
+        let (va, vb) = (per_run(a)?, per_run(b)?);
+        if va.len() != vb.len() || va.len() <= skip {
+            return None;
+        }
+        Some(
+            va[skip..]
+                .iter()
+                .zip(&vb[skip..])
+                .flat_map(|(x, y)| [*x, *y])
+                .collect(),
+        )
+    }
+
+    /// One run of cell `name` with the trial arguments `trials` (`auto`:
+    /// inside the budget), appended to the cell (made on its first run).
+    fn run_into(
+        &mut self,
+        name: &str,
+        args: &[String],
+        trials: Vec<String>,
+        auto: bool,
+        hooks: &mut dyn crate::runner::TrialHooks,
+    ) -> Result<(), Stop> {
         stop_check()?;
         let mut full: Vec<String> = args.to_vec();
-        let (trials, auto) = self.budget_args(self.trials_arg(default_trials));
         // A cell of fixed trials is outside the budget (`plan`'s `fixed_s`):
         // the time it takes moves the deadline.
         let started = std::time::Instant::now();
@@ -479,25 +573,47 @@ impl Ctx {
             .flat_map(|g| g.trials.iter())
             .map(|t| t.wall_ns as f64 / 1e9)
             .sum();
-        self.sweep.axes[0].values.push(name.to_string());
-        let index = self.sweep.cells.len();
-        self.sweep.cells.push(SweepCell {
-            index,
-            values: vec![name.to_string()],
-            status: if errors == 0 {
-                CellStatus::Done
-            } else {
-                CellStatus::Failed
-            },
-            error: (errors > 0).then(|| format!("{errors} I/O error(s)")),
-            runs: vec![doc],
-            wall_s,
-            trials_s: in_trials.min(wall_s),
-        });
+        self.record(name, doc, errors, wall_s, in_trials.min(wall_s));
         if errors > 0 {
             return Err(Stop::Failed(format!("cell {name}: {errors} I/O error(s)")));
         }
         Ok(())
+    }
+
+    /// Append a run to cell `name` (a new cell on its first run).
+    fn record(
+        &mut self,
+        name: &str,
+        doc: crate::results::RunDoc,
+        errors: u64,
+        wall_s: f64,
+        trials_s: f64,
+    ) {
+        let index = match self.sweep.cells.iter().position(|c| c.values[0] == name) {
+            Some(i) => i,
+            None => {
+                self.sweep.axes[0].values.push(name.to_string());
+                let index = self.sweep.cells.len();
+                self.sweep.cells.push(SweepCell {
+                    index,
+                    values: vec![name.to_string()],
+                    status: CellStatus::Done,
+                    error: None,
+                    runs: Vec::new(),
+                    wall_s: 0.0,
+                    trials_s: 0.0,
+                });
+                index
+            }
+        };
+        let c = &mut self.sweep.cells[index];
+        c.runs.push(doc);
+        c.wall_s += wall_s;
+        c.trials_s += trials_s;
+        if errors > 0 {
+            c.status = CellStatus::Failed;
+            c.error = Some(format!("{errors} I/O error(s)"));
+        }
     }
 
     pub fn get(&self, name: &str) -> Option<&SweepCell> {
@@ -670,6 +786,8 @@ pub fn result_json(recipe: &Recipe, ctx: &Ctx, out: &Outcome, interrupted: bool)
         "tables": out.tables,
         "verdict": out.verdict,
         "verdict_text": out.verdict_text,
+        "effect_pct": out.effect_pct,
+        "interval_pct": out.interval_pct,
         "control": ctx.control,
         "control_verdict": out.control_verdict,
         "control_text": out.control_text,

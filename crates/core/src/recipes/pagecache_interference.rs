@@ -222,11 +222,17 @@ impl TrialHooks for Probed<'_> {
 /// from its second: the writes remove the pages of what they write). The
 /// read happens after the previous trial (and before the cell for the
 /// first), before dioscope's own hooks count and, with `invalidate=1`, drop
-/// the pages; the other trials start with none.
+/// the pages; the other trials start with none. After the cell's last
+/// trial there is no next one to prepare (`trials`).
 struct Recached<'a> {
     dev: &'a str,
     held: &'a std::fs::File,
     fresh: fn(u32) -> bool,
+    /// The cell's trial count when fixed; `None` (`trials=auto`): unknown,
+    /// so the trial after each one is prepared.
+    trials: Option<u32>,
+    /// Whole-device reads done so far.
+    reads: u32,
     /// The most pages a read left (for the text).
     pages: u64,
     size: u64,
@@ -242,6 +248,7 @@ impl Recached<'_> {
         if !(self.fresh)(t) {
             return;
         }
+        self.reads += 1;
         match buffered_read(self.dev) {
             Ok(()) => {
                 let n = resident_fd(fd, 0, self.size).map(|r| r.pages).unwrap_or(0);
@@ -250,11 +257,18 @@ impl Recached<'_> {
             Err(e) => self.failed = Some(format!("buffered read of {}: {e}", self.dev)),
         }
     }
+
+    /// After (0-based) trial `t`: prepare the next, if there is one.
+    fn after(&mut self, t: u32) {
+        if self.trials.is_none_or(|n| t + 1 < n) {
+            self.prepare(t + 1);
+        }
+    }
 }
 
 impl TrialHooks for Recached<'_> {
     fn after_trial(&mut self, _g: u32, t: u32, _jobs: &[&ResolvedJob], _table: &TargetTable) {
-        self.prepare(t + 1);
+        self.after(t);
     }
 }
 
@@ -300,6 +314,8 @@ impl Steps for PagecacheInterference {
             dev: &s.dev,
             held: &s.held,
             fresh: cached,
+            trials: Some(if ctx.quick { 24 } else { 32 }),
+            reads: 0,
             pages: 0,
             size: s.size,
             failed: None,
@@ -331,15 +347,18 @@ impl Steps for PagecacheInterference {
             dev: &s.dev,
             held: &s.held,
             fresh: |_| true,
+            trials: ctx.quick.then_some(4),
+            reads: 0,
             pages: 0,
             size: s.size,
             failed: None,
         };
         hyg.prepare(0);
+        let hyg_trials = hyg.trials.map_or("auto".into(), |n| n.to_string());
         let r = ctx.cell_with(
             "hygiene",
             &job("w", &write_job(ctx, s, "1")),
-            if ctx.quick { "4" } else { "auto" },
+            &hyg_trials,
             &mut hyg,
         );
         let _ = drop_cache(fd, true);
@@ -476,7 +495,7 @@ impl Steps for PagecacheInterference {
             change_text(hyg),
             intermittent_split(ctx, &e),
         );
-        Said::new(v, text)
+        Said::judged(v, text, &e)
     }
 
     fn notes(_: &Ctx, _: &Setup) -> Vec<String> {
@@ -683,4 +702,53 @@ fn write_job(ctx: &Ctx, s: &Setup, invalidate: &str) -> Vec<(&'static str, Strin
         ("invalidate", invalidate.into()),
         ("destroy-data-on", s.dev.clone()),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// The cell's whole-device reads: one before each cached trial (the
+    /// first by the recipe before the cell, the others after the trial
+    /// before), none after the last trial; with an unknown count (auto),
+    /// one after every trial.
+    #[test]
+    fn recached_reads_for_each_cached_trial_and_not_after_the_last() {
+        let mut f = tempfile::NamedTempFile::new().expect("temp file");
+        f.write_all(&vec![7u8; 64 << 10]).expect("write");
+        let dev = f.path().to_str().expect("path").to_string();
+        let held = std::fs::File::open(&dev).expect("open");
+        let mut r = Recached {
+            dev: &dev,
+            held: &held,
+            fresh: cached,
+            trials: Some(24),
+            reads: 0,
+            pages: 0,
+            size: 64 << 10,
+            failed: None,
+        };
+        r.prepare(0);
+        for t in 0..24 {
+            r.after(t);
+        }
+        assert_eq!(r.failed, None);
+        assert_eq!(r.reads, 12, "24 alternating trials, 12 of them cached");
+        r.fresh = |_| true;
+        r.reads = 0;
+        r.trials = Some(4);
+        r.prepare(0);
+        for t in 0..4 {
+            r.after(t);
+        }
+        assert_eq!(r.reads, 4, "4 trials, each cached: 4 reads, not 5");
+        r.reads = 0;
+        r.trials = None;
+        r.prepare(0);
+        for t in 0..4 {
+            r.after(t);
+        }
+        assert_eq!(r.reads, 5, "auto: the count is not known, every trial prepares its next");
+    }
 }

@@ -189,7 +189,7 @@ impl Steps for SubmitCost {
                 Verdict::Inconclusive(_) => "",
             }
         );
-        Said::new(v, text)
+        Said::judged(v, text, &e)
     }
 
     fn control(ctx: &mut Ctx, s: &Setup) -> Result<Said, Stop> {

@@ -116,12 +116,19 @@ impl<C: Clock> Execution<'_, C> {
         });
         let watch = self.start_watch(idx, &sp.progs);
         self.hooks.workers_ready(g, trial);
+        let (ramp, runtime) = ramp_and_runtime(&gjobs);
+        // Without a ramp the workers measure from the barrier on, so the
+        // process's and the system's counters are read before it opens (as
+        // the device counters are, in the diagnosis's `workers_ready`): read
+        // after it, by a thread the scheduler holds back while another
+        // process has the CPUs, they missed what the workers had done by
+        // then (a 40 ms trial's CPU time read as 1 % of it).
+        let early = (ramp == 0).then(|| Snapshot::take(self.clock.peek()));
         sp.barrier.wait();
         let t0 = self.clock.peek();
-        let (ramp, runtime) = ramp_and_runtime(&gjobs);
         let all_done = || sp.progs.iter().all(|p| p.done.load(Ordering::Relaxed));
         self.clock.sleep_until(t0 + ramp, &all_done, &sp.stop);
-        let before = Snapshot::take(self.clock.peek());
+        let before = early.unwrap_or_else(|| Snapshot::take(self.clock.peek()));
         self.hooks.measure_start(g, trial);
         let meter = ProgressLine {
             label: format!("[group {g} trial {}/{trials}]", trial + 1),
