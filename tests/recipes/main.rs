@@ -492,30 +492,44 @@ fn dio_scaling_quick() {
 /// (recipes::blocksize::tests) a true null is ABSENT 97.5–98.5 % of the
 /// time at this machine's noise (3 % quiet, 8 % loaded), also under drift,
 /// a step and a wild trial; the rest is PRESENT by chance (the interval's
-/// one-sided 2.5 %): this test's false-failure rate.
+/// one-sided 2.5 %), and a true small saving of a few % makes PRESENT more
+/// likely (2 of 17 runs): a PRESENT far inside the seed's size gets one more
+/// run, which must be ABSENT.
 #[test]
 fn blocksize_quick() {
-    let Some((stdout, v)) = run_control("blocksize") else {
+    // A true small saving (−2 to −7 % here, docs/RECIPES.md) reaches
+    // significance in about 1 quick run in 10: that run is PRESENT with its
+    // whole interval far inside the seed's −33 %, the recipe's verdict,
+    // not a failure of it. Then one more independent run must be ABSENT
+    // (both runs must exclude −33 %): a false failure about 1 in 100.
+    for attempt in 1..=2 {
+        let Some((stdout, v)) = run_control("blocksize") else {
+            return;
+        };
+        let r = &v["recipe"];
+        let text = r["verdict_text"].as_str().unwrap_or("");
+        assert_eq!(r["effect_pct"].as_f64(), Some(-33.0), "{r}");
+        let lo = r["interval_pct"][0].as_f64().expect("interval_pct");
+        let hi = r["interval_pct"][1].as_f64().expect("interval_pct");
+        assert!(
+            lo > -33.0 && lo <= hi,
+            "[{lo}, {hi}] does not exclude −33 %: {text}"
+        );
+        if r["verdict"] == "PRESENT" && attempt == 1 {
+            eprintln!("blocksize run 1: PRESENT inside the seed's size ({text}); running again");
+            continue;
+        }
+        assert_eq!(r["verdict"], "ABSENT", "run {attempt}: {text}\n{stdout}");
+        assert!(
+            text.contains("the seed's effect: -33 %") && text.contains("excludes the seed's −33 %"),
+            "{text}"
+        );
+        assert!(
+            text.contains("alternating") && text.contains("triplets"),
+            "{text}"
+        );
         return;
-    };
-    let r = &v["recipe"];
-    let text = r["verdict_text"].as_str().unwrap_or("");
-    assert_eq!(r["verdict"], "ABSENT", "{text}\n{stdout}");
-    assert_eq!(r["effect_pct"].as_f64(), Some(-33.0), "{r}");
-    let lo = r["interval_pct"][0].as_f64().expect("interval_pct");
-    let hi = r["interval_pct"][1].as_f64().expect("interval_pct");
-    assert!(
-        lo > -33.0 && lo <= hi,
-        "[{lo}, {hi}] does not exclude −33 %: {text}"
-    );
-    assert!(
-        text.contains("the seed's effect: -33 %") && text.contains("excludes the seed's −33 %"),
-        "{text}"
-    );
-    assert!(
-        text.contains("alternating") && text.contains("triplets"),
-        "{text}"
-    );
+    }
 }
 
 #[test]

@@ -39,8 +39,8 @@ fn trial_lines(r: &RunResult, trial: usize) -> Lines {
         let p = phases.entry(j.resolved.phase).or_default();
         for k in t.ticks.iter().filter(|k: &&Tick| !k.ramp && k.dur_ns > 0) {
             let e = p.entry(k.end_ns / 1_000_000).or_default();
-            for d in 0..2 {
-                e[d] += kib_per_s(k.bytes[d], k.dur_ns);
+            for (sum, bytes) in e.iter_mut().zip(k.bytes) {
+                *sum += kib_per_s(bytes, k.dur_ns);
             }
         }
         let end = t.ticks.last().map(|k| k.end_ns / 1_000_000).unwrap_or(0);
