@@ -52,10 +52,6 @@ fn pairs(quick: bool) -> usize {
     }
 }
 
-/// The pairs the verdict leaves out (none: every run has its own file
-/// systems and file, so no run is a first one).
-const WARMUP: usize = 0;
-
 struct Blocksize;
 
 /// The grid: devices, XFS block sizes and bytes per device. The file
@@ -139,7 +135,7 @@ impl Steps for Blocksize {
     fn verdict(ctx: &Ctx, s: &Setup) -> Said {
         // The seed's claim: larger blocks cut buffered system time.
         let (small, large) = (s.sizes[0], s.sizes[s.sizes.len() - 1]);
-        let Some(vals) = ctx.interleaved(ALT[0], ALT[1], METRIC, WARMUP) else {
+        let Some(vals) = ctx.interleaved(ALT[0], ALT[1], METRIC) else {
             return Said::missing();
         };
         let mean = |c: &str, k: usize| ctx.stat(c, k).map(|st| st.mean);
@@ -459,13 +455,13 @@ mod tests {
     use super::*;
     use crate::stats::significance::SplitMix64;
 
-    /// The judged runs of one simulated verdict: `pairs(true) - WARMUP`
+    /// The judged runs of one simulated verdict: `pairs(true)`
     /// pairs, small then large, lognormal noise of `cv`, a drift of `drift`
     /// per run, a step of `step` at a random run, `effect` on the large
     /// side, and with `wild` one run at a random place that measured 1 % of
     /// its value (seen under load: a 1 MiB write's CPU read as 6 µs).
     fn runs(rng: &mut SplitMix64, cv: f64, drift: f64, step: f64, effect: f64, wild: bool) -> Vec<f64> {
-        let n = 2 * (pairs(true) - WARMUP) as u32;
+        let n = 2 * pairs(true) as u32;
         let (at, odd) = (rng.below(n as usize) as u32, rng.below(n as usize) as u32);
         (0..n)
             .map(|t| {

@@ -476,9 +476,8 @@ impl Ctx {
     }
 
     /// Metric `k` of two cells that [`Ctx::alternate`] ran, in the order
-    /// the trials ran (a₁ b₁ a₂ b₂ …), without the first `skip` pairs;
-    /// `None` when a run is missing a value.
-    pub fn interleaved(&self, a: &str, b: &str, k: usize, skip: usize) -> Option<Vec<f64>> {
+    /// the trials ran (a₁ b₁ a₂ b₂ …); `None` when a run is missing a value.
+    pub fn interleaved(&self, a: &str, b: &str, k: usize) -> Option<Vec<f64>> {
         // One value per run (a run without one: `None`), so that a missing
         // value cannot shift the pairs.
         let per_run = |name: &str| -> Option<Vec<f64>> {
@@ -494,16 +493,10 @@ impl Ctx {
                 .collect()
         };
         let (va, vb) = (per_run(a)?, per_run(b)?);
-        if va.len() != vb.len() || va.len() <= skip {
+        if va.len() != vb.len() || va.is_empty() {
             return None;
         }
-        Some(
-            va[skip..]
-                .iter()
-                .zip(&vb[skip..])
-                .flat_map(|(x, y)| [*x, *y])
-                .collect(),
-        )
+        Some(va.iter().zip(&vb).flat_map(|(x, y)| [*x, *y]).collect())
     }
 
     /// One run of cell `name` with the trial arguments `trials` (`auto`:

@@ -223,14 +223,12 @@ impl TrialHooks for Probed<'_> {
 /// read happens after the previous trial (and before the cell for the
 /// first), before dioscope's own hooks count and, with `invalidate=1`, drop
 /// the pages; the other trials start with none. After the cell's last
-/// trial there is no next one to prepare (`trials`).
+/// trial there is no next one to prepare (the jobs' `trials`, as run:
+/// `--trials` included).
 struct Recached<'a> {
     dev: &'a str,
     held: &'a std::fs::File,
     fresh: fn(u32) -> bool,
-    /// The cell's trial count when fixed; `None` (`trials=auto`): unknown,
-    /// so the trial after each one is prepared.
-    trials: Option<u32>,
     /// Whole-device reads done so far.
     reads: u32,
     /// The most pages a read left (for the text).
@@ -258,17 +256,18 @@ impl Recached<'_> {
         }
     }
 
-    /// After (0-based) trial `t`: prepare the next, if there is one.
-    fn after(&mut self, t: u32) {
-        if self.trials.is_none_or(|n| t + 1 < n) {
+    /// After (0-based) trial `t` of `trials` (0: `trials=auto`, the count
+    /// not known): prepare the next, if there is one.
+    fn after(&mut self, t: u32, trials: u32) {
+        if trials == 0 || t + 1 < trials {
             self.prepare(t + 1);
         }
     }
 }
 
 impl TrialHooks for Recached<'_> {
-    fn after_trial(&mut self, _g: u32, t: u32, _jobs: &[&ResolvedJob], _table: &TargetTable) {
-        self.after(t);
+    fn after_trial(&mut self, _g: u32, t: u32, jobs: &[&ResolvedJob], _table: &TargetTable) {
+        self.after(t, jobs.first().map_or(0, |j| j.spec.trials));
     }
 }
 
@@ -314,7 +313,6 @@ impl Steps for PagecacheInterference {
             dev: &s.dev,
             held: &s.held,
             fresh: cached,
-            trials: Some(if ctx.quick { 24 } else { 32 }),
             reads: 0,
             pages: 0,
             size: s.size,
@@ -347,18 +345,16 @@ impl Steps for PagecacheInterference {
             dev: &s.dev,
             held: &s.held,
             fresh: |_| true,
-            trials: ctx.quick.then_some(4),
             reads: 0,
             pages: 0,
             size: s.size,
             failed: None,
         };
         hyg.prepare(0);
-        let hyg_trials = hyg.trials.map_or("auto".into(), |n| n.to_string());
         let r = ctx.cell_with(
             "hygiene",
             &job("w", &write_job(ctx, s, "1")),
-            &hyg_trials,
+            if ctx.quick { "4" } else { "auto" },
             &mut hyg,
         );
         let _ = drop_cache(fd, true);
@@ -723,7 +719,6 @@ mod tests {
             dev: &dev,
             held: &held,
             fresh: cached,
-            trials: Some(24),
             reads: 0,
             pages: 0,
             size: 64 << 10,
@@ -731,23 +726,21 @@ mod tests {
         };
         r.prepare(0);
         for t in 0..24 {
-            r.after(t);
+            r.after(t, 24);
         }
         assert_eq!(r.failed, None);
         assert_eq!(r.reads, 12, "24 alternating trials, 12 of them cached");
         r.fresh = |_| true;
         r.reads = 0;
-        r.trials = Some(4);
         r.prepare(0);
         for t in 0..4 {
-            r.after(t);
+            r.after(t, 4);
         }
         assert_eq!(r.reads, 4, "4 trials, each cached: 4 reads, not 5");
         r.reads = 0;
-        r.trials = None;
         r.prepare(0);
         for t in 0..4 {
-            r.after(t);
+            r.after(t, 0);
         }
         assert_eq!(r.reads, 5, "auto: the count is not known, every trial prepares its next");
     }

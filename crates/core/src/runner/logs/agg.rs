@@ -25,11 +25,10 @@ use std::path::Path;
 type Lines = [Option<Vec<(u64, u64)>>; 3];
 
 fn trial_lines(r: &RunResult, trial: usize) -> Lines {
-    let trims = r.jobs.iter().any(|j| {
-        j.trials
-            .iter()
-            .any(|t| t.trim.ios > 0 || j.resolved.spec.rw.trims())
-    });
+    let trims = r
+        .jobs
+        .iter()
+        .any(|j| j.resolved.spec.rw.trims() || j.trials.iter().any(|t| t.trim.ios > 0));
     let mut phases: BTreeMap<u32, BTreeMap<u64, [u64; 2]>> = BTreeMap::new();
     let mut phase_len: BTreeMap<u32, u64> = BTreeMap::new();
     for j in &r.jobs {
