@@ -122,7 +122,14 @@ fn check_direction(v: &Value, dir: &str) -> Value {
     assert!(ios > 1000, "{ios} I/Os");
     // Exactly the run's I/Os: every one tagged, nothing else.
     assert_eq!(d["tagged_ios"].as_u64(), Some(ios), "{d:#}");
-    assert_eq!(d["traced_total"]["ios"].as_u64(), Some(ios), "{d:#}");
+    // One in `sample_every` followed through the stages: all of them at
+    // 1, otherwise a binomial count around ios ÷ N.
+    let every = s["sample_every"].as_u64().unwrap();
+    let followed = d["traced_total"]["ios"].as_u64().unwrap();
+    assert!(
+        near_share(followed, ios, every),
+        "{followed} of {ios} I/Os followed, one in {every} expected: {d:#}"
+    );
     // The stages add up to dioscope's mean latency (read from its jobs).
     let sum: f64 = d["stages"]
         .as_array()
@@ -147,7 +154,38 @@ fn check_direction(v: &Value, dir: &str) -> Value {
         (p50 / clat_p50 - 1.0).abs() < 0.10,
         "traced p50 {p50} ns vs dioscope's clat p50 {clat_p50} ns: {d:#}"
     );
+    let p99 = pct_of(&d["traced_total"], 99.0);
+    let clat_p99 = v["jobs"][0][dir]["clat_ns"]["percentile"]["99.000000"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (p99 / clat_p99 - 1.0).abs() < 0.10,
+        "traced p99 {p99} ns vs dioscope's clat p99 {clat_p99} ns: {d:#}"
+    );
     d
+}
+
+/// A stage's percentile `q` (ns).
+fn pct_of(st: &Value, q: f64) -> f64 {
+    st["percentiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p[0].as_f64() == Some(q))
+        .and_then(|p| p[1].as_f64())
+        .unwrap_or_else(|| panic!("no p{q}: {st:#}"))
+}
+
+/// Whether `k` of `n` is what following one in `every` by a fair draw
+/// gives: exactly `n` at 1, else within 5 standard deviations of n ÷ every
+/// (a false alarm about 1 in 3 million).
+fn near_share(k: u64, n: u64, every: u64) -> bool {
+    if every == 1 {
+        return k == n;
+    }
+    let p = 1.0 / every as f64;
+    let sd = (n as f64 * p * (1.0 - p)).sqrt();
+    (k as f64 - n as f64 * p).abs() <= 5.0 * sd + 1.0
 }
 
 fn stage<'a>(d: &'a Value, name: &str) -> &'a Value {
@@ -172,14 +210,24 @@ fn zram_is_bio_based_and_its_stages_add_up() {
         eprintln!("SKIPPED: no zram-control");
         return;
     };
-    let (v, _) = run(&z.dev(), "randwrite", "64m", "4k", 16);
+    // 128 KiB writes (each compresses 32 pages: well over 100 µs), two at
+    // a time, every I/O followed: the time outside the tracepoints
+    // (system call entry and exit, the reap, a batch's other I/Os) stays
+    // small against the per-I/O total, whose p50 and p99 are compared.
+    let (v, _) = run_with(
+        &z.dev(),
+        "randwrite",
+        "160m",
+        "128k",
+        2,
+        &["--stages_sample=1"],
+    );
     let d = check_direction(&v, "write");
     assert_eq!(stage(&d, "block layer")["how"], "not applicable", "{d:#}");
-    let dev = stage(&d, "device");
-    assert_eq!(
-        dev["ios"], d["tagged_ios"],
-        "every bio's device time: {d:#}"
-    );
+    // Every write is punted, so no bio is joined to its request: the
+    // device stage follows each bio by its own draw (here all of them).
+    let dev = stage(&d, "device")["ios"].as_u64().unwrap();
+    assert_eq!(Some(dev), d["tagged_ios"].as_u64(), "{d:#}");
     assert_eq!(d["other_device_ios"], 0, "{d:#}");
     // zram is bio-based and does not declare nowait support
     // (BLK_FEAT_NOWAIT), so io_uring cannot issue a write inline with
@@ -225,7 +273,15 @@ fn a_loop_device_splits_into_request_stages_that_explain_the_total() {
     // waiting for a CPU on a loaded machine: 2 µs at QD 1, 20 µs and more
     // at QD 16 with 4 KiB on a busy 2-CPU machine) stays under the p50
     // check's 10 %. docs/STAGES.md shows the QD 16 breakdown.
-    let (v, _) = run(l.path(), "randread", "256m", "128k", 1);
+    // Every I/O followed: the stages are exact per I/O.
+    let (v, _) = run_with(
+        l.path(),
+        "randread",
+        "256m",
+        "128k",
+        1,
+        &["--stages_sample=1"],
+    );
     let d = check_direction(&v, "read");
     let (_, mean, _) = dioscope_dir(&v, "read");
     // Per-I/O joins cover the traced total: what no join explains is small.
@@ -237,6 +293,10 @@ fn a_loop_device_splits_into_request_stages_that_explain_the_total() {
         let n = stage(&d, s)["ios"].as_u64().unwrap();
         assert!(
             n as f64 > 0.95 * d["tagged_ios"].as_f64().unwrap(),
+            "{s}: {n} I/Os: {d:#}"
+        );
+        assert!(
+            n <= d["tagged_ios"].as_u64().unwrap(),
             "{s}: {n} I/Os: {d:#}"
         );
     }
@@ -251,14 +311,21 @@ struct Reader {
 }
 
 impl Reader {
-    fn start(dev: &str) -> Reader {
+    /// `what` is a block device (its buffers flushed after each pass) or a
+    /// file (its page cache dropped after each pass: `dd iflag=nocache`).
+    fn start(what: &str) -> Reader {
         let flag = std::env::temp_dir().join(format!("stages-reader-{}", std::process::id()));
         std::fs::write(&flag, "").unwrap();
+        let drop_cache = if what.starts_with("/dev/") {
+            format!("blockdev --flushbufs {what}")
+        } else {
+            format!("dd if={what} iflag=nocache count=0 2>/dev/null")
+        };
         let child = Command::new("sh")
             .arg("-c")
             .arg(format!(
-                "while [ -e {f} ]; do dd if={dev} of=/dev/null bs=4k 2>/dev/null; \
-                 blockdev --flushbufs {dev}; done",
+                "while [ -e {f} ]; do dd if={what} of=/dev/null bs=4k 2>/dev/null; \
+                 {drop_cache}; done",
                 f = flag.display()
             ))
             .spawn()
@@ -272,6 +339,49 @@ impl Drop for Reader {
         let _ = std::fs::remove_file(&self.flag);
         let _ = self.child.wait();
     }
+}
+
+#[test]
+fn an_ext4_file_is_traced_on_its_device_and_a_readers_io_is_other() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_trace() {
+        return;
+    }
+    let fs = common::MountedFs::new(512 << 20, "ext4");
+    let data = fs.path().join("data");
+    let other = fs.path().join("other");
+    std::fs::write(&other, vec![7u8; 16 << 20]).unwrap();
+    let data = data.to_str().unwrap();
+    // As on the raw loop device: 128 KiB one at a time, so the time
+    // outside the tracepoints stays small against the per-I/O total.
+    let (v, _) = run_with(data, "randread", "160m", "128k", 1, &["--stages_sample=1"]);
+    let d = check_direction(&v, "read");
+    let s = &v["dioscope"]["stages"];
+    assert!(
+        s["devices"][0].as_str().unwrap().contains("request-based"),
+        "{s:#}"
+    );
+    // ext4 takes nowait direct reads: they are issued inline and joined.
+    let sub = stage(&d, "submission")["ios"].as_u64().unwrap();
+    assert!(
+        sub as f64 > 0.9 * d["traced_total"]["ios"].as_f64().unwrap(),
+        "{s:#}"
+    );
+    // Again beside a buffered reader of another file on the same file
+    // system (its CPU makes delivery slower, so only the counts are
+    // checked): its bios are other I/O, the run's are exactly the run's.
+    let (v, _) = {
+        let _r = Reader::start(other.to_str().unwrap());
+        run(data, "randread", "64m", "4k", 16)
+    };
+    let s = &v["dioscope"]["stages"];
+    let d = direction(&v);
+    let (ios, _, _) = dioscope_dir(&v, "read");
+    assert_eq!(d["tagged_ios"].as_u64(), Some(ios), "{s:#}");
+    assert!(
+        d["other_device_ios"].as_u64().unwrap() > 100,
+        "the reader's bios are other I/O: {s:#}"
+    );
 }
 
 #[test]
@@ -292,6 +402,16 @@ fn another_readers_io_on_the_device_is_other_not_ours() {
     assert!(
         d["other_device_ios"].as_u64().unwrap() > 100,
         "the reader's bios are other I/O: {s:#}"
+    );
+    // By default one request in 8 is followed, by a fair draw; so are its
+    // bios (each joined to its request, none of the reader's).
+    assert_eq!(s["sample_every"], 8, "{s:#}");
+    let followed = d["traced_total"]["ios"].as_u64().unwrap();
+    assert!(near_share(followed, ios, 8), "{followed} of {ios}: {s:#}");
+    let dev = stage(d, "device")["ios"].as_u64().unwrap();
+    assert!(
+        near_share(dev, ios, 8) && dev <= followed + 8,
+        "{dev}: {s:#}"
     );
 }
 

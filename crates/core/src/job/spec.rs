@@ -690,6 +690,9 @@ pub struct GlobalSettings {
     pub profile: bool,
     /// `--stages`: latency by stage from kernel tracepoints (crate::stages).
     pub stages: bool,
+    /// `--stages_sample`: follow one request in N through the stages (0:
+    /// the default, crate::stages::DEFAULT_SAMPLE).
+    pub stages_sample: u32,
     /// `--precision`, `--max-trials`, `--max-time`, `--precision-metric`
     /// for `trials=auto`.
     pub auto: crate::stats::significance::AutoTrials,
@@ -728,6 +731,7 @@ impl GlobalSettings {
             eta: Eta::Auto,
             profile: false,
             stages: false,
+            stages_sample: 0,
             auto: crate::stats::significance::AutoTrials {
                 precision: 0.0,
                 max_trials: 0,

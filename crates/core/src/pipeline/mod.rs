@@ -102,7 +102,10 @@ pub fn run_prepared(
     let extra: &mut dyn runner::TrialHooks = &mut runner::Chain(&mut status, extra);
     let mut profiler = plan.global.profile.then(crate::profile::Profiler::new);
     // --stages: bpftrace beside the run, its window marked by the hooks.
-    let mut tracer = plan.global.stages.then(crate::stages::StageTracer::new);
+    let mut tracer = plan
+        .global
+        .stages
+        .then(|| crate::stages::StageTracer::new(plan.global.stages_sample));
     let mut no_tracer = runner::NoHooks;
     let traced: &mut dyn runner::TrialHooks = match tracer.as_mut() {
         Some(t) => t,

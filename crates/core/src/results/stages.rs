@@ -22,6 +22,10 @@ pub struct StagesResult {
     /// The traced devices (`/dev/loop0 (request-based)`).
     #[serde(default)]
     pub devices: Vec<String>,
+    /// One request in this many was followed through the stages (1: all;
+    /// `--stages_sample`); `tagged_ios` and `punted_io_wq` count every one.
+    #[serde(default = "one")]
+    pub sample_every: u32,
     /// Block-layer merges and splits of this run's bios.
     #[serde(default)]
     pub merges: u64,
@@ -29,6 +33,10 @@ pub struct StagesResult {
     pub splits: u64,
     #[serde(default)]
     pub directions: Vec<StageDirection>,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// One direction's stages.
@@ -83,7 +91,9 @@ impl StageDirection {
     /// what that means for the block stages; `None` when most did.
     pub fn device_coverage_note(&self) -> Option<String> {
         let dev = self.stages.iter().find(|s| s.name == "device")?;
-        if self.tagged_ios == 0 || dev.ios as f64 >= 0.9 * self.tagged_ios as f64 {
+        // Both counts are of the I/Os followed (one in the sample rate).
+        let traced = self.traced_total.ios;
+        if traced == 0 || dev.ios as f64 >= 0.9 * traced as f64 {
             return None;
         }
         Some(format!(
@@ -91,8 +101,8 @@ impl StageDirection {
              buffered I/O, or bios merged into others): the block-layer and device stages \
              describe those, and their contribution is spread over all the direction's I/Os",
             dev.ios,
-            self.tagged_ios,
-            100.0 * dev.ios as f64 / self.tagged_ios as f64
+            traced,
+            100.0 * dev.ios as f64 / traced as f64
         ))
     }
 }
@@ -133,6 +143,12 @@ pub fn render_text(r: &StagesResult) -> String {
         r.merges,
         r.splits
     ));
+    if r.sample_every > 1 {
+        s.push_str(&format!(
+            "  stages from one I/O in {} (every I/O counted; --stages_sample=1 follows all)\n",
+            r.sample_every
+        ));
+    }
     for d in &r.directions {
         s.push_str(&format!(
             "  {}: {} I/Os of this run traced (dioscope counted {}), {} other I/Os on the \

@@ -174,18 +174,27 @@ pub struct StageTracer {
     pcts: Vec<f64>,
     /// Whether the measured window of any trial was marked.
     marked: bool,
+    /// One request in this many is followed through the stages.
+    sample: u32,
 }
 
 impl Default for StageTracer {
     fn default() -> Self {
-        Self::new()
+        Self::new(DEFAULT_SAMPLE)
     }
 }
 
+/// One request in this many is followed through the stages unless
+/// `--stages_sample` says otherwise: what a followed I/O costs (about 20
+/// map operations) falls on an eighth of the I/Os, and a run of a few
+/// seconds still follows thousands.
+pub const DEFAULT_SAMPLE: u32 = 8;
+
 impl StageTracer {
     /// Check the capabilities; a tracer without them traces nothing and
-    /// says why once, on stderr, now.
-    pub fn new() -> StageTracer {
+    /// says why once, on stderr, now. It follows one request in `sample`
+    /// (0: [`DEFAULT_SAMPLE`]).
+    pub fn new(sample: u32) -> StageTracer {
         let state = check();
         if let Err(u) = &state {
             eprintln!(
@@ -199,6 +208,7 @@ impl StageTracer {
             early: false,
             pcts: Vec::new(),
             marked: false,
+            sample: if sample == 0 { DEFAULT_SAMPLE } else { sample },
         }
     }
 
@@ -210,7 +220,7 @@ impl StageTracer {
         let Ok(bpftrace) = self.state.clone() else {
             return;
         };
-        match start(&bpftrace, jobs) {
+        match start(&bpftrace, jobs, self.sample) {
             Ok(r) => {
                 self.pcts = jobs
                     .first()
@@ -262,7 +272,7 @@ impl StageTracer {
         if !status.is_ok_and(|s| s.success()) && maps.get("@merge", "") == 0 && lines.len() < 3 {
             return failed(&err);
         }
-        build(&maps, &r.devices, doc, &self.pcts, self.marked)
+        build(&maps, &r.devices, doc, &self.pcts, self.marked, self.sample)
     }
 }
 
@@ -319,7 +329,7 @@ fn failed(stderr: &str) -> StagesResult {
 }
 
 /// The jobs' block devices and the program for them, started.
-fn start(bpftrace: &Path, jobs: &[&ResolvedJob]) -> Result<Running, Unavailable> {
+fn start(bpftrace: &Path, jobs: &[&ResolvedJob], sample: u32) -> Result<Running, Unavailable> {
     if let Some(j) = jobs
         .iter()
         .find(|j| !crate::engines::caps(j.spec.ioengine).uring_traced)
@@ -331,7 +341,7 @@ fn start(bpftrace: &Path, jobs: &[&ResolvedJob]) -> Result<Running, Unavailable>
                 j.spec.ioengine.as_str(),
                 j.spec.name
             ),
-            fix: "run with the default ioengine (io_uring)".into(),
+            fix: "run with --ioengine=io_uring".into(),
         });
     }
     let mut devices: Vec<Device> = Vec::new();
@@ -358,6 +368,7 @@ fn start(bpftrace: &Path, jobs: &[&ResolvedJob]) -> Result<Running, Unavailable>
         bio_devs: devices.iter().map(|d| k(d.bio_dev)).collect(),
         rq_devs: devices.iter().map(|d| k(d.rq_dev)).collect(),
         request_based: devices[0].request_based,
+        sample,
     });
     spawn(bpftrace, &program, devices)
 }
@@ -445,6 +456,7 @@ fn build(
     doc: &RunDoc,
     pcts: &[f64],
     marked: bool,
+    sample: u32,
 ) -> StagesResult {
     let request_based = devices.first().is_some_and(|d| d.request_based);
     let directions = (0..2u8)
@@ -486,6 +498,7 @@ fn build(
                 )
             })
             .collect(),
+        sample_every: sample,
         merges: maps.get("@merge", ""),
         splits: maps.get("@split", ""),
         directions,

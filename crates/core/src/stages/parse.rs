@@ -78,12 +78,10 @@ impl Maps {
         v
     }
 
-    /// This run's I/Os of `dir` that completed: the count of its total stage.
+    /// This run's I/Os of `dir`: every request it submitted in a measured
+    /// window (counted at submission, all of them, followed or not).
     pub fn tagged(&self, dir: u8) -> u64 {
-        self.hist("@h", dir, Stage::Total)
-            .iter()
-            .map(|(_, c)| c)
-            .sum()
+        self.get("@n", &dir.to_string())
     }
 
     /// Count, sum (ns) and percentiles of (`dir`, `stage`).
@@ -137,7 +135,7 @@ fn measured(
     maps: &Maps,
     i: &DirInput,
     stage: Stage,
-    tagged: u64,
+    followed: u64,
     (name, span, how): (&str, &str, &str),
 ) -> StageDoc {
     let (n, sum, p) = maps.stat(i.dir, stage, i.pcts);
@@ -153,7 +151,7 @@ fn measured(
         },
         ios: n,
         mean_ns: (n > 0).then(|| sum as f64 / n as f64),
-        contribution_ns: (tagged > 0).then(|| sum as f64 / tagged as f64),
+        contribution_ns: (followed > 0).then(|| sum as f64 / followed as f64),
         percentiles: p,
     }
 }
@@ -172,17 +170,18 @@ fn derived(name: &str, span: &str, how: &str, ns: f64) -> StageDoc {
 }
 
 /// The direction's stages: each measured stage's share of the mean is its
-/// summed time ÷ the direction's traced I/Os, so the measured shares, the
-/// part of the traced total no per-I/O join covered, and the delivery after
-/// the CQE add up to dioscope's mean.
+/// summed time ÷ the direction's followed requests (the count of the
+/// traced total: one in the sample rate, as the bios each stage sums), so
+/// the measured shares, the part of the traced total no per-I/O join
+/// covered, and the delivery after the CQE add up to dioscope's mean.
 pub fn direction(maps: &Maps, i: &DirInput) -> StageDirection {
     let d = i.dir.to_string();
-    let tagged = maps.tagged(i.dir);
+    let followed = maps.stat(i.dir, Stage::Total, &[]).0;
     let total = measured(
         maps,
         i,
         Stage::Total,
-        tagged,
+        followed,
         (
             "traced total",
             "io_uring_submit_req → io_uring_complete",
@@ -193,7 +192,7 @@ pub fn direction(maps: &Maps, i: &DirInput) -> StageDirection {
         maps,
         i,
         Stage::Submission,
-        tagged,
+        followed,
         (
             "submission",
             "submit_req → bio queued",
@@ -205,7 +204,7 @@ pub fn direction(maps: &Maps, i: &DirInput) -> StageDirection {
             maps,
             i,
             Stage::Block,
-            tagged,
+            followed,
             (
                 "block layer",
                 "bio queued → request issued",
@@ -232,14 +231,14 @@ pub fn direction(maps: &Maps, i: &DirInput) -> StageDirection {
         maps,
         i,
         Stage::Device,
-        tagged,
+        followed,
         ("device", dev_span, "measured, keyed by sector"),
     ));
     stages.push(measured(
         maps,
         i,
         Stage::Posting,
-        tagged,
+        followed,
         (
             "completion posting",
             post_span,
@@ -262,7 +261,7 @@ pub fn direction(maps: &Maps, i: &DirInput) -> StageDirection {
     ));
     StageDirection {
         direction: if i.dir == 0 { "read" } else { "write" }.into(),
-        tagged_ios: tagged,
+        tagged_ios: maps.tagged(i.dir),
         dioscope_ios: i.dioscope_ios,
         other_device_ios: maps.get("@other", &d),
         punted_io_wq: maps.get("@punt", &d),
@@ -278,8 +277,16 @@ mod tests {
     use super::*;
 
     /// bpftrace's output for histograms of (dir, stage, value) × count:
-    /// each bucket a `stats()` of count and total.
-    fn out(h: &[((u8, Stage, u64), u64)]) -> Vec<String> {
+    /// each bucket a `stats()` of count and total; the run's requests
+    /// (`@n`) are the total stage's count times `every` (one followed in
+    /// `every`).
+    fn out(h: &[((u8, Stage, u64), u64)], every: u64) -> Vec<String> {
+        let n = |dir: u8| -> u64 {
+            h.iter()
+                .filter(|((d, st, _), _)| *d == dir && *st == Stage::Total)
+                .map(|(_, c)| c * every)
+                .sum()
+        };
         let h: Vec<String> = h
             .iter()
             .map(|((d, st, v), n)| {
@@ -299,16 +306,24 @@ mod tests {
                 h.join(", ")
             ),
             "{\"type\": \"map\", \"data\": {\"@merge\": 3}}".into(),
+            format!(
+                "{{\"type\": \"map\", \"data\": {{\"@n\": {{\"0\": {}, \"1\": {}}}}}}}",
+                n(0),
+                n(1)
+            ),
         ]
     }
 
     #[test]
     fn maps_are_read_and_percentiles_fall_in_their_bucket() {
         // 90 I/Os of 100 µs, 10 of 1 ms.
-        let lines = out(&[
-            ((0, Stage::Total, 100_000), 90),
-            ((0, Stage::Total, 1_000_000), 10),
-        ]);
+        let lines = out(
+            &[
+                ((0, Stage::Total, 100_000), 90),
+                ((0, Stage::Total, 1_000_000), 10),
+            ],
+            1,
+        );
         let m = Maps::read(&lines);
         assert_eq!(m.get("@merge", ""), 3);
         assert_eq!(m.tagged(0), 100);
@@ -320,28 +335,34 @@ mod tests {
 
     #[test]
     fn stage_shares_and_the_differences_add_up_to_dioscopes_mean() {
-        // 100 I/Os: total 100 µs each; submission 2, block 10, device 60,
-        // posting 20 measured on 90 of them (82.8 µs of each I/O's 100 on
-        // average: 17.2 not joined); dioscope's mean 130 µs.
-        let lines = out(&[
-            ((0, Stage::Total, 100_000), 100),
-            ((0, Stage::Submission, 2_000), 90),
-            ((0, Stage::Block, 10_000), 90),
-            ((0, Stage::Device, 60_000), 90),
-            ((0, Stage::Posting, 20_000), 90),
-        ]);
+        // 800 I/Os, one in 8 followed: 100 followed, total 100 µs each;
+        // submission 2, block 10, device 60, posting 20 measured on 90 of
+        // them (82.8 µs of each I/O's 100 on average: 17.2 not joined);
+        // dioscope's mean 130 µs.
+        let lines = out(
+            &[
+                ((0, Stage::Total, 100_000), 100),
+                ((0, Stage::Submission, 2_000), 90),
+                ((0, Stage::Block, 10_000), 90),
+                ((0, Stage::Device, 60_000), 90),
+                ((0, Stage::Posting, 20_000), 90),
+            ],
+            8,
+        );
         let m = Maps::read(&lines);
         let d = direction(
             &m,
             &DirInput {
                 dir: 0,
                 request_based: true,
-                dioscope_ios: 100,
+                dioscope_ios: 800,
                 dioscope_lat_mean_ns: 130_000.0,
                 pcts: &[50.0],
             },
         );
-        assert_eq!(d.tagged_ios, 100);
+        // Every request counted, the shares from the ones followed.
+        assert_eq!(d.tagged_ios, 800);
+        assert_eq!(d.traced_total.ios, 100);
         let sum: f64 = d.stages.iter().filter_map(|s| s.contribution_ns).sum();
         assert!((sum - 130_000.0).abs() < 1.0, "{sum}");
         let by = |n: &str| d.stages.iter().find(|s| s.name == n).unwrap().clone();

@@ -42,7 +42,28 @@ pub struct Target {
     pub rq_devs: Vec<u32>,
     /// Request-based (a blk-mq queue) or bio-based (zram, device mapper).
     pub request_based: bool,
+    /// Follow one I/O in this many through the stages (1: every I/O);
+    /// the count of the run's I/Os and of its punts stays exact.
+    pub sample: u32,
 }
+
+/// Whether the I/O being submitted now is followed: a hash of the
+/// nanosecond clock (Fibonacci hashing: the middle bits of the product),
+/// so which I/Os are followed depends on nothing about them (not their
+/// place in a batch, their request slot or their offset).
+fn sampled(n: u32) -> String {
+    if n <= 1 {
+        "1".into()
+    } else {
+        format!("(((nsecs * 2654435761) >> 32) % {n} == 0)")
+    }
+}
+
+/// The direction of an io_uring opcode in `$d` (0 read, 1 write, 2 other):
+/// READV, READ_FIXED, READ; WRITEV, WRITE_FIXED, WRITE.
+const OPCODE_DIR: &str = "  $d = 2;\n\
+     \x20 if (args->opcode == 22 || args->opcode == 1 || args->opcode == 4) { $d = 0; }\n\
+     \x20 if (args->opcode == 23 || args->opcode == 2 || args->opcode == 5) { $d = 1; }\n";
 
 /// The stages, in the order of an I/O's life (the `stage` map key).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,37 +136,51 @@ fn dev_filter(devs: &[u32]) -> String {
     format!("({})", v.join(" || "))
 }
 
-/// The probes from the window mark to the bio queued: the request's
-/// submission time and direction (`@q[req]`), the submitting thread's last
-/// request (`@cur[tid]`), and per bio (`@b[sector]` = (time, direction,
-/// request or 0)).
-fn submit_probes(pid: u32, bio: &str) -> String {
+/// The probes from the window mark to the bio queued: the count of the
+/// run's requests per direction (`@n`, exact) and, for the requests
+/// followed (one in `sample`), the submission time and direction
+/// (`@q[req]`); the submitting thread's last request (`@cur[tid]` =
+/// (request, time), or (0, time) when that request is not followed), and
+/// per bio followed (`@b[sector]` = (time, direction, request or 0)).
+///
+/// Which bios are followed: the bio a thread queues after submitting a
+/// followed request (joined to it by task); a bio a thread of the run
+/// queues with no request of its own before it (an io-wq worker's: the
+/// request was punted) is followed one time in `sample`, by the same
+/// hash, without a request. Either way one bio in `sample`, so each
+/// stage's summed time ÷ the requests followed is its share of the mean.
+fn submit_probes(pid: u32, bio: &str, sample: u32) -> String {
+    let follow = sampled(sample);
     format!(
         "tracepoint:syscalls:sys_enter_prctl /pid == {pid} && args->option == {MARK}/ {{\n\
          \x20 @on = (int64)args->arg2;\n}}\n\
          tracepoint:io_uring:io_uring_submit_req /pid == {pid} && @on/ {{\n\
-         \x20 $d = 2;\n\
-         \x20 if (args->opcode == 22 || args->opcode == 1 || args->opcode == 4) {{ $d = 0; }}\n\
-         \x20 if (args->opcode == 23 || args->opcode == 2 || args->opcode == 5) {{ $d = 1; }}\n\
+         {OPCODE_DIR}\
          \x20 if ($d < 2) {{\n\
-         \x20   @q[(uint64)args->req] = (nsecs, $d);\n\
-         \x20   @cur[tid] = ((uint64)args->req, nsecs);\n\
+         \x20   @n[$d] = count();\n\
+         \x20   if ({follow}) {{\n\
+         \x20     @q[(uint64)args->req] = (nsecs, $d);\n\
+         \x20     @cur[tid] = ((uint64)args->req, nsecs);\n\
+         \x20   }} else {{\n\
+         \x20     @cur[tid] = ((uint64)0, nsecs);\n\
+         \x20   }}\n\
          \x20 }}\n}}\n\
-         tracepoint:io_uring:io_uring_queue_async_work /pid == {pid}/ {{\n\
-         \x20 $p = @q[(uint64)args->req];\n\
-         \x20 if ($p.0) {{ @punt[$p.1] = count(); }}\n}}\n\
+         tracepoint:io_uring:io_uring_queue_async_work /pid == {pid} && @on/ {{\n\
+         {OPCODE_DIR}\
+         \x20 if ($d < 2) {{ @punt[$d] = count(); }}\n}}\n\
          tracepoint:block:block_bio_queue /{bio}/ {{\n\
          \x20 $d = 0; if (strncmp(args->rwbs, \"W\", 1) == 0) {{ $d = 1; }}\n\
          \x20 if (pid != {pid}) {{ @other[$d] = count(); }}\n\
          \x20 if (pid == {pid} && @on) {{\n\
          \x20   $c = @cur[tid];\n\
-         \x20   $r = (uint64)0;\n\
          \x20   if ($c.0) {{\n\
          \x20   $v = nsecs - $c.1;\n{sub}\
-         \x20   $r = $c.0;\n\
-         \x20   delete(@cur[tid]);\n\
+         \x20   @cur[tid] = ((uint64)0, (uint64)1);\n\
+         \x20   @b[args->sector] = (nsecs, $d, $c.0);\n\
          \x20   }}\n\
-         \x20   @b[args->sector] = (nsecs, $d, $r);\n\
+         \x20   if (!$c.1 && {follow}) {{\n\
+         \x20   @b[args->sector] = (nsecs, $d, (uint64)0);\n\
+         \x20   }}\n\
          \x20 }}\n}}\n\
          tracepoint:block:block_bio_backmerge,tracepoint:block:block_bio_frontmerge \
          /{bio} && pid == {pid} && @on/ {{ @merge = count(); }}\n\
@@ -154,16 +189,18 @@ fn submit_probes(pid: u32, bio: &str) -> String {
     )
 }
 
-/// The whole program. Its cost is in its map operations: an I/O issued
-/// inline on a request-based device makes about 20 (it made 43 before
-/// each I/O's state became one tuple per key and each stage one `stats()`),
-/// which took its BPF time on a loop device from 5.8 to 3.1–3.8 µs per I/O
-/// (`kernel.bpf_stats_enabled`, beside other work).
+/// The whole program. Its cost is in its map operations: an I/O followed
+/// through the stages, issued inline on a request-based device, makes
+/// about 20 (it made 43 before each I/O's state became one tuple per key
+/// and each stage one `stats()`), which took its BPF time on a loop device
+/// from 5.8 to 3.1–3.8 µs per I/O (`kernel.bpf_stats_enabled`, beside
+/// other work); an I/O not followed makes one count, one update and four
+/// lookups that find nothing.
 pub fn generate(t: &Target) -> String {
     let pid = t.tgid;
     let bio = dev_filter(&t.bio_devs);
     let rq = dev_filter(&t.rq_devs);
-    let mut s = submit_probes(pid, &bio);
+    let mut s = submit_probes(pid, &bio, t.sample);
     let done = |probe: &str, filter: &str| {
         format!(
             "{probe} /{filter}/ {{\n\

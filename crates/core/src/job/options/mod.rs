@@ -1740,6 +1740,24 @@ static CORE: &[OptDef] = &[
             Ok(())
         }),
     },
+    OptDef {
+        name: "stages_sample",
+        aliases: &[],
+        kind: Kind::Int,
+        creates: Creates::Nothing,
+        default: Some("8"),
+        range: Some(Range::at_least(1)),
+        category: Category::Stages,
+        example: "1",
+        help: "dioscope extension: with --stages, follow one request in N through the stages \
+               (chosen by a hash of the submission clock, so nothing about the I/O decides); \
+               every request and every io-wq hand-off is still counted. 1 follows every \
+               I/O, at about four times the tracing cost per I/O",
+        apply: Apply::Global(|g, v| {
+            g.stages_sample = u32v(v)?;
+            Ok(())
+        }),
+    },
 ];
 
 /// fio options dioscope does not implement, each with the reason: a job
