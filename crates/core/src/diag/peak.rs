@@ -331,12 +331,37 @@ fn process_ticks() -> u64 {
 }
 
 /// What the probe run found: the process's CPU ticks and those of its
-/// `iou-wrk` threads, how many of them there were.
+/// `iou-wrk` threads, how many of them there were, and where BPF works
+/// (root, bpftrace), io_uring's hand-offs to io-wq counted exactly by the
+/// `--stages` tracer (`io_uring_queue_async_work`): (punted, requests).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Probe {
     pub process_ticks: u64,
     pub iou_wrk_ticks: u64,
     pub iou_wrk_threads: usize,
+    pub punts: Option<(u64, u64)>,
+}
+
+/// Runs the probe's trial with the stages tracer when tracing works here
+/// (its punt count is exact), else with no hooks.
+fn execute_probe(
+    resolved: Vec<crate::runner::ResolvedJob>,
+    table: &crate::targets::TargetTable,
+    opts: &crate::runner::RunOptions,
+) -> (crate::runner::RunResult, Option<(u64, u64)>) {
+    if crate::stages::check().is_err() {
+        let r = crate::runner::execute(resolved, table, opts, &mut crate::runner::NoHooks);
+        return (r, None);
+    }
+    let mut tracer = crate::stages::StageTracer::new(0);
+    let r = crate::runner::execute(resolved, table, opts, &mut tracer);
+    let st = tracer.finish(&crate::results::model::RunDoc::default());
+    let punts = (st.status == "measured").then(|| {
+        st.directions
+            .iter()
+            .fold((0, 0), |(p, n), d| (p + d.punted_io_wq, n + d.tagged_ios))
+    });
+    (r, punts.filter(|&(_, n)| n > 0))
 }
 
 /// A short read-only io_uring run (4 KiB random reads, QD 32, direct) on
@@ -366,7 +391,7 @@ pub fn probe(target: &Path) -> Result<Probe, String> {
     let before = process_ticks();
     let stop = std::sync::atomic::AtomicBool::new(false);
     let mut seen = std::collections::HashMap::new();
-    let result = std::thread::scope(|s| {
+    let (result, punts) = std::thread::scope(|s| {
         let sampler = s.spawn(|| {
             let mut seen = std::collections::HashMap::new();
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
@@ -375,7 +400,7 @@ pub fn probe(target: &Path) -> Result<Probe, String> {
             }
             seen
         });
-        let r = crate::runner::execute(resolved, &table, &opts, &mut crate::runner::NoHooks);
+        let r = execute_probe(resolved, &table, &opts);
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         seen = sampler.join().unwrap_or_default();
         r
@@ -387,11 +412,14 @@ pub fn probe(target: &Path) -> Result<Probe, String> {
         process_ticks: process_ticks().saturating_sub(before),
         iou_wrk_ticks: seen.values().sum(),
         iou_wrk_threads: seen.len(),
+        punts,
     })
 }
 
-/// The io-wq check from a probe: punting when the `iou-wrk` threads did a
-/// share of the work (≥ 10 % of the probe's CPU, or any thread with CPU).
+/// The io-wq check from a probe: punting when io_uring handed at least
+/// 10 % of the probe's requests to io-wq (the tracer's exact count, where
+/// BPF works), else when the `iou-wrk` threads did a share of the work
+/// (≥ 10 % of the probe's CPU).
 pub fn io_wq_check(p: Result<Probe, String>) -> PeakCheck {
     let name = "io_uring io-wq punting";
     let p = match p {
@@ -401,13 +429,33 @@ pub fn io_wq_check(p: Result<Probe, String>) -> PeakCheck {
             return check(name, PeakState::NotAvailable, v, None);
         }
     };
-    let pct = 100.0 * p.iou_wrk_ticks as f64 / p.process_ticks.max(1) as f64;
-    if p.iou_wrk_threads > 0 && pct >= 10.0 {
+    let cpu_pct = 100.0 * p.iou_wrk_ticks as f64 / p.process_ticks.max(1) as f64;
+    let threads = p.iou_wrk_threads;
+    let (punting, how) = match p.punts {
+        Some((punted, ios)) => {
+            let pct = 100.0 * punted as f64 / ios as f64;
+            (
+                pct >= 10.0,
+                format!(
+                    "{punted} of the probe's {ios} requests ({pct:.0} %) handed to io-wq, \
+                     counted by the --stages tracer at io_uring_queue_async_work; \
+                     {cpu_pct:.0} % of its CPU in {threads} iou-wrk thread(s)"
+                ),
+            )
+        }
+        None => (
+            threads > 0 && cpu_pct >= 10.0,
+            format!(
+                "{cpu_pct:.0} % of the probe's CPU in {threads} iou-wrk thread(s); requests \
+                 not counted (that needs root and bpftrace)"
+            ),
+        ),
+    };
+    if punting {
         let v = format!(
-            "io_uring hands every I/O to io-wq workers on this device ({pct:.0} % of the probe's \
-             CPU in {} iou-wrk thread(s)): the device takes no non-blocking (RWF_NOWAIT) I/O; \
-             libaio or a device with nowait support avoids it",
-            p.iou_wrk_threads
+            "io_uring hands I/O to io-wq workers on this device: {how}. The device takes \
+             no non-blocking (RWF_NOWAIT) I/O; libaio or a device with nowait support avoids \
+             it"
         );
         check(
             name,
@@ -420,10 +468,7 @@ pub fn io_wq_check(p: Result<Probe, String>) -> PeakCheck {
             ),
         )
     } else {
-        let v = format!(
-            "{} iou-wrk thread(s), {pct:.0} % of the probe's CPU: I/O is issued inline",
-            p.iou_wrk_threads
-        );
+        let v = format!("I/O is issued inline ({how})");
         check(name, PeakState::Ok, v, None)
     }
 }
@@ -529,5 +574,38 @@ mod tests {
         let g = governor(&r);
         assert_eq!(g.state, PeakState::NotAvailable);
         assert!(g.value.contains("no cpufreq"));
+    }
+
+    fn probe_of(punts: Option<(u64, u64)>, iou_wrk_ticks: u64) -> Probe {
+        Probe {
+            process_ticks: 100,
+            iou_wrk_ticks,
+            iou_wrk_threads: usize::from(iou_wrk_ticks > 0),
+            punts,
+        }
+    }
+
+    #[test]
+    fn the_io_wq_check_reads_the_exact_punt_count_where_there_is_one() {
+        // Counted: 970 of 1000 requests punted is punting, whatever the
+        // threads' CPU says.
+        let c = io_wq_check(Ok(probe_of(Some((970, 1000)), 5)));
+        assert_eq!(c.state, PeakState::NotOptimal, "{c:?}");
+        assert!(
+            c.value.contains("970 of the probe's 1000 requests (97 %)"),
+            "{c:?}"
+        );
+        assert!(c.value.contains("io-wq workers on this device"), "{c:?}");
+        assert!(c.fix.as_deref().unwrap().contains("--ioengine=libaio"));
+        // Counted, none punted: inline, even with an idle iou-wrk thread.
+        let c = io_wq_check(Ok(probe_of(Some((0, 1000)), 1)));
+        assert_eq!(c.state, PeakState::Ok, "{c:?}");
+        assert!(c.value.contains("0 of the probe's 1000"), "{c:?}");
+        // Not counted (no BPF): the threads' CPU decides, and the value says so.
+        let c = io_wq_check(Ok(probe_of(None, 69)));
+        assert_eq!(c.state, PeakState::NotOptimal, "{c:?}");
+        assert!(c.value.contains("not counted"), "{c:?}");
+        let c = io_wq_check(Ok(probe_of(None, 0)));
+        assert_eq!(c.state, PeakState::Ok, "{c:?}");
     }
 }

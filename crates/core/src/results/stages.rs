@@ -426,7 +426,10 @@ mod tests {
     fn few_ios_at_the_device_are_said() {
         let mut r = run(10_000.0, 5_000.0, 1_000.0);
         let d = &mut r.directions[0];
-        d.tagged_ios = 1000;
+        // 8000 requests, one in 8 followed: the note compares the followed
+        // ones with the device stage's I/Os (both sampled alike).
+        d.tagged_ios = 8000;
+        d.traced_total.ios = 1000;
         d.stages[0].ios = 80;
         let n = d.device_coverage_note().expect("a note");
         assert!(n.contains("only 80 of the 1000 traced I/Os"), "{n}");

@@ -536,6 +536,12 @@ mod tests {
     }
 
     #[test]
+    fn the_default_sample_rate_is_the_one_the_option_documents() {
+        let o = crate::job::options::lookup("stages_sample").expect("the option");
+        assert_eq!(o.default, Some(DEFAULT_SAMPLE.to_string().as_str()));
+    }
+
+    #[test]
     fn a_missing_bpftrace_is_named_with_its_fix() {
         let f = failed("ERROR: Unknown error -1: couldn't set RLIMIT_MEMLOCK\nERROR: x");
         assert_eq!(f.status, "failed");

@@ -283,6 +283,7 @@ mod tests {
             bio_devs: vec![kdev(7, 3)],
             rq_devs: vec![kdev(7, 3)],
             request_based,
+            sample: 8,
         }
     }
 
@@ -313,6 +314,20 @@ mod tests {
                 "{st:?}"
             );
         }
+        // Every request and punt is counted; one request in 8 followed,
+        // by a hash of the clock; a punted request's bio by its own draw.
+        assert!(s.contains("@n[$d] = count();"), "{s}");
+        assert!(s.contains("if ($d < 2) { @punt[$d] = count(); }"), "{s}");
+        assert!(s.contains("(((nsecs * 2654435761) >> 32) % 8 == 0)"), "{s}");
+        assert!(s.contains("if (!$c.1 && (((nsecs"), "{s}");
+        let all = generate(&Target {
+            sample: 1,
+            ..target(true)
+        });
+        assert!(
+            !all.contains("nsecs * 2654435761") && all.contains("if (1)"),
+            "{all}"
+        );
         // A bio-based device has no request stage.
         let b = generate(&target(false));
         assert!(b.contains("block_bio_complete") && !b.contains("block_rq_issue"));
