@@ -304,6 +304,98 @@ fn a_loop_device_splits_into_request_stages_that_explain_the_total() {
     assert!(finding(&v, "io_wq_punts").is_none(), "{v:#}");
 }
 
+#[test]
+fn psync_is_traced_by_its_system_calls() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_trace() {
+        return;
+    }
+    let l = LoopDev::new(&std::env::temp_dir(), 256 << 20, &[]);
+    // pread64 enter → exit is each I/O's traced total, keyed by thread;
+    // 128 KiB at QD 1, every I/O followed, as on the loop device above.
+    let (v, _) = run_with(
+        l.path(),
+        "randread",
+        "256m",
+        "128k",
+        1,
+        &["--ioengine=psync", "--stages_sample=1"],
+    );
+    let d = check_direction(&v, "read");
+    assert!(
+        d["traced_total"]["span"]
+            .as_str()
+            .unwrap()
+            .contains("pread64"),
+        "{d:#}"
+    );
+    for s in ["submission", "block layer", "device", "completion posting"] {
+        let n = stage(&d, s)["ios"].as_u64().unwrap();
+        assert!(
+            n as f64 > 0.95 * d["tagged_ios"].as_f64().unwrap(),
+            "{s}: {n} I/Os: {d:#}"
+        );
+    }
+    let rest = share(&d, "not joined per I/O");
+    let (_, mean, _) = dioscope_dir(&v, "read");
+    assert!(rest.abs() < 0.05 * mean, "{rest} ns not joined: {d:#}");
+    // An engine whose calls dioscope's own threads also make is not traced,
+    // and the run says which engines are.
+    let (v, _) = run_with(l.path(), "randread", "4m", "4k", 1, &["--ioengine=sync"]);
+    let s = &v["dioscope"]["stages"];
+    assert_eq!(s["status"], "unavailable", "{s:#}");
+    assert!(
+        s["message"]
+            .as_str()
+            .unwrap()
+            .contains("not for ioengine=sync"),
+        "{s:#}"
+    );
+}
+
+#[test]
+fn libaio_is_traced_from_io_submit_to_the_device() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_trace() {
+        return;
+    }
+    let l = LoopDev::new(&std::env::temp_dir(), 64 << 20, &[]);
+    let (v, _) = run_with(
+        l.path(),
+        "randread",
+        "64m",
+        "4k",
+        16,
+        &["--ioengine=libaio"],
+    );
+    let s = &v["dioscope"]["stages"];
+    let d = direction(&v);
+    let (ios, mean, _) = dioscope_dir(&v, "read");
+    // Every bio of the run counted (4 KiB: one bio an I/O), one in 8 followed.
+    assert_eq!(d["tagged_ios"].as_u64(), Some(ios), "{s:#}");
+    let followed = d["traced_total"]["ios"].as_u64().unwrap();
+    assert!(near_share(followed, ios, 8), "{followed} of {ios}: {s:#}");
+    // No tracepoint ends an aio I/O: no traced total, and what follows the
+    // device is one mean difference; the stages still add up.
+    assert!(d["traced_total"]["mean_ns"].is_null(), "{s:#}");
+    for st in ["submission", "block layer", "device"] {
+        let n = stage(&d, st)["ios"].as_u64().unwrap();
+        assert!(
+            n as f64 > 0.95 * followed as f64 && n <= followed,
+            "{st}: {n}: {s:#}"
+        );
+    }
+    let after = share(&d, "completion and delivery");
+    assert!(after > 0.0, "{s:#}");
+    let sum: f64 = d["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["contribution_ns"].as_f64())
+        .sum();
+    assert!((sum / mean - 1.0).abs() < 0.05, "{sum} vs {mean}: {s:#}");
+}
+
 /// A buffered reader of the whole device, again and again, until dropped.
 struct Reader {
     child: Child,

@@ -49,7 +49,9 @@ fn contribution(d: &StageDirection, name: &str) -> Option<f64> {
 /// Completion posting + delivery of a direction (posting is 0 where no
 /// I/O was joined to it: punted I/O carries it in "not joined").
 fn delivery(d: &StageDirection) -> Option<DeliveryCost> {
-    let delivered = contribution(d, "completion delivery")?;
+    // libaio's whole span after the device is one mean difference.
+    let delivered = contribution(d, "completion delivery")
+        .or_else(|| contribution(d, "completion and delivery"))?;
     let posted = contribution(d, "completion posting").unwrap_or(0.0);
     (d.dioscope_lat_mean_ns > 0.0).then(|| DeliveryCost {
         direction: d.direction.clone(),

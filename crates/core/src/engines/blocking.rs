@@ -25,6 +25,7 @@ macro_rules! plain_blocking_engine {
             const HELP: &'static str = $help;
             const CAPS: $crate::engines::Caps = $crate::engines::Caps {
                 sync: true,
+                traced: $call.traced(),
                 ..$crate::engines::Caps::BASE
             };
             fn with<W: $crate::engines::WithEngine>(
@@ -52,6 +53,30 @@ pub enum Call {
     Preadv,
     /// preadv2/pwritev2 with these RWF flags (reads', writes').
     Preadv2(RwfFlags, RwfFlags),
+}
+
+impl Call {
+    /// The calls `--stages` traces: the positional ones, which no other
+    /// thread of dioscope makes (`Seek`'s read/write are also how dioscope
+    /// reads /proc and its inputs, so they are not traced).
+    pub const fn traced(self) -> super::Traced {
+        use super::Traced::{No, Syscall};
+        match self {
+            Call::Pread => Syscall {
+                read: "pread64",
+                write: "pwrite64",
+            },
+            Call::Preadv => Syscall {
+                read: "preadv",
+                write: "pwritev",
+            },
+            Call::Preadv2(..) => Syscall {
+                read: "preadv2",
+                write: "pwritev2",
+            },
+            Call::Seek => No,
+        }
+    }
 }
 
 /// The system call pair of a blocking engine, one call per I/O (under

@@ -20,7 +20,7 @@ impl EngineDef for Def {
         nowait: true,
         rwf_flags: true,
         sqpoll: true,
-        uring_traced: true,
+        traced: super::Traced::Uring,
         fixed_bufs: true,
         registered_files: true,
         per_io_prio: true,

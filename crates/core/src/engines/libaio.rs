@@ -15,6 +15,7 @@ impl EngineDef for Def {
         nowait: true,
         per_io_prio: true,
         aio_events: true,
+        traced: super::Traced::Aio,
         ..Caps::BASE
     };
     fn with<W: WithEngine>(

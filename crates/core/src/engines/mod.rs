@@ -121,9 +121,28 @@ pub struct Caps {
     /// Each I/O in flight takes one of the system's asynchronous I/O events
     /// (`fs.aio-max-nr`, libaio): the run checks there are enough first.
     pub aio_events: bool,
-    /// Its I/O is io_uring's: `io_uring_submit_req` and `io_uring_complete`
-    /// trace each request, which `--stages` keys its stages on.
-    pub uring_traced: bool,
+    /// How `--stages` tells where its I/O's time goes ([`Traced`]).
+    pub traced: Traced,
+}
+
+/// The tracepoints `--stages` follows an engine's I/O by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Traced {
+    /// None (the reason is the engine's kind: no block I/O, or calls the
+    /// tracer cannot tell from dioscope's own).
+    No,
+    /// io_uring's own: `io_uring_submit_req` → `io_uring_complete`, keyed
+    /// by request; hand-offs to io-wq by `io_uring_queue_async_work`.
+    Uring,
+    /// One blocking system call per I/O, entered and left by the same
+    /// thread: `sys_enter_*` → `sys_exit_*` of these calls, keyed by thread.
+    Syscall {
+        read: &'static str,
+        write: &'static str,
+    },
+    /// Linux AIO: `io_submit` queues each I/O's bio in the caller's
+    /// context; no tracepoint ends an I/O (io_getevents reaps a batch).
+    Aio,
 }
 
 impl Caps {
@@ -146,7 +165,7 @@ impl Caps {
         changes_target: false,
         max_depth: None,
         aio_events: false,
-        uring_traced: false,
+        traced: Traced::No,
     };
 }
 

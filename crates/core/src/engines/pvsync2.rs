@@ -18,6 +18,7 @@ impl EngineDef for Def {
         hipri: true,
         nowait: true,
         rwf_flags: true,
+        traced: super::blocking::Call::Preadv2(0, 0).traced(),
         ..Caps::BASE
     };
     fn with<W: WithEngine>(

@@ -170,7 +170,7 @@ pub fn render_text(r: &StagesResult) -> String {
                 .map(|c| format!("{:>10} {:>5.1}%", us(c), 100.0 * c / d.dioscope_lat_mean_ns))
                 .unwrap_or_else(|| format!("{:>17}", "-"));
             s.push_str(&format!(
-                "    {:<20} {share}  {} ({}{})\n",
+                "    {:<23} {share}  {} ({}{})\n",
                 st.name,
                 st.span,
                 st.how,
@@ -182,7 +182,7 @@ pub fn render_text(r: &StagesResult) -> String {
             ));
             if let Some(m) = st.mean_ns.filter(|_| !st.percentiles.is_empty()) {
                 s.push_str(&format!(
-                    "    {:<20} mean {} {}\n",
+                    "    {:<23} mean {} {}\n",
                     "",
                     us(m),
                     pct_list(&st.percentiles)

@@ -24,6 +24,7 @@ pub mod script;
 
 pub use crate::results::stages::StagesResult;
 
+use crate::engines::Traced;
 use crate::results::model::RunDoc;
 use crate::runner::{ResolvedJob, TrialHooks};
 use crate::targets::TargetTable;
@@ -161,6 +162,7 @@ struct Running {
     lines: mpsc::Receiver<String>,
     stderr: Option<std::thread::JoinHandle<String>>,
     devices: Vec<Device>,
+    kind: Traced,
 }
 
 /// Runs bpftrace around the measured windows. Create with
@@ -272,7 +274,7 @@ impl StageTracer {
         if !status.is_ok_and(|s| s.success()) && maps.get("@merge", "") == 0 && lines.len() < 3 {
             return failed(&err);
         }
-        build(&maps, &r.devices, doc, &self.pcts, self.marked, self.sample)
+        build(&maps, &r, doc, &self.pcts, self.marked, self.sample)
     }
 }
 
@@ -328,22 +330,40 @@ fn failed(stderr: &str) -> StagesResult {
     }
 }
 
+/// The one kind of I/O the jobs' engines make (the program follows one).
+fn traced_kind(jobs: &[&ResolvedJob]) -> Result<Traced, Unavailable> {
+    let mut kind = None;
+    for j in jobs {
+        let k = crate::engines::caps(j.spec.ioengine).traced;
+        if k == Traced::No {
+            return Err(Unavailable {
+                message: format!(
+                    "stages are measured for io_uring, libaio, psync, pvsync and pvsync2 I/O, \
+                     not for ioengine={} (job {})",
+                    j.spec.ioengine.as_str(),
+                    j.spec.name
+                ),
+                fix: "run with --ioengine=io_uring (or libaio, psync)".into(),
+            });
+        }
+        if kind.is_some_and(|o| o != k) {
+            return Err(Unavailable {
+                message: "the jobs use engines the tracer follows by different tracepoints".into(),
+                fix: "trace one engine kind per run (io_uring, libaio, or one blocking call)"
+                    .into(),
+            });
+        }
+        kind = Some(k);
+    }
+    kind.ok_or_else(|| Unavailable {
+        message: "no job to trace".into(),
+        fix: "run at least one job".into(),
+    })
+}
+
 /// The jobs' block devices and the program for them, started.
 fn start(bpftrace: &Path, jobs: &[&ResolvedJob], sample: u32) -> Result<Running, Unavailable> {
-    if let Some(j) = jobs
-        .iter()
-        .find(|j| !crate::engines::caps(j.spec.ioengine).uring_traced)
-    {
-        // The stages hang on io_uring's own tracepoints.
-        return Err(Unavailable {
-            message: format!(
-                "stages are measured for io_uring I/O only, not for ioengine={} (job {})",
-                j.spec.ioengine.as_str(),
-                j.spec.name
-            ),
-            fix: "run with --ioengine=io_uring".into(),
-        });
-    }
+    let kind = traced_kind(jobs)?;
     let mut devices: Vec<Device> = Vec::new();
     for f in jobs.iter().flat_map(|j| j.clones.iter().flatten()) {
         if let Some(d) = device_of(&f.path).filter(|d| !devices.contains(d)) {
@@ -369,11 +389,17 @@ fn start(bpftrace: &Path, jobs: &[&ResolvedJob], sample: u32) -> Result<Running,
         rq_devs: devices.iter().map(|d| k(d.rq_dev)).collect(),
         request_based: devices[0].request_based,
         sample,
+        kind,
     });
-    spawn(bpftrace, &program, devices)
+    spawn(bpftrace, &program, devices, kind)
 }
 
-fn spawn(bpftrace: &Path, program: &str, devices: Vec<Device>) -> Result<Running, Unavailable> {
+fn spawn(
+    bpftrace: &Path,
+    program: &str,
+    devices: Vec<Device>,
+    kind: Traced,
+) -> Result<Running, Unavailable> {
     let failed = |m: String| Unavailable {
         message: m,
         fix: "check that bpftrace runs here: `bpftrace -e 'BEGIN { exit(); }'`".into(),
@@ -411,6 +437,7 @@ fn spawn(bpftrace: &Path, program: &str, devices: Vec<Device>) -> Result<Running
         lines,
         stderr: Some(stderr),
         devices,
+        kind,
     };
     if ready.recv_timeout(ATTACH_TIMEOUT).is_err() {
         let _ = r.child.kill();
@@ -452,12 +479,13 @@ fn dioscope_dir(doc: &RunDoc, dir: u8) -> (u64, f64) {
 
 fn build(
     maps: &parse::Maps,
-    devices: &[Device],
+    r: &Running,
     doc: &RunDoc,
     pcts: &[f64],
     marked: bool,
     sample: u32,
 ) -> StagesResult {
+    let devices = &r.devices;
     let request_based = devices.first().is_some_and(|d| d.request_based);
     let directions = (0..2u8)
         .filter_map(|dir| {
@@ -469,6 +497,7 @@ fn build(
                     &parse::DirInput {
                         dir,
                         request_based,
+                        kind: r.kind,
                         dioscope_ios: ios,
                         dioscope_lat_mean_ns: mean,
                         pcts,

@@ -3,6 +3,7 @@
 //! into the stages of a [`StageDirection`].
 
 use super::script::{bucket_bounds, Stage};
+use crate::engines::Traced;
 use crate::results::stages::{Stage as StageDoc, StageDirection};
 use std::collections::BTreeMap;
 
@@ -125,6 +126,8 @@ pub fn percentiles(h: &[(u64, u64)], n: u64, pcts: &[f64]) -> Vec<(f64, f64)> {
 pub struct DirInput<'a> {
     pub dir: u8,
     pub request_based: bool,
+    /// The engine's kind of I/O (what opens and closes one).
+    pub kind: Traced,
     pub dioscope_ios: u64,
     pub dioscope_lat_mean_ns: f64,
     pub pcts: &'a [f64],
@@ -137,6 +140,19 @@ fn measured(
     stage: Stage,
     followed: u64,
     (name, span, how): (&str, &str, &str),
+) -> StageDoc {
+    measured_by(maps, i, stage, followed, name, span, how)
+}
+
+/// [`measured`], with the span and method given as owned text.
+fn measured_by(
+    maps: &Maps,
+    i: &DirInput,
+    stage: Stage,
+    followed: u64,
+    name: &str,
+    span: &str,
+    how: &str,
 ) -> StageDoc {
     let (n, sum, p) = maps.stat(i.dir, stage, i.pcts);
     StageDoc {
@@ -169,25 +185,80 @@ fn derived(name: &str, span: &str, how: &str, ns: f64) -> StageDoc {
     }
 }
 
+/// What a kind of I/O's stages are called: the traced total's span and
+/// key, the submission's and posting's spans, the delivery's.
+struct Words {
+    total: String,
+    keyed: &'static str,
+    submission: &'static str,
+    posted: &'static str,
+    delivery: &'static str,
+}
+
+impl Words {
+    fn of(kind: Traced) -> Words {
+        match kind {
+            Traced::Syscall { read, write } => Words {
+                total: format!("sys_enter → sys_exit of {read} or {write}"),
+                keyed: "measured, keyed by thread",
+                submission: "system call entered → bio queued",
+                posted: "system call returns",
+                delivery: "system call returned → dioscope's clock (and its clock → the call)",
+            },
+            Traced::Aio => Words {
+                total: "io_submit → io_getevents".into(),
+                keyed: "not available: no tracepoint ends a libaio I/O (io_getevents reaps a \
+                        batch); the followed bios are counted"
+                    .into(),
+                submission: "io_submit entered → bio queued",
+                posted: "reaped",
+                delivery: "device completed → reaped by dioscope's io_getevents",
+            },
+            Traced::Uring | Traced::No => Words {
+                total: "io_uring_submit_req → io_uring_complete".into(),
+                keyed: "measured, keyed by request",
+                submission: "submit_req → bio queued",
+                posted: "CQE posted",
+                delivery: "CQE posted → reaped by dioscope (and its stamp → submit_req)",
+            },
+        }
+    }
+}
+
 /// The direction's stages: each measured stage's share of the mean is its
-/// summed time ÷ the direction's followed requests (the count of the
-/// traced total: one in the sample rate, as the bios each stage sums), so
-/// the measured shares, the part of the traced total no per-I/O join
-/// covered, and the delivery after the CQE add up to dioscope's mean.
+/// summed time ÷ the direction's followed I/Os (the count of the traced
+/// total, or libaio's followed bios: one in the sample rate, as the bios
+/// each stage sums), so the measured shares, the part of the traced total
+/// no per-I/O join covered, and the delivery after the close add up to
+/// dioscope's mean.
 pub fn direction(maps: &Maps, i: &DirInput) -> StageDirection {
     let d = i.dir.to_string();
-    let followed = maps.stat(i.dir, Stage::Total, &[]).0;
-    let total = measured(
-        maps,
-        i,
-        Stage::Total,
-        followed,
-        (
+    let w = Words::of(i.kind);
+    let aio = i.kind == Traced::Aio;
+    let followed = if aio {
+        maps.get("@f", &d)
+    } else {
+        maps.stat(i.dir, Stage::Total, &[]).0
+    };
+    let total = if aio {
+        StageDoc {
+            name: "traced total".into(),
+            span: w.total.clone(),
+            how: w.keyed.into(),
+            ios: followed,
+            ..StageDoc::default()
+        }
+    } else {
+        measured_by(
+            maps,
+            i,
+            Stage::Total,
+            followed,
             "traced total",
-            "io_uring_submit_req → io_uring_complete",
-            "measured, keyed by request",
-        ),
-    );
+            &w.total,
+            w.keyed,
+        )
+    };
     let mut stages = vec![measured(
         maps,
         i,
@@ -195,70 +266,47 @@ pub fn direction(maps: &Maps, i: &DirInput) -> StageDirection {
         followed,
         (
             "submission",
-            "submit_req → bio queued",
+            w.submission,
             "measured, joined by task: I/Os issued inline",
         ),
     )];
-    if i.request_based {
-        stages.push(measured(
+    stages.extend(block_and_device(maps, i, followed));
+    if !aio {
+        let from = if i.request_based { "request" } else { "bio" };
+        let span = format!("{from} completed → {}", w.posted);
+        stages.push(measured_by(
             maps,
             i,
-            Stage::Block,
+            Stage::Posting,
             followed,
-            (
-                "block layer",
-                "bio queued → request issued",
-                "measured, keyed by sector",
-            ),
+            "completion posting",
+            &span,
+            "measured, joined by sector to the I/O",
+        ));
+    }
+    let covered: f64 = stages.iter().filter_map(|s| s.contribution_ns).sum();
+    if aio {
+        stages.push(derived(
+            "completion and delivery",
+            w.delivery,
+            "mean difference: dioscope's mean − the stages above",
+            i.dioscope_lat_mean_ns - covered,
         ));
     } else {
-        stages.push(StageDoc {
-            name: "block layer".into(),
-            span: "bio-based device: no request".into(),
-            how: "not applicable".into(),
-            ..StageDoc::default()
-        });
+        let total_mean = total.contribution_ns.unwrap_or(0.0);
+        stages.push(derived(
+            "not joined per I/O",
+            "traced total − the stages above (I/Os punted to io-wq or merged carry no join)",
+            "mean difference",
+            total_mean - covered,
+        ));
+        stages.push(derived(
+            "completion delivery",
+            w.delivery,
+            "mean difference: dioscope's mean − traced total",
+            i.dioscope_lat_mean_ns - total_mean,
+        ));
     }
-    let (dev_span, post_span) = if i.request_based {
-        (
-            "request issued → completed",
-            "request completed → CQE posted",
-        )
-    } else {
-        ("bio queued → bio completed", "bio completed → CQE posted")
-    };
-    stages.push(measured(
-        maps,
-        i,
-        Stage::Device,
-        followed,
-        ("device", dev_span, "measured, keyed by sector"),
-    ));
-    stages.push(measured(
-        maps,
-        i,
-        Stage::Posting,
-        followed,
-        (
-            "completion posting",
-            post_span,
-            "measured, joined by sector to the request",
-        ),
-    ));
-    let total_mean = total.contribution_ns.unwrap_or(0.0);
-    let covered: f64 = stages.iter().filter_map(|s| s.contribution_ns).sum();
-    stages.push(derived(
-        "not joined per I/O",
-        "traced total − the stages above (I/Os punted to io-wq or merged carry no join)",
-        "mean difference",
-        total_mean - covered,
-    ));
-    stages.push(derived(
-        "completion delivery",
-        "CQE posted → reaped by dioscope (and its stamp → submit_req)",
-        "mean difference: dioscope's mean − traced total",
-        i.dioscope_lat_mean_ns - total_mean,
-    ));
     StageDirection {
         direction: if i.dir == 0 { "read" } else { "write" }.into(),
         tagged_ios: maps.tagged(i.dir),
@@ -269,6 +317,45 @@ pub fn direction(maps: &Maps, i: &DirInput) -> StageDirection {
         traced_total: total,
         stages,
     }
+}
+
+/// The block layer (request-based devices) and the device stages.
+fn block_and_device(maps: &Maps, i: &DirInput, followed: u64) -> Vec<StageDoc> {
+    let block = if i.request_based {
+        measured(
+            maps,
+            i,
+            Stage::Block,
+            followed,
+            (
+                "block layer",
+                "bio queued → request issued",
+                "measured, keyed by sector",
+            ),
+        )
+    } else {
+        StageDoc {
+            name: "block layer".into(),
+            span: "bio-based device: no request".into(),
+            how: "not applicable".into(),
+            ..StageDoc::default()
+        }
+    };
+    let dev_span = if i.request_based {
+        "request issued → completed"
+    } else {
+        "bio queued → bio completed"
+    };
+    vec![
+        block,
+        measured(
+            maps,
+            i,
+            Stage::Device,
+            followed,
+            ("device", dev_span, "measured, keyed by sector"),
+        ),
+    ]
 }
 
 #[cfg(test)]
@@ -355,6 +442,7 @@ mod tests {
             &DirInput {
                 dir: 0,
                 request_based: true,
+                kind: Traced::Uring,
                 dioscope_ios: 800,
                 dioscope_lat_mean_ns: 130_000.0,
                 pcts: &[50.0],
@@ -376,11 +464,82 @@ mod tests {
             &DirInput {
                 dir: 0,
                 request_based: false,
+                kind: Traced::Uring,
                 dioscope_ios: 100,
                 dioscope_lat_mean_ns: 130_000.0,
                 pcts: &[50.0],
             },
         );
         assert_eq!(z.stages[1].how, "not applicable");
+    }
+
+    #[test]
+    fn libaio_has_no_traced_total_and_one_difference_after_the_device() {
+        // 800 bios, 100 followed (@f): submission 5, block 10, device 60 µs;
+        // dioscope's mean 100 µs, so 25 µs after the device.
+        let mut lines = out(
+            &[
+                ((0, Stage::Submission, 5_000), 100),
+                ((0, Stage::Block, 10_000), 100),
+                ((0, Stage::Device, 60_000), 100),
+            ],
+            1,
+        );
+        lines.push(
+            "{\"type\": \"map\", \"data\": {\"@n\": {\"0\": 800}, \"@f\": {\"0\": 100}}}".into(),
+        );
+        let m = Maps::read(&lines);
+        let d = direction(
+            &m,
+            &DirInput {
+                dir: 0,
+                request_based: true,
+                kind: Traced::Aio,
+                dioscope_ios: 800,
+                dioscope_lat_mean_ns: 100_000.0,
+                pcts: &[50.0],
+            },
+        );
+        assert_eq!((d.tagged_ios, d.traced_total.ios), (800, 100));
+        assert_eq!(d.traced_total.mean_ns, None);
+        assert!(d.traced_total.how.starts_with("not available"));
+        let names: Vec<&str> = d.stages.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "submission",
+                "block layer",
+                "device",
+                "completion and delivery"
+            ]
+        );
+        assert_eq!(d.stages[3].contribution_ns, Some(25_000.0));
+    }
+
+    #[test]
+    fn a_blocking_call_names_its_system_calls() {
+        let lines = out(&[((0, Stage::Total, 50_000), 10)], 1);
+        let d = direction(
+            &Maps::read(&lines),
+            &DirInput {
+                dir: 0,
+                request_based: true,
+                kind: Traced::Syscall {
+                    read: "pread64",
+                    write: "pwrite64",
+                },
+                dioscope_ios: 10,
+                dioscope_lat_mean_ns: 52_000.0,
+                pcts: &[50.0],
+            },
+        );
+        assert!(d.traced_total.span.contains("pread64 or pwrite64"));
+        assert_eq!(d.traced_total.how, "measured, keyed by thread");
+        let post = d
+            .stages
+            .iter()
+            .find(|s| s.name == "completion posting")
+            .unwrap();
+        assert_eq!(post.span, "request completed → system call returns");
     }
 }

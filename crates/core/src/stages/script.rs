@@ -5,24 +5,30 @@
 //! - `@h[dir, stage, bucket]`: per-I/O latency histograms, log-linear
 //!   buckets (16 per power of two, so a bucket is at most 1/16 of its value
 //!   wide: see [`bucket_bounds`]), each bucket a `stats()` (count and sum,
-//!   ns: one per-CPU map update per stage and I/O). A direction's I/Os of
-//!   this run are the count of its total stage (`io_uring_complete` of a
-//!   request submitted in a measured window); `@other[dir]`: bios other
-//!   processes queued on the devices, `@punt[dir]`: io_uring's hand-offs to
-//!   io-wq (`io_uring_queue_async_work`), `@merge`, `@split`.
-//! - In flight: `@q[req]` = (submitted, dir), `@cur[tid]` = (the thread's
-//!   last request, its time), `@b[sector]` = (queued or issued, dir,
-//!   request), `@dd[req]` = device done. One map update carries each
-//!   I/O's state from one probe to the next.
+//!   ns: one per-CPU map update per stage and I/O), over the I/Os followed
+//!   (one in the sample rate). `@n[dir]`: every I/O of the run opened in a
+//!   measured window (exact); `@f[dir]`: libaio's followed bios;
+//!   `@other[dir]`: bios other processes queued on the devices;
+//!   `@punt[dir]`: io_uring's hand-offs to io-wq
+//!   (`io_uring_queue_async_work`); `@merge`, `@split`.
+//! - In flight: `@q[key]` = (opened, dir), `@cur[tid]` = (the thread's
+//!   open I/O's key, its time), `@b[sector]` = (queued or issued, dir,
+//!   key), `@dd[key]` = device done. One map update carries each I/O's
+//!   state from one probe to the next.
 //!
-//! Stages ([`Stage`]): total is `io_uring_submit_req → io_uring_complete`
-//! keyed by the request; submission is `submit_req → block_bio_queue` joined
-//! by task (the next bio the submitting thread queues: exact for I/O issued
-//! inline, absent for I/O punted to io-wq); block layer `bio_queue →
-//! rq_issue` and device `rq_issue → rq_complete` keyed by sector (on a
-//! bio-based device, device is `bio_queue → bio_complete`); posting is
-//! `rq_complete` (or `bio_complete`) `→ io_uring_complete`, joined through
-//! the sector to the request the submitting thread's bio carried.
+//! An I/O's key and its opening and closing tracepoints depend on the
+//! engine ([`Traced`]): io_uring's request (`io_uring_submit_req →
+//! io_uring_complete`), a blocking call's thread (`sys_enter_pread64 →
+//! sys_exit_pread64`, and the vectored calls), or, for libaio, none: its
+//! bios are followed from the `io_submit` entry to the device's completion.
+//!
+//! Stages ([`Stage`]): total is open → close, keyed; submission is open →
+//! `block_bio_queue` joined by task (the next bio the opening thread
+//! queues: exact for I/O issued inline, absent for I/O punted to io-wq);
+//! block layer `bio_queue → rq_issue` and device `rq_issue → rq_complete`
+//! keyed by sector (on a bio-based device, device is `bio_queue →
+//! bio_complete`); posting is `rq_complete` (or `bio_complete`) → close,
+//! joined through the sector to the key the opening thread's bio carried.
 //!
 //! The measured window: `@on`, set and cleared by the run's own
 //! `prctl(MARK, 1|0)` ([`MARK`]); only requests submitted while it is set
@@ -30,6 +36,8 @@
 
 /// The `prctl` option that marks the window (`"dios"`, unknown to the kernel).
 pub const MARK: u32 = 0x6469_6f73;
+
+use crate::engines::Traced;
 
 /// What the script is written for.
 pub struct Target {
@@ -45,6 +53,8 @@ pub struct Target {
     /// Follow one I/O in this many through the stages (1: every I/O);
     /// the count of the run's I/Os and of its punts stays exact.
     pub sample: u32,
+    /// The engine's kind of I/O: which tracepoints open and close an I/O.
+    pub kind: Traced,
 }
 
 /// Whether the I/O being submitted now is followed: a hash of the
@@ -136,39 +146,67 @@ fn dev_filter(devs: &[u32]) -> String {
     format!("({})", v.join(" || "))
 }
 
-/// The probes from the window mark to the bio queued: the count of the
-/// run's requests per direction (`@n`, exact) and, for the requests
-/// followed (one in `sample`), the submission time and direction
-/// (`@q[req]`); the submitting thread's last request (`@cur[tid]` =
-/// (request, time), or (0, time) when that request is not followed), and
-/// per bio followed (`@b[sector]` = (time, direction, request or 0)).
-///
-/// Which bios are followed: the bio a thread queues after submitting a
-/// followed request (joined to it by task); a bio a thread of the run
-/// queues with no request of its own before it (an io-wq worker's: the
-/// request was punted) is followed one time in `sample`, by the same
-/// hash, without a request. Either way one bio in `sample`, so each
-/// stage's summed time ÷ the requests followed is its share of the mean.
-fn submit_probes(pid: u32, bio: &str, sample: u32) -> String {
-    let follow = sampled(sample);
+/// The window mark: `@on`, set and cleared by the run's own `prctl`.
+fn mark_probe(pid: u32) -> String {
     format!(
         "tracepoint:syscalls:sys_enter_prctl /pid == {pid} && args->option == {MARK}/ {{\n\
-         \x20 @on = (int64)args->arg2;\n}}\n\
-         tracepoint:io_uring:io_uring_submit_req /pid == {pid} && @on/ {{\n\
-         {OPCODE_DIR}\
-         \x20 if ($d < 2) {{\n\
+         \x20 @on = (int64)args->arg2;\n}}\n"
+    )
+}
+
+/// An I/O opens (`$d` set, `$key` its key): counted in `@n` (exact), and
+/// followed one time in `sample` (`@q[key]` = (time, dir); the thread's
+/// last I/O in `@cur[tid]` = (key, time), or (0, time) when not followed,
+/// so that its bio is not joined to an earlier one).
+fn open_io(follow: &str) -> String {
+    format!(
+        "\x20 if ($d < 2) {{\n\
          \x20   @n[$d] = count();\n\
          \x20   if ({follow}) {{\n\
-         \x20     @q[(uint64)args->req] = (nsecs, $d);\n\
-         \x20     @cur[tid] = ((uint64)args->req, nsecs);\n\
+         \x20     @q[$key] = (nsecs, $d);\n\
+         \x20     @cur[tid] = ($key, nsecs);\n\
          \x20   }} else {{\n\
          \x20     @cur[tid] = ((uint64)0, nsecs);\n\
          \x20   }}\n\
-         \x20 }}\n}}\n\
+         \x20 }}\n"
+    )
+}
+
+/// io_uring: a request opens at `io_uring_submit_req` (keyed by request);
+/// its hand-off to io-wq is counted by opcode.
+fn uring_open(pid: u32, follow: &str) -> String {
+    format!(
+        "tracepoint:io_uring:io_uring_submit_req /pid == {pid} && @on/ {{\n\
+         {OPCODE_DIR}\
+         \x20 $key = (uint64)args->req;\n{open}}}\n\
          tracepoint:io_uring:io_uring_queue_async_work /pid == {pid} && @on/ {{\n\
          {OPCODE_DIR}\
-         \x20 if ($d < 2) {{ @punt[$d] = count(); }}\n}}\n\
-         tracepoint:block:block_bio_queue /{bio}/ {{\n\
+         \x20 if ($d < 2) {{ @punt[$d] = count(); }}\n}}\n",
+        open = open_io(follow)
+    )
+}
+
+/// A blocking call opens at its `sys_enter` (keyed by thread).
+fn syscall_open(pid: u32, read: &str, write: &str, follow: &str) -> String {
+    let one = |call: &str, d: u8| {
+        format!(
+            "tracepoint:syscalls:sys_enter_{call} /pid == {pid} && @on/ {{\n\
+             \x20 $d = {d}; $key = (uint64)tid;\n{open}}}\n",
+            open = open_io(follow)
+        )
+    };
+    format!("{}{}", one(read, 0), one(write, 1))
+}
+
+/// The bio queued: another process's is other I/O; one of the run's is
+/// joined by task to the thread's open I/O when that is followed
+/// (submission stage; `@b[sector]` = (time, dir, key)), or, queued by a
+/// thread of the run with no I/O of its own open (an io-wq worker's: the
+/// request was punted), followed by its own draw without a key. Either way
+/// one bio in `sample`, as the I/Os followed.
+fn joined_bio_queue(pid: u32, bio: &str, follow: &str) -> String {
+    format!(
+        "tracepoint:block:block_bio_queue /{bio}/ {{\n\
          \x20 $d = 0; if (strncmp(args->rwbs, \"W\", 1) == 0) {{ $d = 1; }}\n\
          \x20 if (pid != {pid}) {{ @other[$d] = count(); }}\n\
          \x20 if (pid == {pid} && @on) {{\n\
@@ -181,26 +219,44 @@ fn submit_probes(pid: u32, bio: &str, sample: u32) -> String {
          \x20   if (!$c.1 && {follow}) {{\n\
          \x20   @b[args->sector] = (nsecs, $d, (uint64)0);\n\
          \x20   }}\n\
-         \x20 }}\n}}\n\
-         tracepoint:block:block_bio_backmerge,tracepoint:block:block_bio_frontmerge \
-         /{bio} && pid == {pid} && @on/ {{ @merge = count(); }}\n\
-         tracepoint:block:block_split /{bio} && pid == {pid} && @on/ {{ @split = count(); }}\n",
+         \x20 }}\n}}\n",
         sub = record(Stage::Submission),
     )
 }
 
-/// The whole program. Its cost is in its map operations: an I/O followed
-/// through the stages, issued inline on a request-based device, makes
-/// about 20 (it made 43 before each I/O's state became one tuple per key
-/// and each stage one `stats()`), which took its BPF time on a loop device
-/// from 5.8 to 3.1–3.8 µs per I/O (`kernel.bpf_stats_enabled`, beside
-/// other work); an I/O not followed makes one count, one update and four
-/// lookups that find nothing.
-pub fn generate(t: &Target) -> String {
-    let pid = t.tgid;
-    let bio = dev_filter(&t.bio_devs);
+/// libaio: `io_submit` queues its I/Os' bios in the caller's context, so
+/// each bio of the run is an I/O (`@n`), followed by its own draw (`@f`),
+/// its submission measured from the `io_submit` entry (`@cur[tid]`); no
+/// tracepoint ends an aio I/O, so nothing is keyed past the device.
+fn aio_open(pid: u32, bio: &str, follow: &str) -> String {
+    format!(
+        "tracepoint:syscalls:sys_enter_io_submit /pid == {pid}/ {{\n\
+         \x20 @cur[tid] = ((uint64)1, nsecs);\n}}\n\
+         tracepoint:syscalls:sys_exit_io_submit /pid == {pid}/ {{\n\
+         \x20 delete(@cur[tid]);\n}}\n\
+         tracepoint:block:block_bio_queue /{bio}/ {{\n\
+         \x20 $d = 0; if (strncmp(args->rwbs, \"W\", 1) == 0) {{ $d = 1; }}\n\
+         \x20 if (pid != {pid}) {{ @other[$d] = count(); }}\n\
+         \x20 if (pid == {pid} && @on) {{\n\
+         \x20   @n[$d] = count();\n\
+         \x20   if ({follow}) {{\n\
+         \x20   @f[$d] = count();\n\
+         \x20   $c = @cur[tid];\n\
+         \x20   if ($c.1) {{\n\
+         \x20   $v = nsecs - $c.1;\n{sub}\
+         \x20   }}\n\
+         \x20   @b[args->sector] = (nsecs, $d, (uint64)0);\n\
+         \x20   }}\n\
+         \x20 }}\n}}\n",
+        sub = record(Stage::Submission),
+    )
+}
+
+/// The block layer and the device: `@b[sector]` from queued to issued to
+/// completed (block layer, device), the device's completion time kept for
+/// the I/O's key (`@dd[key]`) when the bio was joined to one.
+fn device_probes(t: &Target, bio: &str) -> String {
     let rq = dev_filter(&t.rq_devs);
-    let mut s = submit_probes(pid, &bio, t.sample);
     let done = |probe: &str, filter: &str| {
         format!(
             "{probe} /{filter}/ {{\n\
@@ -213,37 +269,94 @@ pub fn generate(t: &Target) -> String {
             dev = record(Stage::Device),
         )
     };
-    if t.request_based {
-        s.push_str(&format!(
-            "tracepoint:block:block_rq_issue /{rq}/ {{\n\
-             \x20 $e = @b[args->sector];\n\
-             \x20 if ($e.0) {{\n\
-             \x20 $v = nsecs - $e.0; $d = $e.1;\n{blk}\
-             \x20 @b[args->sector] = (nsecs, $d, $e.2);\n\
-             \x20 }}\n}}\n",
-            blk = record(Stage::Block),
-        ));
-        s.push_str(&done("tracepoint:block:block_rq_complete", &rq));
-    } else {
-        s.push_str(&done("tracepoint:block:block_bio_complete", &bio));
+    if !t.request_based {
+        return done("tracepoint:block:block_bio_complete", bio);
     }
-    s.push_str(&format!(
-        "tracepoint:io_uring:io_uring_complete {{\n\
-         \x20 $q = @q[(uint64)args->req];\n\
+    format!(
+        "tracepoint:block:block_rq_issue /{rq}/ {{\n\
+         \x20 $e = @b[args->sector];\n\
+         \x20 if ($e.0) {{\n\
+         \x20 $v = nsecs - $e.0; $d = $e.1;\n{blk}\
+         \x20 @b[args->sector] = (nsecs, $d, $e.2);\n\
+         \x20 }}\n}}\n{done}",
+        blk = record(Stage::Block),
+        done = done("tracepoint:block:block_rq_complete", &rq),
+    )
+}
+
+/// An I/O closes (`$key` its key): its total, and its posting from the
+/// device's completion (`@dd[key]`).
+fn close_io() -> String {
+    format!(
+        "\x20 $q = @q[$key];\n\
          \x20 if ($q.0) {{\n\
          \x20 $d = $q.1;\n\
          \x20 $v = nsecs - $q.0;\n{total}\
-         \x20 $t = @dd[(uint64)args->req];\n\
+         \x20 $t = @dd[$key];\n\
          \x20 if ($t) {{\n\
          \x20   $v = nsecs - $t;\n{post}\
-         \x20   delete(@dd[(uint64)args->req]);\n\
+         \x20   delete(@dd[$key]);\n\
          \x20 }}\n\
-         \x20 delete(@q[(uint64)args->req]);\n\
-         \x20 }}\n}}\n\
-         BEGIN {{ printf(\"{READY}\\n\"); }}\n\
-         END {{ clear(@q); clear(@cur); clear(@b); clear(@dd); clear(@on); }}\n",
+         \x20 delete(@q[$key]);\n\
+         \x20 }}\n",
         total = record(Stage::Total),
         post = record(Stage::Posting),
+    )
+}
+
+/// The whole program for the engine's kind of I/O ([`Traced`]). Its cost
+/// is in its map operations: an I/O followed through the stages, issued
+/// inline on a request-based device, makes about 20 (it made 43 before
+/// each I/O's state became one tuple per key and each stage one `stats()`),
+/// which took its BPF time on a loop device from 5.8 to 3.1–3.8 µs per I/O
+/// (`kernel.bpf_stats_enabled`, beside other work); an I/O not followed
+/// makes one count, one update and three lookups that find nothing. The
+/// floor is the tracepoints themselves (docs/STAGES.md, Cost).
+pub fn generate(t: &Target) -> String {
+    let pid = t.tgid;
+    let bio = dev_filter(&t.bio_devs);
+    let follow = sampled(t.sample);
+    let mut s = mark_probe(pid);
+    match t.kind {
+        Traced::Uring => {
+            s.push_str(&uring_open(pid, &follow));
+            s.push_str(&joined_bio_queue(pid, &bio, &follow));
+        }
+        Traced::Syscall { read, write } => {
+            s.push_str(&syscall_open(pid, read, write, &follow));
+            s.push_str(&joined_bio_queue(pid, &bio, &follow));
+        }
+        Traced::Aio | Traced::No => s.push_str(&aio_open(pid, &bio, &follow)),
+    }
+    s.push_str(&format!(
+        "tracepoint:block:block_bio_backmerge,tracepoint:block:block_bio_frontmerge \
+         /{bio} && pid == {pid} && @on/ {{ @merge = count(); }}\n\
+         tracepoint:block:block_split /{bio} && pid == {pid} && @on/ {{ @split = count(); }}\n"
+    ));
+    s.push_str(&device_probes(t, &bio));
+    match t.kind {
+        Traced::Uring => s.push_str(&format!(
+            "tracepoint:io_uring:io_uring_complete /pid == {pid}/ {{\n\
+             \x20 $key = (uint64)args->req;\n{close}}}\n",
+            close = close_io()
+        )),
+        Traced::Syscall { read, write } => s.push_str(&format!(
+            "tracepoint:syscalls:sys_exit_{read},tracepoint:syscalls:sys_exit_{write} \
+             /pid == {pid}/ {{\n\
+             \x20 $key = (uint64)tid;\n{close}}}\n",
+            close = close_io()
+        )),
+        Traced::Aio | Traced::No => {}
+    }
+    // The in-flight maps are cleared so that only the results print.
+    let keyed = if matches!(t.kind, Traced::Aio | Traced::No) {
+        ""
+    } else {
+        "clear(@q); "
+    };
+    s.push_str(&format!(
+        "BEGIN {{ printf(\"{READY}\\n\"); }}\n\
+         END {{ {keyed}clear(@cur); clear(@b); clear(@dd); clear(@on); }}\n"
     ));
     s
 }
@@ -284,6 +397,7 @@ mod tests {
             rq_devs: vec![kdev(7, 3)],
             request_based,
             sample: 8,
+            kind: Traced::Uring,
         }
     }
 
@@ -333,5 +447,35 @@ mod tests {
         assert!(b.contains("block_bio_complete") && !b.contains("block_rq_issue"));
         assert!(!b.contains(&format!("@h[$d, {}, $k]", Stage::Block as u8)));
         assert!(!b.contains("block_rq_complete"));
+    }
+
+    #[test]
+    fn blocking_calls_and_libaio_open_and_close_where_their_io_does() {
+        let ps = generate(&Target {
+            kind: Traced::Syscall {
+                read: "pread64",
+                write: "pwrite64",
+            },
+            ..target(true)
+        });
+        assert!(
+            ps.contains("sys_enter_pread64 /pid == 4242 && @on/"),
+            "{ps}"
+        );
+        assert!(ps.contains("$d = 1; $key = (uint64)tid;"), "{ps}");
+        assert!(
+            ps.contains("sys_exit_pread64,tracepoint:syscalls:sys_exit_pwrite64 /pid == 4242/"),
+            "{ps}"
+        );
+        assert!(!ps.contains("io_uring"), "{ps}");
+        // The bucket of a record is `$k`: the key must not be it.
+        assert!(ps.contains("$t = @dd[$key];") && ps.contains("delete(@q[$key]);"));
+        let aio = generate(&Target {
+            kind: Traced::Aio,
+            ..target(true)
+        });
+        assert!(aio.contains("sys_enter_io_submit /pid == 4242/"), "{aio}");
+        assert!(aio.contains("@f[$d] = count();"), "{aio}");
+        assert!(!aio.contains("@q[") && !aio.contains("clear(@q)"), "{aio}");
     }
 }

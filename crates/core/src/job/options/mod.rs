@@ -1731,10 +1731,11 @@ static CORE: &[OptDef] = &[
         category: Category::Stages,
         example: "1",
         help: "dioscope extension (fio has no such option: a job file with it is dioscope's \
-               own): trace the io_uring and block tracepoints with bpftrace over the measured \
-               windows and split each direction's latency into stages (submission, block \
-               layer, device, completion), with this run's I/Os told apart from other I/O on \
-               the device (root, bpftrace; without them the run goes on without stages)",
+               own): trace the block tracepoints and the engine's own (io_uring's, or the \
+               system calls of libaio, psync, pvsync and pvsync2) with bpftrace over the \
+               measured windows and split each direction's latency into stages (submission, \
+               block layer, device, completion), with this run's I/Os told apart from other I/O \
+               on the device (root, bpftrace; without them the run goes on without stages)",
         apply: Apply::Global(|g, v| {
             g.stages = parse_bool(v)?;
             Ok(())
