@@ -203,7 +203,11 @@ fn syscall_open(pid: u32, read: &str, write: &str, follow: &str) -> String {
 /// (submission stage; `@b[sector]` = (time, dir, key)), or, queued by a
 /// thread of the run with no I/O of its own open (an io-wq worker's: the
 /// request was punted), followed by its own draw without a key. Either way
-/// one bio in `sample`, as the I/Os followed.
+/// one bio in `sample`, as the I/Os followed. A bio of the run that is not
+/// followed deletes its sector's entry: one left by a bio that never
+/// reached a request at that sector (merged at the front, failed with
+/// EAGAIN) would otherwise be found by the next request there, and its age
+/// taken for that request's block-layer time.
 fn joined_bio_queue(pid: u32, bio: &str, follow: &str) -> String {
     format!(
         "tracepoint:block:block_bio_queue /{bio}/ {{\n\
@@ -215,9 +219,12 @@ fn joined_bio_queue(pid: u32, bio: &str, follow: &str) -> String {
          \x20   $v = nsecs - $c.1;\n{sub}\
          \x20   @cur[tid] = ((uint64)0, (uint64)1);\n\
          \x20   @b[args->sector] = (nsecs, $d, $c.0);\n\
-         \x20   }}\n\
+         \x20   }} else {{\n\
          \x20   if (!$c.1 && {follow}) {{\n\
          \x20   @b[args->sector] = (nsecs, $d, (uint64)0);\n\
+         \x20   }} else {{\n\
+         \x20   delete(@b[args->sector]);\n\
+         \x20   }}\n\
          \x20   }}\n\
          \x20 }}\n}}\n",
         sub = record(Stage::Submission),
@@ -246,6 +253,8 @@ fn aio_open(pid: u32, bio: &str, follow: &str) -> String {
          \x20   $v = nsecs - $c.1;\n{sub}\
          \x20   }}\n\
          \x20   @b[args->sector] = (nsecs, $d, (uint64)0);\n\
+         \x20   }} else {{\n\
+         \x20   delete(@b[args->sector]);\n\
          \x20   }}\n\
          \x20 }}\n}}\n",
         sub = record(Stage::Submission),
@@ -328,9 +337,14 @@ pub fn generate(t: &Target) -> String {
         }
         Traced::Aio | Traced::No => s.push_str(&aio_open(pid, &bio, &follow)),
     }
+    // A bio merged into another's request is never issued at its own
+    // sector: its entry goes, and so, on a front merge, does the entry of
+    // the request it now starts (issued at the merged bio's sector).
     s.push_str(&format!(
         "tracepoint:block:block_bio_backmerge,tracepoint:block:block_bio_frontmerge \
-         /{bio} && pid == {pid} && @on/ {{ @merge = count(); }}\n\
+         /{bio} && pid == {pid} && @on/ {{ @merge = count(); delete(@b[args->sector]); }}\n\
+         tracepoint:block:block_bio_frontmerge /{bio} && pid == {pid} && @on/ {{\n\
+         \x20 delete(@b[args->sector + args->nr_sector]);\n}}\n\
          tracepoint:block:block_split /{bio} && pid == {pid} && @on/ {{ @split = count(); }}\n"
     ));
     s.push_str(&device_probes(t, &bio));
