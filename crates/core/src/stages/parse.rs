@@ -208,8 +208,7 @@ impl Words {
             Traced::Aio => Words {
                 total: "io_submit → io_getevents".into(),
                 keyed: "not available: no tracepoint ends a libaio I/O (io_getevents reaps a \
-                        batch); the followed bios are counted"
-                    .into(),
+                        batch); the followed bios are counted",
                 submission: "io_submit entered → bio queued",
                 posted: "reaped",
                 delivery: "device completed → reaped by dioscope's io_getevents",
