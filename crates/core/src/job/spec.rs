@@ -690,8 +690,9 @@ pub struct GlobalSettings {
     pub profile: bool,
     /// `--stages`: latency by stage from kernel tracepoints (crate::stages).
     pub stages: bool,
-    /// `--stages_sample`: follow one request in N through the stages (0:
-    /// the default, crate::stages::DEFAULT_SAMPLE).
+    /// `--stages_sample`: follow one request in N through the stages (the
+    /// option table's default, 8, unless set; 0 in a blank value means that
+    /// default too).
     pub stages_sample: u32,
     /// `--precision`, `--max-trials`, `--max-time`, `--precision-metric`
     /// for `trials=auto`.
@@ -1011,6 +1012,8 @@ mod tests {
                 auto: crate::stats::significance::AutoTrials::default(),
                 eta: Eta::default(),
                 rank_stonewall: RankStonewall::default(),
+                // The option table's default (stages_sample=8).
+                stages_sample: 8,
                 ..GlobalSettings::blank()
             }
         );
