@@ -261,6 +261,23 @@ fn direction(v: &Value) -> Value {
     s["directions"][0].clone()
 }
 
+/// Every I/O followed and issued inline: each per-I/O stage joined almost
+/// every I/O (no more than there were), and what no join explains is under
+/// 5 % of dioscope's mean.
+fn joined_per_io(v: &Value, d: &Value) {
+    let (_, mean, _) = dioscope_dir(v, "read");
+    let rest = share(d, "not joined per I/O");
+    assert!(rest.abs() < 0.05 * mean, "{rest} ns not joined: {d:#}");
+    let tagged = d["tagged_ios"].as_u64().unwrap();
+    for s in ["submission", "block layer", "device", "completion posting"] {
+        let n = stage(d, s)["ios"].as_u64().unwrap();
+        assert!(
+            n as f64 > 0.95 * tagged as f64 && n <= tagged,
+            "{s}: {n} I/Os: {d:#}"
+        );
+    }
+}
+
 #[test]
 fn a_loop_device_splits_into_request_stages_that_explain_the_total() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -283,23 +300,7 @@ fn a_loop_device_splits_into_request_stages_that_explain_the_total() {
         &["--stages_sample=1"],
     );
     let d = check_direction(&v, "read");
-    let (_, mean, _) = dioscope_dir(&v, "read");
-    // Per-I/O joins cover the traced total: what no join explains is small.
-    let rest = stage(&d, "not joined per I/O")["contribution_ns"]
-        .as_f64()
-        .unwrap();
-    assert!(rest.abs() < 0.05 * mean, "{rest} ns not joined: {d:#}");
-    for s in ["submission", "block layer", "device", "completion posting"] {
-        let n = stage(&d, s)["ios"].as_u64().unwrap();
-        assert!(
-            n as f64 > 0.95 * d["tagged_ios"].as_f64().unwrap(),
-            "{s}: {n} I/Os: {d:#}"
-        );
-        assert!(
-            n <= d["tagged_ios"].as_u64().unwrap(),
-            "{s}: {n} I/Os: {d:#}"
-        );
-    }
+    joined_per_io(&v, &d);
     // A loop device takes nowait I/O: nothing punted, no finding.
     assert!(finding(&v, "io_wq_punts").is_none(), "{v:#}");
 }
@@ -329,16 +330,7 @@ fn psync_is_traced_by_its_system_calls() {
             .contains("pread64"),
         "{d:#}"
     );
-    for s in ["submission", "block layer", "device", "completion posting"] {
-        let n = stage(&d, s)["ios"].as_u64().unwrap();
-        assert!(
-            n as f64 > 0.95 * d["tagged_ios"].as_f64().unwrap(),
-            "{s}: {n} I/Os: {d:#}"
-        );
-    }
-    let rest = share(&d, "not joined per I/O");
-    let (_, mean, _) = dioscope_dir(&v, "read");
-    assert!(rest.abs() < 0.05 * mean, "{rest} ns not joined: {d:#}");
+    joined_per_io(&v, &d);
     // An engine whose calls dioscope's own threads also make is not traced,
     // and the run says which engines are.
     let (v, _) = run_with(l.path(), "randread", "4m", "4k", 1, &["--ioengine=sync"]);

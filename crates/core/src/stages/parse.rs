@@ -400,6 +400,18 @@ mod tests {
         ]
     }
 
+    /// A direction's input: read I/Os of `kind`, a p50 asked.
+    fn input(kind: Traced, request_based: bool, ios: u64, mean_ns: f64) -> DirInput<'static> {
+        DirInput {
+            dir: 0,
+            request_based,
+            kind,
+            dioscope_ios: ios,
+            dioscope_lat_mean_ns: mean_ns,
+            pcts: &[50.0],
+        }
+    }
+
     #[test]
     fn maps_are_read_and_percentiles_fall_in_their_bucket() {
         // 90 I/Os of 100 µs, 10 of 1 ms.
@@ -436,17 +448,7 @@ mod tests {
             8,
         );
         let m = Maps::read(&lines);
-        let d = direction(
-            &m,
-            &DirInput {
-                dir: 0,
-                request_based: true,
-                kind: Traced::Uring,
-                dioscope_ios: 800,
-                dioscope_lat_mean_ns: 130_000.0,
-                pcts: &[50.0],
-            },
-        );
+        let d = direction(&m, &input(Traced::Uring, true, 800, 130_000.0));
         // Every request counted, the shares from the ones followed.
         assert_eq!(d.tagged_ios, 800);
         assert_eq!(d.traced_total.ios, 100);
@@ -458,17 +460,7 @@ mod tests {
         assert!((by("not joined per I/O").mean_ns.unwrap() - 17_200.0).abs() < 1.0);
         assert_eq!(by("completion delivery").mean_ns, Some(30_000.0));
         // Bio-based: no block-layer stage.
-        let z = direction(
-            &m,
-            &DirInput {
-                dir: 0,
-                request_based: false,
-                kind: Traced::Uring,
-                dioscope_ios: 100,
-                dioscope_lat_mean_ns: 130_000.0,
-                pcts: &[50.0],
-            },
-        );
+        let z = direction(&m, &input(Traced::Uring, false, 100, 130_000.0));
         assert_eq!(z.stages[1].how, "not applicable");
     }
 
@@ -488,17 +480,7 @@ mod tests {
             "{\"type\": \"map\", \"data\": {\"@n\": {\"0\": 800}, \"@f\": {\"0\": 100}}}".into(),
         );
         let m = Maps::read(&lines);
-        let d = direction(
-            &m,
-            &DirInput {
-                dir: 0,
-                request_based: true,
-                kind: Traced::Aio,
-                dioscope_ios: 800,
-                dioscope_lat_mean_ns: 100_000.0,
-                pcts: &[50.0],
-            },
-        );
+        let d = direction(&m, &input(Traced::Aio, true, 800, 100_000.0));
         assert_eq!((d.tagged_ios, d.traced_total.ios), (800, 100));
         assert_eq!(d.traced_total.mean_ns, None);
         assert!(d.traced_total.how.starts_with("not available"));
@@ -520,17 +502,15 @@ mod tests {
         let lines = out(&[((0, Stage::Total, 50_000), 10)], 1);
         let d = direction(
             &Maps::read(&lines),
-            &DirInput {
-                dir: 0,
-                request_based: true,
-                kind: Traced::Syscall {
+            &input(
+                Traced::Syscall {
                     read: "pread64",
                     write: "pwrite64",
                 },
-                dioscope_ios: 10,
-                dioscope_lat_mean_ns: 52_000.0,
-                pcts: &[50.0],
-            },
+                true,
+                10,
+                52_000.0,
+            ),
         );
         assert!(d.traced_total.span.contains("pread64 or pwrite64"));
         assert_eq!(d.traced_total.how, "measured, keyed by thread");
