@@ -46,14 +46,35 @@ fn contribution(d: &StageDirection, name: &str) -> Option<f64> {
         .and_then(|s| s.contribution_ns)
 }
 
+/// The sampling half-width of a stage's contribution (0 when every I/O was
+/// followed or the stage is absent).
+fn ci95(d: &StageDirection, name: &str) -> f64 {
+    d.stages
+        .iter()
+        .find(|s| s.name == name)
+        .and_then(|s| s.sampling_ci95_ns)
+        .unwrap_or(0.0)
+}
+
 /// Completion posting + delivery of a direction (posting is 0 where no
-/// I/O was joined to it: punted I/O carries it in "not joined").
+/// I/O was joined to it: punted I/O carries it in "not joined"). `None`
+/// too when sampling leaves the cost within its 95 % interval of zero: a
+/// size that sampling could have made is not given as the cost.
 fn delivery(d: &StageDirection) -> Option<DeliveryCost> {
     // libaio's whole span after the device is one mean difference.
     let delivered = contribution(d, "completion delivery")
         .or_else(|| contribution(d, "completion and delivery"))?;
     let posted = contribution(d, "completion posting").unwrap_or(0.0);
-    (d.dioscope_lat_mean_ns > 0.0).then(|| DeliveryCost {
+    let spread = [
+        "completion delivery",
+        "completion and delivery",
+        "completion posting",
+    ]
+    .map(|n| ci95(d, n).powi(2))
+    .iter()
+    .sum::<f64>()
+    .sqrt();
+    (d.dioscope_lat_mean_ns > 0.0 && posted + delivered > spread).then(|| DeliveryCost {
         direction: d.direction.clone(),
         cost_ns: posted + delivered,
         mean_ns: d.dioscope_lat_mean_ns,
@@ -147,6 +168,28 @@ mod tests {
             "{text}"
         );
         assert_eq!(g.findings.len(), 1, "no punts, no io_wq_punts");
+    }
+
+    /// A delivery cost within its sampling interval of zero is not given.
+    #[test]
+    fn a_cost_sampling_could_have_made_is_not_given() {
+        for (hw, sized) in [(None, true), (Some(90e3), true), (Some(110e3), false)] {
+            let mut d = dir(0);
+            for st in d
+                .stages
+                .iter_mut()
+                .filter(|s| s.name.starts_with("completion"))
+            {
+                st.sampling_ci95_ns = hw;
+            }
+            let mut g = diagnosis(true);
+            apply(&mut g, &measured(d));
+            let Finding::CpuContention(c) = &g.findings[0] else {
+                panic!("{:?}", g.findings)
+            };
+            // 140 µs against √2 × the half-width.
+            assert_eq!(c.delivery.is_some(), sized, "{hw:?}");
+        }
     }
 
     #[test]

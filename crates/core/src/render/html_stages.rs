@@ -60,6 +60,14 @@ pub fn run_section(o: &mut String, p: &str, st: Option<&StagesResult>) {
         st.merges,
         st.splits
     );
+    if st.sample_every > 1 {
+        let _ = write!(
+            o,
+            "<p class=\"muted\">Stages from one I/O in {} (every I/O counted); ± is the 95 % \
+             interval of that sampling (--stages_sample=1 follows all).</p>",
+            st.sample_every
+        );
+    }
     let mut rows = Vec::new();
     let mut negative = Vec::new();
     for d in &st.directions {
@@ -123,7 +131,10 @@ fn direction_table(o: &mut String, p: &str, d: &StageDirection) {
             esc(&st.how),
             st.ios,
             st.mean_ns.map_or("–".into(), ns),
-            st.contribution_ns.map_or("–".into(), ns),
+            st.contribution_ns.map_or("–".into(), |c| match st.sampling_ci95_ns {
+                Some(h) => format!("{} ± {}", ns(c), ns(h)),
+                None => ns(c),
+            }),
         );
         for q in &qs {
             let v = st.percentiles.iter().find(|x| x.0 == *q).map(|x| x.1);
@@ -216,6 +227,7 @@ mod tests {
             ios: 10,
             mean_ns: Some(c),
             contribution_ns: Some(c),
+            sampling_ci95_ns: None,
             percentiles: vec![(1.0, c / 2.0), (50.0, c), (99.0, 2.0 * c), (99.5, 3.0 * c)],
         };
         StagesResult {

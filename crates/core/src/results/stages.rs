@@ -80,6 +80,13 @@ pub struct Stage {
     /// stage's time summed over its I/Os ÷ all the direction's I/Os).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contribution_ns: Option<f64>,
+    /// Where one I/O in N > 1 was followed: the half-width of the 95 %
+    /// interval of `contribution_ns` from that sampling (the followed I/Os'
+    /// spread ÷ √followed, with the finite-population factor; for a mean
+    /// difference, combined from the stages it subtracts). Absent when every
+    /// I/O was followed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling_ci95_ns: Option<f64>,
     /// Percentiles (the run's percentile list) of the I/Os measured, ns.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub percentiles: Vec<(f64, f64)>,
@@ -145,7 +152,8 @@ pub fn render_text(r: &StagesResult) -> String {
     ));
     if r.sample_every > 1 {
         s.push_str(&format!(
-            "  stages from one I/O in {} (every I/O counted; --stages_sample=1 follows all)\n",
+            "  stages from one I/O in {} (every I/O counted; ± is the 95 % interval of that \
+             sampling; --stages_sample=1 follows all)\n",
             r.sample_every
         ));
     }
@@ -169,6 +177,11 @@ pub fn render_text(r: &StagesResult) -> String {
                 .filter(|_| d.dioscope_lat_mean_ns > 0.0)
                 .map(|c| format!("{:>10} {:>5.1}%", us(c), 100.0 * c / d.dioscope_lat_mean_ns))
                 .unwrap_or_else(|| format!("{:>17}", "-"));
+            let share = match st.sampling_ci95_ns {
+                Some(h) => format!("{share} ±{:<9}", us(h)),
+                None if r.sample_every > 1 => format!("{share} {:10}", ""),
+                None => share,
+            };
             s.push_str(&format!(
                 "    {:<23} {share}  {} ({}{})\n",
                 st.name,
