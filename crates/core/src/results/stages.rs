@@ -16,6 +16,11 @@ pub struct StagesResult {
     pub message: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fix: Option<String>,
+    /// What traced the run: `raw_tracepoint` (the BPF program of
+    /// stages/bpf/stages.bpf.c on raw tracepoints) or `bpftrace` (the
+    /// generated bpftrace program on the classic tracepoints).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub backend: String,
     /// What was traced: which I/Os, over which time.
     #[serde(default)]
     pub window: String,

@@ -283,6 +283,7 @@ mod tests {
             bio_devs: vec![kdev(7, 3)],
             rq_devs: vec![kdev(7, 3)],
             request_based,
+            sample: 1,
         }
     }
 
