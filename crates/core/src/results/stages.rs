@@ -141,8 +141,13 @@ pub fn render_text(r: &StagesResult) -> String {
         ));
         return s;
     }
+    let by = match r.backend.as_str() {
+        "" => String::new(),
+        "raw_tracepoint" => " (raw tracepoints)".to_string(),
+        b => format!(" ({b})"),
+    };
     s.push_str(&format!(
-        "  traced: {}; {}\n  block layer: {} merges, {} splits of this run's bios\n",
+        "  traced{by}: {}; {}\n  block layer: {} merges, {} splits of this run's bios\n",
         r.devices.join(", "),
         r.window,
         r.merges,
@@ -425,6 +430,16 @@ mod tests {
         assert!(t.contains("completion delivery"), "{t}");
         assert!(t.contains("+300.0%"), "{t}");
         assert!(t.contains("No interval"), "{t}");
+    }
+
+    #[test]
+    fn the_text_names_the_backend() {
+        let mut r = run(10_000.0, 5_000.0, 1_000.0);
+        assert!(render_text(&r).contains("  traced: "));
+        r.backend = "raw_tracepoint".into();
+        assert!(render_text(&r).contains("  traced (raw tracepoints): "));
+        r.backend = "bpftrace".into();
+        assert!(render_text(&r).contains("  traced (bpftrace): "));
     }
 
     #[test]
