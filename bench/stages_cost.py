@@ -4,6 +4,7 @@
     sudo bench/stages_cost.py                    # every target, 6 rounds × 4 s
     bench/stages_cost.py --targets loop-disk --rounds 3 --seconds 3
     bench/stages_cost.py --samples 8,1          # the default and following every I/O
+    bench/stages_cost.py --backends raw,bpftrace  # both backends of --stages
 
 Targets, each made here and removed after (the ext4 files are written in full
 first, so reads go to the disk and not to a file's holes):
@@ -17,7 +18,9 @@ first, so reads go to the disk and not to a file's holes):
   io-wq).
 
 Each round runs, in an order that alternates, dioscope without `--stages` and
-with it at each `--samples` rate (4 KiB random reads, io_uring, QD 32, one
+with it at each `--samples` rate and each `--backends` backend
+(DIOSCOPE_STAGES_BACKEND: `raw` the raw-tracepoint program, `bpftrace` the
+bpftrace one; a run whose result names another backend fails) (4 KiB random reads, io_uring, QD 32, one
 trial of --seconds after a 1 s ramp). Cost = 1 − median IOPS with ÷ median
 without, with a 95 % bootstrap interval (rounds resampled as tuples). The
 goal (issue #32): at most 5 % on a loop device and on an ext4 file.
@@ -109,26 +112,33 @@ class Target:
             self.zram.remove()
 
 
-def run_one(dio, path, seconds, sample):
-    """IOPS of one run; `sample` None = no --stages."""
+def run_one(dio, path, seconds, variant):
+    """IOPS of one run; `variant` (backend, sample), None = no --stages."""
     fd, out = tempfile.mkstemp(suffix=".json")
     os.close(fd)
     argv = [dio, "run", "--name=cost", f"--filename={path}", "--rw=randread", "--bs=4k",
             "--ioengine=io_uring", "--iodepth=32", "--direct=1", "--size=1g",
             "--time_based", f"--runtime={seconds}", "--ramp_time=1", "--trials=1",
             "--output-format=json", f"--output={out}"]
-    if sample is not None:
+    env = dict(os.environ)
+    if variant is not None:
+        backend, sample = variant
         argv += ["--stages", f"--stages_sample={sample}"]
+        env["DIOSCOPE_STAGES_BACKEND"] = backend
     try:
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=seconds * 10 + 60)
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=seconds * 10 + 60,
+                           env=env)
         if r.returncode != 0:
             log(f"run failed ({r.returncode}): {r.stderr.strip()[-300:]}")
             return None
         with open(out) as f:
             doc = json.load(f)
         st = (doc.get("dioscope") or {}).get("stages") or {}
-        if sample is not None and st.get("status") != "measured":
+        if variant is not None and st.get("status") != "measured":
             log(f"--stages did not measure: {st.get('message')}")
+            return None
+        if variant is not None and not st.get("backend", "bpftrace").startswith(variant[0]):
+            log(f"--stages ran on {st.get('backend')}, not {variant[0]}")
             return None
         return doc["jobs"][0]["read"]["iops"]
     finally:
@@ -161,7 +171,7 @@ def measure(dio, kind, args, samples):
             r = {}
             for s in order:
                 r[s] = run_one(dio, t.path, args.seconds, s)
-                label = "without" if s is None else f"--stages_sample={s}"
+                label = "without" if s is None else f"{s[0]} 1 in {s[1]}"
                 log(f"{kind} round {i + 1}/{args.rounds} {label:<18} {r[s] or 0:>10.0f} IOPS")
             rounds.append(r)
         res = {"target": kind, "path": t.path, "rounds": [{str(k): v for k, v in r.items()}
@@ -170,7 +180,7 @@ def measure(dio, kind, args, samples):
         res["with"] = {}
         for s in samples:
             c, lo, hi = cost_ci(rounds, s)
-            res["with"][str(s)] = {
+            res["with"][f"{s[0]} 1 in {s[1]}"] = {
                 "iops": statistics.median(r[s] for r in rounds if r.get(s)),
                 "cost": c, "lo": lo, "hi": hi,
             }
@@ -185,14 +195,14 @@ def render(rep):
              f"{rep['machine']['kernel']}; dioscope {rep['rev']}; {rep['rounds']} rounds × "
              f"{rep['seconds']} s, 4 KiB random reads, io_uring, QD 32. Cost = 1 − median IOPS "
              "with ÷ without, 95 % bootstrap interval.", "",
-             "| target | without (IOPS) | sample | with (IOPS) | cost | goal ≤ 5 % |",
+             "| target | without (IOPS) | backend, sample | with (IOPS) | cost | goal ≤ 5 % |",
              "| --- | ---: | ---: | ---: | --- | --- |"]
     for t in rep["targets"]:
         for s, w in t["with"].items():
             c = w["cost"]
             met = "—" if t["target"] in ("loop-cache", "zram") else (
                 "met" if c is not None and c <= GOAL else "not met")
-            lines.append(f"| {t['target']} | {t['without']:.0f} | 1 in {s} | {w['iops']:.0f} | "
+            lines.append(f"| {t['target']} | {t['without']:.0f} | {s} | {w['iops']:.0f} | "
                          f"{100 * c:.1f} % [{100 * w['lo']:.1f}, {100 * w['hi']:.1f}] | {met} |")
     lines.append("")
     lines.append("Command: `" + rep["command"] + "`")
@@ -203,6 +213,8 @@ def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--targets", default=",".join(TARGETS))
     p.add_argument("--samples", default="8,1", help="--stages_sample rates to measure")
+    p.add_argument("--backends", default="raw", help="--stages backends to measure "
+                   "(DIOSCOPE_STAGES_BACKEND): raw, bpftrace")
     p.add_argument("--rounds", type=int, default=6)
     p.add_argument("--seconds", type=int, default=4)
     p.add_argument("--dioscope", default=os.path.join(REPO, "target", "release", "dioscope"))
@@ -213,7 +225,8 @@ def main(argv):
     if os.geteuid() != 0:
         print("stages_cost.py needs root (loop devices, zram, bpftrace)", file=sys.stderr)
         return 1
-    samples = [int(s) for s in args.samples.split(",") if s]
+    samples = [(b, int(s)) for b in args.backends.split(",") if b
+               for s in args.samples.split(",") if s]
     rep = {"date": f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
            "machine": bench.machine_info(), "rev": bench.git_rev(), "rounds": args.rounds,
            "seconds": args.seconds, "command": " ".join(["bench/stages_cost.py"] + argv),

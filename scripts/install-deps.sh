@@ -42,6 +42,14 @@ command -v perf >/dev/null || need+=(linux-perf)
 # --stages traces the io_uring and block tracepoints with bpftrace
 # (tests/stages).
 command -v bpftrace >/dev/null || need+=(bpftrace)
+# Its default backend, raw tracepoints: crates/core/build.rs compiles
+# src/stages/bpf/stages.bpf.c with clang against libbpf's BPF headers and
+# the kernel UAPI headers; dioscope loads it through libbpf.so.1 (libbpf1,
+# a dependency of libbpf-dev) at run time. Without them the build goes on
+# and --stages uses bpftrace.
+command -v clang >/dev/null || need+=(clang)
+[ -f /usr/include/bpf/bpf_helpers.h ] || need+=(libbpf-dev)
+[ -f /usr/include/linux/bpf.h ] || need+=(linux-libc-dev)
 # The report test (tests/heavy_report) opens reports in headless Chromium;
 # fio_generate_plots and fio2gnuplot (the log tests) need gnuplot.
 command -v chromium >/dev/null || need+=(chromium)

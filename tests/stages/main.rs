@@ -322,6 +322,7 @@ fn psync_is_traced_by_its_system_calls() {
         1,
         &["--ioengine=psync", "--stages_sample=1"],
     );
+    assert_eq!(v["dioscope"]["stages"]["backend"], "bpftrace");
     let d = check_direction(&v, "read");
     assert!(
         d["traced_total"]["span"]
@@ -361,6 +362,8 @@ fn libaio_is_traced_from_io_submit_to_the_device() {
         &["--ioengine=libaio"],
     );
     let s = &v["dioscope"]["stages"];
+    // The raw program follows io_uring requests only: libaio is bpftrace's.
+    assert_eq!(s["backend"], "bpftrace", "{s:#}");
     let d = direction(&v);
     let (ios, mean, _) = dioscope_dir(&v, "read");
     // Every bio of the run counted (4 KiB: one bio an I/O), one in 8 followed.
@@ -555,12 +558,17 @@ fn without_bpftrace_the_run_goes_on_and_says_how_to_get_it() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("data");
     let mut c = Command::new(common::bin());
-    c.env("PATH", dir.path()).current_dir(dir.path()).args([
-        "run",
-        &format!("--filename={}", f.display()),
-        "--size=4m",
-        "--bs=4k",
-    ]);
+    // The bpftrace backend asked for: the raw one needs no bpftrace and
+    // would measure (`the_raw_backend_is_the_default_and_counts_as_bpftrace_does`).
+    c.env("PATH", dir.path())
+        .env("DIOSCOPE_STAGES_BACKEND", "bpftrace")
+        .current_dir(dir.path())
+        .args([
+            "run",
+            &format!("--filename={}", f.display()),
+            "--size=4m",
+            "--bs=4k",
+        ]);
     c.args(ONE_TRACED_TRIAL);
     let o = common::output_within(c, std::time::Duration::from_secs(120));
     assert!(o.status.success(), "{}", stderr(&o));
@@ -573,6 +581,81 @@ fn without_bpftrace_the_run_goes_on_and_says_how_to_get_it() {
     let v = common::json(&o);
     assert_eq!(v["dioscope"]["stages"]["status"], "unavailable");
     assert!(v["jobs"][0]["read"]["total_ios"].as_u64().unwrap() > 0);
+}
+
+/// A traced run of `dev` (4 KiB random reads at QD 16, 64 MiB) with the
+/// environment `env` and `PATH` set to `path`.
+fn run_env(dev: &str, env: &[(&str, &str)], path: &std::ffi::OsStr) -> Value {
+    let mut c = Command::new(common::bin());
+    c.env("PATH", path)
+        .envs(env.iter().copied())
+        .current_dir(std::env::temp_dir())
+        .args([
+            "run",
+            &format!("--filename={dev}"),
+            "--rw=randread",
+            "--bs=4k",
+            "--iodepth=16",
+            "--size=64m",
+        ])
+        .args(ONE_TRACED_TRIAL);
+    let o = common::output_within(c, std::time::Duration::from_secs(120));
+    assert!(o.status.success(), "run failed: {}", stderr(&o));
+    common::json(&o)
+}
+
+/// The raw-tracepoint backend (stages/bpf/stages.bpf.c) is the default
+/// where it loads, needs no bpftrace (PATH without it), and on the same run
+/// shape counts what the bpftrace backend counts: every request of the run
+/// exactly, no other I/O, no punt, one in 8 followed through the stages,
+/// whose shares add up to dioscope's mean.
+#[test]
+fn the_raw_backend_is_the_default_and_counts_as_bpftrace_does() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_trace() {
+        return;
+    }
+    let l = LoopDev::new(&std::env::temp_dir(), 64 << 20, &[]);
+    let empty = tempfile::tempdir().unwrap();
+    let raw = run_env(l.path(), &[], empty.path().as_os_str());
+    let backend = raw["dioscope"]["stages"]["backend"].clone();
+    if backend != "raw_tracepoint" {
+        assert!(
+            !common::in_ci(),
+            "CI builds with clang and libbpf-dev: {:#}",
+            raw["dioscope"]["stages"]
+        );
+        eprintln!("SKIPPED: the raw-tracepoint backend did not load here");
+        return;
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let bpf = run_env(l.path(), &[("DIOSCOPE_STAGES_BACKEND", "bpftrace")], &path);
+    assert_eq!(bpf["dioscope"]["stages"]["backend"], "bpftrace");
+    for v in [&raw, &bpf] {
+        let s = &v["dioscope"]["stages"];
+        let d = direction(v);
+        let (ios, mean, _) = dioscope_dir(v, "read");
+        assert_eq!(ios, 16384, "{s:#}");
+        assert_eq!(d["tagged_ios"].as_u64(), Some(ios), "{s:#}");
+        assert_eq!(d["other_device_ios"], 0, "{s:#}");
+        assert_eq!(d["punted_io_wq"], 0, "{s:#}");
+        let followed = d["traced_total"]["ios"].as_u64().unwrap();
+        assert!(near_share(followed, ios, 8), "{followed} of {ios}: {s:#}");
+        for st in ["submission", "block layer", "device", "completion posting"] {
+            let n = stage(&d, st)["ios"].as_u64().unwrap();
+            assert!(
+                n as f64 >= 0.95 * followed as f64 && n <= followed + 8,
+                "{st}: {n} of {followed}: {s:#}"
+            );
+        }
+        let sum: f64 = d["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s["contribution_ns"].as_f64())
+            .sum();
+        assert!((sum / mean - 1.0).abs() < 0.05, "{sum} vs {mean}: {s:#}");
+    }
 }
 
 /// A busy loop pinned to one CPU at nice -10 (so it wins that CPU against

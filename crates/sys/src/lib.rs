@@ -7,6 +7,7 @@
 
 pub mod aio;
 pub mod block;
+pub mod bpf;
 pub mod buf;
 pub mod cache;
 pub mod clock;

@@ -16,6 +16,11 @@ pub struct StagesResult {
     pub message: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fix: Option<String>,
+    /// What traced the run: `raw_tracepoint` (the BPF program of
+    /// stages/bpf/stages.bpf.c on raw tracepoints) or `bpftrace` (the
+    /// generated bpftrace program on the classic tracepoints).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub backend: String,
     /// What was traced: which I/Os, over which time.
     #[serde(default)]
     pub window: String,
@@ -143,8 +148,13 @@ pub fn render_text(r: &StagesResult) -> String {
         ));
         return s;
     }
+    let by = match r.backend.as_str() {
+        "" => String::new(),
+        "raw_tracepoint" => " (raw tracepoints)".to_string(),
+        b => format!(" ({b})"),
+    };
     s.push_str(&format!(
-        "  traced: {}; {}\n  block layer: {} merges, {} splits of this run's bios\n",
+        "  traced{by}: {}; {}\n  block layer: {} merges, {} splits of this run's bios\n",
         r.devices.join(", "),
         r.window,
         r.merges,
@@ -433,6 +443,16 @@ mod tests {
         assert!(t.contains("completion delivery"), "{t}");
         assert!(t.contains("+300.0%"), "{t}");
         assert!(t.contains("No interval"), "{t}");
+    }
+
+    #[test]
+    fn the_text_names_the_backend() {
+        let mut r = run(10_000.0, 5_000.0, 1_000.0);
+        assert!(render_text(&r).contains("  traced: "));
+        r.backend = "raw_tracepoint".into();
+        assert!(render_text(&r).contains("  traced (raw tracepoints): "));
+        r.backend = "bpftrace".into();
+        assert!(render_text(&r).contains("  traced (bpftrace): "));
     }
 
     #[test]

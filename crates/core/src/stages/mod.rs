@@ -1,7 +1,15 @@
 //! `--stages`: where the latency of the run's I/Os goes, stage by stage,
 //! from the kernel's `io_uring:` and `block:` tracepoints.
 //!
-//! How the pieces fit:
+//! Two backends run the same program: [`raw`] (a BPF program on raw
+//! tracepoints, loaded through libbpf: the default wherever it loads and
+//! attaches) and bpftrace (the program of [`script`] on the classic
+//! tracepoints: the fallback). `DIOSCOPE_STAGES_BACKEND=raw|bpftrace`
+//! forces one. The result says which ran (`backend`).
+//!
+//! How the pieces fit (the bpftrace backend; the raw one loads its
+//! program at the same point, marks the window by writing its `on` map,
+//! and reads its maps at the end):
 //! - [`StageTracer::new`] checks what tracing needs (bpftrace on PATH,
 //!   root, tracefs with the tracepoints); a missing piece is a message
 //!   with the fix, and the run goes on without stages;
@@ -20,6 +28,7 @@
 //!   read per event, and the workers' hot path is not touched.
 
 pub mod parse;
+pub mod raw;
 pub mod script;
 
 pub use crate::results::stages::StagesResult;
@@ -165,12 +174,62 @@ struct Running {
     kind: Traced,
 }
 
+/// The running tracer: bpftrace, or the raw-tracepoint program.
+enum Tracing {
+    Bpftrace(Running),
+    Raw(raw::Raw, Vec<Device>),
+}
+
+/// Which backend `DIOSCOPE_STAGES_BACKEND` asks for (unset or `auto`:
+/// the raw one where it loads, else bpftrace).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Want {
+    Auto,
+    Raw,
+    Bpftrace,
+}
+
+/// The environment variable that forces a backend.
+pub const BACKEND_ENV: &str = "DIOSCOPE_STAGES_BACKEND";
+
+fn wanted() -> Want {
+    match std::env::var(BACKEND_ENV).as_deref() {
+        Ok("raw") | Ok("raw_tracepoint") => Want::Raw,
+        Ok("bpftrace") => Want::Bpftrace,
+        _ => Want::Auto,
+    }
+}
+
+/// Whether the raw backend can be tried: built with its program, as root.
+fn raw_check() -> Result<(), Unavailable> {
+    if !raw::built() {
+        return Err(Unavailable {
+            message: "this dioscope was built without clang, so without the raw-tracepoint \
+                      program"
+                .into(),
+            fix: "install clang and libbpf-dev (scripts/install-deps.sh) and rebuild, or \
+                  install bpftrace"
+                .into(),
+        });
+    }
+    if !crate::profile::perf::privileged() {
+        return Err(Unavailable {
+            message: "tracing the kernel's tracepoints needs root (CAP_BPF and CAP_PERFMON)".into(),
+            fix: "run dioscope as root (sudo)".into(),
+        });
+    }
+    Ok(())
+}
+
 /// Runs bpftrace around the measured windows. Create with
 /// [`StageTracer::new`], chain it into the run's hooks, then
 /// [`StageTracer::finish`].
 pub struct StageTracer {
+    /// bpftrace, if that backend may run.
     state: Result<PathBuf, Unavailable>,
-    running: Option<Running>,
+    /// Whether the raw backend is tried first.
+    raw: bool,
+    running: Option<Tracing>,
     /// Whether the current trial's window opened before the workers.
     early: bool,
     pcts: Vec<f64>,
@@ -197,8 +256,17 @@ impl StageTracer {
     /// says why once, on stderr, now. It follows one request in `sample`
     /// (0: [`DEFAULT_SAMPLE`]).
     pub fn new(sample: u32) -> StageTracer {
-        let state = check();
-        if let Err(u) = &state {
+        let want = wanted();
+        let raw = want != Want::Bpftrace && raw_check().is_ok();
+        let state = match (want, raw_check()) {
+            (Want::Raw, Err(u)) => Err(u),
+            (Want::Raw, Ok(())) => Err(Unavailable {
+                message: format!("{BACKEND_ENV}=raw: bpftrace is not used"),
+                fix: format!("unset {BACKEND_ENV}"),
+            }),
+            _ => check(),
+        };
+        if let (false, Err(u)) = (raw, &state) {
             eprintln!(
                 "dioscope: --stages: {}; {}. The run goes on without stages.",
                 u.message, u.fix
@@ -206,6 +274,7 @@ impl StageTracer {
         }
         StageTracer {
             state,
+            raw,
             running: None,
             early: false,
             pcts: Vec::new(),
@@ -214,15 +283,13 @@ impl StageTracer {
         }
     }
 
-    /// Start bpftrace for these jobs, once; an error disables the tracer.
+    /// Start the tracer for these jobs, once: the raw backend if it loads
+    /// and attaches, else bpftrace; an error disables the tracer.
     fn start(&mut self, jobs: &[&ResolvedJob]) {
-        if self.running.is_some() {
+        if self.running.is_some() || (!self.raw && self.state.is_err()) {
             return;
         }
-        let Ok(bpftrace) = self.state.clone() else {
-            return;
-        };
-        match start(&bpftrace, jobs, self.sample) {
+        match start(&self.state, self.raw, jobs, self.sample) {
             Ok(r) => {
                 self.pcts = jobs
                     .first()
@@ -241,15 +308,54 @@ impl StageTracer {
     }
 
     fn mark(&mut self, on: bool) {
-        if self.running.is_some() {
-            dioscope_sys::proc::trace_mark(script::MARK, u64::from(on));
-            self.marked |= on;
+        match &self.running {
+            Some(Tracing::Bpftrace(_)) => {
+                dioscope_sys::proc::trace_mark(script::MARK, u64::from(on));
+            }
+            Some(Tracing::Raw(r, _)) => {
+                if let Err(e) = r.mark(on) {
+                    eprintln!("dioscope: --stages: marking the measured window failed: {e}");
+                    return;
+                }
+            }
+            None => return,
         }
+        self.marked |= on;
     }
 
     /// Stop bpftrace and read its maps against the run's result.
     pub fn finish(mut self, doc: &RunDoc) -> StagesResult {
-        let Some(mut r) = self.running.take() else {
+        let r = match self.running.take() {
+            Some(Tracing::Raw(r, devices)) => {
+                let maps = r.read();
+                drop(r);
+                return match maps {
+                    Ok(m) => {
+                        let mut s = build(
+                            &m,
+                            &devices,
+                            Traced::Uring,
+                            doc,
+                            &self.pcts,
+                            self.marked,
+                            self.sample,
+                        );
+                        s.backend = "raw_tracepoint".into();
+                        s
+                    }
+                    Err(e) => StagesResult {
+                        status: "failed".into(),
+                        backend: "raw_tracepoint".into(),
+                        message: Some(format!("reading the BPF maps failed: {e}")),
+                        fix: Some(format!("run with {BACKEND_ENV}=bpftrace")),
+                        ..StagesResult::default()
+                    },
+                };
+            }
+            Some(Tracing::Bpftrace(r)) => Some(r),
+            None => None,
+        };
+        let Some(mut r) = r else {
             let u = self.state.clone().err().unwrap_or(Unavailable {
                 message: "no trial ran".into(),
                 fix: "run at least one trial".into(),
@@ -274,13 +380,23 @@ impl StageTracer {
         if !status.is_ok_and(|s| s.success()) && maps.get("@merge", "") == 0 && lines.len() < 3 {
             return failed(&err);
         }
-        build(&maps, &r, doc, &self.pcts, self.marked, self.sample)
+        let mut s = build(
+            &maps,
+            &r.devices,
+            r.kind,
+            doc,
+            &self.pcts,
+            self.marked,
+            self.sample,
+        );
+        s.backend = "bpftrace".into();
+        s
     }
 }
 
 impl Drop for StageTracer {
     fn drop(&mut self) {
-        if let Some(r) = self.running.as_mut() {
+        if let Some(Tracing::Bpftrace(r)) = self.running.as_mut() {
             let _ = r.child.kill();
             let _ = r.child.wait();
         }
@@ -361,8 +477,52 @@ fn traced_kind(jobs: &[&ResolvedJob]) -> Result<Traced, Unavailable> {
     })
 }
 
-/// The jobs' block devices and the program for them, started.
-fn start(bpftrace: &Path, jobs: &[&ResolvedJob], sample: u32) -> Result<Running, Unavailable> {
+/// The jobs' block devices and the program for them, started: the raw
+/// backend first when `raw` and the I/O is io_uring's (the raw program
+/// follows io_uring requests; libaio and the blocking calls go through
+/// bpftrace), bpftrace (when `bpftrace` is usable) if it fails.
+fn start(
+    bpftrace: &Result<PathBuf, Unavailable>,
+    raw: bool,
+    jobs: &[&ResolvedJob],
+    sample: u32,
+) -> Result<Tracing, Unavailable> {
+    let (target, devices) = target_of(jobs, sample)?;
+    let kind = target.kind;
+    let mut raw_err = None;
+    if raw && kind == Traced::Uring {
+        match raw::start(&target) {
+            Ok(r) => return Ok(Tracing::Raw(r, devices)),
+            Err(e) => raw_err = Some(e),
+        }
+    }
+    let go = |b: &PathBuf| spawn(b, &script::generate(&target), devices, kind);
+    match (bpftrace, raw_err) {
+        (Ok(b), None) => go(b).map(Tracing::Bpftrace),
+        (Ok(b), Some(e)) => {
+            eprintln!("dioscope: --stages: the raw tracepoints did not load ({e}); using bpftrace");
+            go(b).map(Tracing::Bpftrace)
+        }
+        (Err(u), None) if raw => Err(Unavailable {
+            message: format!(
+                "the raw-tracepoint program follows io_uring I/O only, and {}",
+                u.message
+            ),
+            fix: format!("run with --ioengine=io_uring, or {}", u.fix),
+        }),
+        (Err(u), None) => Err(u.clone()),
+        (Err(u), Some(e)) => Err(Unavailable {
+            message: format!("the raw tracepoints did not load ({e}), and {}", u.message),
+            fix: u.fix.clone(),
+        }),
+    }
+}
+
+/// What the program traces for these jobs, and their devices.
+fn target_of(
+    jobs: &[&ResolvedJob],
+    sample: u32,
+) -> Result<(script::Target, Vec<Device>), Unavailable> {
     let kind = traced_kind(jobs)?;
     let mut devices: Vec<Device> = Vec::new();
     for f in jobs.iter().flat_map(|j| j.clones.iter().flatten()) {
@@ -383,15 +543,15 @@ fn start(bpftrace: &Path, jobs: &[&ResolvedJob], sample: u32) -> Result<Running,
         });
     }
     let k = |d: (u32, u32)| script::kdev(d.0, d.1);
-    let program = script::generate(&script::Target {
+    let target = script::Target {
         tgid: std::process::id(),
         bio_devs: devices.iter().map(|d| k(d.bio_dev)).collect(),
         rq_devs: devices.iter().map(|d| k(d.rq_dev)).collect(),
         request_based: devices[0].request_based,
         sample,
         kind,
-    });
-    spawn(bpftrace, &program, devices, kind)
+    };
+    Ok((target, devices))
 }
 
 fn spawn(
@@ -479,13 +639,13 @@ fn dioscope_dir(doc: &RunDoc, dir: u8) -> (u64, f64) {
 
 fn build(
     maps: &parse::Maps,
-    r: &Running,
+    devices: &[Device],
+    kind: Traced,
     doc: &RunDoc,
     pcts: &[f64],
     marked: bool,
     sample: u32,
 ) -> StagesResult {
-    let devices = &r.devices;
     let request_based = devices.first().is_some_and(|d| d.request_based);
     let directions = (0..2u8)
         .filter_map(|dir| {
@@ -497,7 +657,7 @@ fn build(
                     &parse::DirInput {
                         dir,
                         request_based,
-                        kind: r.kind,
+                        kind,
                         dioscope_ios: ios,
                         dioscope_lat_mean_ns: mean,
                         pcts,
@@ -508,6 +668,7 @@ fn build(
         .collect();
     StagesResult {
         status: "measured".into(),
+        backend: String::new(),
         message: (!marked).then(|| "no measured window was marked".to_string()),
         fix: None,
         window: "I/Os submitted in the measured part of each trial (after the ramp), every \

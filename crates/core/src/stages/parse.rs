@@ -53,6 +53,14 @@ impl Maps {
         Maps(m)
     }
 
+    /// Set `name[key]` (the raw-tracepoint backend fills the maps so).
+    pub fn set(&mut self, name: &str, key: &str, value: u64) {
+        self.0
+            .entry(name.to_string())
+            .or_default()
+            .insert(key.to_string(), value);
+    }
+
     /// The value of `name[key]` (0 when absent).
     pub fn get(&self, name: &str, key: &str) -> u64 {
         self.0

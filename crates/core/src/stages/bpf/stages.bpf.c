@@ -1,0 +1,449 @@
+// SPDX-License-Identifier: MIT OR GPL-2.0
+//
+// `--stages` as raw tracepoints (BPF_PROG_TYPE_RAW_TRACEPOINT): the same
+// program as the bpftrace one of ../script.rs, probe for probe and map for
+// map, without the classic tracepoints' cost (a classic tracepoint fills
+// its perf-event record before the program runs: about 200 ns per event
+// here; a raw tracepoint hands the program the tracepoint's arguments).
+//
+// Built by crates/core/build.rs with `clang -O2 -g -target bpf` into
+// OUT_DIR and embedded in dioscope; loaded by ../raw.rs through the
+// system's libbpf (dioscope_sys::bpf), which relocates the field reads
+// below (CO-RE) against the running kernel's BTF. The kernel structs
+// declare only the fields read, with preserve_access_index: their offsets
+// come from /sys/kernel/btf/vmlinux at load time, not from these
+// declarations.
+//
+// Maps (read by ../raw.rs into the same parse::Maps the bpftrace output
+// fills):
+// - hist: per-CPU array of (count, sum) per (dir, stage, bucket), the
+//   buckets of script.rs's bucket_of (16 per power of two);
+// - cnt: per-CPU array of counters: the run's requests per direction (n),
+//   punts to io-wq (punt), other processes' bios (other), merges, splits;
+// - on: the measured window, written by user space (no prctl);
+// - q, cur, b, dd: the I/Os in flight, as @q, @cur, @b and @dd.
+
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+typedef __u8 u8;
+typedef __u32 u32;
+typedef __u64 u64;
+
+// The kernel's structs, only the fields read (CO-RE relocated).
+struct block_device {
+	u32 bd_dev;
+} __attribute__((preserve_access_index));
+
+struct bvec_iter {
+	u64 bi_sector;
+	unsigned int bi_size;
+} __attribute__((preserve_access_index));
+
+struct bio {
+	struct block_device *bi_bdev;
+	unsigned int bi_opf;
+	struct bvec_iter bi_iter;
+} __attribute__((preserve_access_index));
+
+struct gendisk {
+	int major;
+	int first_minor;
+} __attribute__((preserve_access_index));
+
+struct request_queue {
+	struct gendisk *disk;
+} __attribute__((preserve_access_index));
+
+struct request {
+	struct request_queue *q;
+	unsigned int cmd_flags;
+	u64 __sector;
+} __attribute__((preserve_access_index));
+
+struct io_kiocb {
+	u8 opcode;
+} __attribute__((preserve_access_index));
+
+struct io_ring_ctx;
+struct io_uring_cqe;
+
+enum req_flag_bits {
+	__REQ_PREFLUSH = 18,
+};
+
+#define MAX_DEVS 8
+// Buckets per (dir, stage): bucket_of(u64::MAX) = 60 * 16 + 15.
+#define NB 976
+#define NSTAGES 5
+#define MAP_KEYS 16384
+
+enum stage { TOTAL = 0, SUBMISSION = 1, BLOCK = 2, DEVICE = 3, POSTING = 4 };
+// Counters: n[dir], punt[dir], other[dir], merge, split.
+enum { C_N = 0, C_PUNT = 2, C_OTHER = 4, C_MERGE = 6, C_SPLIT = 7, NCNT = 8 };
+
+// What the loader sets before loading (the only .rodata: raw.rs writes it
+// whole and checks its size).
+struct config {
+	u32 tgid;
+	u32 sample;
+	u32 nbio;
+	u32 nrq;
+	u32 bio_devs[MAX_DEVS];
+	u32 rq_devs[MAX_DEVS];
+};
+const volatile struct config cfg = {};
+
+struct hv {
+	u64 count;
+	u64 sum;
+};
+struct qv {
+	u64 ts;
+	u64 dir;
+};
+struct cv {
+	u64 req;
+	u64 ts;
+};
+struct bv {
+	u64 ts;
+	u64 dir;
+	u64 req;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u32);
+} on SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NCNT);
+	__type(key, u32);
+	__type(value, u64);
+} cnt SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2 * NSTAGES * NB);
+	__type(key, u32);
+	__type(value, struct hv);
+} hist SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAP_KEYS);
+	__type(key, u64);
+	__type(value, struct qv);
+} q SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAP_KEYS);
+	__type(key, u32);
+	__type(value, struct cv);
+} cur SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAP_KEYS);
+	__type(key, u64);
+	__type(value, struct bv);
+} b SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAP_KEYS);
+	__type(key, u64);
+	__type(value, u64);
+} dd SEC(".maps");
+
+static __always_inline void count(u32 i)
+{
+	u64 *v = bpf_map_lookup_elem(&cnt, &i);
+	if (v)
+		*v += 1;
+}
+
+static __always_inline int window(void)
+{
+	u32 k = 0;
+	u32 *v = bpf_map_lookup_elem(&on, &k);
+	return v && *v;
+}
+
+static __always_inline int ours(void)
+{
+	return (bpf_get_current_pid_tgid() >> 32) == cfg.tgid;
+}
+
+// script.rs's sampled(): a hash of the clock picks one I/O in `sample`.
+static __always_inline int followed(u64 now)
+{
+	u32 n = cfg.sample;
+	return n <= 1 || ((now * 2654435761ULL) >> 32) % n == 0;
+}
+
+// script.rs's record(): one per-CPU update of the bucket's count and sum.
+static __always_inline void record(u64 dir, u32 stage, u64 v)
+{
+	u64 x = v, l = 0, k = v;
+	if (x >= 4294967296ULL) { x >>= 32; l += 32; }
+	if (x >= 65536) { x >>= 16; l += 16; }
+	if (x >= 256) { x >>= 8; l += 8; }
+	if (x >= 16) { x >>= 4; l += 4; }
+	if (x >= 4) { x >>= 2; l += 2; }
+	if (x >= 2) { l += 1; }
+	if (l >= 4)
+		k = (l - 3) * 16 + ((v >> (l - 4)) & 15);
+	if (dir > 1 || k >= NB)
+		return;
+	u32 i = (dir * NSTAGES + stage) * NB + k;
+	struct hv *h = bpf_map_lookup_elem(&hist, &i);
+	if (h) {
+		h->count += 1;
+		h->sum += v;
+	}
+}
+
+static __always_inline int in(const volatile u32 *devs, u32 n, u32 dev)
+{
+#pragma unroll
+	for (int i = 0; i < MAX_DEVS; i++)
+		if (i < n && devs[i] == dev)
+			return 1;
+	return 0;
+}
+
+// The direction of an io_uring opcode (0 read, 1 write, 2 other): READV,
+// READ_FIXED, READ; WRITEV, WRITE_FIXED, WRITE.
+static __always_inline u64 opdir(u8 op)
+{
+	if (op == 22 || op == 1 || op == 4)
+		return 0;
+	if (op == 23 || op == 2 || op == 5)
+		return 1;
+	return 2;
+}
+
+// The tracepoint's rwbs starts with 'W': a write without a preflush.
+static __always_inline u64 bio_dir(struct bio *bio)
+{
+	unsigned int opf = BPF_CORE_READ(bio, bi_opf);
+	unsigned int preflush = 1u << bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH);
+	return (opf & 0xff) == 1 && !(opf & preflush);
+}
+
+static __always_inline u32 bio_dev(struct bio *bio)
+{
+	return BPF_CORE_READ(bio, bi_bdev, bd_dev);
+}
+
+// The tracepoint's dev of a request: its disk's (major, first minor).
+static __always_inline u32 rq_dev(struct request *rq)
+{
+	struct gendisk *d = BPF_CORE_READ(rq, q, disk);
+	if (!d)
+		return 0;
+	return ((u32)BPF_CORE_READ(d, major) << 20) | (u32)BPF_CORE_READ(d, first_minor);
+}
+
+// The tracepoint's sector of a request: 0 for a passthrough one.
+static __always_inline u64 rq_sector(struct request *rq)
+{
+	unsigned int op = BPF_CORE_READ(rq, cmd_flags) & 0xff;
+	if (op == 34 || op == 35)
+		return 0;
+	return BPF_CORE_READ(rq, __sector);
+}
+
+SEC("raw_tp/io_uring_submit_req")
+int BPF_PROG(submit_req, struct io_kiocb *req)
+{
+	if (!ours() || !window())
+		return 0;
+	u64 d = opdir(BPF_CORE_READ(req, opcode));
+	if (d > 1)
+		return 0;
+	count(C_N + d);
+	u64 now = bpf_ktime_get_ns();
+	u32 tid = (u32)bpf_get_current_pid_tgid();
+	struct cv c = { .req = 0, .ts = now };
+	if (followed(now)) {
+		u64 key = (u64)req;
+		struct qv v = { .ts = now, .dir = d };
+		bpf_map_update_elem(&q, &key, &v, BPF_ANY);
+		c.req = key;
+	}
+	bpf_map_update_elem(&cur, &tid, &c, BPF_ANY);
+	return 0;
+}
+
+SEC("raw_tp/io_uring_queue_async_work")
+int BPF_PROG(queue_async_work, struct io_kiocb *req, int rw)
+{
+	if (!ours() || !window())
+		return 0;
+	u64 d = opdir(BPF_CORE_READ(req, opcode));
+	if (d < 2)
+		count(C_PUNT + d);
+	return 0;
+}
+
+SEC("raw_tp/block_bio_queue")
+int BPF_PROG(bio_queue, struct bio *bio)
+{
+	if (!in(cfg.bio_devs, cfg.nbio, bio_dev(bio)))
+		return 0;
+	u64 d = bio_dir(bio);
+	if (!ours()) {
+		count(C_OTHER + d);
+		return 0;
+	}
+	if (!window())
+		return 0;
+	u64 now = bpf_ktime_get_ns();
+	u64 sector = BPF_CORE_READ(bio, bi_iter.bi_sector);
+	u32 tid = (u32)bpf_get_current_pid_tgid();
+	struct cv *cp = bpf_map_lookup_elem(&cur, &tid);
+	struct cv c = { 0, 0 };
+	if (cp)
+		c = *cp;
+	if (c.req) {
+		record(d, SUBMISSION, now - c.ts);
+		struct cv used = { .req = 0, .ts = 1 };
+		bpf_map_update_elem(&cur, &tid, &used, BPF_ANY);
+		struct bv e = { .ts = now, .dir = d, .req = c.req };
+		bpf_map_update_elem(&b, &sector, &e, BPF_ANY);
+	}
+	if (c.req)
+		return 0;
+	if (!c.ts && followed(now)) {
+		struct bv e = { .ts = now, .dir = d, .req = 0 };
+		bpf_map_update_elem(&b, &sector, &e, BPF_ANY);
+	} else {
+		// A bio of the run that is not followed: an entry a followed bio
+		// left at this sector and never turned into a request (merged at
+		// the front, failed with EAGAIN) would otherwise be found by the
+		// next request here and its age taken for that request's
+		// block-layer time (script.rs's joined_bio_queue).
+		bpf_map_delete_elem(&b, &sector);
+	}
+	return 0;
+}
+
+static __always_inline int merged(struct bio *bio, u32 what)
+{
+	if (in(cfg.bio_devs, cfg.nbio, bio_dev(bio)) && ours() && window()) {
+		count(what);
+		return 1;
+	}
+	return 0;
+}
+
+// A bio merged into another's request is never issued at its own sector:
+// its entry goes, and so, on a front merge, does the entry of the request
+// it now starts (issued at the merged bio's sector).
+SEC("raw_tp/block_bio_backmerge")
+int BPF_PROG(bio_backmerge, struct bio *bio)
+{
+	if (merged(bio, C_MERGE)) {
+		u64 sector = BPF_CORE_READ(bio, bi_iter.bi_sector);
+		bpf_map_delete_elem(&b, &sector);
+	}
+	return 0;
+}
+
+SEC("raw_tp/block_bio_frontmerge")
+int BPF_PROG(bio_frontmerge, struct bio *bio)
+{
+	if (merged(bio, C_MERGE)) {
+		u64 sector = BPF_CORE_READ(bio, bi_iter.bi_sector);
+		bpf_map_delete_elem(&b, &sector);
+		sector += BPF_CORE_READ(bio, bi_iter.bi_size) >> 9;
+		bpf_map_delete_elem(&b, &sector);
+	}
+	return 0;
+}
+
+SEC("raw_tp/block_split")
+int BPF_PROG(split, struct bio *bio, unsigned int new_sector)
+{
+	merged(bio, C_SPLIT);
+	return 0;
+}
+
+SEC("raw_tp/block_rq_issue")
+int BPF_PROG(rq_issue, struct request *rq)
+{
+	if (!in(cfg.rq_devs, cfg.nrq, rq_dev(rq)))
+		return 0;
+	u64 sector = rq_sector(rq);
+	struct bv *e = bpf_map_lookup_elem(&b, &sector);
+	if (!e || !e->ts)
+		return 0;
+	u64 now = bpf_ktime_get_ns();
+	record(e->dir, BLOCK, now - e->ts);
+	e->ts = now;
+	return 0;
+}
+
+// The device stage ends: the bio (or its request) at `sector` completed.
+static __always_inline void done(u64 sector)
+{
+	struct bv *e = bpf_map_lookup_elem(&b, &sector);
+	if (!e || !e->ts)
+		return;
+	u64 now = bpf_ktime_get_ns();
+	record(e->dir, DEVICE, now - e->ts);
+	if (e->req) {
+		u64 req = e->req;
+		bpf_map_update_elem(&dd, &req, &now, BPF_ANY);
+	}
+	bpf_map_delete_elem(&b, &sector);
+}
+
+SEC("raw_tp/block_rq_complete")
+int BPF_PROG(rq_complete, struct request *rq, int error, unsigned int nr_bytes)
+{
+	if (in(cfg.rq_devs, cfg.nrq, rq_dev(rq)))
+		done(rq_sector(rq));
+	return 0;
+}
+
+SEC("raw_tp/block_bio_complete")
+int BPF_PROG(bio_complete, struct request_queue *rq_q, struct bio *bio)
+{
+	if (in(cfg.bio_devs, cfg.nbio, bio_dev(bio)))
+		done(BPF_CORE_READ(bio, bi_iter.bi_sector));
+	return 0;
+}
+
+SEC("raw_tp/io_uring_complete")
+int BPF_PROG(uring_complete, struct io_ring_ctx *ring, void *req, struct io_uring_cqe *cqe)
+{
+	if (!ours())
+		return 0;
+	u64 key = (u64)req;
+	struct qv *v = bpf_map_lookup_elem(&q, &key);
+	if (!v || !v->ts)
+		return 0;
+	u64 now = bpf_ktime_get_ns();
+	u64 d = v->dir;
+	record(d, TOTAL, now - v->ts);
+	u64 *t = bpf_map_lookup_elem(&dd, &key);
+	if (t && *t) {
+		record(d, POSTING, now - *t);
+		bpf_map_delete_elem(&dd, &key);
+	}
+	bpf_map_delete_elem(&q, &key);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
