@@ -64,12 +64,20 @@ struct request {
 	u64 __sector;
 } __attribute__((preserve_access_index));
 
+struct io_cqe {
+	u64 user_data;
+} __attribute__((preserve_access_index));
+
 struct io_kiocb {
 	u8 opcode;
+	struct io_cqe cqe;
+} __attribute__((preserve_access_index));
+
+struct io_uring_cqe {
+	u64 user_data;
 } __attribute__((preserve_access_index));
 
 struct io_ring_ctx;
-struct io_uring_cqe;
 
 enum req_flag_bits {
 	__REQ_PREFLUSH = 18,
@@ -108,6 +116,7 @@ struct qv {
 struct cv {
 	u64 req;
 	u64 ts;
+	u64 tid;
 };
 struct bv {
 	u64 ts;
@@ -143,12 +152,30 @@ struct {
 	__type(value, struct qv);
 } q SEC(".maps");
 
+// The I/O the thread on this CPU opened last (its tid in the value): a
+// request's bio is queued by the thread that submitted it, on the CPU it
+// submitted on, unless the thread moved between the two (then the bio is
+// taken for a worker's and drawn on its own). Per CPU, so reached without
+// a hash.
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAP_KEYS);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
 	__type(key, u32);
 	__type(value, struct cv);
 } cur SEC(".maps");
+
+// Hints that spare the hash lookups of the I/Os not followed: how many
+// entries of `b` (first half, by sector) and `q` (second half, by request)
+// may sit in each slot. Raised before an entry goes in, lowered after one
+// comes out, so a slot is never 0 while an entry of it exists; a slot at 0
+// means there is nothing to look up.
+#define NHINT 65536
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2 * NHINT);
+	__type(key, u32);
+	__type(value, u32);
+} hint SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -170,6 +197,48 @@ static __always_inline void count(u32 i)
 	if (v)
 		*v += 1;
 }
+
+static __always_inline u32 *hint_of(u32 half, u64 key)
+{
+	u32 i = half * NHINT + (u32)((key ^ (key >> 16) ^ (key >> 32)) & (NHINT - 1));
+	return bpf_map_lookup_elem(&hint, &i);
+}
+
+// Put `v` at `key` of `map`, its hint in slot `hk` of `half` (for `b`
+// the sector itself; for `q` the request's user_data, as the request's
+// address is a pointer the verifier does no arithmetic on).
+static __always_inline void put(void *map, u32 half, u64 hk, u64 key, void *v)
+{
+	u32 *h = hint_of(half, hk);
+	if (h)
+		__sync_fetch_and_add(h, 1);
+	if (bpf_map_update_elem(map, &key, v, BPF_NOEXIST) == 0)
+		return;
+	// There already (counted when it went in), or the map is full.
+	if (h)
+		__sync_fetch_and_add(h, -1);
+	bpf_map_update_elem(map, &key, v, BPF_EXIST);
+}
+
+static __always_inline void *get(void *map, u32 half, u64 hk, u64 key)
+{
+	u32 *h = hint_of(half, hk);
+	if (h && !*h)
+		return 0;
+	return bpf_map_lookup_elem(map, &key);
+}
+
+static __always_inline void del(void *map, u32 half, u64 hk, u64 key)
+{
+	u32 *h = hint_of(half, hk);
+	if (h && !*h)
+		return;
+	if (bpf_map_delete_elem(map, &key) == 0 && h)
+		__sync_fetch_and_add(h, -1);
+}
+
+#define HB 0
+#define HQ 1
 
 static __always_inline int window(void)
 {
@@ -235,68 +304,72 @@ static __always_inline u64 opdir(u8 op)
 // The tracepoint's rwbs starts with 'W': a write without a preflush.
 static __always_inline u64 bio_dir(struct bio *bio)
 {
-	unsigned int opf = BPF_CORE_READ(bio, bi_opf);
+	unsigned int opf = bio->bi_opf;
 	unsigned int preflush = 1u << bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH);
 	return (opf & 0xff) == 1 && !(opf & preflush);
 }
 
 static __always_inline u32 bio_dev(struct bio *bio)
 {
-	return BPF_CORE_READ(bio, bi_bdev, bd_dev);
+	return bio->bi_bdev->bd_dev;
 }
 
 // The tracepoint's dev of a request: its disk's (major, first minor).
 static __always_inline u32 rq_dev(struct request *rq)
 {
-	struct gendisk *d = BPF_CORE_READ(rq, q, disk);
+	struct gendisk *d = rq->q->disk;
 	if (!d)
 		return 0;
-	return ((u32)BPF_CORE_READ(d, major) << 20) | (u32)BPF_CORE_READ(d, first_minor);
+	return ((u32)d->major << 20) | (u32)d->first_minor;
 }
 
 // The tracepoint's sector of a request: 0 for a passthrough one.
 static __always_inline u64 rq_sector(struct request *rq)
 {
-	unsigned int op = BPF_CORE_READ(rq, cmd_flags) & 0xff;
+	unsigned int op = rq->cmd_flags & 0xff;
 	if (op == 34 || op == 35)
 		return 0;
-	return BPF_CORE_READ(rq, __sector);
+	return rq->__sector;
 }
 
-SEC("raw_tp/io_uring_submit_req")
+SEC("tp_btf/io_uring_submit_req")
 int BPF_PROG(submit_req, struct io_kiocb *req)
 {
 	if (!ours() || !window())
 		return 0;
-	u64 d = opdir(BPF_CORE_READ(req, opcode));
+	u64 d = opdir(req->opcode);
 	if (d > 1)
 		return 0;
 	count(C_N + d);
 	u64 now = bpf_ktime_get_ns();
-	u32 tid = (u32)bpf_get_current_pid_tgid();
-	struct cv c = { .req = 0, .ts = now };
+	u64 req_key = 0;
 	if (followed(now)) {
-		u64 key = (u64)req;
 		struct qv v = { .ts = now, .dir = d };
-		bpf_map_update_elem(&q, &key, &v, BPF_ANY);
-		c.req = key;
+		req_key = (u64)req;
+		put(&q, HQ, req->cqe.user_data, req_key, &v);
 	}
-	bpf_map_update_elem(&cur, &tid, &c, BPF_ANY);
+	u32 z = 0;
+	struct cv *cp = bpf_map_lookup_elem(&cur, &z);
+	if (cp) {
+		cp->req = req_key;
+		cp->ts = now;
+		cp->tid = (u32)bpf_get_current_pid_tgid();
+	}
 	return 0;
 }
 
-SEC("raw_tp/io_uring_queue_async_work")
+SEC("tp_btf/io_uring_queue_async_work")
 int BPF_PROG(queue_async_work, struct io_kiocb *req, int rw)
 {
 	if (!ours() || !window())
 		return 0;
-	u64 d = opdir(BPF_CORE_READ(req, opcode));
+	u64 d = opdir(req->opcode);
 	if (d < 2)
 		count(C_PUNT + d);
 	return 0;
 }
 
-SEC("raw_tp/block_bio_queue")
+SEC("tp_btf/block_bio_queue")
 int BPF_PROG(bio_queue, struct bio *bio)
 {
 	if (!in(cfg.bio_devs, cfg.nbio, bio_dev(bio)))
@@ -309,31 +382,34 @@ int BPF_PROG(bio_queue, struct bio *bio)
 	if (!window())
 		return 0;
 	u64 now = bpf_ktime_get_ns();
-	u64 sector = BPF_CORE_READ(bio, bi_iter.bi_sector);
+	u64 sector = bio->bi_iter.bi_sector;
 	u32 tid = (u32)bpf_get_current_pid_tgid();
-	struct cv *cp = bpf_map_lookup_elem(&cur, &tid);
-	struct cv c = { 0, 0 };
-	if (cp)
+	u32 z = 0;
+	struct cv *cp = bpf_map_lookup_elem(&cur, &z);
+	struct cv c = { 0, 0, 0 };
+	if (cp && cp->tid == tid)
 		c = *cp;
 	if (c.req) {
 		record(d, SUBMISSION, now - c.ts);
-		struct cv used = { .req = 0, .ts = 1 };
-		bpf_map_update_elem(&cur, &tid, &used, BPF_ANY);
+		if (cp) {
+			cp->req = 0;
+			cp->ts = 1;
+		}
 		struct bv e = { .ts = now, .dir = d, .req = c.req };
-		bpf_map_update_elem(&b, &sector, &e, BPF_ANY);
-	}
-	if (c.req)
+		put(&b, HB, sector, sector, &e);
 		return 0;
+	}
 	if (!c.ts && followed(now)) {
 		struct bv e = { .ts = now, .dir = d, .req = 0 };
-		bpf_map_update_elem(&b, &sector, &e, BPF_ANY);
+		put(&b, HB, sector, sector, &e);
 	} else {
 		// A bio of the run that is not followed: an entry a followed bio
 		// left at this sector and never turned into a request (merged at
 		// the front, failed with EAGAIN) would otherwise be found by the
 		// next request here and its age taken for that request's
-		// block-layer time (script.rs's joined_bio_queue).
-		bpf_map_delete_elem(&b, &sector);
+		// block-layer time (script.rs's joined_bio_queue). The hint
+		// spares the delete when there is nothing to delete.
+		del(&b, HB, sector, sector);
 	}
 	return 0;
 }
@@ -350,42 +426,42 @@ static __always_inline int merged(struct bio *bio, u32 what)
 // A bio merged into another's request is never issued at its own sector:
 // its entry goes, and so, on a front merge, does the entry of the request
 // it now starts (issued at the merged bio's sector).
-SEC("raw_tp/block_bio_backmerge")
+SEC("tp_btf/block_bio_backmerge")
 int BPF_PROG(bio_backmerge, struct bio *bio)
 {
 	if (merged(bio, C_MERGE)) {
-		u64 sector = BPF_CORE_READ(bio, bi_iter.bi_sector);
-		bpf_map_delete_elem(&b, &sector);
+		u64 sector = bio->bi_iter.bi_sector;
+		del(&b, HB, sector, sector);
 	}
 	return 0;
 }
 
-SEC("raw_tp/block_bio_frontmerge")
+SEC("tp_btf/block_bio_frontmerge")
 int BPF_PROG(bio_frontmerge, struct bio *bio)
 {
 	if (merged(bio, C_MERGE)) {
-		u64 sector = BPF_CORE_READ(bio, bi_iter.bi_sector);
-		bpf_map_delete_elem(&b, &sector);
-		sector += BPF_CORE_READ(bio, bi_iter.bi_size) >> 9;
-		bpf_map_delete_elem(&b, &sector);
+		u64 sector = bio->bi_iter.bi_sector;
+		del(&b, HB, sector, sector);
+		sector += bio->bi_iter.bi_size >> 9;
+		del(&b, HB, sector, sector);
 	}
 	return 0;
 }
 
-SEC("raw_tp/block_split")
+SEC("tp_btf/block_split")
 int BPF_PROG(split, struct bio *bio, unsigned int new_sector)
 {
 	merged(bio, C_SPLIT);
 	return 0;
 }
 
-SEC("raw_tp/block_rq_issue")
+SEC("tp_btf/block_rq_issue")
 int BPF_PROG(rq_issue, struct request *rq)
 {
 	if (!in(cfg.rq_devs, cfg.nrq, rq_dev(rq)))
 		return 0;
 	u64 sector = rq_sector(rq);
-	struct bv *e = bpf_map_lookup_elem(&b, &sector);
+	struct bv *e = get(&b, HB, sector, sector);
 	if (!e || !e->ts)
 		return 0;
 	u64 now = bpf_ktime_get_ns();
@@ -397,7 +473,7 @@ int BPF_PROG(rq_issue, struct request *rq)
 // The device stage ends: the bio (or its request) at `sector` completed.
 static __always_inline void done(u64 sector)
 {
-	struct bv *e = bpf_map_lookup_elem(&b, &sector);
+	struct bv *e = get(&b, HB, sector, sector);
 	if (!e || !e->ts)
 		return;
 	u64 now = bpf_ktime_get_ns();
@@ -406,10 +482,10 @@ static __always_inline void done(u64 sector)
 		u64 req = e->req;
 		bpf_map_update_elem(&dd, &req, &now, BPF_ANY);
 	}
-	bpf_map_delete_elem(&b, &sector);
+	del(&b, HB, sector, sector);
 }
 
-SEC("raw_tp/block_rq_complete")
+SEC("tp_btf/block_rq_complete")
 int BPF_PROG(rq_complete, struct request *rq, int error, unsigned int nr_bytes)
 {
 	if (in(cfg.rq_devs, cfg.nrq, rq_dev(rq)))
@@ -417,21 +493,22 @@ int BPF_PROG(rq_complete, struct request *rq, int error, unsigned int nr_bytes)
 	return 0;
 }
 
-SEC("raw_tp/block_bio_complete")
+SEC("tp_btf/block_bio_complete")
 int BPF_PROG(bio_complete, struct request_queue *rq_q, struct bio *bio)
 {
 	if (in(cfg.bio_devs, cfg.nbio, bio_dev(bio)))
-		done(BPF_CORE_READ(bio, bi_iter.bi_sector));
+		done(bio->bi_iter.bi_sector);
 	return 0;
 }
 
-SEC("raw_tp/io_uring_complete")
+SEC("tp_btf/io_uring_complete")
 int BPF_PROG(uring_complete, struct io_ring_ctx *ring, void *req, struct io_uring_cqe *cqe)
 {
 	if (!ours())
 		return 0;
 	u64 key = (u64)req;
-	struct qv *v = bpf_map_lookup_elem(&q, &key);
+	u64 ud = cqe->user_data;
+	struct qv *v = get(&q, HQ, ud, key);
 	if (!v || !v->ts)
 		return 0;
 	u64 now = bpf_ktime_get_ns();
@@ -442,7 +519,7 @@ int BPF_PROG(uring_complete, struct io_ring_ctx *ring, void *req, struct io_urin
 		record(d, POSTING, now - *t);
 		bpf_map_delete_elem(&dd, &key);
 	}
-	bpf_map_delete_elem(&q, &key);
+	del(&q, HQ, ud, key);
 	return 0;
 }
 
