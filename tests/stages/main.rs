@@ -541,6 +541,14 @@ fn another_readers_io_on_the_device_is_other_not_ours() {
         d["other_device_ios"].as_u64().unwrap() > 100,
         "the reader's bios are other I/O: {s:#}"
     );
+    // Bytes too: the run's bios carry exactly the jobs' bytes (4 KiB
+    // reads, one bio each), the reader's are other processes'.
+    assert_eq!(d["device_bytes"].as_u64(), Some(ios * 4096), "{s:#}");
+    assert_eq!(d["job_bytes"].as_u64(), Some(ios * 4096), "{s:#}");
+    assert!(
+        d["other_device_bytes"].as_u64().unwrap() > 100 * 4096,
+        "{s:#}"
+    );
     // By default one request in 8 is followed, by a fair draw; so are its
     // bios (each joined to its request, none of the reader's).
     assert_eq!(s["sample_every"], 8, "{s:#}");
@@ -639,6 +647,8 @@ fn the_raw_backend_is_the_default_and_counts_as_bpftrace_does() {
         assert_eq!(d["tagged_ios"].as_u64(), Some(ios), "{s:#}");
         assert_eq!(d["other_device_ios"], 0, "{s:#}");
         assert_eq!(d["punted_io_wq"], 0, "{s:#}");
+        assert_eq!(d["device_bytes"].as_u64(), Some(ios * 4096), "{s:#}");
+        assert_eq!(d["other_device_bytes"], 0, "{s:#}");
         let followed = d["traced_total"]["ios"].as_u64().unwrap();
         assert!(near_share(followed, ios, 8), "{followed} of {ios}: {s:#}");
         for st in ["submission", "block layer", "device", "completion posting"] {

@@ -57,6 +57,15 @@ pub struct StageDirection {
     pub other_device_ios: u64,
     /// I/Os io_uring handed to its io-wq workers (`io_uring_queue_async_work`).
     pub punted_io_wq: u64,
+    /// Bytes of this run's bios on the devices (tagged at `block_bio_queue`,
+    /// the measured windows), of the other processes' bios (whole run), and
+    /// what dioscope's jobs transferred.
+    #[serde(default)]
+    pub device_bytes: u64,
+    #[serde(default)]
+    pub other_device_bytes: u64,
+    #[serde(default)]
+    pub job_bytes: u64,
     /// dioscope's own mean total latency (submission + completion).
     pub dioscope_lat_mean_ns: f64,
     /// `io_uring_submit_req → io_uring_complete`, per I/O.
@@ -97,7 +106,36 @@ pub struct Stage {
     pub percentiles: Vec<(f64, f64)>,
 }
 
+fn mib(b: u64) -> String {
+    format!("{:.1} MiB", b as f64 / 1048576.0)
+}
+
 impl StageDirection {
+    /// This run's own bios' bytes against its jobs' (write or read
+    /// amplification from the tagged I/O alone), and the other processes'
+    /// bios meanwhile (a file system's journal, writeback: not counted as
+    /// ours, said beside it). `None` when nothing was transferred.
+    pub fn bytes_line(&self) -> Option<String> {
+        if self.job_bytes == 0 && self.device_bytes == 0 {
+            return None;
+        }
+        let ratio = if self.job_bytes > 0 {
+            format!(
+                " = {:.2}× the jobs' {}",
+                self.device_bytes as f64 / self.job_bytes as f64,
+                mib(self.job_bytes)
+            )
+        } else {
+            String::new()
+        };
+        Some(format!(
+            "bytes: this run's bios {}{ratio}; other processes' bios on the devices {} \
+             (a journal or writeback is theirs, not the run's)",
+            mib(self.device_bytes),
+            mib(self.other_device_bytes)
+        ))
+    }
+
     /// When far fewer of the direction's I/Os reached the device than were
     /// traced (page-cache hits of buffered I/O, bios merged into others),
     /// what that means for the block stages; `None` when most did.
@@ -178,6 +216,9 @@ pub fn render_text(r: &StagesResult) -> String {
             d.punted_io_wq,
             us(d.dioscope_lat_mean_ns)
         ));
+        if let Some(n) = d.bytes_line() {
+            s.push_str(&format!("    {n}\n"));
+        }
         if let Some(n) = d.device_coverage_note() {
             s.push_str(&format!("    note: {n}\n"));
         }
@@ -453,6 +494,26 @@ mod tests {
         assert!(render_text(&r).contains("  traced (raw tracepoints): "));
         r.backend = "bpftrace".into();
         assert!(render_text(&r).contains("  traced (bpftrace): "));
+    }
+
+    #[test]
+    fn the_runs_bytes_are_set_against_the_jobs() {
+        let mut r = run(10_000.0, 5_000.0, 1_000.0);
+        let d = &mut r.directions[0];
+        d.job_bytes = 8 << 20;
+        d.device_bytes = 9 << 20;
+        d.other_device_bytes = 3 << 20;
+        let t = render_text(&r);
+        assert!(
+            t.contains(
+                "bytes: this run's bios 9.0 MiB = 1.12× the jobs' 8.0 MiB; other processes' \
+                 bios on the devices 3.0 MiB"
+            ),
+            "{t}"
+        );
+        r.directions[0].job_bytes = 0;
+        r.directions[0].device_bytes = 0;
+        assert!(!render_text(&r).contains("bytes:"));
     }
 
     #[test]

@@ -624,17 +624,19 @@ fn failed_reason(stderr: &str) -> String {
     }
 }
 
-/// dioscope's I/Os and mean latency per direction (0 read, 1 write), over
-/// every job of the run (weighted by I/Os).
-fn dioscope_dir(doc: &RunDoc, dir: u8) -> (u64, f64) {
+/// dioscope's I/Os, mean latency and bytes per direction (0 read, 1
+/// write), over every job of the run (the mean weighted by I/Os).
+fn dioscope_dir(doc: &RunDoc, dir: u8) -> (u64, f64, u64) {
     let mut n = 0u64;
     let mut sum = 0f64;
+    let mut bytes = 0u64;
     for j in &doc.jobs {
         let d = if dir == 0 { &j.read } else { &j.write };
         n += d.total_ios;
         sum += d.lat_ns.mean * d.total_ios as f64;
+        bytes += d.io_bytes;
     }
-    (n, if n > 0 { sum / n as f64 } else { 0.0 })
+    (n, if n > 0 { sum / n as f64 } else { 0.0 }, bytes)
 }
 
 fn build(
@@ -649,7 +651,7 @@ fn build(
     let request_based = devices.first().is_some_and(|d| d.request_based);
     let directions = (0..2u8)
         .filter_map(|dir| {
-            let (ios, mean) = dioscope_dir(doc, dir);
+            let (ios, mean, bytes) = dioscope_dir(doc, dir);
             let tagged = maps.tagged(dir);
             (ios > 0 || tagged > 0).then(|| {
                 parse::direction(
@@ -660,6 +662,7 @@ fn build(
                         kind,
                         dioscope_ios: ios,
                         dioscope_lat_mean_ns: mean,
+                        job_bytes: bytes,
                         pcts,
                     },
                 )

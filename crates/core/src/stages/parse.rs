@@ -151,6 +151,8 @@ pub struct DirInput<'a> {
     pub kind: Traced,
     pub dioscope_ios: u64,
     pub dioscope_lat_mean_ns: f64,
+    /// Bytes dioscope's jobs transferred in the direction.
+    pub job_bytes: u64,
     pub pcts: &'a [f64],
 }
 
@@ -372,6 +374,9 @@ pub fn direction(maps: &Maps, i: &DirInput) -> StageDirection {
         dioscope_ios: i.dioscope_ios,
         other_device_ios: maps.get("@other", &d),
         punted_io_wq: maps.get("@punt", &d),
+        device_bytes: maps.get("@bytes", &d),
+        other_device_bytes: maps.get("@obytes", &d),
+        job_bytes: i.job_bytes,
         dioscope_lat_mean_ns: i.dioscope_lat_mean_ns,
         traced_total: total,
         stages,
@@ -468,6 +473,7 @@ mod tests {
             kind,
             dioscope_ios: ios,
             dioscope_lat_mean_ns: mean_ns,
+            job_bytes: ios * 4096,
             pcts: &[50.0],
         }
     }

@@ -26,7 +26,7 @@ const MAX_DEVS: usize = 8;
 /// Histogram buckets per (direction, stage) (`NB`: bucket_of(u64::MAX) + 1).
 const NB: u32 = 976;
 /// The counters (`cnt`): n, punt, other per direction, merges, splits.
-const COUNTERS: [(&str, &str); 8] = [
+const COUNTERS: [(&str, &str); 12] = [
     ("@n", "0"),
     ("@n", "1"),
     ("@punt", "0"),
@@ -35,6 +35,10 @@ const COUNTERS: [(&str, &str); 8] = [
     ("@other", "1"),
     ("@merge", ""),
     ("@split", ""),
+    ("@bytes", "0"),
+    ("@bytes", "1"),
+    ("@obytes", "0"),
+    ("@obytes", "1"),
 ];
 
 /// Whether this build carries the program.

@@ -8,7 +8,8 @@
 //!   ns: one per-CPU map update per stage and I/O), over the I/Os followed
 //!   (one in the sample rate). `@n[dir]`: every I/O of the run opened in a
 //!   measured window (exact); `@f[dir]`: libaio's followed bios;
-//!   `@other[dir]`: bios other processes queued on the devices;
+//!   `@other[dir]`: bios other processes queued on the devices (`@obytes`
+//!   their bytes; `@bytes` the run's bios' bytes);
 //!   `@punt[dir]`: io_uring's hand-offs to io-wq
 //!   (`io_uring_queue_async_work`); `@merge`, `@split`.
 //! - In flight: `@q[key]` = (opened, dir), `@cur[tid]` = (the thread's
@@ -213,7 +214,9 @@ fn joined_bio_queue(pid: u32, bio: &str, follow: &str) -> String {
         "tracepoint:block:block_bio_queue /{bio}/ {{\n\
          \x20 $d = 0; if (strncmp(args->rwbs, \"W\", 1) == 0) {{ $d = 1; }}\n\
          \x20 if (pid != {pid}) {{ @other[$d] = count(); }}\n\
+         \x20 if (pid != {pid}) {{ @obytes[$d] = sum(args->nr_sector * 512); }}\n\
          \x20 if (pid == {pid} && @on) {{\n\
+         \x20   @bytes[$d] = sum(args->nr_sector * 512);\n\
          \x20   $c = @cur[tid];\n\
          \x20   if ($c.0) {{\n\
          \x20   $v = nsecs - $c.1;\n{sub}\
@@ -244,7 +247,9 @@ fn aio_open(pid: u32, bio: &str, follow: &str) -> String {
          tracepoint:block:block_bio_queue /{bio}/ {{\n\
          \x20 $d = 0; if (strncmp(args->rwbs, \"W\", 1) == 0) {{ $d = 1; }}\n\
          \x20 if (pid != {pid}) {{ @other[$d] = count(); }}\n\
+         \x20 if (pid != {pid}) {{ @obytes[$d] = sum(args->nr_sector * 512); }}\n\
          \x20 if (pid == {pid} && @on) {{\n\
+         \x20   @bytes[$d] = sum(args->nr_sector * 512);\n\
          \x20   @n[$d] = count();\n\
          \x20   if ({follow}) {{\n\
          \x20   @f[$d] = count();\n\
