@@ -109,9 +109,24 @@ impl Zram {
 }
 
 impl Drop for Zram {
+    /// Reset and remove the device. Right after a run udev may still hold
+    /// it open (its probe of the written device), and then both fail with
+    /// EBUSY: one try left a 256 MiB zram behind at every run of
+    /// tests/stages. So it tries for up to 5 s, and says so if it could not.
     fn drop(&mut self) {
-        let _ = std::fs::write(format!("/sys/block/zram{}/reset", self.id), "1");
-        let _ = std::fs::write("/sys/class/zram-control/hot_remove", &self.id);
+        let reset = format!("/sys/block/zram{}/reset", self.id);
+        for _ in 0..50 {
+            if std::fs::write(&reset, "1").is_ok()
+                && std::fs::write("/sys/class/zram-control/hot_remove", &self.id).is_ok()
+            {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        eprintln!(
+            "WARNING: /dev/zram{} could not be reset and removed",
+            self.id
+        );
     }
 }
 

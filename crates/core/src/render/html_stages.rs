@@ -143,6 +143,9 @@ fn direction_table(o: &mut String, p: &str, d: &StageDirection) {
         o.push_str("</tr>");
     }
     o.push_str("</table>");
+    if let Some(n) = d.bytes_line() {
+        let _ = write!(o, "<p class=\"muted\">{}.</p>", esc(&n));
+    }
     if let Some(n) = d.device_coverage_note() {
         let _ = write!(o, "<p class=\"muted\">Note: {}.</p>", esc(&n));
     }
@@ -273,6 +276,22 @@ mod tests {
             "{o}"
         );
         assert!(!o.contains("p99.5"), "{o}");
+        // Sampling and the tagged bytes are said when there are some.
+        assert!(!o.contains("one I/O in") && !o.contains("bytes: "), "{o}");
+        let mut r = result(5_000.0);
+        r.sample_every = 8;
+        r.directions[0].job_bytes = 4 << 20;
+        r.directions[0].device_bytes = 4 << 20;
+        r.directions[0].stages[0].sampling_ci95_ns = Some(1_500.0);
+        let mut o = String::new();
+        run_section(&mut o, "r1", Some(&r));
+        assert!(o.contains("Stages from one I/O in 8"), "{o}");
+        assert!(
+            o.contains("bytes: this run&#39;s bios 4.0 MiB = 1.00×")
+                || o.contains("bytes: this run's bios 4.0 MiB = 1.00×"),
+            "{o}"
+        );
+        assert!(o.contains(" ± 1.5 µs"), "{o}");
         let mut none = String::new();
         run_section(&mut none, "r1", None);
         assert!(none.is_empty());
