@@ -107,6 +107,17 @@ fn dioscope_dir(v: &Value, dir: &str) -> (u64, f64, f64) {
     )
 }
 
+/// The sum of a direction's stage contributions (they add up to
+/// dioscope's mean latency).
+fn stages_sum(d: &Value) -> f64 {
+    d["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["contribution_ns"].as_f64())
+        .sum()
+}
+
 /// The checks every traced direction passes; returns the direction.
 fn check_direction(v: &Value, dir: &str) -> Value {
     let s = &v["dioscope"]["stages"];
@@ -131,12 +142,7 @@ fn check_direction(v: &Value, dir: &str) -> Value {
         "{followed} of {ios} I/Os followed, one in {every} expected: {d:#}"
     );
     // The stages add up to dioscope's mean latency (read from its jobs).
-    let sum: f64 = d["stages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|s| s["contribution_ns"].as_f64())
-        .sum();
+    let sum = stages_sum(&d);
     assert!(
         (sum / mean - 1.0).abs() < 0.05,
         "stages add up to {sum} ns, dioscope's mean is {mean} ns: {d:#}"
@@ -382,12 +388,7 @@ fn libaio_is_traced_from_io_submit_to_the_device() {
     }
     let after = share(&d, "completion and delivery");
     assert!(after > 0.0, "{s:#}");
-    let sum: f64 = d["stages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|s| s["contribution_ns"].as_f64())
-        .sum();
+    let sum = stages_sum(&d);
     assert!((sum / mean - 1.0).abs() < 0.05, "{sum} vs {mean}: {s:#}");
 }
 
@@ -658,12 +659,7 @@ fn the_raw_backend_is_the_default_and_counts_as_bpftrace_does() {
                 "{st}: {n} of {followed}: {s:#}"
             );
         }
-        let sum: f64 = d["stages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|s| s["contribution_ns"].as_f64())
-            .sum();
+        let sum = stages_sum(&d);
         assert!((sum / mean - 1.0).abs() < 0.05, "{sum} vs {mean}: {s:#}");
     }
 }
