@@ -7,7 +7,7 @@
 
 use super::findings::{DeliveryCost, Finding, IoWqPunts};
 use super::run::RunDiagnosis;
-use crate::results::stages::{StageDirection, StagesResult};
+use crate::results::stages::{Stage, StageDirection, StagesResult};
 
 /// From this share of a direction's traced I/Os punted to io-wq, the
 /// direction is reported as punted ("every I/O", give or take the few
@@ -39,19 +39,18 @@ pub fn apply(diagnosis: &mut RunDiagnosis, st: &StagesResult) {
         .sort_by_key(|f| std::cmp::Reverse(f.severity()));
 }
 
+fn named<'a>(d: &'a StageDirection, name: &str) -> Option<&'a Stage> {
+    d.stages.iter().find(|s| s.name == name)
+}
+
 fn contribution(d: &StageDirection, name: &str) -> Option<f64> {
-    d.stages
-        .iter()
-        .find(|s| s.name == name)
-        .and_then(|s| s.contribution_ns)
+    named(d, name).and_then(|s| s.contribution_ns)
 }
 
 /// The sampling half-width of a stage's contribution (0 when every I/O was
 /// followed or the stage is absent).
 fn ci95(d: &StageDirection, name: &str) -> f64 {
-    d.stages
-        .iter()
-        .find(|s| s.name == name)
+    named(d, name)
         .and_then(|s| s.sampling_ci95_ns)
         .unwrap_or(0.0)
 }
@@ -97,7 +96,6 @@ fn punts(d: &StageDirection, devices: &[String]) -> Option<IoWqPunts> {
 mod tests {
     use super::*;
     use crate::diag::findings::CpuContention;
-    use crate::results::stages::Stage;
 
     fn stage(name: &str, ns: f64) -> Stage {
         Stage {

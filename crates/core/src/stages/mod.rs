@@ -257,8 +257,9 @@ impl StageTracer {
     /// (0: [`DEFAULT_SAMPLE`]).
     pub fn new(sample: u32) -> StageTracer {
         let want = wanted();
-        let raw = want != Want::Bpftrace && raw_check().is_ok();
-        let state = match (want, raw_check()) {
+        let usable = raw_check();
+        let raw = want != Want::Bpftrace && usable.is_ok();
+        let state = match (want, usable) {
             (Want::Raw, Err(u)) => Err(u),
             (Want::Raw, Ok(())) => Err(Unavailable {
                 message: format!("{BACKEND_ENV}=raw: bpftrace is not used"),

@@ -220,14 +220,12 @@ pub fn sampling_ci95(sum: f64, sum_sq: f64, followed: u64, ios: u64) -> Option<f
 /// I/O (a traced total and the stages inside it) go up and down together,
 /// which only narrows the true interval, so this one is wide enough.
 fn combined_ci95<'a>(parts: impl IntoIterator<Item = &'a StageDoc>) -> Option<f64> {
-    let mut any = false;
-    let sq: f64 = parts
+    parts
         .into_iter()
         .filter_map(|s| s.sampling_ci95_ns)
-        .inspect(|_| any = true)
         .map(|h| h * h)
-        .sum();
-    any.then(|| sq.sqrt())
+        .reduce(|a, b| a + b)
+        .map(f64::sqrt)
 }
 
 /// A stage by mean difference (`ci95`: its sampling half-width).
