@@ -333,6 +333,165 @@ pub struct Map<'a> {
     value: usize,
 }
 
+/// An mmapable array map mapped into this process ([`Map::mmap_array`]),
+/// unmapped on drop.
+pub struct Mapped {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain shared memory, read and written only
+// through `Posts` (atomically) once made; the pointer itself moves freely.
+unsafe impl Send for Mapped {}
+unsafe impl Sync for Mapped {}
+
+impl Mapped {
+    /// Its length in bytes (whole pages).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Mapped {
+    /// Anonymous zeroed memory of at least `len` bytes (tests; no map).
+    pub fn anonymous(len: usize) -> io::Result<Mapped> {
+        let len = len.next_multiple_of(4096).max(4096);
+        // SAFETY: a fresh private anonymous mapping.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Mapped {
+            ptr: ptr.cast(),
+            len,
+        })
+    }
+}
+
+impl Drop for Mapped {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made by mmap_array, unmapped once.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+/// An mmapped array of (user_data, time) pairs a BPF program fills as
+/// io_uring completions are posted (`--stages`' `post` map), cut into
+/// `parts` blocks of `slots` entries: one block per worker, picked by the
+/// tag the worker puts in its user_data's upper half (part + 1).
+#[derive(Clone)]
+pub struct Posts {
+    map: std::sync::Arc<Mapped>,
+    parts: u32,
+    slots: u32,
+}
+
+impl Posts {
+    /// `map` holds `parts × slots` 16-byte entries (u64 user_data, u64 ns).
+    pub fn new(map: Mapped, parts: u32, slots: u32) -> io::Result<Posts> {
+        if map.len < parts as usize * slots as usize * 16 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the mapping is smaller than its parts",
+            ));
+        }
+        Ok(Posts {
+            map: std::sync::Arc::new(map),
+            parts,
+            slots,
+        })
+    }
+
+    /// Part `part` (0-based), if there is one.
+    pub fn part(&self, part: u32) -> Option<PostPart> {
+        (part < self.parts).then(|| PostPart {
+            map: self.map.clone(),
+            first: part as usize * self.slots as usize * 2,
+            slots: self.slots,
+            tag: part + 1,
+        })
+    }
+}
+
+/// One worker's block of [`Posts`].
+#[derive(Clone)]
+pub struct PostPart {
+    map: std::sync::Arc<Mapped>,
+    /// Its first word (u64s from the mapping's start).
+    first: usize,
+    slots: u32,
+    tag: u32,
+}
+
+impl std::fmt::Debug for PostPart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostPart").field("tag", &self.tag).finish()
+    }
+}
+
+// SAFETY: the mapping is reached only through atomic loads and stores.
+unsafe impl Send for PostPart {}
+unsafe impl Sync for PostPart {}
+
+impl PostPart {
+    /// The tag this part's user_data carry in their upper half.
+    pub fn tag(&self) -> u32 {
+        self.tag
+    }
+
+    fn word(&self, i: usize) -> &std::sync::atomic::AtomicU64 {
+        // SAFETY: `i` is within the part (checked by the caller against
+        // `slots`), so within the mapping, which lives as long as `self`;
+        // the page-aligned mapping's u64s are aligned, and they are only
+        // read and written atomically here (the program's stores are
+        // plain 8-byte stores, atomic on every target BPF runs on).
+        unsafe { &*self.map.ptr.cast::<std::sync::atomic::AtomicU64>().add(i) }
+    }
+
+    /// When the completion of slot `slot` of this part, just reaped, was
+    /// posted (the program's ns), if its entry is this I/O's; the entry is
+    /// cleared, so a completion the program missed is never given an older
+    /// one's time. The reap's acquire of the completion queue's tail orders
+    /// these loads after the program's stores (it ran as the CQE was filled,
+    /// before the tail moved).
+    #[inline(always)]
+    pub fn take(&self, slot: u32) -> Option<u64> {
+        use std::sync::atomic::Ordering::Relaxed;
+        if slot >= self.slots {
+            return None;
+        }
+        let at = self.first + slot as usize * 2;
+        let ts = self.word(at + 1).load(Relaxed);
+        let ud = self.word(at).load(Relaxed);
+        if ts == 0 || ud != (u64::from(self.tag) << 32 | u64::from(slot)) {
+            return None;
+        }
+        self.word(at + 1).store(0, Relaxed);
+        Some(ts)
+    }
+
+    /// Write an entry as the program would (tests).
+    pub fn post(&self, slot: u32, ud: u64, ts: u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let at = self.first + slot as usize * 2;
+        self.word(at).store(ud, Relaxed);
+        self.word(at + 1).store(ts, Relaxed);
+    }
+}
+
 /// How many CPUs a per-CPU map holds a value for (possible CPUs).
 pub fn possible_cpus() -> io::Result<usize> {
     let lib = lib()?;
@@ -380,6 +539,44 @@ impl Map<'_> {
             return Err(last_errno(r));
         }
         Ok(())
+    }
+
+    /// Map an array map made with BPF_F_MMAPABLE of `entries` values of
+    /// `value` bytes each into this process, readable and writable (the
+    /// program's stores are seen here, ours by the program). The mapping
+    /// holds the map: it outlives the object and this fd.
+    pub fn mmap_array(&self, entries: usize, value: usize) -> io::Result<Mapped> {
+        if value != self.value || self.key != 4 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "an array of {value}-byte values, the map's are {} (key {})",
+                    self.value, self.key
+                ),
+            ));
+        }
+        // SAFETY: a page-sized query.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
+        let len = (entries * value.next_multiple_of(8)).next_multiple_of(page);
+        // SAFETY: a fresh shared mapping of the map's fd; the kernel
+        // refuses (EINVAL) a length past the map or a map not mmapable.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                self.fd,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Mapped {
+            ptr: ptr.cast(),
+            len,
+        })
     }
 
     /// Read `key` of a per-CPU map: every possible CPU's value, each

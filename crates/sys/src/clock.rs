@@ -34,7 +34,7 @@ struct Calib {
 static CALIB: OnceLock<Calib> = OnceLock::new();
 
 #[inline(always)]
-fn monotonic_ns() -> u64 {
+pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

@@ -94,6 +94,10 @@ pub struct UringOpts {
     pub write_flags: crate::io::RwfFlags,
     /// Poll the completion queue ([`POLL_REAPS`] times) before a wait sleeps.
     pub poll_reaps: bool,
+    /// Put in every SQE's user_data above the slot (bits 32–63): who
+    /// issued it, for a tracer keyed by user_data (`--stages`' completion
+    /// delivery); 0: nothing. Completions give back the slot alone.
+    pub ud_tag: u32,
 }
 
 /// What the kernel accepted.
@@ -201,6 +205,8 @@ pub struct UringQueue<'r> {
     enter: Option<(u32, u32)>,
     /// Non-blocking reaps before a waiting commit sleeps (0: sleep at once).
     polls: u32,
+    /// [`UringOpts::ud_tag`], in place.
+    ud_high: u64,
 }
 
 /// Build a ring for `fds` and `arena`, then run `f` with the queue. The ring
@@ -256,6 +262,7 @@ pub fn with_queue<R>(
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(if opts.poll_reaps { POLL_REAPS } else { 0 }),
+        ud_high: u64::from(opts.ud_tag) << 32,
     };
     let r = f(&mut q);
     q.drain();
@@ -305,7 +312,7 @@ impl UringQueue<'_> {
                 .build(),
         };
         let entry = entry.flags(file_flags);
-        let entry = entry.user_data(d.slot as u64);
+        let entry = entry.user_data(d.slot as u64 | self.ud_high);
         // SAFETY: the buffer belongs to the arena, which outlives the ring,
         // and the runner stages a slot only when it is idle.
         if unsafe { self.sq.push(&entry) }.is_err() {

@@ -46,6 +46,7 @@ impl EngineDef for Def {
             read_flags: o.read_rw_flags() & !o.rw_flags_base(),
             write_flags: o.write_rw_flags() & !o.rw_flags_base(),
             poll_reaps: o.poll_reaps,
+            ud_tag: o.ud_tag,
         };
         with_queue(&opts, fds, &mut arena, |q| {
             let feats = q.features();

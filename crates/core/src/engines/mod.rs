@@ -399,6 +399,9 @@ pub struct EngineOpts {
     pub meta: meta::MetaOpts,
     /// What engines that are not just reads and writes need of the job.
     pub job: JobContext,
+    /// io_uring: the worker's tag in each SQE's user_data (its `--stages`
+    /// delivery part, runner/worker/delivery.rs; 0: none).
+    pub ud_tag: u32,
 }
 
 impl EngineOpts {

@@ -49,6 +49,11 @@ pub trait TrialHooks {
     ) -> bool {
         false
     }
+    /// `--stages` on io_uring: where the workers record each completion's
+    /// delivery (runner/worker/delivery.rs); `None`: nothing is read.
+    fn delivery_board(&self) -> Option<super::worker::delivery::DeliveryBoard> {
+        None
+    }
     /// Whether the workers get a snapshot cell for [`status`](Self::status)
     /// (`--status-interval`); without, they keep nothing for it.
     fn wants_snapshots(&self) -> bool {
@@ -108,6 +113,9 @@ impl TrialHooks for Chain<'_> {
     }
     fn wants_snapshots(&self) -> bool {
         self.0.wants_snapshots() || self.1.wants_snapshots()
+    }
+    fn delivery_board(&self) -> Option<super::worker::delivery::DeliveryBoard> {
+        self.0.delivery_board().or_else(|| self.1.delivery_board())
     }
     fn status(&mut self, g: u32, t: u32, w: &Snapshots) {
         self.0.status(g, t, w);

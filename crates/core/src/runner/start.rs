@@ -96,7 +96,8 @@ pub(super) fn run_worker<H: BlockHook, C: Clock>(
         Ok(a) => a,
         Err(e) => return fail(e),
     };
-    let opts = worker::engine_opts(j, plan.depth);
+    let mut opts = worker::engine_opts(j, plan.depth);
+    opts.ud_tag = plan.delivery.as_ref().map_or(0, |t| t.tag());
     let fds = plan.fds.clone();
     let names = std::mem::take(&mut plan.names);
     let startdelay_us = plan.pace.start_delay_us;

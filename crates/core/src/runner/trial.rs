@@ -317,6 +317,7 @@ impl<C: Clock> Execution<'_, C> {
         let stop = Arc::new(AtomicBool::new(false));
         // `--status-interval`: a snapshot cell per worker, only then.
         let snapshots = self.hooks.wants_snapshots();
+        let board = self.hooks.delivery_board();
         let progs: Vec<Arc<Progress>> = (0..nworkers)
             .map(|_| {
                 Arc::new(if snapshots {
@@ -347,6 +348,14 @@ impl<C: Clock> Execution<'_, C> {
                 plan.log = logs::plan_for(&rj.spec, index, trial);
                 plan.pace.flow = flows.member(&rj.spec);
                 let spec = thread_setup::placed(&rj.spec, index - 1);
+                if let Some(board) = &board {
+                    // One thread runs the plan (not an offloaded job's pool).
+                    if crate::engines::caps(spec.ioengine).traced == crate::engines::Traced::Uring
+                        && !spec.submit_offload
+                    {
+                        plan.delivery = board.tap(k as u32);
+                    }
+                }
                 let (b, s, p) = (barrier.clone(), stop.clone(), progs[k].clone());
                 let clock = self.clock.clone();
                 k += 1;

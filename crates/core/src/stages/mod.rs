@@ -35,7 +35,9 @@ pub use crate::results::stages::StagesResult;
 
 use crate::engines::Traced;
 use crate::results::model::RunDoc;
+use crate::runner::worker::delivery::DeliveryBoard;
 use crate::runner::{ResolvedJob, TrialHooks};
+use crate::stats::Histogram;
 use crate::targets::TargetTable;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -329,18 +331,12 @@ impl StageTracer {
         let r = match self.running.take() {
             Some(Tracing::Raw(r, devices)) => {
                 let maps = r.read();
+                let delivered = r.board().histograms();
                 drop(r);
                 return match maps {
                     Ok(m) => {
-                        let mut s = build(
-                            &m,
-                            &devices,
-                            Traced::Uring,
-                            doc,
-                            &self.pcts,
-                            self.marked,
-                            self.sample,
-                        );
+                        let mut s =
+                            build(&m, &devices, Traced::Uring, doc, &self, Some(&delivered));
                         s.backend = "raw_tracepoint".into();
                         s
                     }
@@ -381,15 +377,7 @@ impl StageTracer {
         if !status.is_ok_and(|s| s.success()) && maps.get("@merge", "") == 0 && lines.len() < 3 {
             return failed(&err);
         }
-        let mut s = build(
-            &maps,
-            &r.devices,
-            r.kind,
-            doc,
-            &self.pcts,
-            self.marked,
-            self.sample,
-        );
+        let mut s = build(&maps, &r.devices, r.kind, doc, &self, None);
         s.backend = "bpftrace".into();
         s
     }
@@ -645,10 +633,10 @@ fn build(
     devices: &[Device],
     kind: Traced,
     doc: &RunDoc,
-    pcts: &[f64],
-    marked: bool,
-    sample: u32,
+    tr: &StageTracer,
+    delivered: Option<&[Histogram; 2]>,
 ) -> StagesResult {
+    let (pcts, marked, sample) = (&tr.pcts[..], tr.marked, tr.sample);
     let request_based = devices.first().is_some_and(|d| d.request_based);
     let directions = (0..2u8)
         .filter_map(|dir| {
@@ -665,6 +653,7 @@ fn build(
                         dioscope_lat_mean_ns: mean,
                         job_bytes: bytes,
                         pcts,
+                        delivered: delivered.map(|h| &h[dir as usize]),
                     },
                 )
             })
@@ -700,6 +689,12 @@ fn build(
 }
 
 impl TrialHooks for StageTracer {
+    fn delivery_board(&self) -> Option<DeliveryBoard> {
+        match &self.running {
+            Some(Tracing::Raw(r, _)) => Some(r.board().clone()),
+            _ => None,
+        }
+    }
     fn before_trial(&mut self, _g: u32, _t: u32, jobs: &[&ResolvedJob], _table: &TargetTable) {
         self.start(jobs);
         self.early = jobs.iter().all(|j| j.spec.ramp_time_us == 0);

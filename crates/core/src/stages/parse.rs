@@ -4,6 +4,7 @@
 
 use super::script::{bucket_bounds, Stage};
 use crate::engines::Traced;
+use crate::stats::Histogram;
 use crate::results::stages::{Stage as StageDoc, StageDirection};
 use std::collections::BTreeMap;
 
@@ -154,6 +155,9 @@ pub struct DirInput<'a> {
     /// Bytes dioscope's jobs transferred in the direction.
     pub job_bytes: u64,
     pub pcts: &'a [f64],
+    /// io_uring on the raw backend: each completion's delivery (CQE
+    /// posted → reaped), measured by the workers (runner/worker/delivery.rs).
+    pub delivered: Option<&'a Histogram>,
 }
 
 /// A per-I/O stage's entry.
@@ -358,13 +362,28 @@ pub fn direction(maps: &Maps, i: &DirInput) -> StageDirection {
             total_mean - covered,
             combined_ci95(stages.iter().chain([&total])),
         ));
-        stages.push(derived(
-            "completion delivery",
-            w.delivery,
-            "mean difference: dioscope's mean − traced total",
-            i.dioscope_lat_mean_ns - total_mean,
-            total.sampling_ci95_ns,
-        ));
+        let unjoined = i.dioscope_lat_mean_ns - total_mean;
+        match i.delivered.filter(|h| h.count() > 0) {
+            Some(h) => {
+                let d = delivered(h, i.pcts);
+                stages.push(derived(
+                    "before submit_req",
+                    "dioscope staged the I/O → io_uring_submit_req (the SQE, the batch, the \
+                     system call's entry)",
+                    "mean difference: dioscope's mean − traced total − completion delivery",
+                    unjoined - d.contribution_ns.unwrap_or(0.0),
+                    total.sampling_ci95_ns,
+                ));
+                stages.push(d);
+            }
+            None => stages.push(derived(
+                "completion delivery",
+                w.delivery,
+                "mean difference: dioscope's mean − traced total",
+                unjoined,
+                total.sampling_ci95_ns,
+            )),
+        }
     }
     StageDirection {
         direction: if i.dir == 0 { "read" } else { "write" }.into(),
@@ -378,6 +397,25 @@ pub fn direction(maps: &Maps, i: &DirInput) -> StageDirection {
         dioscope_lat_mean_ns: i.dioscope_lat_mean_ns,
         traced_total: total,
         stages,
+    }
+}
+
+/// Completion delivery measured per I/O: every completion the workers
+/// reaped while measuring, against the time its CQE was posted (its mean
+/// is its contribution: it is measured on the direction's I/Os, not a
+/// sample of them).
+fn delivered(h: &Histogram, pcts: &[f64]) -> StageDoc {
+    StageDoc {
+        name: "completion delivery".into(),
+        span: "CQE posted (io_uring_complete) → reaped by dioscope".into(),
+        how: "measured per I/O, keyed by user_data: the worker's reap (CLOCK_MONOTONIC) \
+              against the program's stamp at io_uring_complete, every I/O"
+            .into(),
+        ios: h.count(),
+        mean_ns: Some(h.mean()),
+        contribution_ns: Some(h.mean()),
+        sampling_ci95_ns: None,
+        percentiles: pcts.iter().map(|&p| (p, h.percentile(p) as f64)).collect(),
     }
 }
 
@@ -473,6 +511,7 @@ mod tests {
             dioscope_lat_mean_ns: mean_ns,
             job_bytes: ios * 4096,
             pcts: &[50.0],
+            delivered: None,
         }
     }
 
@@ -526,6 +565,40 @@ mod tests {
         // Bio-based: no block-layer stage.
         let z = direction(&m, &input(Traced::Uring, false, 100, 130_000.0));
         assert_eq!(z.stages[1].how, "not applicable");
+        // The workers measured each of the 800 I/Os' delivery: 700 took
+        // 20 µs, 100 took 100 µs (mean 30 µs). The 30 µs after the traced
+        // total is then all delivery, measured, with its percentiles, and
+        // nothing is left before submit_req; the stages still add up.
+        let mut h = Histogram::new();
+        h.record_n(20_000, 700);
+        h.record_n(100_000, 100);
+        let i = DirInput {
+            delivered: Some(&h),
+            pcts: &[50.0, 99.0],
+            ..input(Traced::Uring, true, 800, 130_000.0)
+        };
+        let d = direction(&m, &i);
+        let by = |n: &str| d.stages.iter().find(|s| s.name == n).unwrap().clone();
+        let del = by("completion delivery");
+        assert!(del.how.starts_with("measured per I/O"), "{del:?}");
+        assert_eq!(del.ios, 800);
+        assert_eq!(del.contribution_ns, Some(30_000.0));
+        assert_eq!(del.sampling_ci95_ns, None);
+        let p: Vec<f64> = del.percentiles.iter().map(|x| x.1).collect();
+        assert!((p[0] / 20_000.0 - 1.0).abs() < 0.01, "{p:?}");
+        assert!((p[1] / 100_000.0 - 1.0).abs() < 0.01, "{p:?}");
+        assert!(by("before submit_req").contribution_ns.unwrap().abs() < 1.0);
+        let sum: f64 = d.stages.iter().filter_map(|s| s.contribution_ns).sum();
+        assert!((sum - 130_000.0).abs() < 1.0, "{sum}");
+        // Without a measurement (bpftrace, no worker reaped): the mean
+        // difference, as before.
+        let empty = Histogram::new();
+        let i = DirInput {
+            delivered: Some(&empty),
+            ..input(Traced::Uring, true, 800, 130_000.0)
+        };
+        let d = direction(&m, &i);
+        assert!(d.stages.iter().all(|s| s.name != "before submit_req"));
     }
 
     /// Maps of one in `every` of `lat` followed (a seeded draw per I/O):

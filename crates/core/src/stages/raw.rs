@@ -14,7 +14,8 @@
 
 use super::parse::Maps;
 use super::script::{Stage, Target};
-use dioscope_sys::bpf::{self, Object};
+use crate::runner::worker::delivery::{DeliveryBoard, PARTS, SLOTS};
+use dioscope_sys::bpf::{self, Object, Posts};
 
 #[cfg(dioscope_rawtp)]
 const OBJECT: Option<&[u8]> = Some(include_bytes!(concat!(env!("OUT_DIR"), "/stages.bpf.o")));
@@ -46,9 +47,11 @@ pub fn built() -> bool {
     OBJECT.is_some()
 }
 
-/// The loaded and attached program.
+/// The loaded and attached program, and its `post` array mapped for the
+/// workers (completion delivery per I/O).
 pub struct Raw {
     obj: Object,
+    board: DeliveryBoard,
 }
 
 /// `struct config` of the program, in its layout (u32s, native order).
@@ -105,12 +108,25 @@ pub fn start(t: &Target) -> Result<Raw, String> {
             .map_err(|e| why("configuring the BPF object", e))?;
     }
     obj.load().map_err(|e| why("loading the BPF program", e))?;
+    let posts = obj
+        .map("post")
+        .and_then(|m| m.mmap_array((PARTS * SLOTS) as usize, 16))
+        .and_then(|m| Posts::new(m, PARTS, SLOTS))
+        .map_err(|e| why("mapping the BPF program's post array", e))?;
     obj.attach_all()
         .map_err(|e| why("attaching the raw tracepoints", e))?;
-    Ok(Raw { obj })
+    Ok(Raw {
+        obj,
+        board: DeliveryBoard::new(posts),
+    })
 }
 
 impl Raw {
+    /// Where the workers record each completion's delivery.
+    pub fn board(&self) -> &DeliveryBoard {
+        &self.board
+    }
+
     /// Open or close the measured window.
     pub fn mark(&self, on: bool) -> std::io::Result<()> {
         self.obj

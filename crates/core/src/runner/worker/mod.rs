@@ -19,6 +19,7 @@
 //! reports. Time comes from a `Clock` type parameter
 //! (runner/clock.rs), monomorphised like the engine and the hook.
 
+pub mod delivery;
 mod pace;
 mod plan;
 mod result;
@@ -749,6 +750,9 @@ impl<'a, E: Engine, H: BlockHook, C: Clock> Worker<'a, E, H, C> {
     #[inline(always)]
     fn reap_and_account(&mut self) {
         let n = self.eng.reap(&mut self.slots.comps[..self.reap_max]);
+        if self.p.delivery.is_some() {
+            self.deliveries(n);
+        }
         if self.tl.measuring {
             let q = &mut self.res.queue;
             q.depth_level[depth_bucket(self.inflight)] += 1;
@@ -765,6 +769,28 @@ impl<'a, E: Engine, H: BlockHook, C: Clock> Worker<'a, E, H, C> {
             self.run.flush(&mut self.res.dirs, self.now);
         }
         self.inflight -= n;
+    }
+
+    /// `--stages`: each of the `n` completions just reaped, how long after
+    /// its CQE was posted (runner/worker/delivery.rs), against one reading
+    /// of CLOCK_MONOTONIC (the program's clock) for the reap. Entries are
+    /// taken during the ramp too, so none is left over for a later I/O of
+    /// the slot; only the measured part's are recorded.
+    #[inline(never)]
+    fn deliveries(&mut self, n: usize) {
+        let now = dioscope_sys::clock::monotonic_ns();
+        let Some(t) = &mut self.p.delivery else {
+            return;
+        };
+        for c in &self.slots.comps[..n] {
+            let Some(posted) = t.take(c.slot) else {
+                continue;
+            };
+            if self.tl.measuring && c.res >= 0 {
+                let write = self.slots.meta[c.slot as usize].write;
+                t.record(write, now.saturating_sub(posted));
+            }
+        }
     }
 
     /// Account one completion; `runs`: its latencies join the reap's

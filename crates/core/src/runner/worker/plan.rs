@@ -87,6 +87,9 @@ pub struct WorkerPlan {
     pub names: Vec<std::path::PathBuf>,
     /// `write_iolog`: where to record the issued I/Os, and the files' names.
     pub write_iolog: Option<(std::path::PathBuf, Vec<std::path::PathBuf>)>,
+    /// `--stages` on io_uring: the worker's part of the tracer's delivery
+    /// board (runner/worker/delivery.rs); `None`: nothing read per reap.
+    pub delivery: Option<super::delivery::DeliveryTap>,
 }
 
 /// Whether and how a worker trims. A trim is one system call
@@ -196,6 +199,7 @@ impl WorkerPlan {
             replay_timed: !j.replay_no_stall,
             names,
             write_iolog: write_iolog_target(j, files, clone, trial),
+            delivery: None,
         }
     }
 }
@@ -423,6 +427,7 @@ pub(crate) fn engine_opts(j: &JobSpec, depth: u32) -> EngineOpts {
             virtual_size: virtual_size(j),
             params: j.engine_params.clone(),
         },
+        ud_tag: 0,
     }
 }
 

@@ -222,6 +222,9 @@ impl<E: Engine, H: BlockHook, C: Clock> Worker<'_, E, H, C> {
     pub(super) fn finish(mut self) -> WorkerResult {
         self.end_fsync();
         let end_ns = self.clk.now();
+        if let Some(t) = self.p.delivery.take() {
+            t.finish();
+        }
         if let Some(w) = self.iolog.take() {
             if let Err(e) = w.finish(end_ns) {
                 let n = format!("write_iolog: {e}");

@@ -30,7 +30,9 @@
 // - cnt: per-CPU array of counters: the run's requests per direction (n),
 //   punts to io-wq (punt), other processes' bios (other), merges, splits;
 // - on: the measured window, written by user space (no prctl);
-// - q, cur, b, dd: the I/Os in flight, as @q, @cur, @b and @dd.
+// - q, cur, b, dd: the I/Os in flight, as @q, @cur, @b and @dd;
+// - post: when each CQE was posted, mapped into dioscope (not through
+//   parse::Maps: the workers read it as they reap).
 
 #include <linux/types.h>
 #include <linux/bpf.h>
@@ -205,6 +207,30 @@ struct {
 	__type(key, u64);
 	__type(value, u64);
 } dd SEC(".maps");
+
+// Completion delivery, per I/O: when each of the run's CQEs was posted,
+// read by the worker that reaps it (mapped into dioscope: BPF_F_MMAPABLE)
+// against its own clock (CLOCK_MONOTONIC, as bpf_ktime_get_ns). dioscope
+// puts its worker's part (1-based) in the user_data's upper half and the
+// slot in the lower, so the entry is the worker's own: part - 1 picks a
+// block of NSLOT entries, the slot one of them. Every I/O, not sampled:
+// one clock read and one store. The worker clears `ts` after reading, so
+// an entry the program did not write for this I/O is never taken for it.
+// (runner/worker/delivery.rs reads it: keep NPART, NSLOT and struct post
+// as there.)
+#define NPART 64
+#define NSLOT 4096
+struct post {
+	u64 ud;
+	u64 ts;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, NPART * NSLOT);
+	__type(key, u32);
+	__type(value, struct post);
+} post SEC(".maps");
 
 static __always_inline void add(u32 i, u64 n)
 {
@@ -538,10 +564,23 @@ int BPF_PROG(uring_complete, struct io_ring_ctx *ring, void *req, struct io_urin
 		return 0;
 	u64 key = (u64)req;
 	u64 ud = cqe->user_data;
+	u64 now = 0;
+	u32 part = ud >> 32;
+	u32 slot = (u32)ud;
+	if (part && part <= NPART && slot < NSLOT) {
+		u32 i = (part - 1) * NSLOT + slot;
+		struct post *p = bpf_map_lookup_elem(&post, &i);
+		if (p) {
+			now = bpf_ktime_get_ns();
+			p->ud = ud;
+			p->ts = now;
+		}
+	}
 	struct qv *v = get(&q, HQ, ud, key);
 	if (!v || !v->ts)
 		return 0;
-	u64 now = bpf_ktime_get_ns();
+	if (!now)
+		now = bpf_ktime_get_ns();
 	u64 d = v->dir;
 	record(d, TOTAL, now - v->ts);
 	u64 *t = bpf_map_lookup_elem(&dd, &key);
