@@ -711,6 +711,27 @@ fn the_raw_backend_is_the_default_and_counts_as_bpftrace_does() {
         assert!((sum / mean - 1.0).abs() < 0.05, "{sum} vs {mean}: {s:#}");
         measured_delivery(s, &d);
     }
+    // The raw backend's bytes per trial: this run's reads, exactly, and
+    // their amplification entry beside the device counters' (1.00×).
+    let s = &raw["dioscope"]["stages"];
+    assert_eq!(
+        s["trial_bytes"],
+        serde_json::json!([{"group": 0, "trial": 1, "read_bytes": 16384 * 4096,
+            "write_bytes": 0, "other_read_bytes": 0, "other_write_bytes": 0}]),
+        "{s:#}"
+    );
+    let amp = &raw["dioscope"]["amplification"];
+    for entries in [&amp["trials"][0]["devices"], &amp["run"]] {
+        let tagged: Vec<&Value> = entries
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["source"] == "tagged_bios")
+            .collect();
+        assert_eq!(tagged.len(), 1, "{amp:#}");
+        assert_eq!(tagged[0]["read"]["ratio"], 1.0, "{amp:#}");
+        assert_eq!(tagged[0]["read"]["device_bytes"], 16384 * 4096, "{amp:#}");
+    }
     // Two workers at once, each its own part of the posted times (the tag
     // in its user_data): still every I/O's delivery, and each only once.
     let two = run_env_args(l.path(), &["--numjobs=2"]);

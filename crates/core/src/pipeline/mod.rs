@@ -162,6 +162,9 @@ pub fn run_prepared(
         if let Some(s) = &stages {
             diag::stage_findings::apply(&mut diagnosis, s);
             diagnosis.fill_findings(d);
+            if let Some(a) = d.amplification.as_mut() {
+                a.add_tagged(&s.trial_bytes);
+            }
         }
         if let Some(v) = stages.and_then(|s| serde_json::to_value(s).ok()) {
             let _ = d.set_section(crate::results::stages::KEY, v);

@@ -15,12 +15,19 @@ pub enum AmpSource {
     /// bracket the trial's measured interval: every I/O on the device,
     /// whoever issued it.
     DeviceCounters,
+    /// `--stages` (raw backend): the bytes of this run's own bios, tagged
+    /// at `block_bio_queue` by the run's thread group in the measured
+    /// window. Never another process's I/O, so never qualified, and never a
+    /// journal or writeback either (their bios are the kernel threads'):
+    /// the device counters stay beside it.
+    TaggedBios,
 }
 
 impl AmpSource {
     pub fn as_str(self) -> &'static str {
         match self {
             AmpSource::DeviceCounters => "device counters",
+            AmpSource::TaggedBios => "this run's tagged bios, --stages",
         }
     }
 }
@@ -211,6 +218,54 @@ impl Amplification {
     }
 }
 
+impl Amplification {
+    /// Add `--stages`' tagged bytes: per trial, an entry beside the
+    /// trial's data device (the target or the file system under it: where
+    /// the bios were tagged) against the same job bytes, and one for the
+    /// run summed over those trials. A trial without device counters has
+    /// no job bytes here and gets none.
+    pub fn add_tagged(&mut self, tagged: &[super::stages::TrialBios]) {
+        let mut run: Option<(String, DevRole, (u64, u64), Option<(u64, u64)>)> = None;
+        for t in tagged {
+            let Some(ta) = self
+                .trials
+                .iter_mut()
+                .find(|x| (x.group, x.trial) == (t.group, t.trial))
+            else {
+                continue;
+            };
+            let Some(d) = ta
+                .devices
+                .iter()
+                .find(|d| matches!(d.role, DevRole::Target | DevRole::Filesystem))
+            else {
+                continue;
+            };
+            let jobs = d.read.job_bytes.zip(d.write.job_bytes);
+            let entry = tagged_amp(&d.device, d.role, (t.read_bytes, t.write_bytes), jobs);
+            let r = run.get_or_insert((d.device.clone(), d.role, (0, 0), Some((0, 0))));
+            r.2 = (r.2 .0 + t.read_bytes, r.2 .1 + t.write_bytes);
+            r.3 = r.3.zip(jobs).map(|(a, b)| (a.0 + b.0, a.1 + b.1));
+            ta.devices.push(entry);
+        }
+        if let Some((device, role, bytes, jobs)) = run {
+            self.run.push(tagged_amp(&device, role, bytes, jobs));
+        }
+    }
+}
+
+fn tagged_amp(device: &str, role: DevRole, (r, w): (u64, u64), jobs: Option<(u64, u64)>) -> DeviceAmp {
+    DeviceAmp {
+        device: device.to_string(),
+        role,
+        source: AmpSource::TaggedBios,
+        read: DirAmp::new(r, jobs.map(|j| j.0), "reads"),
+        write: DirAmp::new(w, jobs.map(|j| j.1), "writes"),
+        qualified: false,
+        reason: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,6 +278,46 @@ mod tests {
             write: w,
             other_io: None,
         }
+    }
+
+    /// `--stages`' tagged bytes sit beside each trial's data device, with
+    /// the trial's job bytes, and sum over the run; the device counters'
+    /// entries and the ratio they give (a journal's 1.5×) are left as
+    /// they are.
+    #[test]
+    fn tagged_bytes_are_added_per_trial_and_for_the_run() {
+        let m = 1 << 20;
+        let mut a = Amplification::build(&[
+            trial(1, vec![dev("loop0", 0, 6 * m)], Some((0, 4 * m))),
+            trial(2, vec![dev("loop0", 0, 3 * m)], Some((0, 2 * m))),
+            trial(3, vec![], Some((0, 2 * m))),
+        ]);
+        let bios = |trial, write_bytes| crate::results::stages::TrialBios {
+            trial,
+            write_bytes,
+            other_write_bytes: m,
+            ..Default::default()
+        };
+        a.add_tagged(&[bios(1, 4 * m), bios(2, 2 * m + m / 2), bios(3, 2 * m)]);
+        let t1 = &a.trials[0].devices;
+        assert_eq!(t1.len(), 2);
+        assert_eq!(t1[1].source, AmpSource::TaggedBios);
+        assert_eq!((t1[1].device.as_str(), t1[1].role), ("loop0", DevRole::Target));
+        assert_eq!(t1[1].write.ratio, Some(1.0));
+        assert_eq!(t1[0].write.ratio, Some(1.5));
+        assert_eq!(a.trials[1].devices[1].write.ratio, Some(1.25));
+        // No device counters in trial 3: no job bytes to set it against.
+        assert!(a.trials[2].devices.is_empty());
+        let run: Vec<_> = a.run.iter().map(|d| (d.source, d.write.ratio)).collect();
+        assert_eq!(
+            run,
+            [
+                (AmpSource::DeviceCounters, Some(1.5)),
+                (AmpSource::TaggedBios, Some(6.5 / 6.0))
+            ]
+        );
+        assert_eq!(a.run[1].read.note.as_deref(), Some("no reads"));
+        assert!(!a.run[1].qualified);
     }
 
     fn trial(n: u32, devices: Vec<DeviceBytes>, jobs: Option<(u64, u64)>) -> TrialBytes {

@@ -38,6 +38,25 @@ pub struct StagesResult {
     pub splits: u64,
     #[serde(default)]
     pub directions: Vec<StageDirection>,
+    /// Per trial, the bytes of this run's bios and of other processes'
+    /// (raw backend: its counters read as each measured window opens and
+    /// closes; bpftrace gives its maps once, at the end: empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trial_bytes: Vec<TrialBios>,
+}
+
+/// One trial's bios on the traced devices, tagged at `block_bio_queue`.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct TrialBios {
+    pub group: u32,
+    /// From 1, as `amplification.trials`.
+    pub trial: u32,
+    /// This run's bios' bytes, read and write.
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    /// Other processes' bios' bytes meanwhile.
+    pub other_read_bytes: u64,
+    pub other_write_bytes: u64,
 }
 
 fn one() -> u32 {

@@ -32,6 +32,7 @@ pub mod raw;
 pub mod script;
 
 pub use crate::results::stages::StagesResult;
+use crate::results::stages::TrialBios;
 
 use crate::engines::Traced;
 use crate::results::model::RunDoc;
@@ -239,6 +240,10 @@ pub struct StageTracer {
     marked: bool,
     /// One request in this many is followed through the stages.
     sample: u32,
+    /// Raw backend: the byte counters as the current window opened, and
+    /// each closed window's bytes.
+    window_bytes: Option<(u32, u32, [u64; 4])>,
+    trial_bytes: Vec<TrialBios>,
 }
 
 impl Default for StageTracer {
@@ -283,6 +288,8 @@ impl StageTracer {
             pcts: Vec::new(),
             marked: false,
             sample: if sample == 0 { DEFAULT_SAMPLE } else { sample },
+            window_bytes: None,
+            trial_bytes: Vec::new(),
         }
     }
 
@@ -307,6 +314,37 @@ impl StageTracer {
                 );
                 self.state = Err(u);
             }
+        }
+    }
+
+    /// Raw backend: the byte counters as trial (`g`, `t`)'s window opens
+    /// (once: an early window is marked again at the measured start) or
+    /// closes (that window's bytes, kept per trial).
+    fn window_bytes(&mut self, g: u32, t: u32, open: bool) {
+        let Some(Tracing::Raw(r, _)) = &self.running else {
+            return;
+        };
+        if open && self.window_bytes.is_some() {
+            return;
+        }
+        let Ok(now) = r.bytes() else {
+            return;
+        };
+        if open {
+            self.window_bytes = Some((g, t, now));
+            return;
+        }
+        if let Some((g0, t0, b)) = self.window_bytes.take().filter(|w| (w.0, w.1) == (g, t)) {
+            let d = |i: usize| now[i].wrapping_sub(b[i]);
+            self.trial_bytes.push(TrialBios {
+                group: g0,
+                // Numbered from 1, as the result's trials.
+                trial: t0 + 1,
+                read_bytes: d(0),
+                write_bytes: d(1),
+                other_read_bytes: d(2),
+                other_write_bytes: d(3),
+            });
         }
     }
 
@@ -338,6 +376,7 @@ impl StageTracer {
                         let mut s =
                             build(&m, &devices, Traced::Uring, doc, &self, Some(&delivered));
                         s.backend = "raw_tracepoint".into();
+                        s.trial_bytes = std::mem::take(&mut self.trial_bytes);
                         s
                     }
                     Err(e) => StagesResult {
@@ -685,6 +724,7 @@ fn build(
         merges: maps.get("@merge", ""),
         splits: maps.get("@split", ""),
         directions,
+        trial_bytes: Vec::new(),
     }
 }
 
@@ -699,16 +739,19 @@ impl TrialHooks for StageTracer {
         self.start(jobs);
         self.early = jobs.iter().all(|j| j.spec.ramp_time_us == 0);
     }
-    fn workers_ready(&mut self, _g: u32, _t: u32) {
+    fn workers_ready(&mut self, g: u32, t: u32) {
         if self.early {
             self.mark(true);
+            self.window_bytes(g, t, true);
         }
     }
-    fn measure_start(&mut self, _g: u32, _t: u32) {
+    fn measure_start(&mut self, g: u32, t: u32) {
         self.mark(true);
+        self.window_bytes(g, t, true);
     }
-    fn measure_end(&mut self, _g: u32, _t: u32, _ios: u64) {
+    fn measure_end(&mut self, g: u32, t: u32, _ios: u64) {
         self.mark(false);
+        self.window_bytes(g, t, false);
     }
 }
 

@@ -408,8 +408,8 @@ fn delivered(h: &Histogram, pcts: &[f64]) -> StageDoc {
     StageDoc {
         name: "completion delivery".into(),
         span: "CQE posted (io_uring_complete) → reaped by dioscope".into(),
-        how: "measured per I/O, keyed by user_data: the worker's reap (CLOCK_MONOTONIC) \
-              against the program's stamp at io_uring_complete, every I/O"
+        how: "measured per I/O, keyed by user_data: each reap against io_uring_complete's \
+              stamp, every I/O"
             .into(),
         ios: h.count(),
         mean_ns: Some(h.mean()),

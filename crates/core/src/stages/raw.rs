@@ -42,6 +42,10 @@ const COUNTERS: [(&str, &str); 12] = [
     ("@obytes", "1"),
 ];
 
+/// The first byte counter in `cnt` (`C_BYTES`: this run's read, write,
+/// then other processes' read, write).
+const C_BYTES: u32 = 8;
+
 /// Whether this build carries the program.
 pub fn built() -> bool {
     OBJECT.is_some()
@@ -134,6 +138,21 @@ impl Raw {
             .update(&0u32.to_ne_bytes(), &u32::from(on).to_ne_bytes())
     }
 
+    /// The bytes of this run's bios (read, write) and of other processes'
+    /// (read, write) so far: the `cnt` map's byte counters, summed over
+    /// the CPUs (read at each window's ends for the per-trial bytes).
+    pub fn bytes(&self) -> std::io::Result<[u64; 4]> {
+        let cpus = bpf::possible_cpus()?;
+        let cnt = self.obj.map("cnt")?;
+        let mut buf = vec![0u8; 8 * cpus];
+        let mut out = [0u64; 4];
+        for (o, i) in out.iter_mut().zip(C_BYTES..C_BYTES + 4) {
+            cnt.lookup_per_cpu(&i.to_ne_bytes(), &mut buf)?;
+            *o = sum_u64(&buf, 8, 0);
+        }
+        Ok(out)
+    }
+
     /// The program's maps, summed over the CPUs, as the bpftrace
     /// backend's output would give them (`@h` counts, `@h.total` sums,
     /// `@n`, `@punt`, `@other`, `@merge`, `@split`).
@@ -177,6 +196,15 @@ fn sum_u64(buf: &[u8], stride: usize, at: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_byte_counters_are_where_bytes_reads_them() {
+        let at = C_BYTES as usize;
+        assert_eq!(
+            COUNTERS[at..at + 4],
+            [("@bytes", "0"), ("@bytes", "1"), ("@obytes", "0"), ("@obytes", "1")]
+        );
+    }
 
     #[test]
     fn the_configuration_has_the_programs_layout() {
