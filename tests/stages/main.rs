@@ -636,12 +636,7 @@ fn run_env_args(dev: &str, extra: &[&str]) -> Value {
     run_env_with(dev, &[], &path, extra)
 }
 
-fn run_env_with(
-    dev: &str,
-    env: &[(&str, &str)],
-    path: &std::ffi::OsStr,
-    extra: &[&str],
-) -> Value {
+fn run_env_with(dev: &str, env: &[(&str, &str)], path: &std::ffi::OsStr, extra: &[&str]) -> Value {
     let mut c = Command::new(common::bin());
     c.env("PATH", path)
         .envs(env.iter().copied())

@@ -225,7 +225,9 @@ impl Amplification {
     /// run summed over those trials. A trial without device counters has
     /// no job bytes here and gets none.
     pub fn add_tagged(&mut self, tagged: &[super::stages::TrialBios]) {
-        let mut run: Option<(String, DevRole, (u64, u64), Option<(u64, u64)>)> = None;
+        // device, role, tagged (r, w), jobs (r, w) or None.
+        type Acc = (String, DevRole, (u64, u64), Option<(u64, u64)>);
+        let mut run: Option<Acc> = None;
         for t in tagged {
             let Some(ta) = self
                 .trials
@@ -254,7 +256,12 @@ impl Amplification {
     }
 }
 
-fn tagged_amp(device: &str, role: DevRole, (r, w): (u64, u64), jobs: Option<(u64, u64)>) -> DeviceAmp {
+fn tagged_amp(
+    device: &str,
+    role: DevRole,
+    (r, w): (u64, u64),
+    jobs: Option<(u64, u64)>,
+) -> DeviceAmp {
     DeviceAmp {
         device: device.to_string(),
         role,
@@ -302,7 +309,10 @@ mod tests {
         let t1 = &a.trials[0].devices;
         assert_eq!(t1.len(), 2);
         assert_eq!(t1[1].source, AmpSource::TaggedBios);
-        assert_eq!((t1[1].device.as_str(), t1[1].role), ("loop0", DevRole::Target));
+        assert_eq!(
+            (t1[1].device.as_str(), t1[1].role),
+            ("loop0", DevRole::Target)
+        );
         assert_eq!(t1[1].write.ratio, Some(1.0));
         assert_eq!(t1[0].write.ratio, Some(1.5));
         assert_eq!(a.trials[1].devices[1].write.ratio, Some(1.25));

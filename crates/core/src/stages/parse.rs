@@ -4,8 +4,8 @@
 
 use super::script::{bucket_bounds, Stage};
 use crate::engines::Traced;
-use crate::stats::Histogram;
 use crate::results::stages::{Stage as StageDoc, StageDirection};
+use crate::stats::Histogram;
 use std::collections::BTreeMap;
 
 /// The maps the program printed: name → key (comma-joined) → value.

@@ -202,7 +202,12 @@ mod tests {
         let at = C_BYTES as usize;
         assert_eq!(
             COUNTERS[at..at + 4],
-            [("@bytes", "0"), ("@bytes", "1"), ("@obytes", "0"), ("@obytes", "1")]
+            [
+                ("@bytes", "0"),
+                ("@bytes", "1"),
+                ("@obytes", "0"),
+                ("@obytes", "1")
+            ]
         );
     }
 
