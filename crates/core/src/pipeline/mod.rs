@@ -159,15 +159,8 @@ pub fn run_prepared(
     let stages = tracer.map(|t| t.finish(&doc));
     if let Some(d) = doc.dioscope.as_mut() {
         d.profile = profile;
-        if let Some(s) = &stages {
-            diag::stage_findings::apply(&mut diagnosis, s);
-            diagnosis.fill_findings(d);
-            if let Some(a) = d.amplification.as_mut() {
-                a.add_tagged(&s.trial_bytes);
-            }
-        }
-        if let Some(v) = stages.and_then(|s| serde_json::to_value(s).ok()) {
-            let _ = d.set_section(crate::results::stages::KEY, v);
+        if let Some(s) = stages {
+            attach_stages(d, &mut diagnosis, s);
         }
         d.command_line = std::env::args_os()
             .map(|a| crate::osstr::escape(&a))
@@ -180,4 +173,21 @@ pub fn run_prepared(
         created: left,
         interim,
     })
+}
+
+/// `--stages`' result into the document: its findings, its tagged bytes
+/// beside the device counters' amplification, its section.
+fn attach_stages(
+    d: &mut crate::results::model::Dioscope,
+    diagnosis: &mut diag::RunDiagnosis,
+    s: crate::stages::StagesResult,
+) {
+    diag::stage_findings::apply(diagnosis, &s);
+    diagnosis.fill_findings(d);
+    if let Some(a) = d.amplification.as_mut() {
+        a.add_tagged(&s.trial_bytes);
+    }
+    if let Ok(v) = serde_json::to_value(s) {
+        let _ = d.set_section(crate::results::stages::KEY, v);
+    }
 }

@@ -354,36 +354,8 @@ pub fn direction(maps: &Maps, i: &DirInput) -> StageDirection {
             combined_ci95(&stages),
         ));
     } else {
-        let total_mean = total.contribution_ns.unwrap_or(0.0);
-        stages.push(derived(
-            "not joined per I/O",
-            "traced total − the stages above (I/Os punted to io-wq or merged carry no join)",
-            "mean difference",
-            total_mean - covered,
-            combined_ci95(stages.iter().chain([&total])),
-        ));
-        let unjoined = i.dioscope_lat_mean_ns - total_mean;
-        match i.delivered.filter(|h| h.count() > 0) {
-            Some(h) => {
-                let d = delivered(h, i.pcts);
-                stages.push(derived(
-                    "before submit_req",
-                    "dioscope staged the I/O → io_uring_submit_req (the SQE, the batch, the \
-                     system call's entry)",
-                    "mean difference: dioscope's mean − traced total − completion delivery",
-                    unjoined - d.contribution_ns.unwrap_or(0.0),
-                    total.sampling_ci95_ns,
-                ));
-                stages.push(d);
-            }
-            None => stages.push(derived(
-                "completion delivery",
-                w.delivery,
-                "mean difference: dioscope's mean − traced total",
-                unjoined,
-                total.sampling_ci95_ns,
-            )),
-        }
+        let rest = outside_joins(i, &w, &stages, &total, covered);
+        stages.extend(rest);
     }
     StageDirection {
         direction: if i.dir == 0 { "read" } else { "write" }.into(),
@@ -397,6 +369,52 @@ pub fn direction(maps: &Maps, i: &DirInput) -> StageDirection {
         dioscope_lat_mean_ns: i.dioscope_lat_mean_ns,
         traced_total: total,
         stages,
+    }
+}
+
+/// What the per-I/O joins leave: the part of the traced total no join
+/// covered (`covered`: the stages' sum), and the time outside the traced
+/// total — completion delivery measured by the workers and the time
+/// before submit_req, or both as one mean difference.
+fn outside_joins(
+    i: &DirInput,
+    w: &Words,
+    stages: &[StageDoc],
+    total: &StageDoc,
+    covered: f64,
+) -> Vec<StageDoc> {
+    let total_mean = total.contribution_ns.unwrap_or(0.0);
+    let not_joined = derived(
+        "not joined per I/O",
+        "traced total − the stages above (I/Os punted to io-wq or merged carry no join)",
+        "mean difference",
+        total_mean - covered,
+        combined_ci95(stages.iter().chain([total])),
+    );
+    let outside = i.dioscope_lat_mean_ns - total_mean;
+    match i.delivered.filter(|h| h.count() > 0) {
+        Some(h) => {
+            let d = delivered(h, i.pcts);
+            let before = derived(
+                "before submit_req",
+                "dioscope staged the I/O → io_uring_submit_req (the SQE, the batch, the system \
+                 call's entry)",
+                "mean difference: dioscope's mean − traced total − completion delivery",
+                outside - d.contribution_ns.unwrap_or(0.0),
+                total.sampling_ci95_ns,
+            );
+            vec![not_joined, before, d]
+        }
+        None => vec![
+            not_joined,
+            derived(
+                "completion delivery",
+                w.delivery,
+                "mean difference: dioscope's mean − traced total",
+                outside,
+                total.sampling_ci95_ns,
+            ),
+        ],
     }
 }
 
