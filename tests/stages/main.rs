@@ -262,10 +262,28 @@ fn zram_is_bio_based_and_its_stages_add_up() {
     );
     let d = check_direction(&v, "write");
     assert_eq!(stage(&d, "block layer")["how"], "not applicable", "{d:#}");
-    // Every write is punted, so no bio is joined to its request: the
-    // device stage follows each bio by its own draw (here all of them).
+    // Every write is punted. On the raw backend each one is joined to the
+    // bio the io-wq worker queues (by sector: its offset on the whole
+    // device), so submission, the hand-off, the device and posting are
+    // each measured for every I/O and no join leaves anything over; on
+    // bpftrace the device stage follows each bio by its own draw (here all
+    // of them).
+    let tagged = d["tagged_ios"].as_u64().unwrap();
     let dev = stage(&d, "device")["ios"].as_u64().unwrap();
-    assert_eq!(Some(dev), d["tagged_ios"].as_u64(), "{d:#}");
+    assert_eq!(dev, tagged, "{d:#}");
+    if v["dioscope"]["stages"]["backend"] == "raw_tracepoint" {
+        for st in ["submission", "io-wq hand-off", "completion posting"] {
+            let n = stage(&d, st)["ios"].as_u64().unwrap();
+            assert!(
+                n as f64 >= 0.99 * tagged as f64 && n <= tagged,
+                "{st}: {n}: {d:#}"
+            );
+        }
+        let (_, mean, _) = dioscope_dir(&v, "write");
+        let rest = share(&d, "not joined per I/O");
+        assert!(rest.abs() < 0.05 * mean, "{rest} ns not joined: {d:#}");
+        assert!(share(&d, "io-wq hand-off") > 0.0, "{d:#}");
+    }
     assert_eq!(d["other_device_ios"], 0, "{d:#}");
     // zram is bio-based and does not declare nowait support
     // (BLK_FEAT_NOWAIT), so io_uring cannot issue a write inline with
@@ -274,6 +292,14 @@ fn zram_is_bio_based_and_its_stages_add_up() {
     assert_eq!(Some(punted), d["tagged_ios"].as_u64(), "{d:#}");
     let f = finding(&v, "io_wq_punts").unwrap_or_else(|| panic!("no io_wq_punts: {v:#}"));
     assert_eq!(f["punted"].as_u64(), Some(punted), "{f:#}");
+    // On the raw backend its cost is the hand-off measured per I/O.
+    if v["dioscope"]["stages"]["backend"] == "raw_tracepoint" {
+        assert_eq!(
+            f["handoff_ns"],
+            stage(&d, "io-wq hand-off")["contribution_ns"],
+            "{f:#}"
+        );
+    }
     assert_eq!(f["direction"], "write", "{f:#}");
 }
 

@@ -88,6 +88,9 @@ fn punts(d: &StageDirection, devices: &[String]) -> Option<IoWqPunts> {
         punted: d.punted_io_wq,
         ios,
         not_joined_ns: contribution(d, "not joined per I/O").unwrap_or(0.0),
+        handoff_ns: named(d, "io-wq hand-off")
+            .filter(|s| s.ios > 0)
+            .and_then(|s| s.contribution_ns),
         mean_ns: d.dioscope_lat_mean_ns,
     })
 }
@@ -217,6 +220,19 @@ mod tests {
                 assert!(text.contains("/dev/zram9"), "{text}");
             }
         }
+        // The hand-off measured per I/O (raw backend) is the cost given.
+        let mut d = dir(1000);
+        d.stages.push(Stage {
+            ios: 1000,
+            ..stage("io-wq hand-off", 150e3)
+        });
+        let mut g = diagnosis(false);
+        apply(&mut g, &measured(d));
+        let text = g.findings[0].to_string();
+        assert!(
+            text.contains("(the stages' \"io-wq hand-off\", measured per I/O) took 150.0 µs"),
+            "{text}"
+        );
     }
 
     /// JSON written before the field existed still reads.

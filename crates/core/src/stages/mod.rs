@@ -571,6 +571,14 @@ fn target_of(
         });
     }
     let k = |d: (u32, u32)| script::kdev(d.0, d.1);
+    let pos_is_sector = jobs
+        .iter()
+        .flat_map(|j| j.clones.iter().flatten())
+        .all(|f| {
+            use std::os::unix::fs::FileTypeExt;
+            let blk = std::fs::metadata(&f.path).is_ok_and(|m| m.file_type().is_block_device());
+            blk && device_of(&f.path).is_some_and(|d| d.bio_dev == d.rq_dev)
+        });
     let target = script::Target {
         tgid: std::process::id(),
         bio_devs: devices.iter().map(|d| k(d.bio_dev)).collect(),
@@ -578,6 +586,7 @@ fn target_of(
         request_based: devices[0].request_based,
         sample,
         kind,
+        pos_is_sector,
     };
     Ok((target, devices))
 }

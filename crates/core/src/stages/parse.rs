@@ -277,7 +277,7 @@ impl Words {
             Traced::Uring | Traced::No => Words {
                 total: "io_uring_submit_req → io_uring_complete".into(),
                 keyed: "measured, keyed by request",
-                submission: "submit_req → bio queued",
+                submission: "submit_req → bio queued (or → handed to io-wq)",
                 posted: "CQE posted",
                 delivery: "CQE posted → reaped by dioscope (and its stamp → submit_req)",
             },
@@ -327,9 +327,24 @@ pub fn direction(maps: &Maps, i: &DirInput) -> StageDirection {
         (
             "submission",
             w.submission,
-            "measured, joined by task: I/Os issued inline",
+            "measured, joined by task: I/Os issued inline (by request up to a hand-off to \
+             io-wq)",
         ),
     )];
+    if !aio && maps.get("@punt", &d) > 0 {
+        stages.push(measured(
+            maps,
+            i,
+            Stage::Handoff,
+            followed,
+            (
+                "io-wq hand-off",
+                "handed to io-wq (io_uring_queue_async_work) → bio queued by the io-wq worker",
+                "measured, joined by sector (the I/O's offset on a whole block device; raw \
+                 backend)",
+            ),
+        ));
+    }
     stages.extend(block_and_device(maps, i, followed));
     if !aio {
         let from = if i.request_based { "request" } else { "bio" };

@@ -76,6 +76,7 @@ fn config(t: &Target) -> Result<Vec<u8>, String> {
         d.resize(MAX_DEVS, 0);
         words.extend(d);
     }
+    words.push(u32::from(t.pos_is_sector));
     Ok(words.iter().flat_map(|w| w.to_ne_bytes()).collect())
 }
 
@@ -220,12 +221,14 @@ mod tests {
             request_based: true,
             sample: 0,
             kind: crate::engines::Traced::Uring,
+            pos_is_sector: true,
         };
         let c = config(&t).unwrap();
-        assert_eq!(c.len(), 4 * (4 + 2 * MAX_DEVS));
+        assert_eq!(c.len(), 4 * (5 + 2 * MAX_DEVS));
         let w = |i: usize| u32::from_ne_bytes(c[4 * i..4 * i + 4].try_into().unwrap());
         assert_eq!((w(0), w(1), w(2), w(3)), (7, 1, 2, 1));
         assert_eq!((w(4), w(5), w(6), w(12)), (1, 2, 0, 3));
+        assert_eq!(w(4 + 2 * MAX_DEVS), 1);
         let many = Target {
             bio_devs: vec![1; 9],
             ..t

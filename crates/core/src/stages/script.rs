@@ -56,6 +56,10 @@ pub struct Target {
     pub sample: u32,
     /// The engine's kind of I/O: which tracepoints open and close an I/O.
     pub kind: Traced,
+    /// Every target is a whole block device (an I/O's offset ÷ 512 is its
+    /// bio's sector): the raw program then joins an I/O handed to io-wq to
+    /// the bio the io-wq worker queues.
+    pub pos_is_sector: bool,
 }
 
 /// Whether the I/O being submitted now is followed: a hash of the
@@ -84,15 +88,18 @@ pub enum Stage {
     Block = 2,
     Device = 3,
     Posting = 4,
+    /// Handed to io-wq → the io-wq worker queued the bio (raw backend).
+    Handoff = 5,
 }
 
 impl Stage {
-    pub const ALL: [Stage; 5] = [
+    pub const ALL: [Stage; 6] = [
         Stage::Total,
         Stage::Submission,
         Stage::Block,
         Stage::Device,
         Stage::Posting,
+        Stage::Handoff,
     ];
 }
 
@@ -417,6 +424,7 @@ mod tests {
             request_based,
             sample: 8,
             kind: Traced::Uring,
+            pos_is_sector: false,
         }
     }
 
@@ -441,7 +449,11 @@ mod tests {
         assert!(s.contains(&format!("args->option == {MARK}")));
         assert!(s.contains("block_rq_issue") && s.contains("block_rq_complete"));
         assert!(!s.contains("block_bio_complete"));
-        for st in Stage::ALL {
+        // The hand-off to io-wq is joined by the raw program only.
+        for st in Stage::ALL
+            .into_iter()
+            .filter(|s| !matches!(s, Stage::Handoff))
+        {
             assert!(
                 s.contains(&format!("@h[$d, {}, $k] = stats($v)", st as u8)),
                 "{st:?}"

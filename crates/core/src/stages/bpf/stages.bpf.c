@@ -79,9 +79,24 @@ struct io_cqe {
 	u64 user_data;
 } __attribute__((preserve_access_index));
 
+struct io_cmd_data {
+	void *file;
+} __attribute__((preserve_access_index));
+
 struct io_kiocb {
+	struct io_cmd_data cmd;
 	u8 opcode;
 	struct io_cqe cqe;
+} __attribute__((preserve_access_index));
+
+// A read or write request's command (io_kiocb_to_cmd: it sits in `cmd`):
+// only the file position read.
+struct kiocb {
+	long long ki_pos;
+} __attribute__((preserve_access_index));
+
+struct io_rw {
+	struct kiocb kiocb;
 } __attribute__((preserve_access_index));
 
 struct io_uring_cqe {
@@ -97,10 +112,10 @@ enum req_flag_bits {
 #define MAX_DEVS 8
 // Buckets per (dir, stage): bucket_of(u64::MAX) = 60 * 16 + 15.
 #define NB 976
-#define NSTAGES 5
+#define NSTAGES 6
 #define MAP_KEYS 16384
 
-enum stage { TOTAL = 0, SUBMISSION = 1, BLOCK = 2, DEVICE = 3, POSTING = 4 };
+enum stage { TOTAL = 0, SUBMISSION = 1, BLOCK = 2, DEVICE = 3, POSTING = 4, HANDOFF = 5 };
 // Counters: n[dir], punt[dir], other[dir], merge, split, bytes[dir] (the
 // run's bios), obytes[dir] (other processes' bios).
 enum {
@@ -117,6 +132,10 @@ struct config {
 	u32 nrq;
 	u32 bio_devs[MAX_DEVS];
 	u32 rq_devs[MAX_DEVS];
+	// Every target is a whole block device: an I/O's file position ÷ 512
+	// is the sector its bio carries, so an I/O handed to io-wq is joined
+	// to the bio the io-wq worker queues by that sector.
+	u32 pos_is_sector;
 };
 const volatile struct config cfg = {};
 
@@ -189,7 +208,7 @@ struct {
 #define NHINT 4096
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2 * NHINT);
+	__uint(max_entries, 3 * NHINT);
 	__type(key, u32);
 	__type(value, u32);
 } hint SEC(".maps");
@@ -207,6 +226,15 @@ struct {
 	__type(key, u64);
 	__type(value, u64);
 } dd SEC(".maps");
+
+// Followed I/Os handed to io-wq, by the sector their bio will carry
+// (cfg.pos_is_sector): when they were handed over, and the request.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAP_KEYS);
+	__type(key, u64);
+	__type(value, struct bv);
+} pq SEC(".maps");
 
 // Completion delivery, per I/O: when each of the run's CQEs was posted,
 // read by the worker that reaps it (mapped into dioscope: BPF_F_MMAPABLE)
@@ -284,6 +312,7 @@ static __always_inline void del(void *map, u32 half, u64 hk, u64 key)
 }
 
 #define HB 0
+#define HP 2
 #define HQ 1
 
 static __always_inline int window(void)
@@ -410,14 +439,46 @@ int BPF_PROG(submit_req, struct io_kiocb *req)
 	return 0;
 }
 
+// The sector a read or write request's bio will carry on a whole block
+// device: its file position ÷ 512 (set when the request was prepared).
+static __always_inline u64 req_sector(struct io_kiocb *req)
+{
+	struct io_rw *rw = (struct io_rw *)&req->cmd;
+	long long pos = 0;
+	bpf_probe_read_kernel(&pos, sizeof(pos), &rw->kiocb.ki_pos);
+	return (u64)pos >> 9;
+}
+
 SEC("tp_btf/io_uring_queue_async_work")
 int BPF_PROG(queue_async_work, struct io_kiocb *req, int rw)
 {
-	if (!ours() || !window())
+	u64 id = bpf_get_current_pid_tgid();
+	if ((id >> 32) != cfg.tgid || !window())
 		return 0;
 	u64 d = opdir(req->opcode);
-	if (d < 2)
-		count(C_PUNT + d);
+	if (d > 1)
+		return 0;
+	count(C_PUNT + d);
+	// The submitting thread's open I/O goes to io-wq: its next bio is
+	// not this I/O's.
+	u64 key = (u64)req;
+	u32 z = 0;
+	struct cv *cp = bpf_map_lookup_elem(&cur, &z);
+	if (cp && cp->tid == (u32)id && cp->req == key) {
+		cp->req = 0;
+		cp->ts = 1;
+	}
+	if (!cfg.pos_is_sector)
+		return 0;
+	struct qv *v = get(&q, HQ, req->cqe.user_data, key);
+	if (!v || !v->ts)
+		return 0;
+	// Followed: its submission ends here, its hand-off begins.
+	u64 now = bpf_ktime_get_ns();
+	record(d, SUBMISSION, now - v->ts);
+	u64 sector = req_sector(req);
+	struct bv e = { .ts = now, .dir = d, .req = key };
+	put(&pq, HP, sector, sector, &e);
 	return 0;
 }
 
@@ -453,6 +514,22 @@ int BPF_PROG(bio_queue, struct bio *bio)
 		}
 		struct bv e = { .ts = now, .dir = d, .req = c.req };
 		put(&b, HB, sector, sector, &e);
+		return 0;
+	}
+	if (cfg.pos_is_sector && !c.ts) {
+		// A bio an io-wq worker queued: the hand-off of the followed I/O
+		// at this sector ends; the others are not followed (their I/O
+		// was drawn at submission).
+		struct bv *p = get(&pq, HP, sector, sector);
+		if (p && p->ts) {
+			u64 now = bpf_ktime_get_ns();
+			record(d, HANDOFF, now - p->ts);
+			struct bv e = { .ts = now, .dir = d, .req = p->req };
+			del(&pq, HP, sector, sector);
+			put(&b, HB, sector, sector, &e);
+			return 0;
+		}
+		del(&b, HB, sector, sector);
 		return 0;
 	}
 	if (!c.ts && followed()) {
