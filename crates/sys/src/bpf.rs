@@ -10,6 +10,7 @@
 //! C library compiled into the build; libbpf's ABI is stable across 1.x,
 //! and the dozen functions used here are all in 1.0.
 
+use crate::mmap::FileMap;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::io;
 use std::sync::{Mutex, OnceLock};
@@ -333,83 +334,28 @@ pub struct Map<'a> {
     value: usize,
 }
 
-/// An mmapable array map mapped into this process ([`Map::mmap_array`]),
-/// unmapped on drop.
-pub struct Mapped {
-    ptr: *mut u8,
-    len: usize,
-}
-
-// SAFETY: the mapping is plain shared memory, read and written only
-// through `Posts` (atomically) once made; the pointer itself moves freely.
-unsafe impl Send for Mapped {}
-unsafe impl Sync for Mapped {}
-
-impl Mapped {
-    /// Its length in bytes (whole pages).
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-}
-
-impl Mapped {
-    /// Anonymous zeroed memory of at least `len` bytes (tests; no map).
-    pub fn anonymous(len: usize) -> io::Result<Mapped> {
-        let len = len.next_multiple_of(4096).max(4096);
-        // SAFETY: a fresh private anonymous mapping.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(Mapped {
-            ptr: ptr.cast(),
-            len,
-        })
-    }
-}
-
-impl Drop for Mapped {
-    fn drop(&mut self) {
-        // SAFETY: the mapping made by mmap_array, unmapped once.
-        unsafe { libc::munmap(self.ptr.cast(), self.len) };
-    }
-}
-
 /// An mmapped array of (user_data, time) pairs a BPF program fills as
 /// io_uring completions are posted (`--stages`' `post` map), cut into
 /// `parts` blocks of `slots` entries: one block per worker, picked by the
 /// tag the worker puts in its user_data's upper half (part + 1).
 #[derive(Clone)]
 pub struct Posts {
-    map: std::sync::Arc<Mapped>,
+    map: std::sync::Arc<Shared>,
     parts: u32,
     slots: u32,
 }
 
 impl Posts {
     /// `map` holds `parts × slots` 16-byte entries (u64 user_data, u64 ns).
-    pub fn new(map: Mapped, parts: u32, slots: u32) -> io::Result<Posts> {
-        if map.len < parts as usize * slots as usize * 16 {
+    pub fn new(map: FileMap, parts: u32, slots: u32) -> io::Result<Posts> {
+        if map.len() < parts as u64 * slots as u64 * 16 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "the mapping is smaller than its parts",
             ));
         }
         Ok(Posts {
-            map: std::sync::Arc::new(map),
+            map: std::sync::Arc::new(Shared(map)),
             parts,
             slots,
         })
@@ -429,7 +375,7 @@ impl Posts {
 /// One worker's block of [`Posts`].
 #[derive(Clone)]
 pub struct PostPart {
-    map: std::sync::Arc<Mapped>,
+    map: std::sync::Arc<Shared>,
     /// Its first word (u64s from the mapping's start).
     first: usize,
     slots: u32,
@@ -442,9 +388,13 @@ impl std::fmt::Debug for PostPart {
     }
 }
 
-// SAFETY: the mapping is reached only through atomic loads and stores.
-unsafe impl Send for PostPart {}
-unsafe impl Sync for PostPart {}
+/// The mapping of [`Posts`], shared by its parts.
+struct Shared(FileMap);
+
+// SAFETY: the mapping is reached only through atomic loads and stores
+// (`PostPart::word`), and unmapped when the last holder is gone.
+unsafe impl Send for Shared {}
+unsafe impl Sync for Shared {}
 
 impl PostPart {
     /// The tag this part's user_data carry in their upper half.
@@ -458,7 +408,14 @@ impl PostPart {
         // the page-aligned mapping's u64s are aligned, and they are only
         // read and written atomically here (the program's stores are
         // plain 8-byte stores, atomic on every target BPF runs on).
-        unsafe { &*self.map.ptr.cast::<std::sync::atomic::AtomicU64>().add(i) }
+        unsafe {
+            &*self
+                .map
+                .0
+                .as_ptr()
+                .cast::<std::sync::atomic::AtomicU64>()
+                .add(i)
+        }
     }
 
     /// When the completion of slot `slot` of this part, just reaped, was
@@ -545,7 +502,7 @@ impl Map<'_> {
     /// `value` bytes each into this process, readable and writable (the
     /// program's stores are seen here, ours by the program). The mapping
     /// holds the map: it outlives the object and this fd.
-    pub fn mmap_array(&self, entries: usize, value: usize) -> io::Result<Mapped> {
+    pub fn mmap_array(&self, entries: usize, value: usize) -> io::Result<FileMap> {
         if value != self.value || self.key != 4 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -558,25 +515,9 @@ impl Map<'_> {
         // SAFETY: a page-sized query.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
         let len = (entries * value.next_multiple_of(8)).next_multiple_of(page);
-        // SAFETY: a fresh shared mapping of the map's fd; the kernel
-        // refuses (EINVAL) a length past the map or a map not mmapable.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                self.fd,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(Mapped {
-            ptr: ptr.cast(),
-            len,
-        })
+        // The kernel refuses (EINVAL) a length past the map or a map not
+        // made mmapable.
+        FileMap::new(self.fd, len as u64, true, true)
     }
 
     /// Read `key` of a per-CPU map: every possible CPU's value, each

@@ -93,6 +93,12 @@ impl FileMap {
         self.len as u64
     }
 
+    /// The mapping's first byte (for a user in this crate that reads it
+    /// its own way: `bpf::Posts`, atomically).
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

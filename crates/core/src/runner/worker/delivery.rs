@@ -99,10 +99,10 @@ impl DeliveryTap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dioscope_sys::bpf::Mapped;
+    use dioscope_sys::mmap::FileMap;
 
     fn board() -> DeliveryBoard {
-        let map = Mapped::anonymous((PARTS * SLOTS) as usize * 16).unwrap();
+        let map = FileMap::anonymous(u64::from(PARTS * SLOTS) * 16).unwrap();
         DeliveryBoard::new(Posts::new(map, PARTS, SLOTS).unwrap())
     }
 
