@@ -303,6 +303,49 @@ fn zram_is_bio_based_and_its_stages_add_up() {
     assert_eq!(f["direction"], "write", "{f:#}");
 }
 
+/// zram beside a planted buffered reader of the same device: every I/O of
+/// the run is counted as ours and exactly those (the reader's bios, queued
+/// by `dd`, are other I/O), and on the raw backend each I/O's delivery is
+/// still measured and the followed ones' hand-offs joined.
+#[test]
+fn zram_counts_only_the_runs_io_beside_a_reader() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_trace() {
+        return;
+    }
+    let Some(z) = Zram::new(64 << 20) else {
+        if common::in_ci() {
+            panic!("CI must be able to hot-add zram");
+        }
+        eprintln!("SKIPPED: no zram-control");
+        return;
+    };
+    let (v, _) = {
+        let _r = Reader::start(&z.dev());
+        run(&z.dev(), "randread", "32m", "4k", 16)
+    };
+    let s = &v["dioscope"]["stages"];
+    let d = direction(&v);
+    let (ios, _, _) = dioscope_dir(&v, "read");
+    assert_eq!(ios, 8192, "{s:#}");
+    assert_eq!(d["tagged_ios"].as_u64(), Some(ios), "{s:#}");
+    assert_eq!(d["punted_io_wq"].as_u64(), Some(ios), "{s:#}");
+    assert_eq!(d["device_bytes"].as_u64(), Some(ios * 4096), "{s:#}");
+    assert!(
+        d["other_device_ios"].as_u64().unwrap() > 100,
+        "the reader's bios are other I/O: {s:#}"
+    );
+    measured_delivery(s, &d);
+    if s["backend"] == "raw_tracepoint" {
+        let followed = d["traced_total"]["ios"].as_u64().unwrap();
+        let joined = stage(&d, "io-wq hand-off")["ios"].as_u64().unwrap();
+        assert!(
+            joined as f64 >= 0.95 * followed as f64 && joined <= followed,
+            "{joined} of {followed} hand-offs joined: {s:#}"
+        );
+    }
+}
+
 /// The run's finding of that kind, if any.
 fn finding(v: &Value, kind: &str) -> Option<Value> {
     v["dioscope"]["findings"]

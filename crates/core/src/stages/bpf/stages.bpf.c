@@ -294,6 +294,13 @@ static __always_inline void put(void *map, u32 half, u64 hk, u64 key, void *v)
 	bpf_map_update_elem(map, &key, v, BPF_EXIST);
 }
 
+// Whether an entry of `half` may sit at hint key `hk` (its slot is not 0).
+static __always_inline int may_hold(u32 half, u64 hk)
+{
+	u32 *h = hint_of(half, hk);
+	return !h || *h;
+}
+
 static __always_inline void *get(void *map, u32 half, u64 hk, u64 key)
 {
 	u32 *h = hint_of(half, hk);
@@ -591,9 +598,12 @@ int BPF_PROG(split, struct bio *bio, unsigned int new_sector)
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(rq_issue, struct request *rq)
 {
-	if (!in(cfg.rq_devs, cfg.nrq, rq_dev(rq)))
-		return 0;
+	// Most requests are not followed: the hint (one load from the
+	// request, one array slot) says so before the device check's three
+	// dependent loads (request → queue → disk).
 	u64 sector = rq_sector(rq);
+	if (!may_hold(HB, sector) || !in(cfg.rq_devs, cfg.nrq, rq_dev(rq)))
+		return 0;
 	struct bv *e = get(&b, HB, sector, sector);
 	if (!e || !e->ts)
 		return 0;
@@ -621,8 +631,10 @@ static __always_inline void done(u64 sector)
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(rq_complete, struct request *rq, int error, unsigned int nr_bytes)
 {
-	if (in(cfg.rq_devs, cfg.nrq, rq_dev(rq)))
-		done(rq_sector(rq));
+	// As rq_issue: the hint first, then the device.
+	u64 sector = rq_sector(rq);
+	if (may_hold(HB, sector) && in(cfg.rq_devs, cfg.nrq, rq_dev(rq)))
+		done(sector);
 	return 0;
 }
 
