@@ -101,3 +101,55 @@ fn sector_size_sets_the_alignment() {
         "{e}"
     );
 }
+
+/// A device target is opened with O_NOATIME, as fio opens every target that
+/// is not a regular file: reads leave the node's access time alone (without
+/// it, each read takes the kernel's touch_atime path, and relatime updates a
+/// day-old access time on the first).
+#[test]
+fn reads_of_a_device_leave_its_access_time_alone() {
+    use std::os::unix::fs::MetadataExt;
+    if !can_run("root and losetup", is_root() && have_tool("losetup")) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let lo = LoopDev::new(d.path(), 16 << 20, &[]);
+    lo.fill_random();
+    // Two days old: relatime would update it on the first read.
+    let old = "@1700000000";
+    // sync (lseek + read: a descriptor of each worker's own), psync, the
+    // rings, and buffered reads.
+    for (engine, direct) in [
+        ("sync", 1),
+        ("psync", 1),
+        ("io_uring", 1),
+        ("libaio", 1),
+        ("psync", 0),
+    ] {
+        let t = std::process::Command::new("touch")
+            .args(["-a", "-d", old, lo.path()])
+            .status()
+            .unwrap();
+        assert!(t.success());
+        assert_eq!(std::fs::metadata(lo.path()).unwrap().atime(), 1_700_000_000);
+        let o = run_in(
+            d.path(),
+            &[
+                "--name=a",
+                &format!("--filename={}", lo.path()),
+                &format!("--ioengine={engine}"),
+                "--rw=randread",
+                "--size=4m",
+                &format!("--direct={direct}"),
+                "--output-format=json",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{engine}: {}", stderr(&o));
+        assert_eq!(json(&o)["jobs"][0]["read"]["io_bytes"], 4 << 20, "{engine}");
+        assert_eq!(
+            std::fs::metadata(lo.path()).unwrap().atime(),
+            1_700_000_000,
+            "{engine} direct={direct}: reading the device updated its access time"
+        );
+    }
+}

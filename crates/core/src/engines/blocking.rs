@@ -117,8 +117,8 @@ impl Blocking {
     }
 }
 
-/// A new open file for each descriptor: same object, same access mode and
-/// O_DIRECT, but a file position of its own. Engines that `lseek` need it:
+/// A new open file for each descriptor: same object, same access mode,
+/// O_DIRECT and O_NOATIME, but a file position of its own. Engines that `lseek` need it:
 /// the runner opens each target once and the clones of a job share it, so
 /// with shared positions one worker's seek would move another's read.
 pub fn private_fds(fds: &[RawFd]) -> Result<Vec<File>, EngineSetupError> {
@@ -130,7 +130,7 @@ pub fn private_fds(fds: &[RawFd]) -> Result<Vec<File>, EngineSetupError> {
                 std::fs::OpenOptions::new()
                     .read(true)
                     .write(fl & libc::O_ACCMODE == libc::O_RDWR)
-                    .custom_flags(fl & libc::O_DIRECT)
+                    .custom_flags(fl & (libc::O_DIRECT | libc::O_NOATIME))
                     .open(format!("/proc/self/fd/{fd}"))
             };
             reopen().map_err(|e| {
