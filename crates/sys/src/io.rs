@@ -1,6 +1,6 @@
 //! Synchronous positional I/O: pread/pwrite and preadv2/pwritev2 with RWF flags.
 
-use crate::{cvt, cvt_long};
+use crate::{cvt, retry_eintr, syscall6};
 use std::io;
 use std::os::fd::RawFd;
 
@@ -17,27 +17,24 @@ pub const RWF_DONTCACHE: RwfFlags = 0x80;
 /// `pread(2)` into `buf`; returns bytes read. Retries on EINTR.
 #[inline]
 pub fn pread(fd: RawFd, buf: &mut [u8], off: u64) -> io::Result<usize> {
-    loop {
-        // SAFETY: buf is valid for writes of its length.
-        let r = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), off as i64) };
-        match cvt_long(r as libc::c_long) {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            r => return r.map(|n| n as usize),
-        }
-    }
+    let a = [
+        fd as u64,
+        buf.as_mut_ptr() as u64,
+        buf.len() as u64,
+        off,
+        0,
+        0,
+    ];
+    // SAFETY: buf is valid for writes of its length.
+    retry_eintr(|| unsafe { syscall6(libc::SYS_pread64, a) })
 }
 
 /// `pwrite(2)` from `buf`; returns bytes written. Retries on EINTR.
 #[inline]
 pub fn pwrite(fd: RawFd, buf: &[u8], off: u64) -> io::Result<usize> {
-    loop {
-        // SAFETY: buf is valid for reads of its length.
-        let r = unsafe { libc::pwrite(fd, buf.as_ptr().cast(), buf.len(), off as i64) };
-        match cvt_long(r as libc::c_long) {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            r => return r.map(|n| n as usize),
-        }
-    }
+    let a = [fd as u64, buf.as_ptr() as u64, buf.len() as u64, off, 0, 0];
+    // SAFETY: buf is valid for reads of its length.
+    retry_eintr(|| unsafe { syscall6(libc::SYS_pwrite64, a) })
 }
 
 /// `preadv2(2)` with one iovec and RWF flags.
@@ -47,14 +44,18 @@ pub fn preadv2(fd: RawFd, buf: &mut [u8], off: u64, flags: RwfFlags) -> io::Resu
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: buf.len(),
     };
-    loop {
-        // SAFETY: one valid iovec describing a writable buffer.
-        let r = unsafe { libc::preadv2(fd, &iov, 1, off as i64, flags) };
-        match cvt_long(r as libc::c_long) {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            r => return r.map(|n| n as usize),
-        }
-    }
+    // The offset in two halves (pos_l, pos_h): on a 64-bit kernel pos_l
+    // holds all of it and pos_h is 0.
+    let a = [
+        fd as u64,
+        &iov as *const _ as u64,
+        1,
+        off,
+        0,
+        flags as u32 as u64,
+    ];
+    // SAFETY: one valid iovec describing a writable buffer.
+    retry_eintr(|| unsafe { syscall6(libc::SYS_preadv2, a) })
 }
 
 /// `pwritev2(2)` with one iovec and RWF flags.
@@ -64,14 +65,16 @@ pub fn pwritev2(fd: RawFd, buf: &[u8], off: u64, flags: RwfFlags) -> io::Result<
         iov_base: buf.as_ptr() as *mut _,
         iov_len: buf.len(),
     };
-    loop {
-        // SAFETY: one valid iovec describing a readable buffer.
-        let r = unsafe { libc::pwritev2(fd, &iov, 1, off as i64, flags) };
-        match cvt_long(r as libc::c_long) {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            r => return r.map(|n| n as usize),
-        }
-    }
+    let a = [
+        fd as u64,
+        &iov as *const _ as u64,
+        1,
+        off,
+        0,
+        flags as u32 as u64,
+    ];
+    // SAFETY: one valid iovec describing a readable buffer.
+    retry_eintr(|| unsafe { syscall6(libc::SYS_pwritev2, a) })
 }
 
 pub fn fsync(fd: RawFd) -> io::Result<()> {
@@ -94,4 +97,58 @@ pub fn probe_read_flags(fd: RawFd, flags: RwfFlags, len: usize) -> io::Result<()
     // nothing else reads or writes it while this call runs.
     let slice = unsafe { std::slice::from_raw_parts_mut(buf.as_ptr(), buf.len()) };
     preadv2(fd, slice, 0, flags).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    fn scratch() -> std::fs::File {
+        let p = std::env::temp_dir().join(format!("dioscope-sys-io-{}", std::process::id()));
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&p)
+            .unwrap();
+        std::fs::remove_file(&p).unwrap();
+        f
+    }
+
+    #[test]
+    fn positional_calls_move_the_bytes_at_their_offsets() {
+        let f = scratch();
+        let fd = f.as_raw_fd();
+        assert_eq!(pwrite(fd, b"abcd", 10).unwrap(), 4);
+        assert_eq!(pwritev2(fd, b"XY", 1 << 20, 0).unwrap(), 2);
+        let mut b = [0u8; 4];
+        assert_eq!(pread(fd, &mut b, 10).unwrap(), 4);
+        assert_eq!(&b, b"abcd");
+        let mut c = [0u8; 8];
+        assert_eq!(preadv2(fd, &mut c, 12, 0).unwrap(), 8);
+        assert_eq!(&c[..2], b"cd");
+        assert_eq!(preadv2(fd, &mut c[..2], 1 << 20, 0).unwrap(), 2);
+        assert_eq!(&c[..2], b"XY");
+        // At the end: 0 bytes, not an error; the file's length is the
+        // last write's end (the offset reached the kernel whole).
+        assert_eq!(pread(fd, &mut b, (1 << 20) + 2).unwrap(), 0);
+        assert_eq!(f.metadata().unwrap().len(), (1 << 20) + 2);
+    }
+
+    #[test]
+    fn errors_come_back_as_the_kernels_errno() {
+        let mut b = [0u8; 4];
+        let e = pread(-1, &mut b, 0).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EBADF));
+        let e = pwrite(-1, &b, 0).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EBADF));
+        let f = scratch();
+        // An RWF flag the kernel does not know: EOPNOTSUPP.
+        let e = preadv2(f.as_raw_fd(), &mut b, 0, 1 << 30).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EOPNOTSUPP));
+        let e = pwritev2(f.as_raw_fd(), &b, 0, 1 << 30).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EOPNOTSUPP));
+    }
 }

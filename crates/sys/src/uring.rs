@@ -49,34 +49,18 @@ fn register_ring_fd(ring_fd: RawFd) -> Option<u32> {
 }
 
 /// `io_uring_enter(fd, to_submit, min_complete, flags, NULL, 0)` as one
-/// `syscall` instruction, inlined into the worker's commit: no call
-/// through libc's variadic `syscall()` (its PLT entry, argument shuffle
-/// and errno), whose lines are cold again after every wake-up. Returns the
-/// kernel's result: a count, or -errno.
+/// `syscall` instruction inlined into the worker's commit
+/// ([`crate::syscall6`]): no call through libc's variadic `syscall()`,
+/// whose lines are cold again after every wake-up. Returns the kernel's
+/// result: a count, or -errno.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn enter_raw(fd: u32, to_submit: u32, min_complete: u32, flags: u32) -> i64 {
-    let ret: i64;
+    let a = [fd, to_submit, min_complete, flags].map(u64::from);
     // SAFETY: io_uring_enter with no argument structure (NULL, 0) reads
     // only the ring's shared memory, which the caller has published
-    // (`sq.sync()`); the asm is not `nomem`, so the compiler keeps memory
-    // accesses on their side of it. `syscall` clobbers rcx and r11.
-    unsafe {
-        std::arch::asm!(
-            "syscall",
-            inlateout("rax") libc::SYS_io_uring_enter => ret,
-            in("rdi") fd as u64,
-            in("rsi") to_submit as u64,
-            in("rdx") min_complete as u64,
-            in("r10") flags as u64,
-            in("r8") 0u64,
-            in("r9") 0u64,
-            lateout("rcx") _,
-            lateout("r11") _,
-            options(nostack),
-        );
-    }
-    ret
+    // (`sq.sync()`).
+    unsafe { crate::syscall6(libc::SYS_io_uring_enter, [a[0], a[1], a[2], a[3], 0, 0]) }
 }
 
 #[derive(Debug, Clone, Copy, Default)]
