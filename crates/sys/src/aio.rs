@@ -63,35 +63,28 @@ impl AioContext {
     /// Every pointer in `iocbs` must point to a live `Iocb` whose buffer stays
     /// valid (and is not otherwise accessed) until its completion is reaped.
     pub unsafe fn submit(&self, iocbs: &mut [*mut Iocb]) -> io::Result<usize> {
-        let r = libc::syscall(
-            libc::SYS_io_submit,
-            self.ctx,
-            iocbs.len() as libc::c_long,
-            iocbs.as_mut_ptr(),
-        );
-        cvt_long(r).map(|n| n as usize)
+        let a = [self.ctx as u64, iocbs.len() as u64, iocbs.as_mut_ptr() as u64, 0, 0, 0];
+        // One inlined system call (crate::syscall6), no variadic syscall().
+        // SAFETY: the caller's contract on `iocbs`.
+        let r = unsafe { crate::syscall6(libc::SYS_io_submit, a) };
+        if r < 0 {
+            return Err(io::Error::from_raw_os_error(-r as i32));
+        }
+        Ok(r as usize)
     }
 
     /// Wait for at least `min` completions (up to `events.len()`).
     pub fn getevents(&self, min: usize, events: &mut [IoEvent]) -> io::Result<usize> {
-        loop {
-            // SAFETY: events is a valid writable array of its length; no timeout.
-            let r = unsafe {
-                libc::syscall(
-                    libc::SYS_io_getevents,
-                    self.ctx,
-                    min as libc::c_long,
-                    events.len() as libc::c_long,
-                    events.as_mut_ptr(),
-                    std::ptr::null_mut::<libc::timespec>(),
-                )
-            };
-            match cvt_long(r) {
-                Ok(n) => return Ok(n as usize),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-        }
+        let a = [
+            self.ctx as u64,
+            min as u64,
+            events.len() as u64,
+            events.as_mut_ptr() as u64,
+            0, // no timeout
+            0,
+        ];
+        // SAFETY: events is a valid writable array of its length.
+        crate::retry_eintr(|| unsafe { crate::syscall6(libc::SYS_io_getevents, a) })
     }
 }
 

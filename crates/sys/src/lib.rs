@@ -84,7 +84,7 @@ pub(crate) unsafe fn syscall6(nr: libc::c_long, a: [u64; 6]) -> i64 {
     }
 }
 
-/// A positional read or write system call's result, retried on EINTR:
+/// A system call that returns a count, retried on EINTR:
 /// `call` makes the call and returns the kernel's value or -errno.
 #[inline(always)]
 pub(crate) fn retry_eintr(mut call: impl FnMut() -> i64) -> std::io::Result<usize> {
