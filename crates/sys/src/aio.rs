@@ -63,7 +63,14 @@ impl AioContext {
     /// Every pointer in `iocbs` must point to a live `Iocb` whose buffer stays
     /// valid (and is not otherwise accessed) until its completion is reaped.
     pub unsafe fn submit(&self, iocbs: &mut [*mut Iocb]) -> io::Result<usize> {
-        let a = [self.ctx as u64, iocbs.len() as u64, iocbs.as_mut_ptr() as u64, 0, 0, 0];
+        let a = [
+            self.ctx as u64,
+            iocbs.len() as u64,
+            iocbs.as_mut_ptr() as u64,
+            0,
+            0,
+            0,
+        ];
         // One inlined system call (crate::syscall6), no variadic syscall().
         // SAFETY: the caller's contract on `iocbs`.
         let r = unsafe { crate::syscall6(libc::SYS_io_submit, a) };

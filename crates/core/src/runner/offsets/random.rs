@@ -116,7 +116,7 @@ pub(super) fn map_draw(r: &mut Region, taus: &mut Taus) -> u64 {
         return l.next_block();
     }
     match &mut r.map {
-        Some(m) => m.draw(|| taus.below(n)),
+        Some(m) => m.draw(taus),
         // Not built for it (a test's hand-made region): no map, repeats.
         None => taus.below(n),
     }
