@@ -64,7 +64,7 @@ impl AioContext {
     /// valid (and is not otherwise accessed) until its completion is reaped.
     pub unsafe fn submit(&self, iocbs: &mut [*mut Iocb]) -> io::Result<usize> {
         let a = [
-            self.ctx as u64,
+            ctx_arg(self.ctx),
             iocbs.len() as u64,
             iocbs.as_mut_ptr() as u64,
             0,
@@ -83,7 +83,7 @@ impl AioContext {
     /// Wait for at least `min` completions (up to `events.len()`).
     pub fn getevents(&self, min: usize, events: &mut [IoEvent]) -> io::Result<usize> {
         let a = [
-            self.ctx as u64,
+            ctx_arg(self.ctx),
             min as u64,
             events.len() as u64,
             events.as_mut_ptr() as u64,
@@ -93,6 +93,14 @@ impl AioContext {
         // SAFETY: events is a valid writable array of its length.
         crate::retry_eintr(|| unsafe { crate::syscall6(libc::SYS_io_getevents, a) })
     }
+}
+
+/// The context as a system call argument (`aio_context_t` is an unsigned
+/// long: 64 bits here, 32 on a 32-bit target).
+#[allow(clippy::unnecessary_cast)]
+#[inline(always)]
+fn ctx_arg(ctx: libc::c_ulong) -> u64 {
+    ctx as u64
 }
 
 impl Drop for AioContext {
