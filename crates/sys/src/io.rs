@@ -40,9 +40,51 @@ pub fn pwrite(fd: RawFd, buf: &[u8], off: u64) -> io::Result<usize> {
 /// `preadv2(2)` with one iovec and RWF flags.
 #[inline]
 pub fn preadv2(fd: RawFd, buf: &mut [u8], off: u64, flags: RwfFlags) -> io::Result<usize> {
+    // SAFETY: buf is valid for writes of its length.
+    unsafe {
+        one_iovec(
+            libc::SYS_preadv2,
+            fd,
+            buf.as_mut_ptr(),
+            buf.len(),
+            off,
+            flags,
+        )
+    }
+}
+
+/// `pwritev2(2)` with one iovec and RWF flags.
+#[inline]
+pub fn pwritev2(fd: RawFd, buf: &[u8], off: u64, flags: RwfFlags) -> io::Result<usize> {
+    // SAFETY: buf is valid for reads of its length; the kernel only reads it.
+    unsafe {
+        one_iovec(
+            libc::SYS_pwritev2,
+            fd,
+            buf.as_ptr() as *mut u8,
+            buf.len(),
+            off,
+            flags,
+        )
+    }
+}
+
+/// `preadv2` or `pwritev2` (`nr`) of one iovec, retried on EINTR.
+///
+/// # Safety
+/// `base` is valid for `len` bytes of the access `nr` makes.
+#[inline(always)]
+unsafe fn one_iovec(
+    nr: libc::c_long,
+    fd: RawFd,
+    base: *mut u8,
+    len: usize,
+    off: u64,
+    flags: RwfFlags,
+) -> io::Result<usize> {
     let iov = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
+        iov_base: base.cast(),
+        iov_len: len,
     };
     // The offset in two halves (pos_l, pos_h): on a 64-bit kernel pos_l
     // holds all of it and pos_h is 0.
@@ -54,27 +96,8 @@ pub fn preadv2(fd: RawFd, buf: &mut [u8], off: u64, flags: RwfFlags) -> io::Resu
         0,
         flags as u32 as u64,
     ];
-    // SAFETY: one valid iovec describing a writable buffer.
-    retry_eintr(|| unsafe { syscall6(libc::SYS_preadv2, a) })
-}
-
-/// `pwritev2(2)` with one iovec and RWF flags.
-#[inline]
-pub fn pwritev2(fd: RawFd, buf: &[u8], off: u64, flags: RwfFlags) -> io::Result<usize> {
-    let iov = libc::iovec {
-        iov_base: buf.as_ptr() as *mut _,
-        iov_len: buf.len(),
-    };
-    let a = [
-        fd as u64,
-        &iov as *const _ as u64,
-        1,
-        off,
-        0,
-        flags as u32 as u64,
-    ];
-    // SAFETY: one valid iovec describing a readable buffer.
-    retry_eintr(|| unsafe { syscall6(libc::SYS_pwritev2, a) })
+    // SAFETY: one iovec describing the caller's buffer.
+    retry_eintr(|| unsafe { syscall6(nr, a) })
 }
 
 pub fn fsync(fd: RawFd) -> io::Result<()> {
@@ -105,16 +128,7 @@ mod tests {
     use std::os::fd::AsRawFd;
 
     fn scratch() -> std::fs::File {
-        let p = std::env::temp_dir().join(format!("dioscope-sys-io-{}", std::process::id()));
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&p)
-            .unwrap();
-        std::fs::remove_file(&p).unwrap();
-        f
+        tempfile::tempfile().unwrap()
     }
 
     #[test]
