@@ -171,6 +171,34 @@ fn profiled_run(dir: &Path, target: &str, engine: &str, format: &str) -> std::pr
     )
 }
 
+/// The sampled process CPU per I/O over the measured one (what the bound
+/// judges), or `None` where the profile was not recorded.
+fn sampled_ratio(j: &Value) -> Option<f64> {
+    let total = j["dioscope"]["profile"]["groups"][0]["process"]["us_per_io"].as_f64()?;
+    let measured = j["dioscope"]["jobs"][0]["cpu"]["process_us_per_io"].as_f64()?;
+    Some(total / measured)
+}
+
+/// A profiled JSON run whose sampled CPU is within the bound, tried twice:
+/// cpu-clock charges a sample to whatever runs when its interrupt is taken,
+/// and with the other tests of this binary running beside it (two at a
+/// time) one run in CI saw perf cover 52 % and 71 % of its two trials
+/// (0.62 in all) where the same test alone gives 0.9–1.0. A profile that is
+/// wrong, not unlucky, misses twice and fails [`check_profile`]'s bound.
+fn profiled_json(dir: &Path, target: &str, engine: &str) -> Value {
+    let mut last = None;
+    for _ in 0..2 {
+        let o = profiled_run(dir, target, engine, "json");
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let j = json(&o);
+        if sampled_ratio(&j).is_some_and(|r| r >= BOUND.0 && r <= BOUND.1) {
+            return j;
+        }
+        last = Some(j);
+    }
+    last.unwrap()
+}
+
 #[test]
 fn profile_adds_up_on_zram_with_io_uring_and_libaio() {
     let ok = is_root() && Path::new("/sys/class/zram-control/hot_add").exists() && perf_ok();
@@ -180,10 +208,8 @@ fn profile_adds_up_on_zram_with_io_uring_and_libaio() {
     let d = tempfile::tempdir().unwrap();
     let z = Zram::new(64 << 20);
     for (engine, own) in [("io_uring", "io_uring"), ("libaio", "aio")] {
-        let o = profiled_run(d.path(), &z.path(), engine, "json");
-        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-        std::fs::write(d.path().join(format!("{engine}.json")), &o.stdout).unwrap();
-        let j = json(&o);
+        let j = profiled_json(d.path(), &z.path(), engine);
+        std::fs::write(d.path().join(format!("{engine}.json")), j.to_string()).unwrap();
         let g = check_profile(&j);
         assert_eq!(j["dioscope"]["profile"]["perf"]["scope"], "system-wide");
         // Grouped: the engine's own kernel code, zram, the block layer.
@@ -297,9 +323,7 @@ fn profile_of_a_loop_device_shows_its_kernel_threads_in_text_and_html() {
     let d = tempfile::tempdir().unwrap();
     let lo = LoopDev::new(d.path(), 32 << 20, &[]);
     lo.fill_random();
-    let o = profiled_run(d.path(), lo.path(), "libaio", "json");
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let j = json(&o);
+    let j = profiled_json(d.path(), lo.path(), "libaio");
     let g = check_profile(&j);
     // A loop device reads its backing file from the loop workqueue's
     // kworkers: outside our process, recorded system-wide.
@@ -314,7 +338,7 @@ fn profile_of_a_loop_device_shows_its_kernel_threads_in_text_and_html() {
         "{kt:#}"
     );
     // So does the HTML report made from the saved result.
-    std::fs::write(d.path().join("r.json"), &o.stdout).unwrap();
+    std::fs::write(d.path().join("r.json"), j.to_string()).unwrap();
     let h = run_in(d.path(), &["report", "r.json", "-o", "r.html"]);
     assert_eq!(h.status.code(), Some(0), "{}", stderr(&h));
     let html = std::fs::read_to_string(d.path().join("r.html")).unwrap();
