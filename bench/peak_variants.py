@@ -73,14 +73,14 @@ def main(argv):
             print(f"{b}: not found (bench/build-t-io_uring.sh; cargo build --release)",
                   file=sys.stderr)
             return 1
-    z = bench.Zram(args.zram_size)
-    try:
-        z.setup()
-    except bench.SetupError as e:
-        print(f"zram: {e}", file=sys.stderr)
-        return 1
+    z = bench.Zram(bench.parse_size(args.zram_size))
     failed = 0
     try:
+        try:
+            z.setup()
+        except bench.SetupError as e:
+            print(f"zram: {e}", file=sys.stderr)
+            return 1
         table = rows(args, args.t_io_uring, args.dioscope, args.fio, z.dev)
         runs = [[] for _ in table]
         for r in range(args.rounds):
