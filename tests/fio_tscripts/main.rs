@@ -16,10 +16,11 @@
 //! it did not report as failed. A table per script is printed
 //! (`cargo test --release --test fio_tscripts -- --nocapture`).
 //!
-//! Time budget: about 15 minutes on 2 cores. Scripts whose tests measure
-//! time (run-fio-tests.py's rate and runtime checks, steadystate_tests.py)
-//! run fio then dioscope, one after the other, so that neither disturbs
-//! the other; the rest run both side by side. latency_percentiles.py alone
+//! Time budget: about 10 minutes on 2 cores. Tests that measure rates
+//! (run-fio-tests.py's flow and rate_iops tests, all of
+//! steadystate_tests.py) run fio then dioscope, one after the other, so
+//! that neither disturbs the other; everything else runs both side by side
+//! (run-fio-tests.py in two passes: [`Timing::Only`]). latency_percentiles.py alone
 //! takes about 6 minutes (its checks sort every logged latency of 2–5 s
 //! null-engine runs); all of its 22 tests are kept. Tests left out are in
 //! [`EXCEPTIONS`].
@@ -90,16 +91,45 @@ const EXCEPTIONS: &[Exception] = &[Exception {
 /// One of fio's scripts and how to call it.
 struct Script {
     name: &'static str,
-    /// Arguments after the script's path, given the binary, fio's root and
-    /// the scratch directory.
-    args: fn(&Path, &Path, &Path) -> Vec<String>,
-    /// No test of the script measures time (rates, runtimes): fio and
-    /// dioscope run it side by side to save time.
-    side_by_side: bool,
+    /// Arguments after the script's path, given the binary, fio's root,
+    /// the scratch directory and which of its tests to run.
+    args: fn(&Path, &Path, &Path, Part) -> Vec<String>,
+    /// Which of its tests measure rates, so that fio and dioscope must not
+    /// run them at the same time.
+    timing: Timing,
     /// The script needs a block device it may write and trim (`--dut`):
     /// a loop device of the run's own, or it looks for null_blk (absent).
     dut: bool,
 }
+
+/// Which of a script's tests measure rates (IOPS, bandwidth, their
+/// ratios, steady state): those run with one binary at a time.
+#[derive(Clone, Copy)]
+enum Timing {
+    /// None: fio and dioscope run the whole script side by side.
+    None,
+    /// All: fio's run, then dioscope's.
+    All,
+    /// These test ids (run-fio-tests.py's numbers) one after the other, the
+    /// rest side by side: two passes of the script.
+    Only(&'static [u32]),
+}
+
+/// Which of a script's tests one run of it makes.
+#[derive(Clone, Copy)]
+enum Part {
+    Whole,
+    /// All but these ids.
+    Without(&'static [u32]),
+    /// Only these ids.
+    Only(&'static [u32]),
+}
+
+/// run-fio-tests.py's tests that measure rates: t0011 (rate_iops=1000 and
+/// an 8:1 flow), t0012 and t0014 (flow ratios from IOPS logs). t0009 only
+/// checks that a 60 s time-based job ran 60 s, which sharing the CPU does
+/// not change.
+const RUN_FIO_TESTS_TIMED: &[u32] = &[11, 12, 14];
 
 fn s(p: &Path) -> String {
     p.display().to_string()
@@ -108,9 +138,9 @@ fn s(p: &Path) -> String {
 const SCRIPTS: &[Script] = &[
     Script {
         name: "run-fio-tests.py",
-        side_by_side: false,
+        timing: Timing::Only(RUN_FIO_TESTS_TIMED),
         dut: false,
-        args: |bin, root, dir| {
+        args: |bin, root, dir, part| {
             let mut a = vec![
                 "-f".into(),
                 s(bin),
@@ -127,22 +157,30 @@ const SCRIPTS: &[Script] = &[
                     .filter(|e| e.script == "run-fio-tests.py")
                     .map(|e| e.id.to_string()),
             );
+            match part {
+                Part::Whole => {}
+                Part::Without(ids) => a.extend(ids.iter().map(u32::to_string)),
+                Part::Only(ids) => {
+                    a.push("-o".into());
+                    a.extend(ids.iter().map(u32::to_string));
+                }
+            }
             a
         },
     },
     Script {
         name: "readonly.py",
-        side_by_side: true,
+        timing: Timing::None,
         dut: false,
-        args: |bin, _, _| vec!["-f".into(), s(bin)],
+        args: |bin, _, _, _| vec!["-f".into(), s(bin)],
     },
     Script {
         name: "strided.py",
-        side_by_side: true,
+        timing: Timing::None,
         dut: false,
         // fio 3.33 takes the binary as its argument (its -f is the file to
         // test); later ones take -f BIN and -a DIR.
-        args: |bin, root, dir| {
+        args: |bin, root, dir, _| {
             let text = std::fs::read_to_string(root.join("t/strided.py")).unwrap_or_default();
             if text.contains("add_argument('-a'") {
                 vec!["-f".into(), s(bin), "-a".into(), s(&dir.join("artifacts"))]
@@ -153,9 +191,9 @@ const SCRIPTS: &[Script] = &[
     },
     Script {
         name: "jsonplus2csv_test.py",
-        side_by_side: true,
+        timing: Timing::None,
         dut: false,
-        args: |bin, _, _| {
+        args: |bin, _, _, _| {
             vec![
                 "-f".into(),
                 s(bin),
@@ -166,28 +204,28 @@ const SCRIPTS: &[Script] = &[
     },
     Script {
         name: "latency_percentiles.py",
-        side_by_side: true,
+        timing: Timing::None,
         dut: false,
-        args: |bin, _, dir| vec!["-f".into(), s(bin), "-a".into(), s(&dir.join("artifacts"))],
+        args: |bin, _, dir, _| vec!["-f".into(), s(bin), "-a".into(), s(&dir.join("artifacts"))],
     },
     Script {
         name: "steadystate_tests.py",
-        side_by_side: false,
+        timing: Timing::All,
         dut: false,
-        args: |bin, _, _| vec![s(bin)],
+        args: |bin, _, _, _| vec![s(bin)],
     },
     // Later fio's scripts, run when the tree has them (fio 3.41's, by hand).
     Script {
         name: "random_seed.py",
-        side_by_side: true,
+        timing: Timing::None,
         dut: false,
-        args: |bin, _, dir| vec!["-f".into(), s(bin), "-a".into(), s(&dir.join("artifacts"))],
+        args: |bin, _, dir, _| vec!["-f".into(), s(bin), "-a".into(), s(&dir.join("artifacts"))],
     },
     Script {
         name: "verify.py",
-        side_by_side: true,
+        timing: Timing::None,
         dut: false,
-        args: |bin, root, dir| {
+        args: |bin, root, dir, _| {
             vec![
                 "-f".into(),
                 s(bin),
@@ -200,9 +238,9 @@ const SCRIPTS: &[Script] = &[
     },
     Script {
         name: "verify-trim.py",
-        side_by_side: true,
+        timing: Timing::None,
         dut: true,
-        args: |bin, root, dir| {
+        args: |bin, root, dir, _| {
             vec![
                 "-f".into(),
                 s(bin),
@@ -335,14 +373,20 @@ fn prepare(scratch: &Path) -> Option<Prereqs> {
 }
 
 /// Runs one script with one binary in `dir`; returns its outcomes and time.
-fn run_script(script: &Script, bin: &Path, p: &Prereqs, dir: &Path) -> (Outcomes, Duration) {
+fn run_script(
+    script: &Script,
+    part: Part,
+    bin: &Path,
+    p: &Prereqs,
+    dir: &Path,
+) -> (Outcomes, Duration) {
     std::fs::create_dir_all(dir).unwrap();
     let path = p.root.join("t").join(script.name);
     // Detached when dropped, also when the script fails.
     let dut = script
         .dut
         .then(|| common::LoopDev::new(dir, 256 << 20, &[]));
-    let mut args = (script.args)(bin, &p.root, dir);
+    let mut args = (script.args)(bin, &p.root, dir, part);
     if let Some(d) = &dut {
         args.extend(["--dut".to_string(), s(&d.dev)]);
     }
@@ -360,6 +404,58 @@ fn run_script(script: &Script, bin: &Path, p: &Prereqs, dir: &Path) -> (Outcomes
     std::fs::write(dir.join("script.stdout"), stdout.as_bytes()).unwrap();
     std::fs::write(dir.join("script.stderr"), &out.stderr).unwrap();
     (parse_outcomes(&stdout), took)
+}
+
+/// One script run with fio and with dioscope, as its [`Timing`] allows:
+/// (fio's outcomes and time, dioscope's).
+type Both = ((Outcomes, Duration), (Outcomes, Duration));
+
+fn run_both(script: &Script, p: &Prereqs, base: &Path) -> Both {
+    let dirs = |name: &str| {
+        (
+            base.join(format!("fio{name}")),
+            base.join(format!("dioscope{name}")),
+        )
+    };
+    let side_by_side = |part: Part, name: &str| -> Both {
+        let (f, d) = dirs(name);
+        std::thread::scope(|sc| {
+            let fio = sc.spawn(|| run_script(script, part, &p.fio, p, &f));
+            let dio = run_script(script, part, &p.dioscope, p, &d);
+            (fio.join().unwrap(), dio)
+        })
+    };
+    let one_then_other = |part: Part, name: &str| -> Both {
+        let (f, d) = dirs(name);
+        (
+            run_script(script, part, &p.fio, p, &f),
+            run_script(script, part, &p.dioscope, p, &d),
+        )
+    };
+    match script.timing {
+        Timing::None => side_by_side(Part::Whole, ""),
+        Timing::All => one_then_other(Part::Whole, ""),
+        Timing::Only(ids) => {
+            let shared = side_by_side(Part::Without(ids), "");
+            let apart = one_then_other(Part::Only(ids), "-timed");
+            // A split that ran none of them would drop them unseen.
+            let missing: Vec<&u32> = ids
+                .iter()
+                .filter(|id| !apart.0 .0.contains_key(&id.to_string()))
+                .collect();
+            assert!(
+                missing.is_empty(),
+                "{}: fio's run of the rate tests {ids:?} did not report {missing:?} (see {})",
+                script.name,
+                base.display()
+            );
+            let join = |(mut a, ta): (Outcomes, Duration), (b, tb): (Outcomes, Duration)| {
+                a.extend(b);
+                (a, ta + tb)
+            };
+            (join(shared.0, apart.0), join(shared.1, apart.1))
+        }
+    }
 }
 
 #[test]
@@ -418,18 +514,7 @@ fn fio_tscripts_dioscope_passes_what_fio_passes() {
             continue;
         }
         let base = scratch.join(script.name.trim_end_matches(".py"));
-        let ((fio, t_fio), (dio, t_dio)) = if script.side_by_side {
-            std::thread::scope(|sc| {
-                let f = sc.spawn(|| run_script(script, &p.fio, &p, &base.join("fio")));
-                let d = run_script(script, &p.dioscope, &p, &base.join("dioscope"));
-                (f.join().unwrap(), d)
-            })
-        } else {
-            (
-                run_script(script, &p.fio, &p, &base.join("fio")),
-                run_script(script, &p.dioscope, &p, &base.join("dioscope")),
-            )
-        };
+        let ((fio, t_fio), (dio, t_dio)) = run_both(script, &p, &base);
         let excepted = |id: &str| {
             EXCEPTIONS
                 .iter()

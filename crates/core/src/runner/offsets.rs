@@ -9,7 +9,7 @@
 
 mod random;
 
-use super::distributions::{mix, Permutation, Rng, Zipf};
+use super::distributions::{mix, Permutation, Rng, Shuffle, Zipf};
 use super::randgen::{BlockMap, Lfsr, Taus};
 use crate::job::spec::{FileService, RandomGenerator, ZoneSize};
 use crate::job::RandomDist;
@@ -54,6 +54,9 @@ pub struct OffsetCfg {
     /// The smallest block per direction (0: `unit`): a sequential I/O near
     /// the window's end is cut to the room left only if that room holds it.
     pub min_len: [u64; 2],
+    /// Every I/O is exactly one `unit` (one block size, no `bsrange` or
+    /// `bssplit`): the random map's order needs no map.
+    pub one_unit: bool,
 }
 
 impl OffsetCfg {
@@ -77,6 +80,7 @@ impl OffsetCfg {
             open_files: 0,
             zones: None,
             seq_stride: false,
+            one_unit: false,
         }
     }
 }
@@ -106,9 +110,23 @@ pub(super) struct Region {
     served: u64,
     /// Scatters the ranks of skewed distributions over the window.
     perm: Permutation,
-    /// The random map (tausworthe with it on), or the LFSR (`lfsr`).
+    /// The random map (tausworthe with it on, I/Os of several sizes), or
+    /// the LFSR (`lfsr`).
     map: Option<BlockMap>,
     lfsr: Option<Lfsr>,
+    /// The random map's order when every I/O is one `unit`: a keyed
+    /// bijection of the pass's counter, keyed anew each pass, so no memory
+    /// is read per I/O ([`random::map_draw`]).
+    order: Option<Shuffle>,
+}
+
+impl Region {
+    /// A new pass (or window) of the shuffled order: a new key.
+    fn rekey(&mut self) {
+        if let Some(o) = &mut self.order {
+            o.start_pass(self.nblocks, self.pass);
+        }
+    }
 }
 
 /// One zone of a zoned distribution, resolved: cumulative I/O percent and
@@ -172,6 +190,9 @@ fn new_regions(regions: &[(u64, u64)], cfg: &OffsetCfg, seed: u64) -> Vec<Region
     let unit = cfg.unit;
     let uniform_map = cfg.random && cfg.randommap && cfg.dist == RandomDist::Uniform;
     let lfsr = uniform_map && cfg.generator == RandomGenerator::Lfsr;
+    // Each I/O one unit: no block claims a run after it, so a bijection
+    // of the pass position does the map's work.
+    let shuffled = uniform_map && !lfsr && cfg.one_unit;
     regions
         .iter()
         .enumerate()
@@ -192,8 +213,9 @@ fn new_regions(regions: &[(u64, u64)], cfg: &OffsetCfg, seed: u64) -> Vec<Region
                 pass: 0,
                 served: 0,
                 perm: Permutation::new(nblocks, seed ^ mix(i as u64 + 1)),
-                map: (uniform_map && !lfsr).then(|| BlockMap::new(nblocks)),
+                map: (uniform_map && !lfsr && !shuffled).then(|| BlockMap::new(nblocks)),
                 lfsr: lfsr.then(|| Lfsr::new(nblocks, seed ^ mix(i as u64 + 1))),
+                order: shuffled.then(|| Shuffle::new(nblocks, mix(seed ^ mix(!(i as u64))))),
             }
         })
         .collect()
@@ -490,6 +512,7 @@ impl OffsetGen {
                 if r.lfsr.is_some() {
                     r.lfsr = Some(Lfsr::new(r.nblocks, self.seed ^ mix(r.pass)));
                 }
+                r.rekey();
             }
             return;
         }

@@ -603,7 +603,7 @@ pub(super) static WORKLOAD: &[OptDef] = &[
         range: None,
         category: Category::Pattern,
         example: "lfsr",
-        help: "tausworthe: L'Ecuyer's taus88 (tausworthe64, or over 2^32 blocks: lfsr258), each block once per pass with the random map, repeats with norandommap; lfsr: a maximal-length LFSR, each block once per pass without a map; all reproducible from randseed",
+        help: "tausworthe: L'Ecuyer's taus88 (tausworthe64, or over 2^32 blocks: lfsr258), each block once per pass with the random map (one block size: a keyed Feistel permutation of each pass, no bitmap; several: a bitmap), repeats with norandommap; lfsr: a maximal-length LFSR, each block once per pass without a map; all reproducible from randseed",
         apply: job!(|j, v| {
             j.random_generator = match v.trim() {
                 "tausworthe" => RandomGenerator::Tausworthe,

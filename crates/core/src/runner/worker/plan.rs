@@ -386,6 +386,7 @@ fn offset_cfg(j: &JobSpec, unit: u64) -> offsets::OffsetCfg {
         run_identical: j.rw_sequencer_identical,
         blockalign: j.blockalign,
         min_len: [j.bs[0].min(), j.bs[1].min()],
+        one_unit: j.max_bs() == unit,
         pct_random: j.percentage_random,
         file_service: j.file_service,
         file_every: j.file_service_every,

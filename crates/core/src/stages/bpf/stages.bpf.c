@@ -303,8 +303,7 @@ static __always_inline int may_hold(u32 half, u64 hk)
 
 static __always_inline void *get(void *map, u32 half, u64 hk, u64 key)
 {
-	u32 *h = hint_of(half, hk);
-	if (h && !*h)
+	if (!may_hold(half, hk))
 		return 0;
 	return bpf_map_lookup_elem(map, &key);
 }
@@ -314,6 +313,8 @@ static __always_inline void del(void *map, u32 half, u64 hk, u64 key)
 	u32 *h = hint_of(half, hk);
 	if (h && !*h)
 		return;
+	// The hint's slot was read once above: the count it keeps goes down
+	// only when an entry really left.
 	if (bpf_map_delete_elem(map, &key) == 0 && h)
 		__sync_fetch_and_add(h, -1);
 }
@@ -604,7 +605,8 @@ int BPF_PROG(rq_issue, struct request *rq)
 	u64 sector = rq_sector(rq);
 	if (!may_hold(HB, sector) || !in(cfg.rq_devs, cfg.nrq, rq_dev(rq)))
 		return 0;
-	struct bv *e = get(&b, HB, sector, sector);
+	// The hint is checked: look up at once.
+	struct bv *e = bpf_map_lookup_elem(&b, &sector);
 	if (!e || !e->ts)
 		return 0;
 	u64 now = bpf_ktime_get_ns();
