@@ -789,6 +789,41 @@ mod tests {
         assert_eq!(offs(&mut g, 28), want);
     }
 
+    /// Random offsets in strided zones, with the random map as a bitmap and
+    /// as the shuffled order (one block size): each visit to a zone of 16
+    /// blocks takes 16 distinct blocks of that zone; the next visit, in
+    /// another order.
+    #[test]
+    fn random_zones_take_each_block_of_a_zone_once_per_visit() {
+        for one_unit in [false, true] {
+            let mut c = cfg(true);
+            c.one_unit = one_unit;
+            // 1 MiB; zones of 64 KiB, every other one (zoneskip 64 KiB).
+            c.zones = Some((65536, 65536, 65536));
+            let mut g = OffsetGen::with(&[(0, 1 << 20)], c, 3);
+            let v = offs(&mut g, 16 * 9);
+            let visits: Vec<&[u64]> = v.chunks(16).collect();
+            for (k, visit) in visits.iter().enumerate() {
+                let zone = (k % 8) as u64 * 131072;
+                let mut blocks: Vec<u64> = visit.iter().map(|o| (o - zone) / 4096).collect();
+                assert!(
+                    visit.iter().all(|&o| (zone..zone + 65536).contains(&o)),
+                    "one_unit {one_unit}: visit {k} left its zone: {visit:?}"
+                );
+                blocks.sort_unstable();
+                assert_eq!(
+                    blocks,
+                    (0..16).collect::<Vec<u64>>(),
+                    "one_unit {one_unit}: visit {k}"
+                );
+            }
+            assert_ne!(
+                visits[0], visits[8],
+                "one_unit {one_unit}: the same order again"
+            );
+        }
+    }
+
     #[test]
     fn random_runs_follow_the_random_offset() {
         let mut c = cfg(true);
