@@ -86,8 +86,9 @@ impl Permutation {
         }
     }
 
-    /// The round function: `width` well-mixed bits of `v` under `key`
-    /// (the top bits of a product, which depend on every bit of `v`).
+    /// The round function: 32 well-mixed bits of `v` under `key` (the top
+    /// bits of a product, which depend on every bit of `v`); a round keeps
+    /// the low ones its half needs.
     #[inline(always)]
     fn hash(v: u64, key: u64) -> u64 {
         let z = (v ^ key).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -140,8 +141,8 @@ const LANES: usize = 4;
 
 /// The random map's order for I/Os of one block each: the pass's i-th
 /// block is [`Permutation`] of i, keyed anew each pass, computed [`LANES`]
-/// at a time (their rounds overlap in the CPU: a block costs about a third
-/// of one computed alone).
+/// at a time (their rounds overlap in the CPU: io_uring's user time per
+/// I/O went from 43.7 to 38.4 ns against one block at a time).
 #[derive(Debug, Clone)]
 pub(super) struct Shuffle {
     perm: Permutation,
@@ -152,13 +153,16 @@ pub(super) struct Shuffle {
 }
 
 impl Shuffle {
+    /// Keyed by `key`, at the start of pass 0.
     pub fn new(n: u64, key: u64) -> Shuffle {
-        Shuffle {
-            perm: Permutation::new(n, mix(key)),
+        let mut s = Shuffle {
+            perm: Permutation::new(n, 0),
             key,
             ahead: [0; LANES],
             next: LANES,
-        }
+        };
+        s.start_pass(n, 0);
+        s
     }
 
     /// The start of a pass (or of a window of `n` blocks): a new key.
