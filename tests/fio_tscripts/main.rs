@@ -263,6 +263,7 @@ type Outcomes = BTreeMap<String, bool>;
 
 /// Parses the per-test lines of fio's scripts:
 /// `Test 3 PASSED …` (run-fio-tests, readonly, strided, jsonplus2csv),
+/// `Test 11 FAILED:  iops value mismatch, t0011.fio` (run-fio-tests' failures),
 /// `**********Test 7 FAILED**********` (latency_percentiles),
 /// `PASSED 'set steady state …' found with arguments […]` (steadystate's
 /// parse checks, numbered in order) and `PASSED job0 ss attained, …`
@@ -277,7 +278,8 @@ fn parse_outcomes(stdout: &str) -> Outcomes {
             let mut w = rest.split_whitespace();
             if let (Some(id), Some(verdict)) = (w.next(), w.next()) {
                 if id.chars().all(|c| c.is_ascii_digit()) {
-                    let verdict = verdict.trim_matches('*');
+                    // run-fio-tests.py: `Test 11 FAILED: <reason> <job>`.
+                    let verdict = verdict.trim_matches('*').trim_end_matches(':');
                     if verdict == "PASSED" || verdict == "FAILED" {
                         // verify.py numbers each section's tests from 1
                         // again: a repeated id is its n-th occurrence.
@@ -479,6 +481,8 @@ fn run_both(script: &Script, p: &Prereqs, base: &Path) -> Both {
 fn parse_outcomes_reads_every_script_format() {
     let o = parse_outcomes(
         "Test 1 PASSED t0001.fio\nTest 2 SKIPPED (libaio required) x\nTest 3 FAILED t3\n\
+         Test 11 FAILED:  iops value mismatch, t0011-5d2788d5.fio\n\
+         Test 12 FAILED: unable to process test config\n\
          **********Test 7 PASSED**********\n**********Test 8 SKIPPED (User request)**********\n\
          PASSED 'set steady state' found with arguments ['--ss=iops:10%']\n\
          FAILED 'set steady state' NOT found with arguments []\n\
@@ -489,6 +493,8 @@ fn parse_outcomes_reads_every_script_format() {
     let want: Outcomes = [
         ("1", true),
         ("3", false),
+        ("11", false),
+        ("12", false),
         ("7", true),
         ("parse1", true),
         ("parse2", false),
