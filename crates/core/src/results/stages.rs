@@ -156,8 +156,9 @@ impl StageDirection {
     }
 
     /// When far fewer of the direction's I/Os reached the device than were
-    /// traced (page-cache hits of buffered I/O, bios merged into others),
-    /// what that means for the block stages; `None` when most did.
+    /// traced (page-cache hits of buffered I/O, bios merged into others, bios
+    /// blk-throttle released from its worker), what that means for the block
+    /// stages; `None` when most did.
     pub fn device_coverage_note(&self) -> Option<String> {
         let dev = self.stages.iter().find(|s| s.name == "device")?;
         // Both counts are of the I/Os followed (one in the sample rate).
@@ -165,10 +166,23 @@ impl StageDirection {
         if traced == 0 || dev.ios as f64 >= 0.9 * traced as f64 {
             return None;
         }
+        // blk-throttle (io.max) holds a bio before `block_bio_queue` and
+        // queues it again from its own kernel worker, not a thread of the
+        // run: such bios are counted as other processes' I/O.
+        let throttled = if self.other_device_ios > 0 {
+            format!(
+                ", or bios of the run held by blk-throttle (io.max) and queued again by its \
+                 kernel worker, which count as other processes' I/O ({} here)",
+                self.other_device_ios
+            )
+        } else {
+            String::new()
+        };
         Some(format!(
             "only {} of the {} traced I/Os reached the device ({:.1} %: page-cache hits of \
-             buffered I/O, or bios merged into others): the block-layer and device stages \
-             describe those, and their contribution is spread over all the direction's I/Os",
+             buffered I/O, bios merged into others{throttled}): the block-layer and device \
+             stages describe those, and their contribution is spread over all the \
+             direction's I/Os",
             dev.ios,
             traced,
             100.0 * dev.ios as f64 / traced as f64
@@ -547,6 +561,14 @@ mod tests {
         let n = d.device_coverage_note().expect("a note");
         assert!(n.contains("only 80 of the 1000 traced I/Os"), "{n}");
         assert!(render_text(&r).contains("note: only 80 of the 1000"));
+        assert!(!n.contains("blk-throttle"), "{n}");
+        // Bios a throttle released come from its kernel worker: other I/O.
+        r.directions[0].other_device_ios = 160;
+        let n = r.directions[0].device_coverage_note().expect("a note");
+        assert!(
+            n.contains("blk-throttle (io.max)") && n.contains("(160 here)"),
+            "{n}"
+        );
         r.directions[0].stages[0].ios = 950;
         assert_eq!(r.directions[0].device_coverage_note(), None);
     }
