@@ -1751,9 +1751,10 @@ static CORE: &[OptDef] = &[
         category: Category::Stages,
         example: "1",
         help: "dioscope extension: with --stages, follow one request in N through the stages \
-               (chosen by a hash of the submission clock, so nothing about the I/O decides); \
+               (drawn at submission from the kernel's pseudo-random numbers, or on bpftrace \
+               from a hash of the submission clock, so nothing about the I/O decides); \
                every request and every io-wq hand-off is still counted. 1 follows every \
-               I/O, at about four times the tracing cost per I/O",
+               I/O, at about twice the tracing cost of the default (docs/STAGES.md, Cost)",
         apply: Apply::Global(|g, v| {
             g.stages_sample = u32v(v)?;
             Ok(())
