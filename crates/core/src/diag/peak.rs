@@ -332,14 +332,15 @@ fn process_ticks() -> u64 {
 
 /// What the probe run found: the process's CPU ticks and those of its
 /// `iou-wrk` threads, how many of them there were, and where BPF works
-/// (root, bpftrace), io_uring's hand-offs to io-wq counted exactly by the
-/// `--stages` tracer (`io_uring_queue_async_work`): (punted, requests).
-#[derive(Debug, Clone, Copy, Default)]
+/// (root; the raw-tracepoint program or bpftrace), io_uring's hand-offs to
+/// io-wq counted exactly by the `--stages` tracer
+/// (`io_uring_queue_async_work`): (punted, requests), or why they were not.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Probe {
     pub process_ticks: u64,
     pub iou_wrk_ticks: u64,
     pub iou_wrk_threads: usize,
-    pub punts: Option<(u64, u64)>,
+    pub punts: Result<(u64, u64), String>,
 }
 
 /// Runs the probe's trial with the stages tracer when tracing works here
@@ -348,20 +349,31 @@ fn execute_probe(
     resolved: Vec<crate::runner::ResolvedJob>,
     table: &crate::targets::TargetTable,
     opts: &crate::runner::RunOptions,
-) -> (crate::runner::RunResult, Option<(u64, u64)>) {
-    if crate::stages::check().is_err() {
+) -> (crate::runner::RunResult, Result<(u64, u64), String>) {
+    if let Err(u) = crate::stages::io_uring_tracing() {
         let r = crate::runner::execute(resolved, table, opts, &mut crate::runner::NoHooks);
-        return (r, None);
+        return (r, Err(format!("{} ({})", u.message, u.fix)));
     }
     let mut tracer = crate::stages::StageTracer::new(0);
     let r = crate::runner::execute(resolved, table, opts, &mut tracer);
     let st = tracer.finish(&crate::results::model::RunDoc::default());
-    let punts = (st.status == "measured").then(|| {
-        st.directions
-            .iter()
-            .fold((0, 0), |(p, n), d| (p + d.punted_io_wq, n + d.tagged_ios))
-    });
-    (r, punts.filter(|&(_, n)| n > 0))
+    if st.status != "measured" {
+        let why = st
+            .message
+            .unwrap_or_else(|| format!("the tracer {}", st.status));
+        return (r, Err(why));
+    }
+    let punts = st
+        .directions
+        .iter()
+        .fold((0, 0), |(p, n), d| (p + d.punted_io_wq, n + d.tagged_ios));
+    if punts.1 == 0 {
+        return (
+            r,
+            Err("the tracer counted none of the probe's requests".into()),
+        );
+    }
+    (r, Ok(punts))
 }
 
 /// A short read-only io_uring run (4 KiB random reads, QD 32, direct) on
@@ -431,8 +443,8 @@ pub fn io_wq_check(p: Result<Probe, String>) -> PeakCheck {
     };
     let cpu_pct = 100.0 * p.iou_wrk_ticks as f64 / p.process_ticks.max(1) as f64;
     let threads = p.iou_wrk_threads;
-    let (punting, how) = match p.punts {
-        Some((punted, ios)) => {
+    let (punting, how) = match &p.punts {
+        &Ok((punted, ios)) => {
             let pct = 100.0 * punted as f64 / ios as f64;
             (
                 pct >= 10.0,
@@ -443,11 +455,11 @@ pub fn io_wq_check(p: Result<Probe, String>) -> PeakCheck {
                 ),
             )
         }
-        None => (
+        Err(why) => (
             threads > 0 && cpu_pct >= 10.0,
             format!(
                 "{cpu_pct:.0} % of the probe's CPU in {threads} iou-wrk thread(s); requests \
-                 not counted (that needs root and bpftrace)"
+                 not counted: {why}"
             ),
         ),
     };
@@ -577,6 +589,7 @@ mod tests {
     }
 
     fn probe_of(punts: Option<(u64, u64)>, iou_wrk_ticks: u64) -> Probe {
+        let punts = punts.ok_or_else(|| "no BPF here (a test's reason)".to_string());
         Probe {
             process_ticks: 100,
             iou_wrk_ticks,
@@ -604,7 +617,12 @@ mod tests {
         // Not counted (no BPF): the threads' CPU decides, and the value says so.
         let c = io_wq_check(Ok(probe_of(None, 69)));
         assert_eq!(c.state, PeakState::NotOptimal, "{c:?}");
-        assert!(c.value.contains("not counted"), "{c:?}");
+        // The reason the tracer gave, not a guess at it.
+        assert!(
+            c.value
+                .contains("requests not counted: no BPF here (a test's reason)"),
+            "{c:?}"
+        );
         let c = io_wq_check(Ok(probe_of(None, 0)));
         assert_eq!(c.state, PeakState::Ok, "{c:?}");
     }

@@ -113,6 +113,18 @@ pub fn check() -> Result<PathBuf, Unavailable> {
     Ok(bpftrace)
 }
 
+/// Whether the tracer can count an io_uring run's requests and hand-offs
+/// here: the raw-tracepoint program where it can load (no bpftrace or
+/// tracefs needed), else bpftrace; why not, when neither can.
+pub fn io_uring_tracing() -> Result<(), Unavailable> {
+    let want = wanted();
+    match raw_check() {
+        Ok(()) if want != Want::Bpftrace => Ok(()),
+        Err(u) if want == Want::Raw => Err(u),
+        _ => check().map(|_| ()),
+    }
+}
+
 /// A block device of the jobs: its name, the dev_t bios carry, the dev_t of
 /// the disk requests go to, and whether it has a request queue.
 #[derive(Debug, Clone, PartialEq)]
