@@ -443,8 +443,8 @@ pub fn io_wq_check(p: Result<Probe, String>) -> PeakCheck {
     };
     let cpu_pct = 100.0 * p.iou_wrk_ticks as f64 / p.process_ticks.max(1) as f64;
     let threads = p.iou_wrk_threads;
-    let (punting, how) = match &p.punts {
-        &Ok((punted, ios)) => {
+    let (punting, how) = match p.punts {
+        Ok((punted, ios)) => {
             let pct = 100.0 * punted as f64 / ios as f64;
             (
                 pct >= 10.0,

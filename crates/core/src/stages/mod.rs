@@ -117,12 +117,27 @@ pub fn check() -> Result<PathBuf, Unavailable> {
 /// here: the raw-tracepoint program where it can load (no bpftrace or
 /// tracefs needed), else bpftrace; why not, when neither can.
 pub fn io_uring_tracing() -> Result<(), Unavailable> {
-    let want = wanted();
-    match raw_check() {
-        Ok(()) if want != Want::Bpftrace => Ok(()),
-        Err(u) if want == Want::Raw => Err(u),
-        _ => check().map(|_| ()),
+    match backends() {
+        (true, _) => Ok(()),
+        (false, state) => state.map(|_| ()),
     }
+}
+
+/// Which backends this process may use: whether the raw-tracepoint
+/// program is wanted and can load, and bpftrace (its path) or why not.
+fn backends() -> (bool, Result<PathBuf, Unavailable>) {
+    let want = wanted();
+    let usable = raw_check();
+    let raw = want != Want::Bpftrace && usable.is_ok();
+    let state = match (want, usable) {
+        (Want::Raw, Err(u)) => Err(u),
+        (Want::Raw, Ok(())) => Err(Unavailable {
+            message: format!("{BACKEND_ENV}=raw: bpftrace is not used"),
+            fix: format!("unset {BACKEND_ENV}"),
+        }),
+        _ => check(),
+    };
+    (raw, state)
 }
 
 /// A block device of the jobs: its name, the dev_t bios carry, the dev_t of
@@ -275,17 +290,7 @@ impl StageTracer {
     /// says why once, on stderr, now. It follows one request in `sample`
     /// (0: [`DEFAULT_SAMPLE`]).
     pub fn new(sample: u32) -> StageTracer {
-        let want = wanted();
-        let usable = raw_check();
-        let raw = want != Want::Bpftrace && usable.is_ok();
-        let state = match (want, usable) {
-            (Want::Raw, Err(u)) => Err(u),
-            (Want::Raw, Ok(())) => Err(Unavailable {
-                message: format!("{BACKEND_ENV}=raw: bpftrace is not used"),
-                fix: format!("unset {BACKEND_ENV}"),
-            }),
-            _ => check(),
-        };
+        let (raw, state) = backends();
         if let (false, Err(u)) = (raw, &state) {
             eprintln!(
                 "dioscope: --stages: {}; {}. The run goes on without stages.",
